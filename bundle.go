@@ -1,0 +1,74 @@
+package stead
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Emit is an event to deliver to another execution (or to none: an empty Target is a broadcast
+// that the relay acknowledges without publishing) after the step that produced it commits.
+type Emit struct {
+	Target string `json:"target,omitempty"`
+	Event  Event  `json:"event"`
+}
+
+// TimerAction says whether a TimerOp arms or disarms a timer.
+type TimerAction string
+
+// The timer actions.
+const (
+	TimerSchedule TimerAction = "schedule"
+	TimerCancel   TimerAction = "cancel"
+)
+
+// TimerOp arms or disarms the durable timer of one state path of the committing execution. An
+// execution has at most one timer per path: scheduling a path again replaces its fire time;
+// cancelling removes it whatever its fire time.
+type TimerOp struct {
+	Action TimerAction `json:"action"`
+	Path   string      `json:"path"`
+	FireAt time.Time   `json:"fire_at,omitzero"` // required for TimerSchedule
+}
+
+// Spawn is the intent to create a child execution. It commits with the parent's step; a relay
+// creates the child afterwards, idempotently, from ChildID.
+type Spawn struct {
+	ChildID  string          `json:"child_id"`
+	RootPath string          `json:"root_path"`
+	Context  json.RawMessage `json:"context,omitempty"`
+}
+
+// TraceStep is one step of an execution's optional trace. Index is assigned by the store: it
+// starts at 0 and grows by one per step, and it never changes once assigned, even after older
+// steps fall out of the capped ring.
+type TraceStep struct {
+	Index     int64           `json:"index"`
+	EventID   string          `json:"event_id,omitempty"`
+	EventKind string          `json:"event_kind,omitempty"`
+	From      string          `json:"from,omitempty"`
+	To        string          `json:"to,omitempty"`
+	Actions   []string        `json:"actions,omitempty"`
+	Context   json.RawMessage `json:"context,omitempty"`
+	At        time.Time       `json:"at,omitzero"`
+}
+
+// Bundle is every side effect of one step. Commit writes the execution and its bundle in one
+// transaction: all of it lands or none of it does.
+type Bundle struct {
+	// Emits are written to the outbox in order; Commit returns their sequence numbers.
+	Emits []Emit
+	// ProcessedEventID, when set, records that the execution has applied that event (dedupe).
+	ProcessedEventID string
+	// Spawns are child executions to create after commit.
+	Spawns []Spawn
+	// Timers arm and disarm durable timers, applied in order.
+	Timers []TimerOp
+	// Trace, when set, appends one step to the execution's trace ring.
+	Trace *TraceStep
+}
+
+// StateOnly reports whether the bundle carries nothing but (optionally) a processed event id:
+// such a commit is a single round-trip on PostgreSQL.
+func (b *Bundle) StateOnly() bool {
+	return len(b.Emits) == 0 && len(b.Spawns) == 0 && len(b.Timers) == 0 && b.Trace == nil
+}

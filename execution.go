@@ -1,0 +1,141 @@
+package stead
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Status is the lifecycle of an execution.
+type Status string
+
+// The statuses an execution moves through.
+const (
+	StatusPending    Status = "pending"    // created, not started
+	StatusRunning    Status = "running"    // started, accepting events
+	StatusDone       Status = "done"       // reached a final state; Outcome says which
+	StatusFailed     Status = "failed"     // an action failed with no error transition; Error says why
+	StatusCancelling Status = "cancelling" // a cancel is draining the backlog
+	StatusCancelled  Status = "cancelled"  // cancelled
+	StatusSuspended  Status = "suspended"  // paused by an operator
+)
+
+// Valid reports whether s is one of the declared statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusDone, StatusFailed, StatusCancelling, StatusCancelled, StatusSuspended:
+		return true
+	}
+	return false
+}
+
+// Finished reports whether s is an end state: done, failed or cancelled.
+func (s Status) Finished() bool {
+	return s == StatusDone || s == StatusFailed || s == StatusCancelled
+}
+
+// ChildState is the parent's bookkeeping for one child execution (an orthogonal region or an
+// invoked machine): the join waits until every child it expects has finished.
+type ChildState struct {
+	RootPath string          `json:"root_path"`
+	Finished bool            `json:"finished,omitempty"`
+	Outcome  string          `json:"outcome,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Key      string          `json:"key,omitempty"`
+}
+
+// Execution is the durable state of one statechart run. The store persists it whole; a few fields
+// (status, outcome, active path, parent, times) are also kept in columns so listing never reads the
+// whole record.
+type Execution struct {
+	ID           string `json:"id"`
+	DefinitionID string `json:"definition_id"`
+	Status       Status `json:"status"`
+	Outcome      string `json:"outcome,omitempty"`
+	Error        string `json:"error,omitempty"`
+	// ActivePath is the path of the active leaf state, empty before start.
+	ActivePath string `json:"active_path,omitempty"`
+	// History maps a compound state's path to its last active child (shallow history).
+	History map[string]string `json:"history,omitempty"`
+	// Context is the user data of the run, a JSON object.
+	Context json.RawMessage `json:"context,omitempty"`
+	// Children is the join state of the child executions this one waits for, by child id.
+	Children map[string]ChildState `json:"children,omitempty"`
+	// ParentID and ChildID are set on a child: whom to notify, and its key in the parent.
+	ParentID string `json:"parent_id,omitempty"`
+	ChildID  string `json:"child_id,omitempty"`
+	// RootPath is the state this execution runs from: empty for a whole machine, the region's
+	// path for a region child.
+	RootPath string `json:"root_path,omitempty"`
+	// InvokeSeq counts entries per spawning state so that every entry gets fresh child ids.
+	InvokeSeq map[string]int `json:"invoke_seq,omitempty"`
+	// Priority weights transport claims (0 is normal); children inherit it.
+	Priority int `json:"priority,omitempty"`
+	// Deferred holds events a state postponed.
+	Deferred []Event `json:"deferred,omitempty"`
+	// Version is the compare-and-swap token: 0 for a new execution, bumped by every commit.
+	Version    int64     `json:"version"`
+	CreatedAt  time.Time `json:"created_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// Clone returns a deep copy of e, so that a caller can hand an execution to a store or an engine
+// and keep its own copy untouched.
+func (e *Execution) Clone() *Execution {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.History = maps.Clone(e.History)
+	c.Context = slices.Clone(e.Context)
+	if e.Children != nil {
+		c.Children = make(map[string]ChildState, len(e.Children))
+		for k, v := range e.Children {
+			v.Result = slices.Clone(v.Result)
+			c.Children[k] = v
+		}
+	}
+	c.InvokeSeq = maps.Clone(e.InvokeSeq)
+	if e.Deferred != nil {
+		c.Deferred = make([]Event, len(e.Deferred))
+		for i, ev := range e.Deferred {
+			ev.Data = slices.Clone(ev.Data)
+			c.Deferred[i] = ev
+		}
+	}
+	return &c
+}
+
+// Summary is what listing returns: the columns, never the context or history.
+type Summary struct {
+	ID           string    `json:"id"`
+	DefinitionID string    `json:"definition_id"`
+	Status       Status    `json:"status"`
+	Outcome      string    `json:"outcome,omitempty"`
+	ActivePath   string    `json:"active_path,omitempty"`
+	ParentID     string    `json:"parent_id,omitempty"`
+	Version      int64     `json:"version"`
+	CreatedAt    time.Time `json:"created_at,omitzero"`
+	UpdatedAt    time.Time `json:"updated_at,omitzero"`
+	FinishedAt   time.Time `json:"finished_at,omitzero"`
+}
+
+// Summarize returns the listing view of e.
+func (e *Execution) Summarize() Summary {
+	return Summary{
+		ID: e.ID, DefinitionID: e.DefinitionID, Status: e.Status, Outcome: e.Outcome,
+		ActivePath: e.ActivePath, ParentID: e.ParentID, Version: e.Version,
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, FinishedAt: e.FinishedAt,
+	}
+}
+
+// Event is something that happened to an execution. Its ID is the dedupe key: an execution
+// applies each event id at most once.
+type Event struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	CreatedAt time.Time       `json:"created_at,omitzero"`
+}

@@ -1,0 +1,122 @@
+// Package check validates the strings and JSON documents that cross a store boundary, so that
+// bad input is refused with an error wrapping errs.Invalid before any backend sees it.
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/steadhq/stead/internal/errs"
+)
+
+// MaxIDLen bounds every identifier (execution ids, event ids, kinds, paths) in bytes.
+const MaxIDLen = 512
+
+// MaxPayload bounds every JSON document (a context, event data, a trace step) in bytes.
+const MaxPayload = 1 << 20
+
+// Invalidf returns an error wrapping errs.Invalid.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errs.Invalid}, args...)...)
+}
+
+// ID checks a required identifier.
+func ID(field, v string) error {
+	if v == "" {
+		return Invalidf("%s is empty", field)
+	}
+	return Text(field, v)
+}
+
+// MaxMessageLen bounds free text such as a recorded error message.
+const MaxMessageLen = 16 << 10
+
+// Text checks an optional string: it may be empty, but when set it must be valid UTF-8 without
+// NUL bytes (PostgreSQL text cannot hold NUL) and no longer than MaxIDLen.
+func Text(field, v string) error { return TextMax(field, v, MaxIDLen) }
+
+// TextMax is Text with another length bound.
+func TextMax(field, v string, max int) error {
+	if len(v) > max {
+		return Invalidf("%s is %d bytes, more than %d", field, len(v), max)
+	}
+	if !utf8.ValidString(v) {
+		return Invalidf("%s is not valid UTF-8", field)
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return Invalidf("%s contains a NUL byte", field)
+	}
+	return nil
+}
+
+// JSON checks an optional JSON document: empty is allowed; otherwise it must be valid UTF-8, valid
+// JSON, at most MaxPayload bytes, and carry no \u0000 escape (PostgreSQL jsonb refuses it, so every
+// backend refuses it alike).
+func JSON(field string, raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if len(raw) > MaxPayload {
+		return Invalidf("%s is %d bytes, more than %d", field, len(raw), MaxPayload)
+	}
+	if !utf8.Valid(raw) {
+		return Invalidf("%s is not valid UTF-8", field)
+	}
+	if !json.Valid(raw) {
+		return Invalidf("%s is not valid JSON", field)
+	}
+	if hasNULEscape(raw) {
+		return Invalidf("%s contains a \\u0000 escape", field)
+	}
+	return nil
+}
+
+// JSONObject is JSON that, when present, must be an object.
+func JSONObject(field string, raw []byte) error {
+	if err := JSON(field, raw); err != nil {
+		return err
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return Invalidf("%s is not a JSON object", field)
+	}
+	return nil
+}
+
+// hasNULEscape reports whether raw contains \u0000 as an escape (not as an escaped backslash
+// followed by the letters u0000).
+func hasNULEscape(raw []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u0000`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= 0 && raw[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// Limit checks a page or batch size: negative or above max is invalid, zero takes def.
+func Limit(field string, v, def, max int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, Invalidf("%s is negative (%d)", field, v)
+	case v > max:
+		return 0, Invalidf("%s is %d, more than %d", field, v, max)
+	case v == 0:
+		return def, nil
+	}
+	return v, nil
+}

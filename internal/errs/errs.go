@@ -1,0 +1,23 @@
+// Package errs holds the sentinel errors shared by every stead contract. It is a leaf package so
+// that the root vocabulary, the turn contract and the internal plumbing can all wrap the same
+// values without an import cycle; users see them re-exported as stead.ErrNotFound and friends.
+package errs
+
+import "errors"
+
+var (
+	// NotFound: the record does not exist (or belongs to another tenant).
+	NotFound = errors.New("stead: not found")
+	// Conflict: a compare-and-swap was lost or a uniqueness rule refused the write.
+	Conflict = errors.New("stead: conflict")
+	// AlreadyExists: a create found the id taken.
+	AlreadyExists = errors.New("stead: already exists")
+	// Unavailable: the backend could not be reached; nothing was written.
+	Unavailable = errors.New("stead: unavailable")
+	// Timeout: the outcome is unknown; the write may have landed.
+	Timeout = errors.New("stead: timeout")
+	// Invalid: the input was refused before anything was written.
+	Invalid = errors.New("stead: invalid input")
+	// Closed: the store was closed.
+	Closed = errors.New("stead: closed")
+)

@@ -1,0 +1,207 @@
+package stead
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/steadhq/stead/internal/check"
+)
+
+// Size limits every backend enforces alike.
+const (
+	// MaxIDLen is the longest identifier (ids, kinds, state paths) in bytes.
+	MaxIDLen = check.MaxIDLen
+	// MaxPayload is the largest JSON document (a context, event data, a trace step) in bytes.
+	MaxPayload = check.MaxPayload
+	// MaxRecord is the largest encoded execution in bytes.
+	MaxRecord = 4 << 20
+	// MaxPriority is the highest execution priority; 0 is the lowest.
+	MaxPriority = 9
+	// DefaultListLimit is the page size when a ListFilter leaves Limit at 0.
+	DefaultListLimit = 100
+	// MaxListLimit is the largest page, claim or batch a store accepts.
+	MaxListLimit = 1000
+	// MaxBatch is the largest CommitBatch or LoadForEvents a store accepts.
+	MaxBatch = 1000
+)
+
+// Validate checks every field of the execution and returns an error wrapping ErrInvalid for the
+// first one that a store would refuse.
+func (e *Execution) Validate() error {
+	if e == nil {
+		return check.Invalidf("execution is nil")
+	}
+	if err := check.ID("execution id", e.ID); err != nil {
+		return err
+	}
+	if err := check.ID("definition id", e.DefinitionID); err != nil {
+		return err
+	}
+	if !e.Status.Valid() {
+		return check.Invalidf("execution %q: unknown status %q", e.ID, e.Status)
+	}
+	if e.Version < 0 {
+		return check.Invalidf("execution %q: negative version %d", e.ID, e.Version)
+	}
+	if e.Priority < 0 || e.Priority > MaxPriority {
+		return check.Invalidf("execution %q: priority %d outside 0..%d", e.ID, e.Priority, MaxPriority)
+	}
+	for field, v := range map[string]string{
+		"outcome": e.Outcome, "active path": e.ActivePath,
+		"parent id": e.ParentID, "child id": e.ChildID, "root path": e.RootPath,
+	} {
+		if err := check.Text(field, v); err != nil {
+			return err
+		}
+	}
+	if err := check.TextMax("error", e.Error, check.MaxMessageLen); err != nil {
+		return err
+	}
+	if err := check.JSONObject("context", e.Context); err != nil {
+		return err
+	}
+	for k, v := range e.History {
+		if err := check.ID("history key", k); err != nil {
+			return err
+		}
+		if err := check.Text("history value", v); err != nil {
+			return err
+		}
+	}
+	for k, c := range e.Children {
+		if err := check.ID("child key", k); err != nil {
+			return err
+		}
+		if err := check.Text("child root path", c.RootPath); err != nil {
+			return err
+		}
+		if err := check.Text("child outcome", c.Outcome); err != nil {
+			return err
+		}
+		if err := check.Text("child key", c.Key); err != nil {
+			return err
+		}
+		if err := check.JSON("child result", c.Result); err != nil {
+			return err
+		}
+	}
+	for k := range e.InvokeSeq {
+		if err := check.ID("invoke seq key", k); err != nil {
+			return err
+		}
+	}
+	for i := range e.Deferred {
+		if err := e.Deferred[i].Validate(); err != nil {
+			return fmt.Errorf("deferred event %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Validate checks an event.
+func (ev *Event) Validate() error {
+	if err := check.ID("event id", ev.ID); err != nil {
+		return err
+	}
+	if err := check.ID("event kind", ev.Kind); err != nil {
+		return err
+	}
+	return check.JSON("event data", ev.Data)
+}
+
+// Validate checks every item of the bundle and returns an error wrapping ErrInvalid for the first
+// one a store would refuse.
+func (b *Bundle) Validate() error {
+	for i := range b.Emits {
+		if err := check.Text("emit target", b.Emits[i].Target); err != nil {
+			return fmt.Errorf("emit %d: %w", i, err)
+		}
+		if err := b.Emits[i].Event.Validate(); err != nil {
+			return fmt.Errorf("emit %d: %w", i, err)
+		}
+	}
+	if err := check.Text("processed event id", b.ProcessedEventID); err != nil {
+		return err
+	}
+	for i, s := range b.Spawns {
+		if err := check.ID("spawn child id", s.ChildID); err != nil {
+			return fmt.Errorf("spawn %d: %w", i, err)
+		}
+		if err := check.Text("spawn root path", s.RootPath); err != nil {
+			return fmt.Errorf("spawn %d: %w", i, err)
+		}
+		if err := check.JSONObject("spawn context", s.Context); err != nil {
+			return fmt.Errorf("spawn %d: %w", i, err)
+		}
+	}
+	for i, op := range b.Timers {
+		if err := op.Validate(); err != nil {
+			return fmt.Errorf("timer op %d: %w", i, err)
+		}
+	}
+	if b.Trace != nil {
+		if err := b.Trace.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks a timer op.
+func (op *TimerOp) Validate() error {
+	if err := check.ID("timer path", op.Path); err != nil {
+		return err
+	}
+	switch op.Action {
+	case TimerSchedule:
+		if op.FireAt.IsZero() {
+			return check.Invalidf("timer %q: schedule without a fire time", op.Path)
+		}
+	case TimerCancel:
+	default:
+		return check.Invalidf("timer %q: unknown action %q", op.Path, op.Action)
+	}
+	return nil
+}
+
+// Validate checks a trace step.
+func (t *TraceStep) Validate() error {
+	for field, v := range map[string]string{
+		"trace event id": t.EventID, "trace event kind": t.EventKind, "trace from": t.From, "trace to": t.To,
+	} {
+		if err := check.Text(field, v); err != nil {
+			return err
+		}
+	}
+	for _, a := range t.Actions {
+		if err := check.Text("trace action", a); err != nil {
+			return err
+		}
+	}
+	return check.JSON("trace context", t.Context)
+}
+
+// EncodeExecution validates e and returns its JSON encoding, the form every SQL backend stores.
+// The caller bumps the version first, so the encoded version equals the stored column.
+func EncodeExecution(e *Execution) ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, check.Invalidf("execution %q does not encode: %v", e.ID, err)
+	}
+	if len(b) > MaxRecord {
+		return nil, check.Invalidf("execution %q encodes to %d bytes, more than %d", e.ID, len(b), MaxRecord)
+	}
+	return b, nil
+}
+
+// DecodeExecution is the inverse of EncodeExecution.
+func DecodeExecution(b []byte) (*Execution, error) {
+	var e Execution
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("stead: decode execution: %w", err)
+	}
+	return &e, nil
+}
