@@ -1,0 +1,46 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitestore"
+)
+
+func Example() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "stead-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "stead.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+
+	exe := &stead.Execution{ID: "order-1", DefinitionID: "order", Status: stead.StatusRunning, ActivePath: "paying"}
+	seqs, err := store.Commit(ctx, exe, stead.Bundle{
+		Emits:            []stead.Emit{{Target: "billing-1", Event: stead.Event{ID: "ev-1", Kind: "Charge"}}},
+		ProcessedEventID: "start-1",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("committed version", exe.Version, "with", len(seqs), "outbox entry")
+
+	got, processed, err := store.LoadForEvent(ctx, "order-1", "start-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got.ActivePath, got.Version, processed)
+	// Output:
+	// committed version 1 with 1 outbox entry
+	// paying 1 true
+}
