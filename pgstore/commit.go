@@ -96,15 +96,15 @@ func UndoVersions(items []stead.CommitItem, results []stead.CommitResult) {
 
 // encoded is one execution ready to be sent: the blob and the listing columns.
 type encoded struct {
-	item                           int // index in the caller's items
-	exe                            *stead.Execution
-	id, definitionID, status       string
-	outcome, activePath, parentID  string
-	createdAt, updatedAt           pgtype.Timestamptz
-	finishedAt                     pgtype.Timestamptz
-	data                           string
-	old                            int64
-	conflict                       error // set when the CAS was lost
+	item                          int // index in the caller's items
+	exe                           *stead.Execution
+	id, definitionID, status      string
+	outcome, activePath, parentID string
+	createdAt, updatedAt          pgtype.Timestamptz
+	finishedAt                    pgtype.Timestamptz
+	data                          string
+	old                           int64
+	conflict                      error // set when the CAS was lost
 }
 
 // encodeRow validates exe and encodes it at its next version, without touching exe. Times are
