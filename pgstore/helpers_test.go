@@ -21,3 +21,5 @@ func newStore(t testing.TB, opts ...pgstore.Option) *pgstore.Store {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+func pgstoreTraceCap(n int) pgstore.Option { return pgstore.WithTraceCap(n) }
