@@ -1,0 +1,376 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/pgutil"
+)
+
+// Commit writes exe and every side effect of its step in one transaction (see stead.Writer).
+//
+// A state-only bundle (stead.Bundle.StateOnly) is one round-trip to the stead_commit_state
+// function. Any other bundle is one round-trip too: a single statement that does the CAS and
+// writes the side effects only if the CAS won (see commitBatchSQL). A lost CAS costs one more
+// round-trip, to report the version found.
+func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
+	if exe == nil {
+		return nil, check.Invalidf("pgstore: commit: execution is nil")
+	}
+	if !b.StateOnly() {
+		res, err := s.commitBatch(ctx, "commit", nil, []stead.CommitItem{{Execution: exe, Bundle: b}})
+		if err != nil {
+			return nil, err
+		}
+		return res[0].Seqs, res[0].Err
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: commit %q: %w", exe.ID, err)
+	}
+	row, err := encodeRow(exe)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: commit: %w", err)
+	}
+	var won bool
+	err = s.with(ctx, "commit", func(q querier) error {
+		if err := q.QueryRow(ctx, s.sql.commitState, row.id, row.definitionID, row.status,
+			row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt, row.finishedAt,
+			row.data, row.old, b.ProcessedEventID).Scan(&won); err != nil {
+			return err
+		}
+		if !won {
+			// The commit's implicit transaction is over: a failed lookup only costs the detail.
+			_ = s.conflicts(ctx, q, []*encoded{&row})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if row.conflict != nil {
+		return nil, row.conflict
+	}
+	exe.Version = row.old + 1
+	return nil, nil
+}
+
+// CommitBatch applies many commits in one transaction and one round-trip (see stead.Writer).
+// Items that lose their CAS cost one more round-trip, together, to report the versions found.
+// Rows are locked in id order, so concurrent batches do not deadlock each other.
+func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
+	return s.commitBatch(ctx, "commit batch", nil, items)
+}
+
+// CommitBatchTx is CommitBatch on the caller's transaction, for a runtime that claims work,
+// commits steps and acknowledges the work in one PostgreSQL transaction. The caller commits or
+// rolls back tx. Like CommitBatch it bumps the Version of every execution whose result has no
+// error; if the caller then rolls back, those versions no longer match the database: call
+// UndoVersions(items, results) to restore them. When CommitBatchTx itself returns an error, the
+// versions are already as they were, and the transaction is aborted (PostgreSQL refuses further
+// statements on it): roll it back.
+func (s *Store) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error) {
+	if tx == nil {
+		return nil, check.Invalidf("pgstore: commit batch: transaction is nil")
+	}
+	return s.commitBatch(ctx, "commit batch", tx, items)
+}
+
+// UndoVersions restores the versions that a successful CommitBatchTx bumped, for a caller whose
+// transaction then rolled back.
+func UndoVersions(items []stead.CommitItem, results []stead.CommitResult) {
+	for i := range min(len(items), len(results)) {
+		if results[i].Err == nil && items[i].Execution != nil {
+			items[i].Execution.Version--
+		}
+	}
+}
+
+// encoded is one execution ready to be sent: the blob and the listing columns.
+type encoded struct {
+	item                          int // index in the caller's items
+	exe                           *stead.Execution
+	id, definitionID, status      string
+	outcome, activePath, parentID string
+	createdAt, updatedAt          pgtype.Timestamptz
+	finishedAt                    pgtype.Timestamptz
+	data                          string
+	old                           int64
+	conflict                      error // set when the CAS was lost
+}
+
+// encodeRow validates exe and encodes it at its next version, without touching exe. Times are
+// truncated to microseconds (what PostgreSQL keeps) and kept in UTC in the blob too, so Load and
+// List report the same instants.
+func encodeRow(exe *stead.Execution) (encoded, error) {
+	c := *exe
+	c.Version = exe.Version + 1
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(micros)
+	c.UpdatedAt = c.UpdatedAt.UTC().Truncate(micros)
+	c.FinishedAt = c.FinishedAt.UTC().Truncate(micros)
+	if exe.Version < 0 {
+		return encoded{}, check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
+	}
+	data, err := stead.EncodeExecution(&c)
+	if err != nil {
+		return encoded{}, err
+	}
+	return encoded{
+		exe: exe, id: c.ID, definitionID: c.DefinitionID, status: string(c.Status),
+		outcome: c.Outcome, activePath: c.ActivePath, parentID: c.ParentID,
+		createdAt: timestamptz(c.CreatedAt), updatedAt: timestamptz(c.UpdatedAt),
+		finishedAt: timestamptz(c.FinishedAt), data: string(data), old: exe.Version,
+	}, nil
+}
+
+// batchArgs are the array parameters of commitBatchSQL.
+type batchArgs struct {
+	ids, definitionIDs, statuses, outcomes, activePaths, parentIDs []string
+	createdAt, updatedAt, finishedAt                               []pgtype.Timestamptz
+	data                                                           []string
+	old                                                            []int64
+	processed                                                      []string
+	trace                                                          []pgtype.Text
+
+	emitItem              []int32
+	emitTarget, emitEvent []string
+
+	spawnItem                 []int32
+	spawnChild, spawnRootPath []string
+	spawnContext              []pgtype.Text
+
+	armItem    []int32
+	armPath    []string
+	armFireAt  []pgtype.Timestamptz
+	disarmItem []int32
+	disarmPath []string
+}
+
+// add appends one validated item; pos is its 1-based position in the arrays.
+func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
+	pos := int32(len(a.ids) + 1)
+	a.ids = append(a.ids, r.id)
+	a.definitionIDs = append(a.definitionIDs, r.definitionID)
+	a.statuses = append(a.statuses, r.status)
+	a.outcomes = append(a.outcomes, r.outcome)
+	a.activePaths = append(a.activePaths, r.activePath)
+	a.parentIDs = append(a.parentIDs, r.parentID)
+	a.createdAt = append(a.createdAt, r.createdAt)
+	a.updatedAt = append(a.updatedAt, r.updatedAt)
+	a.finishedAt = append(a.finishedAt, r.finishedAt)
+	a.data = append(a.data, r.data)
+	a.old = append(a.old, r.old)
+	a.processed = append(a.processed, b.ProcessedEventID)
+	var trace pgtype.Text
+	if b.Trace != nil {
+		t := *b.Trace
+		t.Index = 0
+		t.At = t.At.UTC().Truncate(micros)
+		enc, err := json.Marshal(&t)
+		if err != nil {
+			return check.Invalidf("trace step does not encode: %v", err)
+		}
+		trace = pgtype.Text{String: string(enc), Valid: true}
+	}
+	a.trace = append(a.trace, trace)
+	for i := range b.Emits {
+		enc, err := json.Marshal(&b.Emits[i].Event)
+		if err != nil {
+			return check.Invalidf("emit %d does not encode: %v", i, err)
+		}
+		a.emitItem = append(a.emitItem, pos)
+		a.emitTarget = append(a.emitTarget, b.Emits[i].Target)
+		a.emitEvent = append(a.emitEvent, string(enc))
+	}
+	for _, sp := range b.Spawns {
+		a.spawnItem = append(a.spawnItem, pos)
+		a.spawnChild = append(a.spawnChild, sp.ChildID)
+		a.spawnRootPath = append(a.spawnRootPath, sp.RootPath)
+		a.spawnContext = append(a.spawnContext, pgtype.Text{String: string(sp.Context), Valid: len(sp.Context) > 0})
+	}
+	// Timer ops on one path override each other in order, so only the last op per path matters;
+	// sending just that one keeps the upsert from touching a row twice.
+	last := make(map[string]int, len(b.Timers))
+	for i, op := range b.Timers {
+		last[op.Path] = i
+	}
+	for i, op := range b.Timers {
+		if last[op.Path] != i {
+			continue
+		}
+		if op.Action == stead.TimerSchedule {
+			a.armItem = append(a.armItem, pos)
+			a.armPath = append(a.armPath, op.Path)
+			a.armFireAt = append(a.armFireAt, timestamptz(op.FireAt))
+		} else {
+			a.disarmItem = append(a.disarmItem, pos)
+			a.disarmPath = append(a.disarmPath, op.Path)
+		}
+	}
+	return nil
+}
+
+func (a *batchArgs) values(traceCap int) []any {
+	return []any{a.ids, a.definitionIDs, a.statuses, a.outcomes, a.activePaths, a.parentIDs,
+		a.createdAt, a.updatedAt, a.finishedAt, a.data, a.old, a.processed, a.trace,
+		a.emitItem, a.emitTarget, a.emitEvent,
+		a.spawnItem, a.spawnChild, a.spawnRootPath, a.spawnContext,
+		a.armItem, a.armPath, a.armFireAt,
+		a.disarmItem, a.disarmPath,
+		int64(traceCap)}
+}
+
+// commitBatch validates the items, sends the valid ones in one statement on tx (or on a pooled
+// connection when tx is nil), and fills in the per-item results.
+func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error) {
+	if len(items) > stead.MaxBatch {
+		return nil, check.Invalidf("pgstore: %s: %d items, more than %d", op, len(items), stead.MaxBatch)
+	}
+	results := make([]stead.CommitResult, len(items))
+	if len(items) == 0 {
+		return results, nil
+	}
+	rows := make([]*encoded, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	for i, it := range items {
+		if it.Execution == nil {
+			results[i].Err = check.Invalidf("pgstore: %s: item %d: execution is nil", op, i)
+			continue
+		}
+		if seen[it.Execution.ID] {
+			results[i].Err = check.Invalidf("pgstore: %s: execution %q appears twice in one batch", op, it.Execution.ID)
+			continue
+		}
+		if err := it.Bundle.Validate(); err != nil {
+			results[i].Err = fmt.Errorf("pgstore: %s %q: %w", op, it.Execution.ID, err)
+			continue
+		}
+		r, err := encodeRow(it.Execution)
+		if err != nil {
+			results[i].Err = fmt.Errorf("pgstore: %s: %w", op, err)
+			continue
+		}
+		seen[it.Execution.ID] = true
+		r.item = i
+		rows = append(rows, &r)
+	}
+	if len(rows) == 0 {
+		return results, nil
+	}
+	// Sorting by id makes every batch lock its rows in the same order.
+	slices.SortFunc(rows, func(a, b *encoded) int { return strings.Compare(a.id, b.id) })
+	var args batchArgs
+	for _, r := range rows {
+		if err := args.add(r, &items[r.item].Bundle); err != nil {
+			results[r.item].Err = fmt.Errorf("pgstore: %s %q: %w", op, r.id, err)
+			r.conflict = errSkip
+		}
+	}
+	rows = slices.DeleteFunc(rows, func(r *encoded) bool { return r.conflict == errSkip })
+	if len(rows) == 0 {
+		return results, nil
+	}
+	won := make([]bool, len(rows))
+	seqs := make([][]int64, len(rows))
+	run := func(q querier) error {
+		res, err := q.Query(ctx, s.sql.commitBatch, args.values(s.cfg.traceCap)...)
+		if err != nil {
+			return err
+		}
+		var pos int64
+		var seq pgtype.Int8
+		_, err = pgx.ForEachRow(res, []any{&pos, &seq}, func() error {
+			if pos < 1 || int(pos) > len(rows) {
+				return fmt.Errorf("commit batch returned position %d of %d", pos, len(rows))
+			}
+			if seq.Valid {
+				seqs[pos-1] = append(seqs[pos-1], seq.Int64)
+			} else {
+				won[pos-1] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var lost []*encoded
+		for i, r := range rows {
+			if !won[i] {
+				lost = append(lost, r)
+			}
+		}
+		if len(lost) == 0 {
+			return nil
+		}
+		err = s.conflicts(ctx, q, lost)
+		if tx != nil {
+			// A failed lookup aborted the caller's transaction: nothing of it will land.
+			return err
+		}
+		return nil // the batch's implicit transaction is over: a failed lookup only costs the detail
+	}
+	var err error
+	if tx != nil {
+		if s.closed.Load() {
+			return nil, fmt.Errorf("pgstore: %s: %w", op, stead.ErrClosed)
+		}
+		if err = run(tx); err != nil {
+			err = fmt.Errorf("pgstore: %s: %w", op, pgutil.Classify(err))
+		}
+	} else {
+		err = s.with(ctx, op, run)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		if !won[i] {
+			results[r.item].Err = r.conflict
+			continue
+		}
+		slices.Sort(seqs[i])
+		results[r.item].Seqs = seqs[i]
+		r.exe.Version = r.old + 1
+	}
+	return results, nil
+}
+
+// errSkip marks an encoded row that failed late validation.
+var errSkip = errors.New("skip")
+
+// conflicts sets the ConflictError of every row that lost its CAS, with the version stored now
+// (-1 for no row, or when the lookup failed, whose error it returns).
+func (s *Store) conflicts(ctx context.Context, q querier, lost []*encoded) error {
+	ids := make([]string, len(lost))
+	for i, r := range lost {
+		ids[i] = r.id
+	}
+	found := make(map[string]int64, len(lost))
+	rows, err := q.Query(ctx, s.sql.versions, ids)
+	if err == nil {
+		var id string
+		var v int64
+		_, err = pgx.ForEachRow(rows, []any{&id, &v}, func() error { found[id] = v; return nil })
+	}
+	for _, r := range lost {
+		v, ok := found[r.id]
+		if !ok || err != nil {
+			v = -1
+		}
+		r.conflict = &stead.ConflictError{ID: r.id, Expected: r.old, Found: v}
+	}
+	return err
+}
+
+// timestamptz is t as a nullable parameter: the zero time is NULL.
+func timestamptz(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}

@@ -1,0 +1,204 @@
+package pgstore
+
+import "github.com/steadhq/stead/internal/pgutil"
+
+// statements holds every SQL text of a store, with the schema filled in once at construction.
+type statements struct {
+	commitState   string
+	commitBatch   string
+	versions      string
+	load          string
+	loadForEvent  string
+	loadForEvents string
+	isProcessed   string
+	readTrace     string
+	timers        string
+	appendTrace   string
+	purge         string
+	claimOutbox   string
+	ackOutbox     string
+	pendingOutbox [2]string // [all sources, one source]
+	claimSpawns   string
+	ackSpawns     string
+	pendingSpawns [2]string // [all parents, one parent]
+	dueTimers     string
+	deleteTimer   string
+	list          string // the listing prefix; List appends the filter
+}
+
+func newStatements(schema string) statements {
+	x := func(sql string) string { return pgutil.Expand(sql, schema) }
+	return statements{
+		commitState: x(`SELECT {schema}stead_commit_state($1::text, $2::text, $3::text, $4::text,
+			$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
+			$11::bigint, $12::text)`),
+		commitBatch: x(commitBatchSQL),
+		versions: x(`SELECT id, version FROM {schema}stead_executions
+			WHERE id = ANY($1::text[])`),
+		load: x(`SELECT data FROM {schema}stead_executions WHERE id = $1::text`),
+		loadForEvent: x(`SELECT e.data, EXISTS (SELECT 1 FROM {schema}stead_processed_events p
+				WHERE p.execution_id = e.id AND p.event_id = $2::text)
+			FROM {schema}stead_executions e WHERE e.id = $1::text`),
+		// WITH ORDINALITY keeps the answer aligned with the request, missing executions included.
+		loadForEvents: x(`SELECT r.ord, e.data, e.id IS NOT NULL AND EXISTS (
+				SELECT 1 FROM {schema}stead_processed_events p
+				WHERE p.execution_id = r.id AND p.event_id = r.event_id)
+			FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(id, event_id, ord)
+			LEFT JOIN {schema}stead_executions e ON e.id = r.id
+			ORDER BY r.ord`),
+		isProcessed: x(`SELECT EXISTS (SELECT 1 FROM {schema}stead_processed_events
+			WHERE execution_id = $1::text AND event_id = $2::text)`),
+		readTrace: x(`SELECT idx, entry FROM {schema}stead_trace
+			WHERE execution_id = $1::text ORDER BY idx`),
+		timers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
+			WHERE execution_id = $1::text ORDER BY path`),
+		// The index comes from the execution row, which the UPDATE locks: concurrent appends and
+		// commits of one execution queue on that lock and each gets the next index.
+		appendTrace: x(`WITH bump AS (
+				UPDATE {schema}stead_executions SET trace_next = trace_next + 1
+				WHERE id = $1::text RETURNING trace_next - 1 AS idx),
+			ins AS (
+				INSERT INTO {schema}stead_trace (execution_id, idx, entry)
+				SELECT $1::text, idx, $2::text FROM bump RETURNING idx),
+			cap AS (
+				DELETE FROM {schema}stead_trace t USING ins
+				WHERE $3::bigint > 0 AND t.execution_id = $1::text AND t.idx <= ins.idx - $3::bigint)
+			SELECT idx FROM ins`),
+		purge: x(purgeSQL),
+		claimOutbox: x(`UPDATE {schema}stead_outbox o SET lease_until = $2::timestamptz
+			FROM (SELECT seq FROM {schema}stead_outbox
+				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
+				ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) c
+			WHERE o.seq = c.seq
+			RETURNING o.seq, o.source_id, o.target_id, o.event`),
+		ackOutbox: x(`DELETE FROM {schema}stead_outbox WHERE seq = ANY($1::bigint[])`),
+		pendingOutbox: [2]string{
+			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
+				ORDER BY seq LIMIT $1::int`),
+			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
+				WHERE source_id = $2::text ORDER BY seq LIMIT $1::int`),
+		},
+		claimSpawns: x(`UPDATE {schema}stead_spawns s SET lease_until = $2::timestamptz
+			FROM (SELECT seq FROM {schema}stead_spawns
+				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
+				ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) c
+			WHERE s.seq = c.seq
+			RETURNING s.seq, s.parent_id, s.child_id, s.root_path, s.context`),
+		ackSpawns: x(`DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`),
+		pendingSpawns: [2]string{
+			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
+				ORDER BY seq LIMIT $1::int`),
+			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
+				WHERE parent_id = $2::text ORDER BY seq LIMIT $1::int`),
+		},
+		dueTimers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
+			WHERE fire_at <= $1::timestamptz
+			ORDER BY fire_at, execution_id, path LIMIT $2::int`),
+		deleteTimer: x(`DELETE FROM {schema}stead_timers
+			WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`),
+		list: x(`SELECT id, definition_id, status, outcome, active_path, parent_id, version,
+			created_at, updated_at, finished_at FROM {schema}stead_executions`),
+	}
+}
+
+// commitBatchSQL commits many executions with all their side effects in ONE statement, hence one
+// round-trip and one implicit transaction. Items arrive as parallel arrays (one element per
+// execution, sorted by id so that concurrent batches lock rows in the same order); side effects
+// arrive as arrays that name their item by its 1-based position. The CAS decides the winners
+// (won), and every side effect joins won, so an item that lost its CAS writes nothing while the
+// others land. Version 0 inserts, and ON CONFLICT DO NOTHING turns an existing row into a loss.
+//
+// The result has one row per winner (seq NULL) and one per outbox row (its seq); within an item,
+// seqs ascend in emit order because the INSERT assigns them in the ORDER BY of its SELECT.
+const commitBatchSQL = `WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+		$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::bigint[],
+		$12::text[], $13::text[])
+	WITH ORDINALITY AS i(id, definition_id, status, outcome, active_path, parent_id,
+		created_at, updated_at, finished_at, data, old, processed, trace, ord)
+), upd AS (
+	UPDATE {schema}stead_executions e
+	SET definition_id = i.definition_id, status = i.status, outcome = NULLIF(i.outcome, ''),
+		active_path = NULLIF(i.active_path, ''), parent_id = NULLIF(i.parent_id, ''),
+		version = i.old + 1, created_at = i.created_at, updated_at = i.updated_at,
+		finished_at = i.finished_at, data = i.data,
+		trace_next = e.trace_next + (i.trace IS NOT NULL)::int
+	FROM input i
+	WHERE e.id = i.id AND i.old > 0 AND e.version = i.old
+	RETURNING i.ord, e.id, e.trace_next
+), ins AS (
+	INSERT INTO {schema}stead_executions (id, definition_id, status, outcome, active_path,
+		parent_id, version, trace_next, created_at, updated_at, finished_at, data)
+	SELECT id, definition_id, status, NULLIF(outcome, ''), NULLIF(active_path, ''),
+		NULLIF(parent_id, ''), 1, (trace IS NOT NULL)::int, created_at, updated_at, finished_at, data
+	FROM input WHERE old = 0
+	ORDER BY ord
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id, trace_next
+), won AS (
+	SELECT ord, id, trace_next FROM upd
+	UNION ALL
+	SELECT i.ord, n.id, n.trace_next FROM ins n JOIN input i ON i.id = n.id
+), dedupe AS (
+	INSERT INTO {schema}stead_processed_events (execution_id, event_id)
+	SELECT w.id, i.processed FROM won w JOIN input i ON i.ord = w.ord
+	WHERE i.processed <> ''
+	ON CONFLICT DO NOTHING
+), outbox AS (
+	INSERT INTO {schema}stead_outbox (source_id, target_id, event)
+	SELECT w.id, NULLIF(m.target, ''), m.event
+	FROM unnest($14::int[], $15::text[], $16::text[]) WITH ORDINALITY AS m(item, target, event, n)
+	JOIN won w ON w.ord = m.item
+	ORDER BY m.n
+	RETURNING seq, source_id
+), spawns AS (
+	INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context)
+	SELECT w.id, s.child_id, s.root_path, s.context
+	FROM unnest($17::int[], $18::text[], $19::text[], $20::text[]) WITH ORDINALITY AS s(item, child_id, root_path, context, n)
+	JOIN won w ON w.ord = s.item
+	ORDER BY s.n
+), arm AS (
+	INSERT INTO {schema}stead_timers (execution_id, path, fire_at)
+	SELECT w.id, t.path, t.fire_at
+	FROM unnest($21::int[], $22::text[], $23::timestamptz[]) AS t(item, path, fire_at)
+	JOIN won w ON w.ord = t.item
+	ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at
+), disarm AS (
+	DELETE FROM {schema}stead_timers x
+	USING unnest($24::int[], $25::text[]) AS d(item, path), won w
+	WHERE w.ord = d.item AND x.execution_id = w.id AND x.path = d.path
+), trace AS (
+	INSERT INTO {schema}stead_trace (execution_id, idx, entry)
+	SELECT w.id, w.trace_next - 1, i.trace FROM won w JOIN input i ON i.ord = w.ord
+	WHERE i.trace IS NOT NULL
+	RETURNING execution_id, idx
+), trace_cap AS (
+	DELETE FROM {schema}stead_trace x USING trace t
+	WHERE $26::bigint > 0 AND x.execution_id = t.execution_id AND x.idx <= t.idx - $26::bigint
+)
+SELECT ord, NULL::bigint FROM won
+UNION ALL
+SELECT i.ord, o.seq FROM outbox o JOIN input i ON i.id = o.source_id`
+
+// purgeSQL deletes an execution at an expected version and, in the same statement (so the same
+// transaction), everything that belongs to it. If the row exists at another version nothing is
+// deleted. The second EXISTS reads the statement's snapshot, so a row the first CTE deleted still
+// counts as present there; that is why the row counts as gone when del deleted it OR it was never
+// there. The result says whether the execution itself was deleted.
+const purgeSQL = `WITH del AS (
+	DELETE FROM {schema}stead_executions WHERE id = $1::text AND version = $2::bigint RETURNING id
+), go AS (
+	SELECT EXISTS (SELECT 1 FROM del)
+		OR NOT EXISTS (SELECT 1 FROM {schema}stead_executions WHERE id = $1::text) AS ok
+), p AS (
+	DELETE FROM {schema}stead_processed_events WHERE execution_id = $1::text AND (SELECT ok FROM go)
+), t AS (
+	DELETE FROM {schema}stead_trace WHERE execution_id = $1::text AND (SELECT ok FROM go)
+), m AS (
+	DELETE FROM {schema}stead_timers WHERE execution_id = $1::text AND (SELECT ok FROM go)
+), o AS (
+	DELETE FROM {schema}stead_outbox WHERE target_id = $1::text AND (SELECT ok FROM go)
+), s AS (
+	DELETE FROM {schema}stead_spawns WHERE parent_id = $1::text AND (SELECT ok FROM go)
+)
+SELECT EXISTS (SELECT 1 FROM del)`
