@@ -19,8 +19,10 @@ type Store interface {
 // Reader is the read half of the store. Every read sees every commit that finished before it began
 // (on PostgreSQL, each read ends its transaction).
 //
-// Ids and event ids passed to a read must be non-empty valid identifiers, and limits are checked
-// like ListFilter.Limit (0 takes DefaultListLimit; negative or above MaxListLimit is ErrInvalid).
+// The execution and event ids a read asks about must be non-empty valid identifiers (only the
+// source and parent filters of PendingOutbox and PendingSpawns may be empty, meaning all), and
+// limits are checked like ListFilter.Limit (0 takes DefaultListLimit; negative or above
+// MaxListLimit is ErrInvalid).
 type Reader interface {
 	// Load returns the execution, or an error wrapping ErrNotFound.
 	Load(ctx context.Context, id string) (*Execution, error)
