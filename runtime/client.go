@@ -1,0 +1,167 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/transport"
+)
+
+// Client is the sender side: it creates executions and sends them events. The zero value is not
+// usable; set Store and Transport. A Client is safe for concurrent use.
+type Client struct {
+	Store     stead.Store
+	Transport transport.Transport
+	// Known, when set, lists the definitions Create accepts; an unknown one is ErrInvalid.
+	Known Machines
+	// Clock stamps created executions and events (default time.Now).
+	Clock func() time.Time
+	// Logger receives warnings about deliveries left to the relay (default: discard).
+	Logger *slog.Logger
+}
+
+// NewExecution describes an execution for Create and CreateBatch.
+type NewExecution struct {
+	DefinitionID string
+	ID           string
+	Context      json.RawMessage // a JSON object, or nil
+	Priority     int
+}
+
+func (c *Client) now() time.Time {
+	if c.Clock != nil {
+		return c.Clock()
+	}
+	return time.Now()
+}
+
+func (c *Client) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Create stores a new pending execution and starts it. The start event commits in the outbox
+// together with the record, so it cannot be lost: Create then publishes it and acknowledges the
+// outbox row; if that publish fails, a worker's relay delivers it later (Create still succeeds).
+// An id that is taken is ErrAlreadyExists.
+func (c *Client) Create(ctx context.Context, definitionID, id string, data json.RawMessage) (*stead.Execution, error) {
+	exes, err := c.CreateBatch(ctx, []NewExecution{{DefinitionID: definitionID, ID: id, Context: data}})
+	if err != nil {
+		return nil, err
+	}
+	return exes[0], nil
+}
+
+// CreateBatch is Create for many executions (at most stead.MaxBatch) in one store transaction and
+// one publish. If any id is taken, or any input invalid, nothing is created.
+func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead.Execution, error) {
+	if len(news) == 0 || len(news) > stead.MaxBatch {
+		return nil, check.Invalidf("create batch of %d executions: want 1..%d", len(news), stead.MaxBatch)
+	}
+	now := c.now()
+	items := make([]stead.CommitItem, len(news))
+	for i, n := range news {
+		if c.Known != nil && c.Known[n.DefinitionID] == nil {
+			return nil, check.Invalidf("unknown definition %q", n.DefinitionID)
+		}
+		exe := &stead.Execution{
+			ID: n.ID, DefinitionID: n.DefinitionID, Status: stead.StatusPending,
+			Context: n.Context, Priority: n.Priority, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := exe.Validate(); err != nil {
+			return nil, err
+		}
+		start := stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now}
+		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{Emits: []stead.Emit{{Target: n.ID, Event: start}}}}
+	}
+	var results []stead.CommitResult
+	var err error
+	if len(items) == 1 {
+		var seqs []int64
+		seqs, err = c.Store.Commit(ctx, items[0].Execution, items[0].Bundle)
+		results = []stead.CommitResult{{Seqs: seqs, Err: err}}
+		if err != nil && !errors.Is(err, stead.ErrConflict) {
+			return nil, err
+		}
+	} else if results, err = c.Store.CommitBatch(ctx, items); err != nil {
+		return nil, err
+	}
+	for i, r := range results {
+		if r.Err == nil {
+			continue
+		}
+		if errors.Is(r.Err, stead.ErrConflict) {
+			r.Err = fmt.Errorf("%w: execution %q", stead.ErrAlreadyExists, news[i].ID)
+		}
+		if len(items) > 1 {
+			// The batch is all or nothing for the caller: a partial create would leave the
+			// others started while the call reports failure.
+			return nil, fmt.Errorf("%w (other executions of the batch were created)", r.Err)
+		}
+		return nil, r.Err
+	}
+	out := make([]transport.Outgoing, len(items))
+	var seqs []int64
+	exes := make([]*stead.Execution, len(items))
+	for i, it := range items {
+		out[i] = transport.Outgoing{Group: it.Execution.ID, Event: it.Bundle.Emits[0].Event, Priority: it.Execution.Priority}
+		seqs = append(seqs, results[i].Seqs...)
+		exes[i] = it.Execution
+	}
+	if err := c.Transport.PublishBatch(ctx, out); err != nil {
+		c.logger().Warn("start events left in the outbox for the relay", slog.Int("count", len(out)), slog.Any("err", err))
+		return exes, nil
+	}
+	if err := c.Store.AckOutbox(ctx, seqs); err != nil {
+		// A later relay publishes them again; the worker drops the duplicates as processed.
+		c.logger().Warn("ack of start events failed", slog.Any("err", err))
+	}
+	return exes, nil
+}
+
+// Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh
+// random one; reuse an id to make a retried send idempotent. The start event is not sent this way
+// (Create sends it). A missing execution is ErrNotFound.
+func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Event, error) {
+	if ev.Kind == chart.KindStart {
+		return ev, check.Invalidf("send %q: the start event is sent by Create", id)
+	}
+	if err := check.ID("event kind", ev.Kind); err != nil {
+		return ev, err
+	}
+	if ev.ID == "" {
+		ev.ID = NewEventID()
+	}
+	if err := check.ID("event id", ev.ID); err != nil {
+		return ev, err
+	}
+	if err := check.JSON("event data", ev.Data); err != nil {
+		return ev, err
+	}
+	if ev.CreatedAt.IsZero() {
+		ev.CreatedAt = c.now()
+	}
+	exe, err := c.Store.Load(ctx, id)
+	if err != nil {
+		return ev, err
+	}
+	return ev, c.Transport.Publish(ctx, id, ev, exe.Priority)
+}
+
+// NewEventID returns a random event id.
+func NewEventID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "ev-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/transport"
+)
+
+// Machine computes one step of an execution. It must not mutate exe; it returns the next state and
+// the bundle of side effects that commit with it. *chart.Engine satisfies it.
+type Machine interface {
+	Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error)
+}
+
+// Machines maps a definition id to the machine that runs it.
+type Machines map[string]Machine
+
+// Defaults for Config.
+const (
+	DefaultConcurrency    = 4
+	DefaultBatchSize      = 64
+	DefaultBatchWait      = 2 * time.Millisecond
+	DefaultVisibility     = 30 * time.Second
+	DefaultRetryDelay     = time.Second
+	DefaultSuspendRecheck = 5 * time.Second
+	DefaultTimerInterval  = 250 * time.Millisecond
+	DefaultRelayInterval  = 5 * time.Second
+	DefaultRelayLease     = 30 * time.Second
+	DefaultIdleWait       = time.Second
+	DefaultShutdown       = 30 * time.Second
+	// relayPage is how many outbox rows, spawn intents or timers one relay claim takes.
+	relayPage = 256
+)
+
+// Config configures a Worker. Store, Transport and Machines are required; every other zero value
+// takes the default named after it.
+type Config struct {
+	Store     stead.Store
+	Transport transport.Transport
+	Machines  Machines
+
+	// Name identifies the worker in leases and logs (default: host name and process id).
+	Name string
+	// Concurrency is how many claim loops run at once (default 4). Unbatched, it is the number of
+	// steps in flight; batched, the number of batches in flight.
+	Concurrency int
+	// BatchSize is how many messages (one per execution) a loop claims, loads, commits and
+	// acknowledges together (default 64). 1 turns batching off: one message per transaction.
+	BatchSize int
+	// BatchWait bounds how long a loop holding a partial batch waits for more messages before it
+	// processes what it has (default 2 ms; negative means never wait).
+	BatchWait time.Duration
+	// Visibility is the transport lease of a claimed message (default 30 s): a worker that dies
+	// holding it delays that execution's next event by at most this long.
+	Visibility time.Duration
+	// RetryDelay is how long a message waits before redelivery after a store, transport or engine
+	// error (default 1 s).
+	RetryDelay time.Duration
+	// SuspendRecheck is how long a message for a suspended execution is parked (default 5 s).
+	SuspendRecheck time.Duration
+	// TimerInterval is how often due timers are swept (default 250 ms; negative disables the sweep).
+	TimerInterval time.Duration
+	// RelayInterval is how often leftover outbox rows and spawn intents are delivered (default 5 s;
+	// negative disables the periodic relay, the one at start still runs).
+	RelayInterval time.Duration
+	// RelayLease is the lease the relay takes on outbox rows and spawn intents (default 30 s).
+	RelayLease time.Duration
+	// IdleWait is how long an idle loop waits for the transport's wake-up before it claims again
+	// (default 1 s).
+	IdleWait time.Duration
+	// ShutdownTimeout bounds how long in-flight steps may take to finish once Run's context is
+	// done (default 30 s). Work cut off by it is redelivered after Visibility.
+	ShutdownTimeout time.Duration
+	// SharedTx runs claim, load, commit, publish and acknowledgement in one PostgreSQL transaction.
+	// The store and the transport must live in the same database and support it (pgstore and
+	// pgtransport do); NewWorker refuses otherwise.
+	SharedTx bool
+	// Clock returns the current time (default time.Now). Tests inject one to fire timers.
+	Clock func() time.Time
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+	// OnCommit, when set, is called after each step commits (from the worker's goroutines; it must
+	// be fast and safe for concurrent use). Benchmarks use it to measure latency.
+	OnCommit func(exe *stead.Execution, ev stead.Event, committedAt time.Time)
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Store == nil {
+		return c, errors.New("runtime: Config.Store is nil")
+	}
+	if c.Transport == nil {
+		return c, errors.New("runtime: Config.Transport is nil")
+	}
+	if len(c.Machines) == 0 {
+		return c, errors.New("runtime: Config.Machines is empty")
+	}
+	for id, m := range c.Machines {
+		if m == nil {
+			return c, fmt.Errorf("runtime: machine for definition %q is nil", id)
+		}
+	}
+	if c.Concurrency < 0 || c.BatchSize < 0 || c.BatchSize > stead.MaxBatch {
+		return c, fmt.Errorf("runtime: concurrency %d or batch size %d out of range (batch at most %d)",
+			c.Concurrency, c.BatchSize, stead.MaxBatch)
+	}
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	def(&c.BatchWait, DefaultBatchWait)
+	def(&c.Visibility, DefaultVisibility)
+	def(&c.RetryDelay, DefaultRetryDelay)
+	def(&c.SuspendRecheck, DefaultSuspendRecheck)
+	def(&c.TimerInterval, DefaultTimerInterval)
+	def(&c.RelayInterval, DefaultRelayInterval)
+	def(&c.RelayLease, DefaultRelayLease)
+	def(&c.IdleWait, DefaultIdleWait)
+	def(&c.ShutdownTimeout, DefaultShutdown)
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

@@ -1,0 +1,266 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/transport"
+)
+
+// delivery is one committed step whose spawns and emits are still to be relayed.
+type delivery struct {
+	exe  *stead.Execution
+	b    *stead.Bundle
+	seqs []int64 // the outbox sequence numbers Commit returned for b.Emits
+	ev   stead.Event
+}
+
+// deliver relays committed steps: it creates their spawned children first (an event a parent
+// addresses to a child must not overtake the child's creation), then publishes their emits in one
+// batch and acknowledges exactly those outbox rows. On error the rows stay in the store and the
+// relay delivers them later.
+func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
+	var errs []error
+	for _, d := range ds {
+		if len(d.b.Spawns) > 0 {
+			if err := w.spawnChildren(ctx, d.exe); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	var out []transport.Outgoing
+	var seqs []int64
+	for _, d := range ds {
+		for _, e := range d.b.Emits {
+			if e.Target != "" {
+				// Children inherit their parent's priority, so the emitter's is the target's in
+				// every tree the engine builds; the relay looks it up for leftovers.
+				out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: d.exe.Priority})
+			}
+		}
+		seqs = append(seqs, d.seqs...)
+	}
+	if len(out) > 0 {
+		if err := w.tr.PublishBatch(ctx, out); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("publish: %w", err))...)
+		}
+	}
+	if len(seqs) > 0 {
+		if err := w.store.AckOutbox(ctx, seqs); err != nil {
+			errs = append(errs, fmt.Errorf("ack outbox: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// spawnChildren creates the children parent's step asked for and acknowledges the intents.
+func (w *Worker) spawnChildren(ctx context.Context, parent *stead.Execution) error {
+	entries, err := w.store.PendingSpawns(ctx, parent.ID, stead.MaxListLimit)
+	if err != nil {
+		return fmt.Errorf("pending spawns of %q: %w", parent.ID, err)
+	}
+	var done []int64
+	var errs []error
+	for _, s := range entries {
+		if err := w.createChild(ctx, parent, s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, s.Seq)
+	}
+	if len(done) > 0 {
+		if err := w.store.AckSpawns(ctx, done); err != nil {
+			errs = append(errs, fmt.Errorf("ack spawns: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StartEventID is the id of the start event of an execution: stable, so that a start delivered
+// twice (by the sender and by the relay) is applied once.
+func StartEventID(executionID string) string { return "start:" + executionID }
+
+// createChild creates and starts the child a spawn intent describes. Creation is idempotent: the
+// child is committed at version 0, and a conflict means it exists already.
+func (w *Worker) createChild(ctx context.Context, parent *stead.Execution, s stead.SpawnEntry) error {
+	child := &stead.Execution{
+		ID:           s.ChildID,
+		DefinitionID: parent.DefinitionID,
+		Status:       stead.StatusPending,
+		Context:      s.Context,
+		ParentID:     s.ParentID,
+		ChildID:      s.ChildID,
+		RootPath:     s.RootPath,
+		Priority:     parent.Priority,
+	}
+	ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock()}
+	next, b, err := w.step(child, ev)
+	if err != nil {
+		return fmt.Errorf("start child %q: %w", child.ID, err)
+	}
+	seqs, err := w.store.Commit(ctx, next, b)
+	if errors.Is(err, stead.ErrConflict) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create child %q: %w", child.ID, err)
+	}
+	w.committed(next, ev)
+	return w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: seqs}})
+}
+
+// Recover delivers leftovers: spawn intents and outbox rows that no worker relayed, because one
+// crashed between a commit and its relay or because a sender's publish failed. Rows are claimed
+// with RelayLease, so workers on many hosts share them without handing one out twice at once. It
+// returns how many rows it delivered. Run calls it on start and every RelayInterval.
+func (w *Worker) Recover(ctx context.Context) (int, error) {
+	n, err := w.recoverSpawns(ctx)
+	m, err2 := w.recoverOutbox(ctx)
+	return n + m, errors.Join(err, err2)
+}
+
+func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
+	total := 0
+	parents := map[string]*stead.Execution{}
+	for ctx.Err() == nil {
+		entries, err := w.store.ClaimSpawns(ctx, w.cfg.Clock(), w.cfg.RelayLease, relayPage)
+		if err != nil {
+			return total, fmt.Errorf("claim spawns: %w", err)
+		}
+		var done []int64
+		var errs []error
+		for _, s := range entries {
+			parent, ok := parents[s.ParentID]
+			if !ok {
+				parent, err = w.store.Load(ctx, s.ParentID)
+				if errors.Is(err, stead.ErrNotFound) {
+					parent, err = nil, nil
+				}
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				parents[s.ParentID] = parent
+			}
+			if parent == nil {
+				// The parent was purged: there is nobody to join the child.
+				w.log.Warn("dropping spawn of a missing parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
+				done = append(done, s.Seq)
+				continue
+			}
+			if err := w.createChild(ctx, parent, s); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done = append(done, s.Seq)
+		}
+		if len(done) > 0 {
+			if err := w.store.AckSpawns(ctx, done); err != nil {
+				errs = append(errs, fmt.Errorf("ack spawns: %w", err))
+			}
+		}
+		total += len(done)
+		if err := errors.Join(errs...); err != nil {
+			return total, err
+		}
+		if len(entries) < relayPage {
+			break
+		}
+	}
+	return total, nil
+}
+
+func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
+	total := 0
+	priority := map[string]int{}
+	for ctx.Err() == nil {
+		entries, err := w.store.ClaimOutbox(ctx, w.cfg.Clock(), w.cfg.RelayLease, relayPage)
+		if err != nil {
+			return total, fmt.Errorf("claim outbox: %w", err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		out := make([]transport.Outgoing, 0, len(entries))
+		seqs := make([]int64, 0, len(entries))
+		for _, e := range entries {
+			seqs = append(seqs, e.Seq)
+			if e.Target == "" {
+				continue
+			}
+			p, ok := priority[e.Target]
+			if !ok {
+				exe, err := w.store.Load(ctx, e.Target)
+				switch {
+				case err == nil:
+					p = exe.Priority
+				case !errors.Is(err, stead.ErrNotFound):
+					return total, fmt.Errorf("load %q for its priority: %w", e.Target, err)
+				}
+				priority[e.Target] = p
+			}
+			out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p})
+		}
+		if len(out) > 0 {
+			if err := w.tr.PublishBatch(ctx, out); err != nil {
+				return total, fmt.Errorf("publish: %w", err)
+			}
+		}
+		if err := w.store.AckOutbox(ctx, seqs); err != nil {
+			return total, fmt.Errorf("ack outbox: %w", err)
+		}
+		total += len(entries)
+		if len(entries) < relayPage {
+			break
+		}
+	}
+	return total, nil
+}
+
+// SweepTimers publishes a timeout event for every due timer and then deletes the timer, only if
+// its fire time is still the one read (a timer re-armed meanwhile survives). The timeout event id
+// is stable, so two workers sweeping the same timer publish one effect. Run calls it every
+// TimerInterval; it returns how many timers fired.
+func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		due, err := w.store.DueTimers(ctx, w.cfg.Clock(), relayPage)
+		if err != nil {
+			return total, fmt.Errorf("due timers: %w", err)
+		}
+		if len(due) == 0 {
+			return total, nil
+		}
+		out := make([]transport.Outgoing, 0, len(due))
+		for _, t := range due {
+			p := 0
+			exe, err := w.store.Load(ctx, t.ExecutionID)
+			switch {
+			case err == nil:
+				p = exe.Priority
+			case !errors.Is(err, stead.ErrNotFound):
+				return total, fmt.Errorf("load %q for its priority: %w", t.ExecutionID, err)
+			}
+			out = append(out, transport.Outgoing{Group: t.ExecutionID, Event: chart.TimeoutEvent(t.ExecutionID, t.Path, t.FireAt), Priority: p})
+		}
+		// Publish before deleting: a crash in between republishes, and dedupe absorbs it.
+		if err := w.tr.PublishBatch(ctx, out); err != nil {
+			return total, fmt.Errorf("publish timeouts: %w", err)
+		}
+		for _, t := range due {
+			if _, err := w.store.DeleteTimer(ctx, t); err != nil {
+				return total, fmt.Errorf("delete timer: %w", err)
+			}
+		}
+		total += len(due)
+		w.log.Debug("timers fired", slog.Int("count", len(due)))
+		if len(due) < relayPage {
+			return total, nil
+		}
+	}
+	return total, ctx.Err()
+}

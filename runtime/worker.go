@@ -1,0 +1,297 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/transport"
+)
+
+// Worker runs executions: it claims events from the transport, steps the executions they address,
+// commits, relays what the steps produced, sweeps due timers and delivers leftovers of crashed
+// workers. Create it with NewWorker and start it with Run.
+type Worker struct {
+	cfg    Config
+	store  stead.Store
+	tr     transport.Transport
+	log    *slog.Logger
+	shared *sharedTx // non-nil in the shared-transaction mode
+}
+
+// NewWorker validates cfg, applies the defaults and returns a worker ready to Run.
+func NewWorker(cfg Config) (*Worker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
+		log: cfg.Logger.With(slog.String("worker", cfg.Name))}
+	if cfg.SharedTx {
+		if w.shared, err = newSharedTx(cfg.Store, cfg.Transport); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Run works until ctx is done, then stops claiming, lets the steps in flight finish (bounded by
+// ShutdownTimeout) and returns nil. It first delivers leftovers of earlier runs (recovery). It
+// returns an error only if it cannot start.
+func (w *Worker) Run(ctx context.Context) error {
+	// In-flight work runs on a context that outlives ctx by at most ShutdownTimeout, so a stop
+	// request never cuts a step between its commit and its acknowledgements.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var grace *time.Timer
+	var graceMu sync.Mutex
+	stopGrace := context.AfterFunc(ctx, func() {
+		graceMu.Lock()
+		grace = time.AfterFunc(w.cfg.ShutdownTimeout, cancelWork)
+		graceMu.Unlock()
+	})
+	defer func() {
+		stopGrace()
+		graceMu.Lock()
+		if grace != nil {
+			grace.Stop()
+		}
+		graceMu.Unlock()
+	}()
+
+	w.log.Info("worker starting", slog.Int("concurrency", w.cfg.Concurrency),
+		slog.Int("batch", w.cfg.BatchSize), slog.Bool("shared_tx", w.shared != nil))
+	if n, err := w.Recover(work); err != nil {
+		w.log.Warn("recovery incomplete; the periodic relay will retry", slog.Any("err", err))
+	} else if n > 0 {
+		w.log.Info("recovered leftovers", slog.Int("delivered", n))
+	}
+
+	var wg sync.WaitGroup
+	for i := 0; i < w.cfg.Concurrency; i++ {
+		wg.Go(func() { w.loop(ctx, work) })
+	}
+	if w.cfg.TimerInterval > 0 {
+		wg.Go(func() {
+			w.every(ctx, w.cfg.TimerInterval, func() {
+				if _, err := w.SweepTimers(work); err != nil {
+					w.log.Warn("timer sweep failed", slog.Any("err", err))
+				}
+			})
+		})
+	}
+	if w.cfg.RelayInterval > 0 {
+		wg.Go(func() {
+			w.every(ctx, w.cfg.RelayInterval, func() {
+				if _, err := w.Recover(work); err != nil {
+					w.log.Warn("relay failed", slog.Any("err", err))
+				}
+			})
+		})
+	}
+	wg.Wait()
+	w.log.Info("worker stopped")
+	return nil
+}
+
+func (w *Worker) every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// loop claims and handles work until ctx is done. Claims and handling use work, so a stop never
+// abandons a claimed message half-way.
+func (w *Worker) loop(ctx, work context.Context) {
+	for ctx.Err() == nil {
+		var n int
+		var err error
+		switch {
+		case w.shared != nil:
+			n, err = w.sharedBatch(ctx, work)
+		case w.cfg.BatchSize > 1:
+			n, err = w.batch(ctx, work)
+		default:
+			n, err = w.one(work)
+		}
+		if err != nil {
+			w.log.Warn("claim failed", slog.Any("err", err))
+			sleep(ctx, w.cfg.RetryDelay)
+			continue
+		}
+		if n == 0 {
+			w.idle(ctx)
+		}
+	}
+}
+
+// idle waits until the transport signals new work, IdleWait passes or ctx is done.
+func (w *Worker) idle(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, w.cfg.IdleWait)
+	defer cancel()
+	_ = w.tr.Wait(wctx)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// verdict is what to do with a claimed message before (or instead of) stepping it.
+type verdict int
+
+const (
+	doStep   verdict = iota
+	doAck            // drop it: nothing to do, ever
+	doPark           // nack with SuspendRecheck
+	doRetry          // nack with RetryDelay
+	doResend         // nack with no delay (lost CAS)
+)
+
+// admit applies the checks that run before a step, in this order: a missing execution or an event
+// it already applied is dropped (that is the dedupe); a cancelled execution drops everything; a
+// suspended one parks the message; a pending one takes only its start event (parking anything
+// else would block the group behind a start that may never come); a cancelling one drains its
+// backlog until the cancel event.
+func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (verdict, string) {
+	switch {
+	case exe == nil:
+		return doAck, "no such execution"
+	case processed:
+		return doAck, "already processed"
+	case exe.Status == stead.StatusCancelled:
+		return doAck, "execution cancelled"
+	case exe.Status == stead.StatusSuspended:
+		return doPark, "execution suspended"
+	case exe.Status == stead.StatusPending && ev.Kind != chart.KindStart:
+		return doAck, "execution not started"
+	case exe.Status == stead.StatusCancelling && ev.Kind != chart.KindCancel:
+		return doAck, "execution cancelling"
+	}
+	return doStep, ""
+}
+
+// step runs the execution's machine, turning a panic into an error so that one bad definition
+// cannot take the worker down.
+func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
+	m := w.cfg.Machines[exe.DefinitionID]
+	if m == nil {
+		return nil, b, fmt.Errorf("runtime: no machine for definition %q", exe.DefinitionID)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runtime: step of %q panicked: %v", exe.ID, p)
+		}
+	}()
+	next, b, err = m.Step(exe, ev, w.cfg.Clock())
+	if err == nil && next == nil {
+		err = fmt.Errorf("runtime: step of %q returned no execution", exe.ID)
+	}
+	return next, b, err
+}
+
+// one claims and handles a single message in its own transactions; it returns how many it
+// handled (0 or 1).
+func (w *Worker) one(work context.Context) (int, error) {
+	l, err := w.tr.Claim(work, w.cfg.Name, w.cfg.Visibility, 0)
+	if err != nil || l == nil {
+		return 0, err
+	}
+	w.handle(work, l)
+	return 1, nil
+}
+
+func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
+	ev := l.Event
+	log := w.log.With(slog.String("execution", l.Group), slog.String("event", ev.ID), slog.String("kind", ev.Kind))
+	exe, processed, err := w.store.LoadForEvent(ctx, l.Group, ev.ID)
+	if errors.Is(err, stead.ErrNotFound) {
+		exe, err = nil, nil
+	}
+	if err != nil {
+		log.Warn("load failed", slog.Any("err", err))
+		w.nack(ctx, l, w.cfg.RetryDelay)
+		return
+	}
+	v, why := w.admit(exe, processed, ev)
+	if v != doStep {
+		log.Debug("not stepped", slog.String("why", why))
+		w.settle(ctx, l, v)
+		return
+	}
+	next, b, err := w.step(exe, ev)
+	if err != nil {
+		log.Error("step failed", slog.Any("err", err))
+		w.nack(ctx, l, w.cfg.RetryDelay)
+		return
+	}
+	seqs, err := w.store.Commit(ctx, next, b)
+	if err != nil {
+		if errors.Is(err, stead.ErrConflict) {
+			log.Debug("lost the version race; redelivering", slog.Any("err", err))
+			w.nack(ctx, l, 0)
+		} else {
+			log.Warn("commit failed", slog.Any("err", err))
+			w.nack(ctx, l, w.cfg.RetryDelay)
+		}
+		return
+	}
+	w.committed(next, ev)
+	// The step is durable: from here on a failure only delays delivery (the relay retries), so the
+	// message is acknowledged whatever happens.
+	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: seqs}}); err != nil {
+		log.Warn("delivery deferred to the relay", slog.Any("err", err))
+	}
+	if err := w.tr.Ack(ctx, l); err != nil {
+		log.Warn("ack failed; the message will be redelivered and dropped as processed", slog.Any("err", err))
+	}
+}
+
+func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
+	if w.cfg.OnCommit != nil {
+		w.cfg.OnCommit(exe, ev, time.Now())
+	}
+	if exe.Status.Finished() {
+		w.log.Debug("execution finished", slog.String("execution", exe.ID),
+			slog.String("status", string(exe.Status)), slog.String("outcome", exe.Outcome))
+	}
+}
+
+// settle acknowledges or nacks a message that was not stepped.
+func (w *Worker) settle(ctx context.Context, l *transport.Lease, v verdict) {
+	switch v {
+	case doAck:
+		if err := w.tr.Ack(ctx, l); err != nil {
+			w.log.Warn("ack failed", slog.String("execution", l.Group), slog.Any("err", err))
+		}
+	case doPark:
+		w.nack(ctx, l, w.cfg.SuspendRecheck)
+	case doResend:
+		w.nack(ctx, l, 0)
+	default:
+		w.nack(ctx, l, w.cfg.RetryDelay)
+	}
+}
+
+func (w *Worker) nack(ctx context.Context, l *transport.Lease, delay time.Duration) {
+	if err := w.tr.Nack(ctx, l, delay); err != nil {
+		// The lease expires on its own; the message comes back after Visibility.
+		w.log.Warn("nack failed", slog.String("execution", l.Group), slog.Any("err", err))
+	}
+}
