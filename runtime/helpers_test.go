@@ -23,7 +23,7 @@ import (
 // hour-long timers fire without sleeping.
 type clock struct{ offset atomic.Int64 }
 
-func (c *clock) Now() time.Time           { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // harness is a worker on memstore and memtransport with the counter machine.

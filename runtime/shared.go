@@ -134,4 +134,3 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 	}
 	return len(leases), nil
 }
-
