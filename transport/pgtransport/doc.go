@@ -1,0 +1,44 @@
+// Package pgtransport is a transport.Transport on PostgreSQL (pgx v5), for workers on many hosts
+// sharing one database.
+//
+//	tr, err := pgtransport.Open(ctx, "postgres://app@db:5432/app", pgtransport.WithSchema("stead"))
+//
+// # How it works
+//
+// Messages live in transport_messages; every group with messages has a row in transport_groups
+// that carries the lease (the token of the claim that holds it and when the lease ends) and the
+// group's place in the round-robin. Each operation is one round-trip to a server-side function:
+// transport_publish, transport_claim (FOR NO KEY UPDATE SKIP LOCKED, so claimers never wait for
+// each other), transport_ack and transport_nack. Time is the client's clock, passed in; the
+// database's clock is never read.
+//
+// An idle worker does not poll: Wait listens on a dedicated connection (LISTEN/NOTIFY) and wakes
+// within milliseconds of a publish that creates a group or an ack or nack that frees a group with
+// messages. It still re-checks every poll interval (default 500 ms): lease and park ends send no
+// notification, and a notification can be missed while the listener reconnects. Behind PgBouncer
+// in transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
+//
+// # Sharing a transaction with the execution store
+//
+// ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx run in a transaction the caller owns, so a
+// worker whose store lives in the same database (pgstore) can claim, commit a step and ack it in
+// one transaction: one commit instead of three, and the ack lands if and only if the step does.
+// A claim inside an open transaction keeps its group rows locked until that transaction ends:
+// other claimers skip them (SKIP LOCKED), so while the step runs no one else can take the group,
+// whatever the lease says; a rollback leaves the groups exactly as they were, the messages
+// claimable again at once. Notifications are sent when the transaction commits.
+//
+// Publishes and acks never wait for a claimer, and claimers never wait at all, so the functions
+// cannot deadlock among themselves; one case remains when two transactions each hold a group the
+// other publishes to and both ack their last message at once, or a publish waits for a group that
+// another open transaction has just created. PostgreSQL detects it and aborts one transaction,
+// which gets an error matching stead.ErrConflict: roll back and retry the step. Publishing every
+// message of a transaction in one PublishBatchTx (groups are locked in id order) and acking at the
+// end keeps this rare.
+//
+// # Schema
+//
+// Migrations are embedded and run by Open and New (unless WithoutMigrate) under an advisory lock,
+// so many processes may start at once. Tables, indexes and functions are prefixed transport_ and
+// live in the WithSchema schema, or else in the connection's search_path.
+package pgtransport

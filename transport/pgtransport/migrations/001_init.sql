@@ -1,0 +1,208 @@
+-- Messages wait here, oldest first per group. The lease lives on the group row, never here.
+CREATE TABLE IF NOT EXISTS {schema}transport_messages (
+    seq      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    group_id text NOT NULL,
+    event    text NOT NULL -- the stead.Event as JSON
+);
+CREATE INDEX IF NOT EXISTS transport_messages_by_group ON {schema}transport_messages (group_id, seq);
+
+-- One row per group that has messages. locked_by is the token of the lease or park holding the
+-- group (NULL when free). lock_until is when that lease or park ends; while the group is free it is
+-- when the group was last served (NULL: never, or nacked), which is the group's place in the
+-- round-robin: never-served groups come first, a group just acked goes to the back.
+CREATE TABLE IF NOT EXISTS {schema}transport_groups (
+    group_id   text PRIMARY KEY,
+    priority   int NOT NULL DEFAULT 0,
+    locked_by  text,
+    lock_until timestamptz
+);
+CREATE INDEX IF NOT EXISTS transport_groups_claim_order
+    ON {schema}transport_groups ((COALESCE(lock_until, '-infinity'::timestamptz)), group_id);
+-- Most groups have priority 0: they stay out of this index, so it costs their writes nothing, and
+-- a minimum-priority claim reads only the few groups that qualify.
+CREATE INDEX IF NOT EXISTS transport_groups_prioritised
+    ON {schema}transport_groups (priority, (COALESCE(lock_until, '-infinity'::timestamptz)), group_id)
+    WHERE priority > 0;
+
+-- Lock protocol (every function below follows it, which is what makes them deadlock-free among
+-- themselves and safe inside a caller's transaction):
+--   * a claim takes FOR NO KEY UPDATE SKIP LOCKED on the group rows it leases: claimers never wait
+--     for each other, and a group held by an open transaction is skipped;
+--   * a publish holds its group row FOR KEY SHARE (or inserts it), which conflicts with nothing
+--     but a delete: it never waits for a claimer or an acker;
+--   * a group row is deleted only under FOR UPDATE SKIP LOCKED taken after its last message went:
+--     if a publisher holds the row, the row is kept (freed) instead of waiting for it.
+
+-- transport_publish appends the events to their groups in array order and creates missing groups
+-- with the given priority (an existing group keeps its own). It notifies p_channel when it created
+-- a group, the only case in which a publish makes something claimable that was not.
+CREATE OR REPLACE FUNCTION {schema}transport_publish(
+    p_groups text[], p_events text[], p_priorities int[], p_channel text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    g record;
+    created boolean := false;
+BEGIN
+    -- Groups in id order, so that concurrent batches meet their rows in the same order.
+    FOR g IN
+        SELECT DISTINCT ON (u.grp) u.grp, u.prio
+        FROM unnest(p_groups, p_priorities) WITH ORDINALITY AS u(grp, prio, ord)
+        ORDER BY u.grp, u.ord
+    LOOP
+        LOOP
+            INSERT INTO {schema}transport_groups AS t (group_id, priority) VALUES (g.grp, g.prio)
+            ON CONFLICT (group_id) DO NOTHING;
+            IF FOUND THEN
+                created := true;
+                EXIT;
+            END IF;
+            -- The group exists: hold it so that no ack or claim deletes it before the message
+            -- lands. If it was deleted in between, insert it again.
+            PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = g.grp FOR KEY SHARE;
+            EXIT WHEN FOUND;
+        END LOOP;
+    END LOOP;
+    INSERT INTO {schema}transport_messages (group_id, event)
+    SELECT u.grp, u.ev FROM unnest(p_groups, p_events) WITH ORDINALITY AS u(grp, ev, ord)
+    ORDER BY u.ord;
+    IF created AND p_channel <> '' THEN
+        PERFORM pg_notify(p_channel, '');
+    END IF;
+END
+$$;
+
+-- transport_claim leases up to p_max groups whose lease is free or over (a lease ending exactly at
+-- p_now still holds) and whose priority is at least p_min, in round-robin order, and returns the
+-- head message of each. An empty group row found on the way is deleted (or freed if a publisher
+-- is filling it) and another group is taken in its place.
+CREATE OR REPLACE FUNCTION {schema}transport_claim(
+    p_now timestamptz, p_until timestamptz, p_token text, p_min int, p_max int)
+RETURNS TABLE (r_group text, r_priority int, r_seq bigint, r_event text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    ids text[];
+    prios int[];
+    skip text[] := '{}';
+    n int := 0;
+    emptied int;
+    locked boolean;
+BEGIN
+    LOOP
+        IF p_min > 0 THEN
+            WITH picked AS (
+                SELECT t.group_id FROM {schema}transport_groups t
+                WHERE (t.locked_by IS NULL OR t.lock_until < p_now)
+                  AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
+                ORDER BY COALESCE(t.lock_until, '-infinity'::timestamptz), t.group_id
+                LIMIT p_max - n
+                FOR NO KEY UPDATE SKIP LOCKED
+            ), leased AS (
+                UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
+                FROM picked WHERE t.group_id = picked.group_id
+                RETURNING t.group_id, t.priority
+            )
+            SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
+        ELSE
+            WITH picked AS (
+                SELECT t.group_id FROM {schema}transport_groups t
+                WHERE (t.locked_by IS NULL OR t.lock_until < p_now) AND t.group_id <> ALL (skip)
+                ORDER BY COALESCE(t.lock_until, '-infinity'::timestamptz), t.group_id
+                LIMIT p_max - n
+                FOR NO KEY UPDATE SKIP LOCKED
+            ), leased AS (
+                UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
+                FROM picked WHERE t.group_id = picked.group_id
+                RETURNING t.group_id, t.priority
+            )
+            SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
+        END IF;
+        EXIT WHEN ids IS NULL;
+        emptied := 0;
+        FOR i IN 1 .. array_length(ids, 1) LOOP
+            r_group := ids[i];
+            r_priority := prios[i];
+            SELECT m.seq, m.event INTO r_seq, r_event FROM {schema}transport_messages m
+            WHERE m.group_id = r_group ORDER BY m.seq LIMIT 1;
+            IF NOT FOUND THEN
+                -- A stale empty group (its last publisher rolled back, or an ack left it to a
+                -- publisher that has not committed yet).
+                PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = r_group
+                FOR UPDATE SKIP LOCKED;
+                locked := FOUND;
+                SELECT m.seq, m.event INTO r_seq, r_event FROM {schema}transport_messages m
+                WHERE m.group_id = r_group ORDER BY m.seq LIMIT 1;
+                IF NOT FOUND THEN
+                    IF locked THEN
+                        DELETE FROM {schema}transport_groups t WHERE t.group_id = r_group;
+                    ELSE
+                        UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = p_now
+                        WHERE t.group_id = r_group;
+                        skip := skip || r_group;
+                    END IF;
+                    emptied := emptied + 1;
+                    CONTINUE;
+                END IF;
+            END IF;
+            n := n + 1;
+            RETURN NEXT;
+        END LOOP;
+        EXIT WHEN emptied = 0 OR n >= p_max;
+    END LOOP;
+END
+$$;
+
+-- transport_ack deletes each acked message if its lease still holds the group (a stale token
+-- changes nothing), then frees the group and sends it to the back of the round-robin, or deletes
+-- it when it has no message left. It notifies p_channel when it freed a group that has messages.
+CREATE OR REPLACE FUNCTION {schema}transport_ack(
+    p_groups text[], p_seqs bigint[], p_tokens text[], p_now timestamptz, p_channel text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    a record;
+    freed boolean := false;
+BEGIN
+    FOR a IN
+        SELECT u.grp, u.seq, u.token FROM unnest(p_groups, p_seqs, p_tokens) AS u(grp, seq, token)
+        ORDER BY u.grp
+    LOOP
+        PERFORM 1 FROM {schema}transport_groups t
+        WHERE t.group_id = a.grp AND t.locked_by = a.token FOR NO KEY UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        DELETE FROM {schema}transport_messages m WHERE m.seq = a.seq AND m.group_id = a.grp;
+        IF NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp) THEN
+            PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = a.grp FOR UPDATE SKIP LOCKED;
+            -- Locked: no publisher holds the row, and none can until this transaction ends (it
+            -- will then create the group afresh). Check again under the lock before deleting.
+            IF FOUND AND NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp) THEN
+                DELETE FROM {schema}transport_groups t WHERE t.group_id = a.grp;
+                CONTINUE;
+            END IF;
+        END IF;
+        UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = p_now
+        WHERE t.group_id = a.grp;
+        freed := true;
+    END LOOP;
+    IF freed AND p_channel <> '' THEN
+        PERFORM pg_notify(p_channel, '');
+    END IF;
+END
+$$;
+
+-- transport_nack hands the group back if the token still holds it: with p_park NULL at once and
+-- at the front of the round-robin, else parked (still held by the token) until p_park.
+CREATE OR REPLACE FUNCTION {schema}transport_nack(
+    p_group text, p_token text, p_park timestamptz, p_channel text)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_park IS NULL THEN
+        UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = NULL
+        WHERE t.group_id = p_group AND t.locked_by = p_token;
+        IF FOUND AND p_channel <> '' THEN
+            PERFORM pg_notify(p_channel, '');
+        END IF;
+    ELSE
+        UPDATE {schema}transport_groups t SET lock_until = p_park
+        WHERE t.group_id = p_group AND t.locked_by = p_token;
+    END IF;
+END
+$$;
