@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Matrix is the whole scenario: every backend and mode at every concurrency.
+type Matrix struct {
+	// SQLite runs the SQLite rows (each on a fresh file in a temporary directory).
+	SQLite bool
+	// Postgres, when set, runs the PostgreSQL rows on that server (each in a fresh schema,
+	// dropped afterwards) and the pgbench ceiling.
+	Postgres    string
+	Executions  int
+	EventsPer   int
+	Concurrency []int
+	// Batch is the batch size of the batched rows (unbatched rows use 1).
+	Batch int
+	// PgbenchFor is how long each pgbench ceiling runs (0 skips it).
+	PgbenchFor time.Duration
+	// Progress receives one line per finished row (may be nil).
+	Progress io.Writer
+	Logger   *slog.Logger
+}
+
+// Row is one line of the report.
+type Row struct {
+	Result
+	// Ceiling is pgbench's single-row-update rate at the same concurrency (PostgreSQL rows).
+	Ceiling float64
+	Err     error
+}
+
+// RunMatrix runs every row and returns them in order; a failed row carries its error and the
+// others still run.
+func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
+	var rows []Row
+	progress := func(r Row) {
+		rows = append(rows, r)
+		if m.Progress != nil {
+			fmt.Fprintln(m.Progress, r.line())
+		}
+	}
+	for _, c := range m.Concurrency {
+		if m.SQLite {
+			for _, batch := range []int{1, m.Batch} {
+				dir, err := os.MkdirTemp("", "stead-bench")
+				if err != nil {
+					return rows, err
+				}
+				res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
+					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger})
+				os.RemoveAll(dir)
+				if res.Backend == "" {
+					res.Backend = "sqlite"
+				}
+				progress(Row{Result: res, Err: err})
+				if ctx.Err() != nil {
+					return rows, ctx.Err()
+				}
+			}
+		}
+		if m.Postgres == "" {
+			continue
+		}
+		var ceiling float64
+		if m.PgbenchFor > 0 {
+			schema := scratchSchema()
+			tps, err := PgbenchCeiling(ctx, m.Postgres, schema, c, m.Executions, m.PgbenchFor)
+			dropSchema(m.Postgres, schema)
+			if err != nil {
+				progress(Row{Result: Result{Backend: "pgbench", Mode: "ceiling", Concurrency: c}, Err: err})
+			} else {
+				ceiling = tps
+				progress(Row{Result: Result{Backend: "pgbench", Mode: "single-row UPDATE", Concurrency: c, PerSecond: tps, BatchSize: 1}})
+			}
+		}
+		for _, shared := range []bool{false, true} {
+			for _, batch := range []int{1, m.Batch} {
+				schema := scratchSchema()
+				res, err := Run(ctx, Config{Store: m.Postgres, Schema: schema, Executions: m.Executions,
+					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger})
+				dropSchema(m.Postgres, schema)
+				if res.Backend == "" {
+					res.Backend = "postgres"
+				}
+				progress(Row{Result: res, Ceiling: ceiling, Err: err})
+				if ctx.Err() != nil {
+					return rows, ctx.Err()
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+func scratchSchema() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "stead_bench_" + hex.EncodeToString(b[:])
+}
+
+func dropSchema(dsn, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+}
+
+func (r Row) line() string {
+	if r.Err != nil {
+		return fmt.Sprintf("%-8s %-22s c=%-3d  error: %v", r.Backend, r.ModeName(), r.Concurrency, r.Err)
+	}
+	if r.Backend == "pgbench" {
+		return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f tps", r.Backend, r.Mode, r.Concurrency, r.PerSecond)
+	}
+	return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f events/s  p50 %v  p99 %v  peak heap %.1f MiB",
+		r.Backend, r.ModeName(), r.Concurrency, r.PerSecond, r.P50.Round(time.Millisecond),
+		r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20))
+}
+
+// Markdown renders rows as a table.
+func Markdown(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| backend | mode | loops | events | elapsed | events/s | vs pgbench | p50 publish→commit | p99 | peak heap |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		switch {
+		case r.Err != nil:
+			fmt.Fprintf(&b, "| %s | %s | %d | | | error: %s | | | | |\n", r.Backend, r.ModeName(), r.Concurrency,
+				strings.ReplaceAll(r.Err.Error(), "|", "/"))
+		case r.Backend == "pgbench":
+			fmt.Fprintf(&b, "| pgbench | single-row UPDATE (ceiling) | %d | | | %.0f tps | 1.00 | | | |\n", r.Concurrency, r.PerSecond)
+		default:
+			vs := ""
+			if r.Ceiling > 0 {
+				vs = fmt.Sprintf("%.2f", r.PerSecond/r.Ceiling)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %.2fs | %.0f | %s | %v | %v | %.1f MiB |\n", r.Backend, r.ModeName(),
+				r.Concurrency, r.Events, r.Elapsed.Seconds(), r.PerSecond, vs, r.P50.Round(time.Millisecond),
+				r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,267 @@
+// Package bench is stead's end-to-end benchmark scenario: a backlog of events over many
+// executions, drained by one worker (claim → load → step → commit → relay → ack), on SQLite or
+// PostgreSQL, in the separate and the shared-transaction mode, batched or not. `stead bench` and
+// BenchmarkEndToEnd run it; bench/results/runtime.md holds the figures.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/transport"
+)
+
+// Config is one run of the scenario.
+type Config struct {
+	// Store is a SQLite file path or a PostgreSQL URL. The run starts from an empty store: give a
+	// fresh file, or a Schema that does not exist yet (it is created, and dropped by Cleanup).
+	Store  string
+	Schema string
+	// Executions and EventsPer size the backlog: each execution gets a start event and
+	// EventsPer-1 ticks, all published before the worker starts.
+	Executions int
+	EventsPer  int
+	// Concurrency is the worker's number of claim loops; BatchSize 1 is unbatched.
+	Concurrency int
+	BatchSize   int
+	SharedTx    bool
+	// Timeout bounds the drain (default 10 min).
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Result is what one run measured.
+type Result struct {
+	Backend     string
+	Mode        string // "separate" or "shared-tx"
+	Concurrency int
+	BatchSize   int
+	Events      int
+	Elapsed     time.Duration
+	// PerSecond is Events / Elapsed: from the worker's start to the last commit.
+	PerSecond float64
+	// P50 and P99 are publish→commit latencies. With the whole backlog published up front they
+	// are dominated by queueing: they say how long the last events waited.
+	P50, P99 time.Duration
+	// PeakHeap is the largest heap in use (bytes) sampled while the worker drained the backlog;
+	// BaseHeap is the heap in use before the worker started (the backlog is in the database).
+	PeakHeap, BaseHeap uint64
+}
+
+// Mode names the transaction mode of a result.
+func (r Result) ModeName() string {
+	b := "unbatched"
+	if r.BatchSize > 1 {
+		b = fmt.Sprintf("batched(%d)", r.BatchSize)
+	}
+	return r.Mode + ", " + b
+}
+
+// Definition is the benchmark's statechart: it counts ticks and finishes after the last one.
+const definitionID = "bench-counter"
+
+// counter is the benchmark's machine. It is a hand-written Machine rather than a chart so that
+// the figures measure the runtime, the store and the transport: the chart engine has its own
+// benchmarks.
+type counter struct{ last int }
+
+func (c counter) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+	next := exe.Clone()
+	b := stead.Bundle{ProcessedEventID: ev.ID}
+	var n struct {
+		N int `json:"n"`
+	}
+	if len(next.Context) > 0 {
+		if err := json.Unmarshal(next.Context, &n); err != nil {
+			return nil, b, err
+		}
+	}
+	switch ev.Kind {
+	case chart.KindStart:
+		next.Status, next.ActivePath = stead.StatusRunning, "counting"
+	case "tick":
+		n.N++
+		if n.N >= c.last {
+			next.Status, next.Outcome, next.ActivePath, next.FinishedAt = stead.StatusDone, "success", "done", now
+		}
+	}
+	raw, err := json.Marshal(n)
+	if err != nil {
+		return nil, b, err
+	}
+	next.Context, next.UpdatedAt = raw, now
+	return next, b, nil
+}
+
+// Run seeds the backlog, drains it with one worker and reports what it measured.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Executions <= 0 || cfg.EventsPer < 1 || cfg.Concurrency <= 0 || cfg.BatchSize <= 0 {
+		return Result{}, fmt.Errorf("bench: executions, events per execution, concurrency and batch size must be positive")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b, err := backend.Open(ctx, cfg.Store, backend.Options{Schema: cfg.Schema, MaxConns: int32(max(4, cfg.Concurrency+2))})
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	total := cfg.Executions * cfg.EventsPer
+	if err := seed(ctx, b.Store, b.Transport, cfg); err != nil {
+		return Result{}, fmt.Errorf("bench: seed: %w", err)
+	}
+
+	var done atomic.Int64
+	lat := newLatencies(total)
+	finished := make(chan struct{})
+	var once sync.Once
+	w, err := runtime.NewWorker(runtime.Config{
+		Store: b.Store, Transport: b.Transport,
+		Machines:    runtime.Machines{definitionID: counter{last: cfg.EventsPer - 1}},
+		Name:        "bench",
+		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, SharedTx: cfg.SharedTx,
+		IdleWait: 50 * time.Millisecond, TimerInterval: -1, RelayInterval: -1,
+		Logger: cfg.Logger,
+		OnCommit: func(_ *stead.Execution, ev stead.Event, at time.Time) {
+			lat.add(at.Sub(ev.CreatedAt))
+			if done.Add(1) == int64(total) {
+				once.Do(func() { close(finished) })
+			}
+		},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	res := Result{Backend: b.Kind, Mode: "separate", Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
+		Events: total, BaseHeap: ms.HeapInuse}
+	if cfg.SharedTx {
+		res.Mode = "shared-tx"
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var peak atomic.Uint64
+	sampler := make(chan struct{})
+	go func() {
+		defer close(sampler)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				var m goruntime.MemStats
+				goruntime.ReadMemStats(&m)
+				if m.HeapInuse > peak.Load() {
+					peak.Store(m.HeapInuse)
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	werr := make(chan error, 1)
+	go func() { werr <- w.Run(runCtx) }()
+	timeout := time.NewTimer(cfg.Timeout)
+	defer timeout.Stop()
+	select {
+	case <-finished:
+	case <-timeout.C:
+		stop()
+		<-werr
+		<-sampler
+		return res, fmt.Errorf("bench: drained %d of %d events in %v", done.Load(), total, cfg.Timeout)
+	case <-ctx.Done():
+	}
+	res.Elapsed = time.Since(start)
+	stop()
+	if err := <-werr; err != nil {
+		return res, err
+	}
+	<-sampler
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.PerSecond = float64(total) / res.Elapsed.Seconds()
+	res.P50, res.P99 = lat.quantile(0.50), lat.quantile(0.99)
+	res.PeakHeap = peak.Load()
+	return res, nil
+}
+
+// seed creates the executions and publishes their whole backlog: the starts through the Client
+// (with the records), then the ticks, stamped with their publish time.
+func seed(ctx context.Context, s stead.Store, tr transport.Transport, cfg Config) error {
+	const chunk = 500
+	c := &runtime.Client{Store: s, Transport: tr}
+	for i := 0; i < cfg.Executions; i += chunk {
+		var news []runtime.NewExecution
+		for j := i; j < min(i+chunk, cfg.Executions); j++ {
+			news = append(news, runtime.NewExecution{DefinitionID: definitionID, ID: fmt.Sprintf("bench-%06d", j)})
+		}
+		if _, err := c.CreateBatch(ctx, news); err != nil {
+			return err
+		}
+	}
+	var out []transport.Outgoing
+	flush := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		err := tr.PublishBatch(ctx, out)
+		out = out[:0]
+		return err
+	}
+	for k := 1; k < cfg.EventsPer; k++ {
+		for j := 0; j < cfg.Executions; j++ {
+			id := fmt.Sprintf("bench-%06d", j)
+			out = append(out, transport.Outgoing{Group: id, Event: stead.Event{
+				ID: fmt.Sprintf("tick-%d", k), Kind: "tick", CreatedAt: time.Now()}})
+			if len(out) == chunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func newLatencies(n int) *latencies { return &latencies{d: make([]time.Duration, 0, n)} }
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) quantile(q float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	slices.Sort(l.d)
+	return l.d[min(len(l.d)-1, int(q*float64(len(l.d))))]
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/steadhq/stead/runtime"
+)
+
+func newRun() *cobra.Command {
+	var (
+		sf        storeFlags
+		defs      []string
+		workers   int
+		batch     int
+		batchWait time.Duration
+		sharedTx  bool
+		name      string
+		logLevel  string
+		logJSON   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
+		Short: "Run workers until interrupted",
+		Long: `run starts a worker on the store: it claims events, steps the executions, commits, relays
+spawned children, emitted events and due timers, and delivers what crashed workers left behind.
+SIGINT or SIGTERM stops it gracefully: it stops claiming, finishes the steps in flight and exits.
+Run as many workers on one database as you like (on SQLite: processes on one host).`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level, err := parseLevel(logLevel)
+			if err != nil {
+				return err
+			}
+			machines, _, err := loadMachines(defs)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			b, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			opts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+			if logJSON {
+				h = slog.NewJSONHandler(os.Stderr, opts)
+			}
+			w, err := runtime.NewWorker(runtime.Config{
+				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
+				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, SharedTx: sharedTx,
+				Logger: slog.New(h),
+			})
+			if err != nil {
+				return err
+			}
+			return w.Run(ctx)
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringArrayVar(&defs, "definition", nil, "statechart definition: a YAML file, or \"order\" for the bundled sample (repeatable; default order)")
+	cmd.Flags().IntVar(&workers, "workers", runtime.DefaultConcurrency, "concurrent claim loops")
+	cmd.Flags().IntVar(&batch, "batch", runtime.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
+	cmd.Flags().DurationVar(&batchWait, "batch-wait", runtime.DefaultBatchWait, "how long a partial batch may wait for more messages")
+	cmd.Flags().BoolVar(&sharedTx, "shared-tx", false, "PostgreSQL only: claim, commit and ack in one transaction")
+	cmd.Flags().StringVar(&name, "name", "", "worker name in leases and logs (default host-pid)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
+	return cmd
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", s)}
+	}
+	return l, nil
+}

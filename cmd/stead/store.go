@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+	"github.com/steadhq/stead/internal/backend"
+)
+
+// storeFlags are the flags of every command that opens a database.
+type storeFlags struct {
+	spec   string
+	schema string
+}
+
+func (f *storeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.spec, "store", "", "SQLite file path, or PostgreSQL URL (postgres://...) (required)")
+	cmd.Flags().StringVar(&f.schema, "schema", "", "PostgreSQL schema for stead's tables (default: the search_path)")
+}
+
+// open opens the store and the transport named by --store, creating or migrating their schema.
+func (f *storeFlags) open(ctx context.Context) (*backend.Backend, error) {
+	if f.spec == "" {
+		return nil, usageError{errors.New("--store is required (a SQLite file path or a postgres:// URL)")}
+	}
+	return backend.Open(ctx, f.spec, backend.Options{Schema: f.schema})
+}

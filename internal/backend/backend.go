@@ -1,0 +1,118 @@
+// Package backend opens a store and a transport on one database named by a single string: a
+// SQLite file path or a PostgreSQL URL. The CLI and the benchmark scenario share it.
+package backend
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/pgstore"
+	"github.com/steadhq/stead/sqlitestore"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/pgtransport"
+	"github.com/steadhq/stead/transport/sqlitetransport"
+)
+
+// Backend is a store and a transport on one database.
+type Backend struct {
+	// Kind is "sqlite" or "postgres".
+	Kind string
+	// Where is the file, or the URL without its password.
+	Where     string
+	Store     stead.Store
+	Transport transport.Transport
+}
+
+// Close closes the transport and the store.
+func (b *Backend) Close() error {
+	var errs []error
+	if b.Transport != nil {
+		errs = append(errs, b.Transport.Close())
+	}
+	if b.Store != nil {
+		errs = append(errs, b.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// IsPostgres reports whether spec is a PostgreSQL URL.
+func IsPostgres(spec string) bool {
+	return strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://")
+}
+
+// Options tune Open.
+type Options struct {
+	// Schema keeps stead's PostgreSQL tables in that schema (PostgreSQL only).
+	Schema string
+	// MaxConns bounds each PostgreSQL pool (0: the driver's default).
+	MaxConns int32
+	// Ungated leaves the SQLite store's and transport's writes unserialized (see gate); for
+	// measuring what the gate buys.
+	Ungated bool
+}
+
+// Open opens the store and the transport named by spec, creating or migrating their schema.
+func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
+	if spec == "" {
+		return nil, check.Invalidf("no store given: want a SQLite file path or a postgres:// URL")
+	}
+	b := &Backend{}
+	var err error
+	if IsPostgres(spec) {
+		b.Kind, b.Where = "postgres", Redact(spec)
+		var sopts []pgstore.Option
+		var topts []pgtransport.Option
+		if o.Schema != "" {
+			sopts = append(sopts, pgstore.WithSchema(o.Schema))
+			topts = append(topts, pgtransport.WithSchema(o.Schema))
+		}
+		if o.MaxConns > 0 {
+			sopts = append(sopts, pgstore.WithMaxConns(o.MaxConns))
+			topts = append(topts, pgtransport.WithMaxConns(o.MaxConns))
+		}
+		if b.Store, err = pgstore.Open(ctx, spec, sopts...); err != nil {
+			return nil, err
+		}
+		if b.Transport, err = pgtransport.Open(ctx, spec, topts...); err != nil {
+			b.Close()
+			return nil, err
+		}
+		return b, nil
+	}
+	if o.Schema != "" {
+		return nil, check.Invalidf("a schema applies to PostgreSQL only")
+	}
+	b.Kind, b.Where = "sqlite", spec
+	st, err := sqlitestore.Open(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	b.Store = st
+	tr, err := sqlitetransport.Open(ctx, spec)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.Transport = tr
+	if !o.Ungated {
+		g := &gate{}
+		b.Store, b.Transport = gatedStore{Store: st, g: g}, gatedTransport{Transport: tr, g: g}
+	}
+	return b, nil
+}
+
+// Redact hides the password of a PostgreSQL URL for logs and summaries.
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
