@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead/internal/pgtest"
+)
+
+// cli runs the CLI in-process and returns its exit code, stdout and stderr.
+func cli(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"", "demo", "run", "start", "send", "migrate", "inspect", "diagram", "bench"} {
+		args := []string{"--help"}
+		if cmd != "" {
+			args = []string{cmd, "--help"}
+		}
+		code, out, errOut := cli(t, context.Background(), args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
+			t.Errorf("stead %s --help: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
+		}
+	}
+}
+
+// TestErrorsAreOneLine checks that every failure is one line on stderr and a non-zero exit.
+func TestErrorsAreOneLine(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "s.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown command", []string{"frobnicate"}, 1, "unknown command"},
+		{"unknown flag", []string{"run", "--nope"}, 2, "unknown flag"},
+		{"missing store", []string{"inspect"}, 2, "--store is required"},
+		{"too many args", []string{"inspect", "--store", db, "a", "b"}, 2, "at most one"},
+		{"missing execution", []string{"inspect", "--store", db, "ghost"}, 1, "not found"},
+		{"send to missing", []string{"send", "--store", db, "ghost", "tick"}, 1, "not found"},
+		{"bad context", []string{"start", "--store", db, "order", "--context", "[1]"}, 1, "not a JSON object"},
+		{"bad definition file", []string{"diagram", "--definition", filepath.Join(t.TempDir(), "nope.yaml")}, 1, "nope.yaml"},
+		{"bad status", []string{"inspect", "--store", db, "--status", "sleeping"}, 2, "--status"},
+		{"bad concurrency", []string{"bench", "--concurrency", "x"}, 2, "--concurrency"},
+		{"bad log level", []string{"run", "--store", db, "--log-level", "loud"}, 2, "--log-level"},
+		{"schema on sqlite", []string{"migrate", "--store", db, "--schema", "x"}, 1, "PostgreSQL only"},
+		{"unsafe schema", []string{"migrate", "--store", pgtest.URL(), "--schema", "x; drop"}, 1, "invalid"},
+	} {
+		code, out, errOut := cli(t, context.Background(), tc.args...)
+		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
+		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(errOut, "stead: ") || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d (want %d), stderr %q (want one line with %q), stdout %q", tc.name, code, tc.code, errOut, tc.want, out)
+		}
+	}
+}
+
+// TestDemo runs a small demo and checks its outcome mix, which depends on nothing but the
+// number of orders.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "demo.db")
+	code, out, errOut := cli(t, context.Background(), "demo", "--db", db, "--orders", "40")
+	if code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"done/success  24", "done/refunded   6", "done/declined   4", "done/expired   4", "done/failure   2",
+		"region children run: 60", "events processed:", "events/s", "database:            " + db,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestStartSendRunInspect walks the sender side and a worker through the CLI on SQLite.
+func TestStartSendRunInspect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	if code, out, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 || !strings.Contains(out, "schema up to date") {
+		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", "o1",
+		"--context", `{"order_id":"o1","amount":50,"outcome":"timeout"}`)
+	if code != 0 || strings.TrimSpace(out) != "o1" {
+		t.Fatalf("start: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", "o1"); code == 0 || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("start twice: %d %q", code, errOut)
+	}
+	// A worker runs for a while and is stopped the way SIGTERM stops it: its context ends.
+	runFor := func() {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if code, _, errOut := cli(t, rctx, "run", "--store", db, "--log-level", "warn"); code != 0 {
+			t.Fatalf("run: %d %q", code, errOut)
+		}
+	}
+	runFor()
+	code, out, _ = cli(t, ctx, "inspect", "--store", db, "o1")
+	if code != 0 || !strings.Contains(out, "awaiting_payment") || !strings.Contains(out, "timers (1)") {
+		t.Fatalf("inspect after start: %d\n%s", code, out)
+	}
+	code, out, errOut = cli(t, ctx, "send", "--store", db, "o1", "cancel_order", "--event-id", "cancel-1")
+	if code != 0 || strings.TrimSpace(out) != "cancel-1" {
+		t.Fatalf("send: %d %q %q", code, out, errOut)
+	}
+	runFor()
+	code, out, _ = cli(t, ctx, "inspect", "--store", db, "o1", "--json")
+	var d struct {
+		Execution struct {
+			Status, Outcome string
+		}
+		Timers []any `json:"timers"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Execution.Status != "done" || d.Execution.Outcome != "cancelled" || len(d.Timers) != 0 {
+		t.Fatalf("inspect --json after cancel: %d %+v\n%s", code, d, out)
+	}
+	code, out, _ = cli(t, ctx, "inspect", "--store", db, "--status", "done", "--roots")
+	if code != 0 || !strings.Contains(out, "o1") || !strings.Contains(out, "cancelled") {
+		t.Fatalf("inspect list: %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, ctx, "diagram", "--store", db, "--execution", "o1")
+	if code != 0 || !strings.HasPrefix(out, "stateDiagram-v2") || !strings.Contains(out, "class ") {
+		t.Fatalf("diagram of an execution: %d\n%s", code, out)
+	}
+}
+
+func TestMigratePostgres(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	code, out, errOut := cli(t, context.Background(), "migrate", "--store", pgtest.URL(), "--schema", schema)
+	if code != 0 || !strings.Contains(out, "postgres") {
+		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	}
+}
