@@ -36,6 +36,9 @@ type Config struct {
 	Concurrency int
 	BatchSize   int
 	SharedTx    bool
+	// Notify keeps the PostgreSQL transport's NOTIFY on publish, ack and nack (off by default
+	// here: a worker draining a backlog never waits, and PostgreSQL serialises notifying commits).
+	Notify bool
 	// Timeout bounds the drain (default 10 min).
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -115,7 +118,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	b, err := backend.Open(ctx, cfg.Store, backend.Options{Schema: cfg.Schema, MaxConns: int32(max(4, cfg.Concurrency+2))})
+	b, err := backend.Open(ctx, cfg.Store, backend.Options{Schema: cfg.Schema,
+		MaxConns: int32(max(4, cfg.Concurrency+2)), NoNotify: !cfg.Notify})
 	if err != nil {
 		return Result{}, err
 	}

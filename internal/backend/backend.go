@@ -50,6 +50,10 @@ type Options struct {
 	Schema string
 	// MaxConns bounds each PostgreSQL pool (0: the driver's default).
 	MaxConns int32
+	// NoNotify stops the PostgreSQL transport's notifications (see pgtransport.WithoutNotify):
+	// PostgreSQL serialises the commits of notifying transactions on one lock, which caps a
+	// busy fleet; idle waiters then wake by polling.
+	NoNotify bool
 	// Ungated leaves the SQLite store's and transport's writes unserialized (see gate); for
 	// measuring what the gate buys.
 	Ungated bool
@@ -69,6 +73,9 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 		if o.Schema != "" {
 			sopts = append(sopts, pgstore.WithSchema(o.Schema))
 			topts = append(topts, pgtransport.WithSchema(o.Schema))
+		}
+		if o.NoNotify {
+			topts = append(topts, pgtransport.WithoutNotify())
 		}
 		if o.MaxConns > 0 {
 			sopts = append(sopts, pgstore.WithMaxConns(o.MaxConns))
