@@ -1,7 +1,3 @@
-// Package bench is stead's end-to-end benchmark scenario: a backlog of events over many
-// executions, drained by one worker (claim → load → step → commit → relay → ack), on SQLite or
-// PostgreSQL, in the separate and the shared-transaction mode, batched or not. `stead bench` and
-// BenchmarkEndToEnd run it; bench/results/runtime.md holds the figures.
 package bench
 
 import (

@@ -1,8 +1,3 @@
-// Command stead runs durable statecharts on SQLite or PostgreSQL: a demo that needs nothing
-// installed, workers, the sender side (start, send), schema migration, inspection, diagrams and
-// the end-to-end benchmark.
-//
-//	go run ./cmd/stead demo
 package main
 
 import (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/steadhq/stead/internal/backend"
 	"github.com/steadhq/stead/runtime"
 )
 
@@ -21,6 +22,7 @@ func newRun() *cobra.Command {
 		name      string
 		logLevel  string
 		logJSON   bool
+		noNotify  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
@@ -40,7 +42,7 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 				return err
 			}
 			ctx := cmd.Context()
-			b, err := sf.open(ctx)
+			b, err := sf.openWith(ctx, backend.Options{NoNotify: noNotify})
 			if err != nil {
 				return err
 			}
@@ -67,6 +69,7 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 	cmd.Flags().IntVar(&batch, "batch", runtime.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
 	cmd.Flags().DurationVar(&batchWait, "batch-wait", runtime.DefaultBatchWait, "how long a partial batch may wait for more messages")
 	cmd.Flags().BoolVar(&sharedTx, "shared-tx", false, "PostgreSQL only: claim, commit and ack in one transaction")
+	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
 	cmd.Flags().StringVar(&name, "name", "", "worker name in leases and logs (default host-pid)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")

@@ -21,8 +21,14 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 
 // open opens the store and the transport named by --store, creating or migrating their schema.
 func (f *storeFlags) open(ctx context.Context) (*backend.Backend, error) {
+	return f.openWith(ctx, backend.Options{})
+}
+
+// openWith is open with more options; Schema is taken from the flags.
+func (f *storeFlags) openWith(ctx context.Context, o backend.Options) (*backend.Backend, error) {
 	if f.spec == "" {
 		return nil, usageError{errors.New("--store is required (a SQLite file path or a postgres:// URL)")}
 	}
-	return backend.Open(ctx, f.spec, backend.Options{Schema: f.schema})
+	o.Schema = f.schema
+	return backend.Open(ctx, f.spec, o)
 }

@@ -1,0 +1,16 @@
+// Command stead runs durable statecharts on SQLite or PostgreSQL: a demo that needs nothing
+// installed, workers, the sender side (start, send), schema migration, inspection, diagrams and
+// the end-to-end benchmark.
+//
+//	go run ./cmd/stead demo                  # 2,000 sample orders on ./stead-demo.db
+//	stead run --store app.db --definition flow.yaml --workers 8
+//	stead start --store app.db flow --context '{"amount": 12}'
+//	stead send --store app.db <execution-id> approved
+//	stead inspect --store app.db [--status running] [<execution-id>] [--json]
+//	stead diagram --definition flow.yaml [--store app.db --execution <id>]
+//	stead migrate --store postgres://... [--schema stead]
+//	stead bench [--postgres postgres://...]
+//
+// --store takes a SQLite file path or a postgres:// URL. Errors print one line on stderr and
+// exit non-zero (2 for a usage mistake).
+package main

@@ -1,0 +1,58 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/transport/memtransport"
+)
+
+// A worker runs the sample order flow: a Client creates an order, the worker starts it, pays it,
+// spawns its two fulfilment regions as child executions, joins them and ships.
+func ExampleWorker() {
+	ctx := context.Background()
+	store, tr := memstore.New(), memtransport.New() // sqlitestore/pgstore and their transports in production
+	defer store.Close()
+	defer tr.Close()
+
+	def, err := chart.SampleOrderFlow()
+	if err != nil {
+		panic(err)
+	}
+	engine, err := chart.NewEngine(def, chart.RegisterSampleActions(chart.NewRegistry()))
+	if err != nil {
+		panic(err)
+	}
+	machines := runtime.Machines{def.ID: engine}
+
+	client := &runtime.Client{Store: store, Transport: tr, Known: machines}
+	if _, err := client.Create(ctx, "order", "order-1", []byte(`{"order_id":"o-1","amount":120,"outcome":"ok"}`)); err != nil {
+		panic(err)
+	}
+
+	w, err := runtime.NewWorker(runtime.Config{Store: store, Transport: tr, Machines: machines, Concurrency: 2})
+	if err != nil {
+		panic(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(runCtx) }()
+
+	for {
+		exe, err := store.Load(ctx, "order-1")
+		if err == nil && exe.Status.Finished() {
+			fmt.Println(exe.Status, exe.Outcome, len(exe.Children), "regions")
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop() // graceful: stops claiming, finishes the steps in flight
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	// Output: done success 2 regions
+}
