@@ -27,6 +27,9 @@ type Matrix struct {
 	Concurrency []int
 	// Batch is the batch size of the batched rows (unbatched rows use 1).
 	Batch int
+	// RunTimeout cuts each row's drain (0: Config's default); a cut row reports the rate of
+	// what it processed and is marked partial.
+	RunTimeout time.Duration
 	// PgbenchFor is how long each pgbench ceiling runs (0 skips it).
 	PgbenchFor time.Duration
 	// Progress receives one line per finished row (may be nil).
@@ -60,7 +63,7 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 					return rows, err
 				}
 				res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
-					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger})
+					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger, Timeout: m.RunTimeout})
 				os.RemoveAll(dir)
 				if res.Backend == "" {
 					res.Backend = "sqlite"
@@ -90,7 +93,8 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 			for _, batch := range []int{1, m.Batch} {
 				schema := scratchSchema()
 				res, err := Run(ctx, Config{Store: m.Postgres, Schema: schema, Executions: m.Executions,
-					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger})
+					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger,
+					Timeout: m.RunTimeout})
 				dropSchema(m.Postgres, schema)
 				if res.Backend == "" {
 					res.Backend = "postgres"
@@ -129,9 +133,9 @@ func (r Row) line() string {
 	if r.Backend == "pgbench" {
 		return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f tps", r.Backend, r.Mode, r.Concurrency, r.PerSecond)
 	}
-	return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f events/s  p50 %v  p99 %v  peak heap %.1f MiB",
+	return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f events/s  p50 %v  p99 %v  peak heap %.1f MiB%s",
 		r.Backend, r.ModeName(), r.Concurrency, r.PerSecond, r.P50.Round(time.Millisecond),
-		r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20))
+		r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20), r.partial())
 }
 
 // Markdown renders rows as a table.
@@ -151,10 +155,17 @@ func Markdown(rows []Row) string {
 			if r.Ceiling > 0 {
 				vs = fmt.Sprintf("%.2f", r.PerSecond/r.Ceiling)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %.2fs | %.0f | %s | %v | %v | %.1f MiB |\n", r.Backend, r.ModeName(),
-				r.Concurrency, r.Events, r.Elapsed.Seconds(), r.PerSecond, vs, r.P50.Round(time.Millisecond),
+			fmt.Fprintf(&b, "| %s | %s | %d | %d%s | %.2fs | %.0f | %s | %v | %v | %.1f MiB |\n", r.Backend, r.ModeName(),
+				r.Concurrency, r.Events, r.partial(), r.Elapsed.Seconds(), r.PerSecond, vs, r.P50.Round(time.Millisecond),
 				r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20))
 		}
 	}
 	return b.String()
+}
+
+func (r Row) partial() string {
+	if r.Partial {
+		return " (partial: cut by the time limit)"
+	}
+	return ""
 }

@@ -20,21 +20,32 @@ type delivery struct {
 }
 
 // deliver relays committed steps: it creates their spawned children first (an event a parent
-// addresses to a child must not overtake the child's creation), then publishes their emits in one
-// batch and acknowledges exactly those outbox rows. On error the rows stay in the store and the
-// relay delivers them later.
+// addresses to a child must not overtake the child's creation), generation by generation, then
+// publishes the emits of the steps and of the children in one batch and acknowledges exactly
+// those outbox rows. On error the rows stay in the store and the relay delivers them later.
 func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 	var errs []error
-	for _, d := range ds {
-		if len(d.b.Spawns) > 0 {
-			if err := w.spawnChildren(ctx, d.exe); err != nil {
-				errs = append(errs, err)
+	all := ds
+	for gen := ds; len(gen) > 0; {
+		var spawning []*stead.Execution
+		for _, d := range gen {
+			if len(d.b.Spawns) > 0 {
+				spawning = append(spawning, d.exe)
 			}
 		}
+		if len(spawning) == 0 {
+			break
+		}
+		kids, err := w.spawnChildren(ctx, spawning)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		all = append(all, kids...)
+		gen = kids
 	}
 	var out []transport.Outgoing
 	var seqs []int64
-	for _, d := range ds {
+	for _, d := range all {
 		for _, e := range d.b.Emits {
 			if e.Target != "" {
 				// Children inherit their parent's priority, so the emitter's is the target's in
@@ -44,10 +55,12 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 		}
 		seqs = append(seqs, d.seqs...)
 	}
-	if len(out) > 0 {
-		if err := w.tr.PublishBatch(ctx, out); err != nil {
+	for len(out) > 0 {
+		n := min(len(out), transport.MaxBatch)
+		if err := w.tr.PublishBatch(ctx, out[:n]); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("publish: %w", err))...)
 		}
+		out = out[n:]
 	}
 	if len(seqs) > 0 {
 		if err := w.store.AckOutbox(ctx, seqs); err != nil {
@@ -57,60 +70,88 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 	return errors.Join(errs...)
 }
 
-// spawnChildren creates the children parent's step asked for and acknowledges the intents.
-func (w *Worker) spawnChildren(ctx context.Context, parent *stead.Execution) error {
-	entries, err := w.store.PendingSpawns(ctx, parent.ID, stead.MaxListLimit)
-	if err != nil {
-		return fmt.Errorf("pending spawns of %q: %w", parent.ID, err)
-	}
-	var done []int64
-	var errs []error
-	for _, s := range entries {
-		if err := w.createChild(ctx, parent, s); err != nil {
-			errs = append(errs, err)
-			continue
+// spawnChildren creates the children the parents' steps asked for, acknowledges the intents, and
+// returns the children's own committed starts for relaying.
+func (w *Worker) spawnChildren(ctx context.Context, parents []*stead.Execution) ([]delivery, error) {
+	var entries []stead.SpawnEntry
+	byID := make(map[string]*stead.Execution, len(parents))
+	for _, p := range parents {
+		es, err := w.store.PendingSpawns(ctx, p.ID, stead.MaxListLimit)
+		if err != nil {
+			return nil, fmt.Errorf("pending spawns of %q: %w", p.ID, err)
 		}
-		done = append(done, s.Seq)
+		entries = append(entries, es...)
+		byID[p.ID] = p
 	}
+	kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return byID[id] })
 	if len(done) > 0 {
-		if err := w.store.AckSpawns(ctx, done); err != nil {
-			errs = append(errs, fmt.Errorf("ack spawns: %w", err))
+		if aerr := w.store.AckSpawns(ctx, done); aerr != nil {
+			err = errors.Join(err, fmt.Errorf("ack spawns: %w", aerr))
 		}
 	}
-	return errors.Join(errs...)
+	return kids, err
 }
 
 // StartEventID is the id of the start event of an execution: stable, so that a start delivered
 // twice (by the sender and by the relay) is applied once.
 func StartEventID(executionID string) string { return "start:" + executionID }
 
-// createChild creates and starts the child a spawn intent describes. Creation is idempotent: the
-// child is committed at version 0, and a conflict means it exists already.
-func (w *Worker) createChild(ctx context.Context, parent *stead.Execution, s stead.SpawnEntry) error {
-	child := &stead.Execution{
-		ID:           s.ChildID,
-		DefinitionID: parent.DefinitionID,
-		Status:       stead.StatusPending,
-		Context:      s.Context,
-		ParentID:     s.ParentID,
-		ChildID:      s.ChildID,
-		RootPath:     s.RootPath,
-		Priority:     parent.Priority,
+// startChildren creates and starts the children that spawn intents describe, committing them
+// together. Creation is idempotent: a child is committed at version 0, and a conflict means it
+// exists already. It returns the deliveries of the children it created and the sequence numbers
+// of the intents that are settled (created, already existing, or orphaned by a purged parent).
+func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, parentOf func(string) *stead.Execution) ([]delivery, []int64, error) {
+	var errs []error
+	var done []int64
+	var items []stead.CommitItem
+	var events []stead.Event
+	var seqs []int64
+	for _, s := range entries {
+		parent := parentOf(s.ParentID)
+		if parent == nil {
+			// The parent was purged: nobody is left to join the child.
+			w.log.Warn("dropping the spawn of a missing parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
+			done = append(done, s.Seq)
+			continue
+		}
+		child := &stead.Execution{
+			ID: s.ChildID, DefinitionID: parent.DefinitionID, Status: stead.StatusPending,
+			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: s.RootPath,
+			Priority: parent.Priority,
+		}
+		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock()}
+		next, b, err := w.step(child, ev)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
+			continue
+		}
+		items = append(items, stead.CommitItem{Execution: next, Bundle: b})
+		events = append(events, ev)
+		seqs = append(seqs, s.Seq)
 	}
-	ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock()}
-	next, b, err := w.step(child, ev)
-	if err != nil {
-		return fmt.Errorf("start child %q: %w", child.ID, err)
+	var kids []delivery
+	for lo := 0; lo < len(items); lo += stead.MaxBatch {
+		hi := min(lo+stead.MaxBatch, len(items))
+		results, err := w.store.CommitBatch(ctx, items[lo:hi])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("create children: %w", err))
+			continue
+		}
+		for k, r := range results {
+			i := lo + k
+			switch {
+			case r.Err == nil:
+				w.committed(items[i].Execution, events[i])
+				kids = append(kids, delivery{exe: items[i].Execution, b: &items[i].Bundle, seqs: r.Seqs, ev: events[i]})
+				done = append(done, seqs[i])
+			case errors.Is(r.Err, stead.ErrConflict):
+				done = append(done, seqs[i]) // it exists: an earlier delivery created it
+			default:
+				errs = append(errs, fmt.Errorf("create child %q: %w", items[i].Execution.ID, r.Err))
+			}
+		}
 	}
-	seqs, err := w.store.Commit(ctx, next, b)
-	if errors.Is(err, stead.ErrConflict) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("create child %q: %w", child.ID, err)
-	}
-	w.committed(next, ev)
-	return w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: seqs}})
+	return kids, done, errors.Join(errs...)
 }
 
 // Recover delivers leftovers: spawn intents and outbox rows that no worker relayed, because one
@@ -131,32 +172,28 @@ func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, fmt.Errorf("claim spawns: %w", err)
 		}
-		var done []int64
 		var errs []error
 		for _, s := range entries {
-			parent, ok := parents[s.ParentID]
-			if !ok {
-				parent, err = w.store.Load(ctx, s.ParentID)
-				if errors.Is(err, stead.ErrNotFound) {
-					parent, err = nil, nil
-				}
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				parents[s.ParentID] = parent
-			}
-			if parent == nil {
-				// The parent was purged: there is nobody to join the child.
-				w.log.Warn("dropping spawn of a missing parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
-				done = append(done, s.Seq)
+			if _, ok := parents[s.ParentID]; ok {
 				continue
 			}
-			if err := w.createChild(ctx, parent, s); err != nil {
+			parent, err := w.store.Load(ctx, s.ParentID)
+			if errors.Is(err, stead.ErrNotFound) {
+				parent, err = nil, nil
+			}
+			if err != nil {
+				return total, fmt.Errorf("load parent %q: %w", s.ParentID, err)
+			}
+			parents[s.ParentID] = parent
+		}
+		kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return parents[id] })
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if len(kids) > 0 {
+			if err := w.deliver(ctx, kids); err != nil {
 				errs = append(errs, err)
-				continue
 			}
-			done = append(done, s.Seq)
 		}
 		if len(done) > 0 {
 			if err := w.store.AckSpawns(ctx, done); err != nil {

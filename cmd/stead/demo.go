@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/internal/backend"
 	"github.com/steadhq/stead/runtime"
 )
@@ -74,12 +76,14 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 		return err
 	}
 	defer b.Close()
-	machines, _, err := loadMachines([]string{builtinOrder})
+	// Traced, so that `stead inspect` shows each order's steps afterwards.
+	machines, _, err := loadMachines([]string{builtinOrder}, chart.WithTrace())
 	if err != nil {
 		return err
 	}
 	clock := &demoClock{}
 	var events, finished atomic.Int64
+	var done sync.Map // root ids seen finished: a finished order can still commit late events
 	w, err := runtime.NewWorker(runtime.Config{
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: "demo",
 		Concurrency: workers, Clock: clock.Now, IdleWait: 50 * time.Millisecond,
@@ -87,7 +91,9 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 		OnCommit: func(exe *stead.Execution, _ stead.Event, _ time.Time) {
 			events.Add(1)
 			if exe.ParentID == "" && exe.Status.Finished() {
-				finished.Add(1)
+				if _, seen := done.LoadOrStore(exe.ID, true); !seen {
+					finished.Add(1)
+				}
 			}
 		},
 	})
@@ -97,9 +103,9 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	fmt.Fprintf(out, "stead demo: %d orders of the bundled order flow, %d worker loops, SQLite file %s\n", orders, workers, path)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan error, 1)
+	stopped := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- w.Run(runCtx) }()
+	go func() { stopped <- w.Run(runCtx) }()
 
 	client := &runtime.Client{Store: b.Store, Transport: b.Transport, Known: machines, Clock: clock.Now}
 	for i := 0; i < orders; i += 500 {
@@ -111,7 +117,7 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 		}
 		if _, err := client.CreateBatch(ctx, news); err != nil {
 			stop()
-			<-done
+			<-stopped
 			return fmt.Errorf("create orders: %w", err)
 		}
 	}
@@ -124,9 +130,9 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 		select {
 		case <-ctx.Done():
 			stop()
-			<-done
+			<-stopped
 			return ctx.Err()
-		case err := <-done:
+		case err := <-stopped:
 			return fmt.Errorf("worker stopped early: %v", err)
 		case <-tick.C:
 		}
@@ -157,7 +163,7 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	}
 	elapsed := time.Since(start)
 	stop()
-	if err := <-done; err != nil {
+	if err := <-stopped; err != nil {
 		return err
 	}
 	if tty {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/internal/backend"
 	"github.com/steadhq/stead/runtime"
 )
@@ -23,6 +24,7 @@ func newRun() *cobra.Command {
 		logLevel  string
 		logJSON   bool
 		noNotify  bool
+		trace     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
@@ -37,7 +39,11 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 			if err != nil {
 				return err
 			}
-			machines, _, err := loadMachines(defs)
+			var opts []chart.Option
+			if trace {
+				opts = append(opts, chart.WithTrace())
+			}
+			machines, _, err := loadMachines(defs, opts...)
 			if err != nil {
 				return err
 			}
@@ -47,10 +53,10 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 				return err
 			}
 			defer b.Close()
-			opts := &slog.HandlerOptions{Level: level}
-			var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+			hopts := &slog.HandlerOptions{Level: level}
+			var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
 			if logJSON {
-				h = slog.NewJSONHandler(os.Stderr, opts)
+				h = slog.NewJSONHandler(os.Stderr, hopts)
 			}
 			w, err := runtime.NewWorker(runtime.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
@@ -70,6 +76,7 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 	cmd.Flags().DurationVar(&batchWait, "batch-wait", runtime.DefaultBatchWait, "how long a partial batch may wait for more messages")
 	cmd.Flags().BoolVar(&sharedTx, "shared-tx", false, "PostgreSQL only: claim, commit and ack in one transaction")
 	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
+	cmd.Flags().BoolVar(&trace, "trace", false, "record a trace step for every step (stead inspect shows it)")
 	cmd.Flags().StringVar(&name, "name", "", "worker name in leases and logs (default host-pid)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
