@@ -133,30 +133,30 @@ func (r Row) line() string {
 	if r.Backend == "pgbench" {
 		return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f tps", r.Backend, r.Mode, r.Concurrency, r.PerSecond)
 	}
-	return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f events/s  p50 %v  p99 %v  peak heap %.1f MiB%s",
-		r.Backend, r.ModeName(), r.Concurrency, r.PerSecond, r.P50.Round(time.Millisecond),
+	return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f events/s  %8.0f events/CPU-s  p50 %v  p99 %v  peak heap %.1f MiB%s",
+		r.Backend, r.ModeName(), r.Concurrency, r.PerSecond, r.perCPU(), r.P50.Round(time.Millisecond),
 		r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20), r.partial())
 }
 
 // Markdown renders rows as a table.
 func Markdown(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| backend | mode | loops | events | elapsed | events/s | vs pgbench | p50 publish→commit | p99 | peak heap |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| backend | mode | loops | events | elapsed | events/s | vs pgbench | events per worker CPU-s | p50 publish→commit | p99 | peak heap |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		switch {
 		case r.Err != nil:
-			fmt.Fprintf(&b, "| %s | %s | %d | | | error: %s | | | | |\n", r.Backend, r.ModeName(), r.Concurrency,
+			fmt.Fprintf(&b, "| %s | %s | %d | | | error: %s | | | | | |\n", r.Backend, r.ModeName(), r.Concurrency,
 				strings.ReplaceAll(r.Err.Error(), "|", "/"))
 		case r.Backend == "pgbench":
-			fmt.Fprintf(&b, "| pgbench | single-row UPDATE (ceiling) | %d | | | %.0f tps | 1.00 | | | |\n", r.Concurrency, r.PerSecond)
+			fmt.Fprintf(&b, "| pgbench | single-row UPDATE (ceiling) | %d | | | %.0f tps | 1.00 | | | | |\n", r.Concurrency, r.PerSecond)
 		default:
 			vs := ""
 			if r.Ceiling > 0 {
 				vs = fmt.Sprintf("%.2f", r.PerSecond/r.Ceiling)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d%s | %.2fs | %.0f | %s | %v | %v | %.1f MiB |\n", r.Backend, r.ModeName(),
-				r.Concurrency, r.Events, r.partial(), r.Elapsed.Seconds(), r.PerSecond, vs, r.P50.Round(time.Millisecond),
+			fmt.Fprintf(&b, "| %s | %s | %d | %d%s | %.2fs | %.0f | %s | %.0f | %v | %v | %.1f MiB |\n", r.Backend, r.ModeName(),
+				r.Concurrency, r.Events, r.partial(), r.Elapsed.Seconds(), r.PerSecond, vs, r.perCPU(), r.P50.Round(time.Millisecond),
 				r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20))
 		}
 	}
@@ -168,4 +168,11 @@ func (r Row) partial() string {
 		return " (partial: cut by the time limit)"
 	}
 	return ""
+}
+
+func (r Row) perCPU() float64 {
+	if r.CPU <= 0 {
+		return 0
+	}
+	return float64(r.Events) / r.CPU.Seconds()
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -57,6 +58,10 @@ type Result struct {
 	// PeakHeap is the largest heap in use (bytes) sampled while the worker drained the backlog;
 	// BaseHeap is the heap in use before the worker started (the backlog is in the database).
 	PeakHeap, BaseHeap uint64
+	// CPU is the user+system CPU time this process (worker and client) used during the drain;
+	// on a machine shared with other work, Events/CPU says what the worker costs better than
+	// the wall-clock rate does. The database server's CPU is not in it.
+	CPU time.Duration
 	// Partial is set when Timeout cut the drain: Events is then what was processed in Elapsed.
 	Partial bool
 }
@@ -178,6 +183,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}()
+	cpu0 := processCPU()
 	start := time.Now()
 	werr := make(chan error, 1)
 	go func() { werr <- w.Run(runCtx) }()
@@ -190,6 +196,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	case <-ctx.Done():
 	}
 	res.Elapsed = time.Since(start)
+	res.CPU = processCPU() - cpu0
 	if res.Partial {
 		res.Events = int(done.Load())
 	}
@@ -267,4 +274,13 @@ func (l *latencies) quantile(q float64) time.Duration {
 	}
 	slices.Sort(l.d)
 	return l.d[min(len(l.d)-1, int(q*float64(len(l.d))))]
+}
+
+// processCPU is the CPU time (user and system) the process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

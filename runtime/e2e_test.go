@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -539,4 +540,42 @@ func TestTwoWorkerProcessesOneSQLiteFile(t *testing.T) {
 	// Without a crash a step runs twice only if its commit failed (SQLITE_BUSY under two
 	// writers) and it was retried; its effect key is the same, so the ledger shows it.
 	t.Logf("effects by worker %v; %d action keys ran twice (retried commits)", byWorker, replayed)
+}
+
+// TestNoGoroutineLeak runs workers on SQLite and PostgreSQL (separate and shared-transaction
+// modes), stops them, closes the backends, and checks that every goroutine they started ended.
+// It does not call t.Parallel: the count must be this test's alone.
+func TestNoGoroutineLeak(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	for _, c := range []backendCase{backendCases[1], backendCases[3], backendCases[5]} {
+		t.Run(c.name, func(t *testing.T) {
+			b, _, _ := openCase(t, c)
+			machines, err := effectsMachine(nil, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exes := seedEffects(t, b, 5, 5)
+			ctx, stop := context.WithCancel(context.Background())
+			w, err := runtime.NewWorker(runtime.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
+				Concurrency: 3, BatchSize: c.batch, SharedTx: c.shared, IdleWait: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx) }()
+			waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) })
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for goruntime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutine leak: %d running, %d before\n%s", goruntime.NumGoroutine(), before, buf[:goruntime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
