@@ -48,7 +48,9 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 				return err
 			}
 			ctx := cmd.Context()
-			b, err := sf.openWith(ctx, backend.Options{NoNotify: noNotify})
+			// Each claim loop holds at most one connection at a time; the relay and the timer
+			// sweep need a few more.
+			b, err := sf.openWith(ctx, backend.Options{NoNotify: noNotify, MaxConns: int32(max(workers, 1) + 4)})
 			if err != nil {
 				return err
 			}
