@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/internal/pgtest"
+)
+
+// TestRunDrainsTheBacklog runs the scenario small and checks that it processed every event of
+// the backlog exactly once, whatever the mode.
+func TestRunDrainsTheBacklog(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		pg     bool
+		shared bool
+		batch  int
+	}{
+		{"sqlite unbatched", false, false, 1},
+		{"sqlite batched", false, false, 16},
+		{"postgres batched", true, false, 16},
+		{"postgres shared-tx", true, true, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Executions: 30, EventsPer: 6, Concurrency: 3, BatchSize: tc.batch, SharedTx: tc.shared}
+			if tc.pg {
+				cfg.Store, cfg.Schema = pgtest.URL(), pgtest.Schema(t)
+			} else {
+				cfg.Store = filepath.Join(t.TempDir(), "b.db")
+			}
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Events != 180 || res.Partial || res.PerSecond <= 0 || res.P99 < res.P50 || res.PeakHeap == 0 {
+				t.Fatalf("result %+v", res)
+			}
+			b, err := backend.Open(context.Background(), cfg.Store, backend.Options{Schema: cfg.Schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			for i := range cfg.Executions {
+				exe, err := b.Store.Load(context.Background(), fmt.Sprintf("bench-%06d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n struct{ N int }
+				_ = json.Unmarshal(exe.Context, &n)
+				if exe.Status != stead.StatusDone || n.N != cfg.EventsPer-1 {
+					t.Fatalf("%s: %s n=%d", exe.ID, exe.Status, n.N)
+				}
+			}
+			md := Markdown([]Row{{Result: res}})
+			if !strings.Contains(md, "| 180 |") {
+				t.Fatalf("markdown:\n%s", md)
+			}
+		})
+	}
+}
