@@ -916,7 +916,7 @@ func (s *stepper) finishStep() error {
 		if s.ctx.err != nil {
 			return corrupt(s.in, "%v", s.ctx.err)
 		}
-		if s.ctx.dirty {
+		if s.ctx.changed {
 			raw, err := s.ctx.encode()
 			if err != nil {
 				return corrupt(s.in, "context does not encode: %v", err)

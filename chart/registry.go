@@ -170,8 +170,11 @@ func (a ActionContext) DecodeEvent(dst any) error {
 type ctxState struct {
 	raw   json.RawMessage
 	m     map[string]json.RawMessage
-	dirty bool
-	err   error
+	dirty bool // m holds changes raw does not have yet
+	// changed records that the context differs from the step's input, even after encode
+	// caught raw up (a spawn encodes the context mid-step).
+	changed bool
+	err     error
 }
 
 func (c *ctxState) decode() error {
@@ -225,7 +228,7 @@ func (c *ctxState) apply(r *ActionResult) error {
 	for _, k := range r.Delete {
 		delete(c.m, k)
 	}
-	c.dirty = true
+	c.dirty, c.changed = true, true
 	return nil
 }
 
@@ -242,7 +245,7 @@ func (c *ctxState) merge(obj json.RawMessage) error {
 		return err
 	}
 	maps.Copy(c.m, add)
-	c.dirty = true
+	c.dirty, c.changed = true, true
 	return nil
 }
 
@@ -251,6 +254,6 @@ func (c *ctxState) set(key string, raw json.RawMessage) error {
 		return err
 	}
 	c.m[key] = raw
-	c.dirty = true
+	c.dirty, c.changed = true, true
 	return nil
 }
