@@ -247,7 +247,7 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 	}
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: &ev, leaf: -1, root: -1}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: &ev, leaf: -1, root: -1, failedAt: -1}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
 		return nil, stead.Bundle{}, err
@@ -278,8 +278,9 @@ type stepper struct {
 	leaf     int32 // the active leaf (-1 before start)
 	nextAct  int
 	actions  []string
-	stopped  bool // the execution finished during this step
-	ownHist  bool // out.History is a copy this step may write
+	stopped  bool  // the execution finished during this step
+	failedAt int32 // the state whose action failed the execution, if one did
+	ownHist  bool  // out.History is a copy this step may write
 	ownSeq   bool
 	ownChild bool
 	fatal    error
@@ -404,11 +405,13 @@ func (s *stepper) drive(t *trans, ev *stead.Event, err error) {
 				return
 			}
 			if recovering != nil {
+				s.failedAt = ae.owner
 				s.fail(fmt.Sprintf("%s (while recovering from %s)", ae, recovering))
 				return
 			}
 			h := s.errorHandler(ae.owner)
 			if h == nil {
+				s.failedAt = ae.owner
 				s.fail(ae.Error())
 				return
 			}
@@ -924,7 +927,12 @@ func (s *stepper) finishStep() error {
 			s.out.Context = raw
 		}
 	}
-	if s.leaf >= 0 {
+	switch {
+	case s.failedAt >= 0:
+		// A failure can strike mid-transition, between exits and entries; the state whose
+		// action failed says more than the half-built configuration.
+		s.out.ActivePath = s.e.nodes[s.failedAt].path
+	case s.leaf >= 0:
 		s.out.ActivePath = s.e.nodes[s.leaf].path
 	}
 	if s.e.trace {
