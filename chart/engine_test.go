@@ -353,12 +353,12 @@ states:
 	}{
 		{"", "go", "fallback"},
 		{`{"flag": true}`, "go", "flagged"},
-		{"", "maybe", "a.a1"},                // every guard fails: ignored
-		{`{"flag": true}`, "up", "flagged"},  // the leaf's guard fails, the ancestor's passes
-		{`{"flag": false}`, "up", "a.a1"},    // nobody takes it
-		{`{"flag": "yes"}`, "up", "a.a1"},    // a non-boolean flag is false
-		{`{"other": 1}`, "nothing", "a.a1"},  // unknown event
-		{`{"flag": true}`, "maybe", "a.a1"},  // guard no stays false
+		{"", "maybe", "a.a1"},               // every guard fails: ignored
+		{`{"flag": true}`, "up", "flagged"}, // the leaf's guard fails, the ancestor's passes
+		{`{"flag": false}`, "up", "a.a1"},   // nobody takes it
+		{`{"flag": "yes"}`, "up", "a.a1"},   // a non-boolean flag is false
+		{`{"other": 1}`, "nothing", "a.a1"}, // unknown event
+		{`{"flag": true}`, "maybe", "a.a1"}, // guard no stays false
 	}
 	for _, tt := range tests {
 		t.Run(tt.event+tt.start, func(t *testing.T) {
