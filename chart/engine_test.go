@@ -15,12 +15,18 @@ import (
 type logger struct{ calls []string }
 
 // testRegistry registers every action the definition names as a logging action, except those
-// in extra, and the guards yes (true), no (false) and flag (context key "flag").
+// in extra, and the guards yes (true), no (false) and flag (context key "flag"); any other
+// guard the definition names passes.
 func testRegistry(def *Definition, log *logger, extra map[string]Action) *Registry {
 	reg := NewRegistry()
 	reg.Guard("yes", func(GuardContext) bool { return true })
 	reg.Guard("no", func(GuardContext) bool { return false })
 	reg.Guard("flag", func(g GuardContext) bool { return g.Bool("flag") })
+	guard := func(t *Transition) {
+		if t.Guard != "" && !reg.HasGuard(t.Guard) {
+			reg.Guard(t.Guard, func(GuardContext) bool { return true })
+		}
+	}
 	add := func(names []string) {
 		for _, n := range names {
 			if fn, ok := extra[n]; ok {
@@ -39,15 +45,19 @@ func testRegistry(def *Definition, log *logger, extra map[string]Action) *Regist
 		add(s.Exit)
 		for _, t := range s.On {
 			add(t.Actions)
+			guard(t)
 		}
 		for _, t := range s.Done {
 			add(t.Actions)
+			guard(t)
 		}
 		if s.Timeout != nil {
 			add(s.Timeout.Actions)
+			guard(&s.Timeout.Transition)
 		}
 		if s.OnError != nil {
 			add(s.OnError.Actions)
+			guard(s.OnError)
 		}
 	})
 	return reg
