@@ -63,7 +63,7 @@ func testRegistry(def *Definition, log *logger, extra map[string]Action) *Regist
 	return reg
 }
 
-func mustEngine(t testing.TB, src string, log *logger, extra map[string]Action, opts ...Option) *Engine {
+func mustEngine(t tb, src string, log *logger, extra map[string]Action, opts ...Option) *Engine {
 	t.Helper()
 	def, err := Parse("test.yaml", []byte(src))
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/steadhq/stead"
 )
 
-func sampleEngine(t testing.TB, opts ...Option) *Engine {
+func sampleEngine(t tb, opts ...Option) *Engine {
 	t.Helper()
 	def, err := SampleOrderFlow()
 	if err != nil {

@@ -5,18 +5,24 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/steadhq/stead"
 )
+
+// tb is what test helpers need from *testing.T, *testing.B and *rapid.T alike.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // sim is a tiny single-threaded runtime for tests: it steps executions, commits them in memory
 // the way a store would (version bump, dedupe, timers, outbox, spawns) and delivers what they
 // emit in order. It checks every produced execution with CheckExecution and validates every
 // bundle as a store would.
 type sim struct {
-	t         testing.TB
+	t         tb
 	eng       *Engine
 	now       time.Time
 	exes      map[string]*stead.Execution
@@ -27,7 +33,7 @@ type sim struct {
 	steps     int
 }
 
-func newSim(t testing.TB, eng *Engine) *sim {
+func newSim(t tb, eng *Engine) *sim {
 	return &sim{t: t, eng: eng, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		exes: map[string]*stead.Execution{}, processed: map[string]bool{}, timers: map[string]time.Time{}}
 }
@@ -142,4 +148,12 @@ func (s *sim) advance(d time.Duration) {
 		s.queue = append(s.queue, stead.Emit{Target: id, Event: TimeoutEvent(id, path, at)})
 	}
 	s.drain()
+}
+
+func emitTo(target, id, kind, data string) stead.Emit {
+	ev := stead.Event{ID: id, Kind: kind}
+	if data != "" {
+		ev.Data = json.RawMessage(data)
+	}
+	return stead.Emit{Target: target, Event: ev}
 }
