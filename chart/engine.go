@@ -374,6 +374,9 @@ func (s *stepper) start() error {
 		}
 	}
 	s.out.Status = stead.StatusRunning
+	if len(s.out.Context) == 0 {
+		s.out.Context = json.RawMessage("{}") // a started execution always has an object
+	}
 	if s.out.CreatedAt.IsZero() {
 		s.out.CreatedAt = s.now
 	}
