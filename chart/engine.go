@@ -247,7 +247,7 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 	}
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: &ev, leaf: -1, root: -1, failedAt: -1}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
 		return nil, stead.Bundle{}, err
@@ -270,7 +270,7 @@ type stepper struct {
 	e        *Engine
 	in       *stead.Execution
 	out      *stead.Execution
-	ev       *stead.Event
+	ev       stead.Event
 	now      time.Time
 	b        stead.Bundle
 	ctx      *ctxState
@@ -353,7 +353,7 @@ func (s *stepper) dispatch() error {
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		for _, t := range s.e.nodes[n].on[ev.Kind] {
 			if ok, err := s.guard(t, ev); err != nil {
-				s.drive(nil, nil, err)
+				s.drive(nil, stead.Event{}, err)
 				return nil
 			} else if ok {
 				s.drive(t, ev, nil)
@@ -386,7 +386,7 @@ func (s *stepper) start() error {
 
 // drive runs one transition (or, with t nil and no error, the start of the execution) and the
 // completion and error transitions that follow it.
-func (s *stepper) drive(t *trans, ev *stead.Event, err error) {
+func (s *stepper) drive(t *trans, ev stead.Event, err error) {
 	var entered bool
 	switch {
 	case err != nil:
@@ -438,7 +438,7 @@ func (s *stepper) drive(t *trans, ev *stead.Event, err error) {
 	}
 }
 
-func (s *stepper) enterStart(ev *stead.Event) (bool, error) {
+func (s *stepper) enterStart(ev stead.Event) (bool, error) {
 	if s.root >= 0 {
 		if err := s.enterNode(s.root, ev); err != nil {
 			return true, err
@@ -453,7 +453,7 @@ func (s *stepper) enterStart(ev *stead.Event) (bool, error) {
 
 // fire takes one transition from the current configuration. It reports whether states were
 // entered (so completion must be checked).
-func (s *stepper) fire(t *trans, ev *stead.Event) (bool, error) {
+func (s *stepper) fire(t *trans, ev stead.Event) (bool, error) {
 	if t.target < 0 {
 		return false, s.runActions(t.actions, t.src, ev)
 	}
@@ -477,7 +477,7 @@ func (s *stepper) fire(t *trans, ev *stead.Event) (bool, error) {
 	return true, s.enterDefault(t.target, ev)
 }
 
-func (s *stepper) enterNode(n int32, ev *stead.Event) error {
+func (s *stepper) enterNode(n int32, ev stead.Event) error {
 	s.leaf = n
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.entry, n, ev); err != nil {
@@ -491,7 +491,7 @@ func (s *stepper) enterNode(n int32, ev *stead.Event) error {
 
 // enterDefault continues from an entered state down to a leaf: initial children (or the child
 // that history remembers), and for a parallel state the spawning of its regions.
-func (s *stepper) enterDefault(n int32, ev *stead.Event) error {
+func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 	for {
 		nd := &s.e.nodes[n]
 		switch nd.kind {
@@ -516,7 +516,7 @@ func (s *stepper) enterDefault(n int32, ev *stead.Event) error {
 	}
 }
 
-func (s *stepper) exitNode(n int32, ev *stead.Event) error {
+func (s *stepper) exitNode(n int32, ev stead.Event) error {
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.exit, n, ev); err != nil {
 		return err
@@ -576,21 +576,21 @@ func (s *stepper) cancelRegions(n int32) {
 }
 
 // completion returns the completion transition to take now that a final state was entered.
-func (s *stepper) completion() (*trans, *stead.Event, error) {
+func (s *stepper) completion() (*trans, stead.Event, error) {
 	leaf := &s.e.nodes[s.leaf]
 	if leaf.kind != finalNode {
-		return nil, nil, nil
+		return nil, stead.Event{}, nil
 	}
 	p := leaf.parent
 	if p == s.root {
 		s.finish(leaf.outcome)
-		return nil, nil, nil
+		return nil, stead.Event{}, nil
 	}
 	return s.pickDone(p, leaf.outcome)
 }
 
-func (s *stepper) pickDone(p int32, outcome string) (*trans, *stead.Event, error) {
-	ev := &stead.Event{ID: s.ev.ID, Kind: KindDone, CreatedAt: s.now,
+func (s *stepper) pickDone(p int32, outcome string) (*trans, stead.Event, error) {
+	ev := stead.Event{ID: s.ev.ID, Kind: KindDone, CreatedAt: s.now,
 		Data: mustJSON(map[string]string{"state": s.e.nodes[p].path, "outcome": outcome})}
 	for _, t := range s.e.nodes[p].done {
 		if t.outcome != "" && t.outcome != outcome {
@@ -598,13 +598,13 @@ func (s *stepper) pickDone(p int32, outcome string) (*trans, *stead.Event, error
 		}
 		ok, err := s.guard(t, ev)
 		if err != nil {
-			return nil, nil, err
+			return nil, stead.Event{}, err
 		}
 		if ok {
 			return t, ev, nil
 		}
 	}
-	return nil, nil, nil
+	return nil, stead.Event{}, nil
 }
 
 func (s *stepper) timeout() error {
@@ -620,7 +620,7 @@ func (s *stepper) timeout() error {
 	}
 	t := s.e.nodes[n].timeout
 	if ok, err := s.guard(t, s.ev); err != nil {
-		s.drive(nil, nil, err)
+		s.drive(nil, stead.Event{}, err)
 	} else if ok {
 		s.drive(t, s.ev, nil)
 	}
@@ -687,7 +687,7 @@ func (s *stepper) childFinished() error {
 	}
 	t, ev, err := s.pickDone(p, joinOutcome)
 	if err != nil {
-		s.drive(nil, nil, err)
+		s.drive(nil, stead.Event{}, err)
 	} else if t != nil {
 		s.drive(t, ev, nil)
 	}
@@ -701,7 +701,7 @@ func (s *stepper) forward() {
 	for _, r := range nd.children {
 		id := s.childID(r, seq)
 		if cs, ok := s.out.Children[id]; ok && !cs.Finished {
-			ev := *s.ev
+			ev := s.ev
 			s.emit(id, ev)
 		}
 	}
@@ -729,8 +729,8 @@ func (s *stepper) errorHandler(owner int32) *trans {
 	return nil
 }
 
-func (s *stepper) errorEvent(ae *actionError) *stead.Event {
-	return &stead.Event{ID: s.ev.ID, Kind: KindError, CreatedAt: s.now, Data: mustJSON(map[string]string{
+func (s *stepper) errorEvent(ae *actionError) stead.Event {
+	return stead.Event{ID: s.ev.ID, Kind: KindError, CreatedAt: s.now, Data: mustJSON(map[string]string{
 		"state": s.e.nodes[ae.owner].path, "action": ae.action, "error": ae.err.Error()})}
 }
 
@@ -790,7 +790,7 @@ func (s *stepper) emit(target string, ev stead.Event) {
 }
 
 // guard evaluates t's guard; a panicking guard counts as an error of the transition's source.
-func (s *stepper) guard(t *trans, ev *stead.Event) (ok bool, err error) {
+func (s *stepper) guard(t *trans, ev stead.Event) (ok bool, err error) {
 	if t.guard == nil {
 		return true, nil
 	}
@@ -800,7 +800,7 @@ func (s *stepper) guard(t *trans, ev *stead.Event) (ok bool, err error) {
 		}
 	}()
 	return t.guard(GuardContext{Values: Values{c: s.context()}, ExecutionID: s.in.ID,
-		State: s.e.nodes[t.src].path, Event: *ev}), nil
+		State: s.e.nodes[t.src].path, Event: ev}), nil
 }
 
 // actionError is an action (or guard) failure, attributed to the state that ran it.
@@ -812,7 +812,7 @@ type actionError struct {
 
 func (a *actionError) Error() string { return fmt.Sprintf("action %q: %v", a.action, a.err) }
 
-func (s *stepper) runActions(acts []act, owner int32, ev *stead.Event) error {
+func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
 	for _, a := range acts {
 		if err := s.call(a, owner, ev); err != nil {
 			return err
@@ -821,7 +821,7 @@ func (s *stepper) runActions(acts []act, owner int32, ev *stead.Event) error {
 	return nil
 }
 
-func (s *stepper) call(a act, owner int32, ev *stead.Event) (err error) {
+func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 	key := s.in.ID + ":" + strconv.FormatInt(s.in.Version, 10) + ":" + strconv.Itoa(s.nextAct)
 	s.nextAct++
 	if s.e.trace {
@@ -839,7 +839,7 @@ func (s *stepper) call(a act, owner int32, ev *stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: *ev, Key: key})
+			State: s.e.nodes[owner].path, Event: ev, Key: key})
 	}()
 	if err != nil {
 		return &actionError{owner: owner, action: a.name, err: err}
