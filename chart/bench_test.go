@@ -123,4 +123,3 @@ func BenchmarkParseSample(b *testing.B) {
 		}
 	}
 }
-
