@@ -653,3 +653,36 @@ func TestStepRefusesBadInput(t *testing.T) {
 		t.Fatalf("start with array data: %v", err)
 	}
 }
+
+func TestTrace(t *testing.T) {
+	t.Parallel()
+	src := `{initial: a, states: {a: {exit: [bye], on: {go: {target: b, actions: [hop]}}}, b: {entry: [hi]}}}`
+	for _, tt := range []struct {
+		name string
+		src  string
+		opts []Option
+		want bool
+	}{
+		{"off", src, nil, false},
+		{"engine option", src, []Option{WithTrace()}, true},
+		{"definition flag", "{trace: true, " + src[1:], nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var log logger
+			eng := mustEngine(t, tt.src, &log, nil, tt.opts...)
+			exe, b := run(t, eng, "go")
+			if (b.Trace != nil) != tt.want {
+				t.Fatalf("trace %+v", b.Trace)
+			}
+			if !tt.want {
+				return
+			}
+			want := stead.TraceStep{EventID: "eb", EventKind: "go", From: "a", To: "b",
+				Actions: []string{"bye", "hop", "hi"}, Context: json.RawMessage("{}"), At: t0.Add(time.Second)}
+			if !reflect.DeepEqual(*b.Trace, want) || exe.ActivePath != "b" {
+				t.Fatalf("trace\n got %+v\nwant %+v", *b.Trace, want)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package chart
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -376,5 +378,29 @@ func TestMermaid(t *testing.T) {
 	}
 	if l := label(`a "b": c;`); l != `a 'b'#58; c#59;` {
 		t.Errorf("label %q", l)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "order-flow.yaml")
+	if err := os.WriteFile(path, SampleOrderFlowYAML(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	def, err := LoadFile(path)
+	if err != nil || def.ID != "order" {
+		t.Fatalf("%v %v", def, err)
+	}
+	noID := filepath.Join(dir, "door.yml")
+	if err := os.WriteFile(noID, []byte("initial: a\nstates: {a: {on: {go: b}}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadFile(noID)
+	if err == nil || !strings.Contains(err.Error(), noID+":2:23:") {
+		t.Fatalf("error without the file path: %v", err)
+	}
+	if _, err := LoadFile(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
 	}
 }
