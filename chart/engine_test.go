@@ -686,3 +686,13 @@ func TestTrace(t *testing.T) {
 		})
 	}
 }
+
+func TestCompletionLoopFails(t *testing.T) {
+	t.Parallel()
+	var log logger
+	eng := mustEngine(t, `{initial: a, states: {a: {initial: f, states: {f: {final: success}}, done: a}}}`, &log, nil)
+	exe, _ := run(t, eng)
+	if exe.Status != stead.StatusFailed || !strings.Contains(exe.Error, "more than 100 completion or error transitions") {
+		t.Fatalf("%s %q", exe.Status, exe.Error)
+	}
+}

@@ -247,3 +247,50 @@ states:
 		t.Fatalf("%s %s", r.Status, r.Context)
 	}
 }
+
+const nestedParallelChart = `
+initial: outer
+states:
+  outer:
+    parallel: true
+    regions:
+      a:
+        initial: inner
+        states:
+          inner:
+            parallel: true
+            regions:
+              x: {initial: x1, states: {x1: {on: {fin: x2}}, x2: {final: success}}}
+              y: {initial: y1, states: {y1: {on: {fin: y2}}, y2: {final: success}}}
+            done: a_done
+          a_done: {final: success}
+      b: {initial: b1, states: {b1: {on: {fin: b2}}, b2: {final: success}}}
+    done: end
+  end: {final: success}
+`
+
+func TestNestedParallel(t *testing.T) {
+	t.Parallel()
+	var log logger
+	src := nestedParallelChart
+	s := newSim(t, mustEngine(t, src, &log, nil))
+	s.create("n", "")
+	s.drain()
+	a := s.exes["n:outer.a:0"]
+	if a == nil || a.ActivePath != "outer.a.inner" || len(a.Children) != 2 {
+		t.Fatalf("region a: %+v", a)
+	}
+	grand := "n:outer.a:0:outer.a.inner.x:0"
+	if g := s.exes[grand]; g == nil || g.ParentID != "n:outer.a:0" || g.ActivePath != "outer.a.inner.x.x1" {
+		t.Fatalf("grandchild %+v", g)
+	}
+	// An event sent to the root reaches every leaf region through two levels of forwarding.
+	s.send("n", "fin", "")
+	n := s.exes["n"]
+	if n.Status != stead.StatusDone || n.ActivePath != "end" {
+		t.Fatalf("root %s at %q", n.Status, n.ActivePath)
+	}
+	if len(s.exes) != 5 {
+		t.Fatalf("%d executions, want 5", len(s.exes))
+	}
+}

@@ -42,6 +42,7 @@ func propCharts() []propChart {
 			`{"order_id":"o","amount":99999,"outcome":"ok"}`, `{"order_id":"o","amount":10,"outcome":"error"}`}},
 		{"parallel", yamlEngine(parallelChart), []string{"", `{"flag":true}`}},
 		{"timers", yamlEngine(timerChart), []string{""}},
+		{"nested parallel", yamlEngine(nestedParallelChart), []string{""}},
 		{"three levels", yamlEngine(threeLevels), []string{""}},
 		{"history", yamlEngine(strings.Replace(historyChart, "%s", "true", 1)), []string{""}},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/steadhq/stead"
 )
@@ -216,8 +217,9 @@ func (c *ctxState) apply(r *ActionResult) error {
 		return err
 	}
 	enc := make(map[string]json.RawMessage, len(r.Set))
-	for k, v := range r.Set {
-		raw, err := json.Marshal(v)
+	// Sorted, so that when several values fail to encode the reported one is always the same.
+	for _, k := range slices.Sorted(maps.Keys(r.Set)) {
+		raw, err := json.Marshal(r.Set[k])
 		if err != nil {
 			return fmt.Errorf("context key %q: %w", k, err)
 		}
