@@ -376,6 +376,21 @@ func TestMermaid(t *testing.T) {
 	if strings.Contains(m, "class s0 active") {
 		t.Error("inactive state highlighted")
 	}
+	three, err := Parse("three", []byte(threeLevels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = three.Mermaid()
+	for _, want := range []string{
+		"    state s1 {\n      [*] --> s2\n      state \"c\" as s2\n      state \"c2\" as s3\n      s2 --> s3 : side\n",
+		"    s1 --> s1 : inner / t_inner (to c2)\n",
+		"  s0 --> s4 : go / t_go (from b.c)\n",
+		"  s4 --> s0 : back (from y.x) (to b.c2)\n",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("diagram lacks %q:\n%s", want, m)
+		}
+	}
 	if l := label(`a "b": c;`); l != `a 'b'#58; c#59;` {
 		t.Errorf("label %q", l)
 	}
