@@ -438,8 +438,10 @@ func (s *Store) appendTrace(id string, st stead.TraceStep) int64 {
 	r.next++
 	r.steps = append(r.steps, st)
 	if s.traceCap > 0 && len(r.steps) > s.traceCap {
-		// Copy rather than reslice so evicted steps do not pin memory.
-		r.steps = slices.Clone(r.steps[len(r.steps)-s.traceCap:])
+		// Reslicing keeps the append amortised; evicted steps stay reachable only until the next
+		// append outgrows the backing array and copies the live ones, so memory stays within
+		// about twice the cap.
+		r.steps = r.steps[len(r.steps)-s.traceCap:]
 	}
 	return st.Index
 }
