@@ -13,6 +13,7 @@ import (
 var outboxRules = []rule{
 	{name: "OrderAndSequenceNumbers", run: testOutboxOrder},
 	{name: "SequenceNumbersNeverReused", run: testOutboxSeqsNeverReused},
+	{name: "ConcurrentCommitsGetDistinctSeqs", run: testOutboxConcurrentSeqs},
 	{name: "AckRemovesExactlyTheAcked", run: testOutboxAck},
 	{name: "PendingLimit", run: testOutboxPendingLimit},
 	{name: "ClaimsAreExclusive", run: testOutboxClaimsExclusive},
@@ -288,5 +289,53 @@ func testOutboxLeaseExpiry(h *harness) {
 	}
 	if got := seqsOf(claim(base.Add(10*lease), 100)); !slices.Equal(got, seqs[10:]) {
 		h.Fatalf("claim after every lease expired = %v, want the unacked %v", got, seqs[10:])
+	}
+}
+
+// testOutboxConcurrentSeqs commits emits from many goroutines at once, each on its own execution:
+// every seq is distinct, each commit's seqs increase in emit order, and the outbox holds exactly
+// the returned seqs.
+func testOutboxConcurrentSeqs(h *harness) {
+	const writers, commits = 8, 5
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		all  []int64
+		errs []error
+	)
+	for w := range writers {
+		exe := h.newExe(fmt.Sprintf("writer-%d", w))
+		wg.Go(func() {
+			for c := range commits {
+				b := stead.Bundle{Emits: []stead.Emit{
+					emit(exe.ID, fmt.Sprintf("c%d-a", c), "A"), emit("", fmt.Sprintf("c%d-b", c), "B"), emit(exe.ID, fmt.Sprintf("c%d-c", c), "C"),
+				}}
+				seqs, err := h.s.Commit(h.ctx, exe, b)
+				mu.Lock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case len(seqs) != 3 || !increasing(seqs):
+					errs = append(errs, fmt.Errorf("%s commit %d: seqs %v, want 3 increasing", exe.ID, c, seqs))
+				default:
+					all = append(all, seqs...)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		h.Fatalf("concurrent commits: %v", errs)
+	}
+	slices.Sort(all)
+	if len(slices.Compact(slices.Clone(all))) != len(all) {
+		h.Fatalf("concurrent commits were handed the same seq twice: %v", all)
+	}
+	if got := seqsOf(h.outbox("")); !slices.Equal(got, all) {
+		h.Fatalf("outbox holds seqs %v, want the %d returned ones", got, len(all))
 	}
 }
