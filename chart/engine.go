@@ -202,13 +202,13 @@ func (e *Engine) isAncestor(a, d int32) bool {
 
 func (e *Engine) parent(i int32) int32 { return e.nodes[i].parent }
 
-// TimeoutEvent is the event that fires the timer of state path of an execution. Its id is
-// stable ("timeout:<execution id>:<path>:<fireAt in unix microseconds>"), so two sweepers that
-// fire the same timer produce one effect after dedupe.
+// TimeoutEvent is the event that fires the timer of state path of an execution, armed for
+// fireAt. Its id is stable ("timeout:<execution id>:<path>:<fireAt in unix microseconds>"), so
+// two sweepers that fire the same timer produce one effect after dedupe. Its data is
+// {"path": ..., "fire_at": ...}: a timeout whose fire time is not the one the execution armed
+// last (the state was left and re-entered since) is ignored, as is one for an inactive state.
 func TimeoutEvent(executionID, path string, fireAt time.Time) stead.Event {
-	data, _ := json.Marshal(struct {
-		Path string `json:"path"`
-	}{path})
+	data, _ := json.Marshal(timeoutData{Path: path, FireAt: fireAt.UTC()})
 	return stead.Event{
 		ID:        "timeout:" + executionID + ":" + path + ":" + strconv.FormatInt(fireAt.UnixMicro(), 10),
 		Kind:      KindTimeout,
@@ -267,23 +267,24 @@ func corrupt(exe *stead.Execution, format string, args ...any) error {
 
 // stepper is the state of one Step.
 type stepper struct {
-	e        *Engine
-	in       *stead.Execution
-	out      *stead.Execution
-	ev       stead.Event
-	now      time.Time
-	b        stead.Bundle
-	ctx      *ctxState
-	root     int32 // the state this execution runs: -1 for the whole machine, or a region
-	leaf     int32 // the active leaf (-1 before start)
-	nextAct  int
-	actions  []string
-	stopped  bool  // the execution finished during this step
-	failedAt int32 // the state whose action failed the execution, if one did
-	ownHist  bool  // out.History is a copy this step may write
-	ownSeq   bool
-	ownChild bool
-	fatal    error
+	e         *Engine
+	in        *stead.Execution
+	out       *stead.Execution
+	ev        stead.Event
+	now       time.Time
+	b         stead.Bundle
+	ctx       *ctxState
+	root      int32 // the state this execution runs: -1 for the whole machine, or a region
+	leaf      int32 // the active leaf (-1 before start)
+	nextAct   int
+	actions   []string
+	stopped   bool  // the execution finished during this step
+	failedAt  int32 // the state whose action failed the execution, if one did
+	ownHist   bool  // out.History is a copy this step may write
+	ownSeq    bool
+	ownChild  bool
+	ownTimers bool
+	fatal     error
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -484,7 +485,11 @@ func (s *stepper) enterNode(n int32, ev stead.Event) error {
 		return err
 	}
 	if nd.timeout != nil {
-		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerSchedule, Path: nd.path, FireAt: s.now.Add(nd.after)})
+		// Microseconds: what every store keeps, so the fire time a sweeper reports back
+		// compares equal to the one recorded here.
+		at := s.now.Add(nd.after).Truncate(time.Microsecond)
+		s.timers()[nd.path] = at
+		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerSchedule, Path: nd.path, FireAt: at})
 	}
 	return nil
 }
@@ -522,7 +527,7 @@ func (s *stepper) exitNode(n int32, ev stead.Event) error {
 		return err
 	}
 	if nd.timeout != nil {
-		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: nd.path})
+		s.disarmTimer(nd.path)
 	}
 	if nd.kind == parallelNode {
 		s.cancelRegions(n)
@@ -608,16 +613,22 @@ func (s *stepper) pickDone(p int32, outcome string) (*trans, stead.Event, error)
 }
 
 func (s *stepper) timeout() error {
-	var d struct {
-		Path string `json:"path"`
-	}
+	var d timeoutData
 	if err := json.Unmarshal(s.ev.Data, &d); err != nil {
-		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
+		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ..., \"fire_at\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
 	}
 	n, ok := s.e.byPath[d.Path]
 	if !ok || !s.isActive(n) || s.e.nodes[n].timeout == nil {
 		return nil
 	}
+	armed, ok := s.out.Timers[d.Path]
+	if !ok {
+		return nil // already fired
+	}
+	if !d.FireAt.IsZero() && absDuration(armed.Sub(d.FireAt)) >= time.Microsecond {
+		return nil // fired for an earlier arming: the state was left and entered again since
+	}
+	s.dropTimer(d.Path) // consumed, whatever the guard says
 	t := s.e.nodes[n].timeout
 	if ok, err := s.guard(t, s.ev); err != nil {
 		s.drive(nil, stead.Event{}, err)
@@ -625,6 +636,19 @@ func (s *stepper) timeout() error {
 		s.drive(t, s.ev, nil)
 	}
 	return nil
+}
+
+// timeoutData is the payload of KindTimeout.
+type timeoutData struct {
+	Path   string    `json:"path"`
+	FireAt time.Time `json:"fire_at,omitzero"`
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // finishedData is the payload of KindFinished.
@@ -765,12 +789,19 @@ func (s *stepper) disarm() {
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		nd := &s.e.nodes[n]
 		if nd.timeout != nil {
-			s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: nd.path})
+			s.disarmTimer(nd.path)
 		}
 		if nd.kind == parallelNode {
 			s.cancelRegions(n)
 		}
 	}
+}
+
+// disarmTimer cancels the timer of a state being left. The cancel op goes out even when the
+// timer already fired: the store deletes whatever row is left, whatever its fire time.
+func (s *stepper) disarmTimer(path string) {
+	s.dropTimer(path)
+	s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: path})
 }
 
 func (s *stepper) notifyParent(outcome, errMsg string) {
@@ -901,6 +932,29 @@ func (s *stepper) invokeSeq() map[string]int {
 		s.out.InvokeSeq, s.ownSeq = m, true
 	}
 	return s.out.InvokeSeq
+}
+
+// dropTimer forgets an armed timer.
+func (s *stepper) dropTimer(path string) {
+	if _, armed := s.out.Timers[path]; !armed {
+		return
+	}
+	if len(s.out.Timers) == 1 {
+		s.out.Timers, s.ownTimers = nil, false // the common case costs no copy
+		return
+	}
+	delete(s.timers(), path)
+}
+
+func (s *stepper) timers() map[string]time.Time {
+	if !s.ownTimers {
+		m := make(map[string]time.Time, len(s.out.Timers)+1)
+		for k, v := range s.out.Timers {
+			m[k] = v
+		}
+		s.out.Timers, s.ownTimers = m, true
+	}
+	return s.out.Timers
 }
 
 func (s *stepper) children() map[string]stead.ChildState {

@@ -537,7 +537,7 @@ func TestTimeoutEventID(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 1500, time.UTC)
 	ev := TimeoutEvent("exe-1", "a.b", at)
-	if ev.ID != "timeout:exe-1:a.b:1767225600000001" || ev.Kind != KindTimeout || string(ev.Data) != `{"path":"a.b"}` {
+	if ev.ID != "timeout:exe-1:a.b:1767225600000001" || ev.Kind != KindTimeout || string(ev.Data) != `{"path":"a.b","fire_at":"2026-01-01T00:00:00.0000015Z"}` {
 		t.Fatalf("%+v %s", ev, ev.Data)
 	}
 	if TimeoutEvent("exe-1", "a.b", at).ID != ev.ID {
@@ -694,5 +694,55 @@ func TestCompletionLoopFails(t *testing.T) {
 	exe, _ := run(t, eng)
 	if exe.Status != stead.StatusFailed || !strings.Contains(exe.Error, "more than 100 completion or error transitions") {
 		t.Fatalf("%s %q", exe.Status, exe.Error)
+	}
+}
+
+func TestTimeoutOfAnEarlierArmingIsIgnored(t *testing.T) {
+	t.Parallel()
+	var log logger
+	eng := mustEngine(t, timerChart, &log, nil)
+	step := func(exe *stead.Execution, ev stead.Event, at time.Time) *stead.Execution {
+		t.Helper()
+		out, _, err := eng.Step(exe, ev, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.CheckExecution(out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	exe := step(&stead.Execution{ID: "x", DefinitionID: eng.id, Status: stead.StatusPending}, stead.Event{ID: "s", Kind: KindStart}, t0)
+	first := exe.Timers["wait"]
+	if !first.Equal(t0.Add(30 * time.Second)) {
+		t.Fatalf("armed %v", exe.Timers)
+	}
+	// The first timer fires and its event is queued; before it is handled, "poke" leaves and
+	// re-enters the state, arming it again.
+	stale := TimeoutEvent("x", "wait", first)
+	exe = step(exe, stead.Event{ID: "p", Kind: "poke"}, t0.Add(31*time.Second))
+	second := exe.Timers["wait"]
+	if !second.Equal(t0.Add(61 * time.Second)) {
+		t.Fatalf("re-armed %v", exe.Timers)
+	}
+	exe = step(exe, stale, t0.Add(31*time.Second))
+	if exe.ActivePath != "wait.w1" || !exe.Timers["wait"].Equal(second) {
+		t.Fatalf("the stale timeout fired the new arming: %q %v", exe.ActivePath, exe.Timers)
+	}
+	// The current one fires; a duplicate of it (a second sweeper) changes nothing more.
+	fire := TimeoutEvent("x", "wait", second)
+	exe = step(exe, fire, t0.Add(61*time.Second))
+	if exe.ActivePath != "late" || len(exe.Timers) != 0 {
+		t.Fatalf("at %q, timers %v", exe.ActivePath, exe.Timers)
+	}
+	// A fire time a store rounded to the microsecond still matches.
+	exe = step(&stead.Execution{ID: "y", DefinitionID: eng.id, Status: stead.StatusPending}, stead.Event{ID: "s", Kind: KindStart}, t0.Add(1234567*time.Nanosecond))
+	got := exe.Timers["wait"]
+	if got.Nanosecond()%1000 != 0 {
+		t.Fatalf("fire time %v not in microseconds", got)
+	}
+	exe = step(exe, TimeoutEvent("y", "wait", got.Add(300*time.Nanosecond)), got)
+	if exe.ActivePath != "late" {
+		t.Fatalf("a rounded fire time was refused: %q", exe.ActivePath)
 	}
 }

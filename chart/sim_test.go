@@ -28,6 +28,7 @@ type sim struct {
 	exes      map[string]*stead.Execution
 	processed map[string]bool // "<exe>\x00<event id>"
 	timers    map[string]time.Time
+	fired     map[string]bool // timers that fired and whose event is not handled yet
 	queue     []stead.Emit
 	trail     []byte // every committed execution and bundle, JSON, in order
 	steps     int
@@ -35,7 +36,7 @@ type sim struct {
 
 func newSim(t tb, eng *Engine) *sim {
 	return &sim{t: t, eng: eng, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		exes: map[string]*stead.Execution{}, processed: map[string]bool{}, timers: map[string]time.Time{}}
+		exes: map[string]*stead.Execution{}, processed: map[string]bool{}, timers: map[string]time.Time{}, fired: map[string]bool{}}
 }
 
 // create stores a pending execution and queues its start.
@@ -85,6 +86,23 @@ func (s *sim) deliver(target string, ev stead.Event) error {
 			s.timers[k] = op.FireAt
 		} else {
 			delete(s.timers, k)
+		}
+	}
+	// The execution's record of armed timers matches the store's rows, except for timers that
+	// fired and whose event has not been handled yet.
+	if ev.Kind == KindTimeout {
+		delete(s.fired, target+"\x00"+timeoutPath(ev))
+	}
+	for path, at := range out.Timers {
+		k := target + "\x00" + path
+		if row, ok := s.timers[k]; !(ok && row.Equal(at)) && !s.fired[k] {
+			s.t.Fatalf("execution %s records timer %s at %v, store has %v", target, path, at, row)
+		}
+	}
+	for k, at := range s.timers {
+		id, path, _ := strings.Cut(k, "\x00")
+		if id == target && !out.Timers[path].Equal(at) {
+			s.t.Fatalf("store has timer %s at %v, execution %s records %v", path, at, target, out.Timers)
 		}
 	}
 	for _, sp := range b.Spawns {
@@ -145,6 +163,7 @@ func (s *sim) advance(d time.Duration) {
 		id, path, _ := strings.Cut(k, "\x00")
 		at := s.timers[k]
 		delete(s.timers, k)
+		s.fired[k] = true
 		s.queue = append(s.queue, stead.Emit{Target: id, Event: TimeoutEvent(id, path, at)})
 	}
 	s.drain()
@@ -156,4 +175,10 @@ func emitTo(target, id, kind, data string) stead.Emit {
 		ev.Data = json.RawMessage(data)
 	}
 	return stead.Emit{Target: target, Event: ev}
+}
+
+func timeoutPath(ev stead.Event) string {
+	var d timeoutData
+	_ = json.Unmarshal(ev.Data, &d)
+	return d.Path
 }
