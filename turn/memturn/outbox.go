@@ -67,9 +67,23 @@ func (s *Store) enqueue(u *undo, e turn.OutboxEntry) error {
 	if _, ok := s.keys[k]; ok {
 		return conflict("destination %q already has idempotency key %q", e.Destination, e.IdempotencyKey)
 	}
-	put(u, s.outbox, e.OutboxID, turn.OutboxRecord{Entry: copyOutboxEntry(e)})
+	s.storeOutbox(u, turn.OutboxRecord{Entry: copyOutboxEntry(e)})
 	put(u, s.keys, k, e.OutboxID)
 	return nil
+}
+
+// storeOutbox writes the row and keeps the live index in step.
+func (s *Store) storeOutbox(u *undo, rec turn.OutboxRecord) {
+	id := rec.Entry.OutboxID
+	if old, ok := s.outbox[id]; ok {
+		if set := s.live[old.Entry.Status]; set != nil {
+			del(u, set, id)
+		}
+	}
+	put(u, s.outbox, id, rec)
+	if set := s.live[rec.Entry.Status]; set != nil {
+		put(u, set, id, struct{}{})
+	}
 }
 
 // ClaimDue implements turn.OutboxWriter. One mutex guards every row, so two claimers can never
@@ -93,8 +107,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 	defer s.mu.Unlock()
 	now = tm(now)
 	var due []turn.OutboxRecord
-	for _, rec := range s.outbox {
-		if rec.Entry.Status == turn.OutboxPending && (rec.Entry.NextAttemptAt.IsZero() || !rec.Entry.NextAttemptAt.After(now)) {
+	for id := range s.live[turn.OutboxPending] {
+		rec := s.outbox[id]
+		if rec.Entry.NextAttemptAt.IsZero() || !rec.Entry.NextAttemptAt.After(now) {
 			due = append(due, rec)
 		}
 	}
@@ -107,7 +122,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 		rec.Entry.Status = turn.OutboxDispatching
 		rec.Entry.AttemptCount++
 		rec.Claim = &turn.OutboxClaim{WorkerID: workerID, ClaimedAt: now}
-		s.outbox[rec.Entry.OutboxID] = rec
+		s.storeOutbox(nil, rec)
 		out = append(out, copyOutboxEntry(rec.Entry))
 	}
 	return out, nil
@@ -131,7 +146,7 @@ func (s *Store) settle(ctx context.Context, id turn.ID, apply func(rec turn.Outb
 	if err != nil || !write {
 		return err
 	}
-	s.outbox[id] = next
+	s.storeOutbox(nil, next)
 	return nil
 }
 
@@ -232,7 +247,7 @@ func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) erro
 	rec.Entry.Status = turn.OutboxPending
 	rec.Entry.NextAttemptAt = tm(next)
 	rec.Claim = nil
-	s.outbox[id] = rec
+	s.storeOutbox(nil, rec)
 	return nil
 }
 
@@ -247,14 +262,18 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 	defer s.mu.Unlock()
 	claimedBefore = tm(claimedBefore)
 	out := []turn.ID{}
-	for id, rec := range s.outbox {
-		if rec.Entry.Status == turn.OutboxDispatching && rec.Claim != nil && rec.Claim.ClaimedAt.Before(claimedBefore) {
-			rec.Entry.Status = turn.OutboxPending
-			rec.Entry.NextAttemptAt = time.Time{}
-			rec.Claim = nil
-			s.outbox[id] = rec
+	for id := range s.live[turn.OutboxDispatching] {
+		rec := s.outbox[id]
+		if rec.Claim != nil && rec.Claim.ClaimedAt.Before(claimedBefore) {
 			out = append(out, id)
 		}
+	}
+	for _, id := range out {
+		rec := s.outbox[id]
+		rec.Entry.Status = turn.OutboxPending
+		rec.Entry.NextAttemptAt = time.Time{}
+		rec.Claim = nil
+		s.storeOutbox(nil, rec)
 	}
 	sortIDs(out)
 	return out, nil
