@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ func ExtraChecks() []Check {
 	return []Check{
 		{"bad_input_is_refused_and_writes_nothing", checkBadInput},
 		{"concurrent_admissions_of_one_key_have_one_fresh", checkConcurrentAdmission},
+		{"admissions_stay_unique_under_random_interleavings", checkAdmissionInterleavings},
 		{"stream_pages_exactly_once_while_two_accounts_append", func(c *C) { checkConcurrentStream(c, false) }},
 		{"stream_pages_exactly_once_while_one_account_appends_concurrently", func(c *C) { checkConcurrentStream(c, true) }},
 	}
@@ -239,4 +241,76 @@ func checkConcurrentStream(c *C, sameAccount bool) {
 		c.that(got[id], "event %s was skipped by the paging reader (%d of %d delivered)", id, len(got), len(want))
 	}
 	c.that(len(got) == len(want), "%d events delivered, want %d", len(got), len(want))
+}
+
+// Eight workers interleave begins, mark-executing and completions at random on four keys: each
+// key is admitted fresh exactly once, every replay names that first command, and the only
+// refusals are conflicts.
+func checkAdmissionInterleavings(c *C) {
+	const workers, steps = 8, 40
+	keys := []string{"key-0", "key-1", "key-2", "key-3"}
+	type admission struct {
+		key   string
+		cmd   turn.ID
+		fresh bool
+		named turn.ID
+	}
+	var mu sync.Mutex
+	var admissions []admission
+	var begun []turn.ID
+	var failures []error
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 42))
+			for i := range steps {
+				mu.Lock()
+				var known turn.ID
+				if len(begun) > 0 {
+					known = begun[rng.IntN(len(begun))]
+				}
+				mu.Unlock()
+				var err error
+				switch op := rng.IntN(3); {
+				case op == 0 || known.IsZero():
+					key := keys[rng.IntN(len(keys))]
+					cmd := turn.NewID()
+					var adm turn.Admission
+					adm, err = c.s.Journal.BeginCommand(c.ctx, c.journalEntry(c.a, c.turnID, cmd, key, at(w*steps+i)))
+					if err == nil {
+						mu.Lock()
+						admissions = append(admissions, admission{key, cmd, adm.Fresh, adm.Entry.CommandID})
+						if adm.Fresh {
+							begun = append(begun, cmd)
+						}
+						mu.Unlock()
+					}
+				case op == 1:
+					err = c.s.Journal.MarkExecuting(c.ctx, c.a, known)
+				default:
+					err = c.s.Journal.CompleteCommand(c.ctx, c.a, known, turn.Committed(1))
+				}
+				if err != nil && !errors.Is(err, turn.ErrConflict) {
+					mu.Lock()
+					failures = append(failures, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.ok(errors.Join(failures...), "an interleaved journal call")
+	first := map[string]turn.ID{}
+	for _, a := range admissions {
+		if a.fresh {
+			c.that(first[a.key].IsZero(), "key %s admitted fresh twice (%s and %s)", a.key, first[a.key], a.cmd)
+			first[a.key] = a.cmd
+		}
+	}
+	for _, a := range admissions {
+		c.that(a.named == first[a.key], "a replay of %s names %s, the first command was %s", a.key, a.named, first[a.key])
+	}
+	for _, e := range val(c.s.Journal.CommandsForTurn(c.ctx, c.a, c.turnID))(c, "commands for turn") {
+		c.that(first[e.IdempotencyKey] == e.CommandID, "stored command %s is not the first of key %s", e.CommandID, e.IdempotencyKey)
+	}
 }
