@@ -106,16 +106,21 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 	}
 	defer s.mu.Unlock()
 	now = tm(now)
-	var due []turn.OutboxRecord
+	type dueRow struct {
+		created time.Time
+		id      turn.ID
+	}
+	var due []dueRow
 	for id := range s.live[turn.OutboxPending] {
-		rec := s.outbox[id]
-		if rec.Entry.NextAttemptAt.IsZero() || !rec.Entry.NextAttemptAt.After(now) {
-			due = append(due, rec)
+		e := s.outbox[id].Entry
+		if e.NextAttemptAt.IsZero() || !e.NextAttemptAt.After(now) {
+			due = append(due, dueRow{e.CreatedAt, id})
 		}
 	}
-	sortOutbox(due, func(r turn.OutboxRecord) turn.OutboxEntry { return r.Entry })
+	slices.SortFunc(due, func(a, b dueRow) int { return byTimeThenID(a.created, a.id, b.created, b.id) })
 	out := []turn.OutboxEntry{}
-	for _, rec := range firstN(due, limit) {
+	for _, d := range firstN(due, limit) {
+		rec := s.outbox[d.id]
 		if rec.Entry.AttemptCount >= turn.MaxAttemptCount {
 			continue // cannot count another attempt; left for an operator
 		}
