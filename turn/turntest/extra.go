@@ -198,6 +198,7 @@ func checkConcurrentStream(c *C, sameAccount bool) {
 			}
 		})
 	}
+	defer wg.Wait() // a failed read stops the check; the writers still finish before it returns
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
