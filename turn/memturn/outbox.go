@@ -35,10 +35,8 @@ func (s *Store) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.O
 	}
 	defer s.mu.Unlock()
 	out := []turn.OutboxRecord{}
-	for _, rec := range s.outbox {
-		if rec.Entry.CommandID == command {
-			out = append(out, copyOutboxRecord(rec))
-		}
+	for _, id := range s.byCommand[command] {
+		out = append(out, copyOutboxRecord(s.outbox[id]))
 	}
 	sortOutbox(out, func(r turn.OutboxRecord) turn.OutboxEntry { return r.Entry })
 	return out, nil
@@ -69,6 +67,8 @@ func (s *Store) enqueue(u *undo, e turn.OutboxEntry) error {
 	}
 	s.storeOutbox(u, turn.OutboxRecord{Entry: copyOutboxEntry(e)})
 	put(u, s.keys, k, e.OutboxID)
+	rows := s.byCommand[e.CommandID]
+	put(u, s.byCommand, e.CommandID, append(slices.Clip(rows), e.OutboxID))
 	return nil
 }
 

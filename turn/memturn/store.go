@@ -28,6 +28,8 @@ type Store struct {
 	// live indexes the rows a sweep looks at (pending and dispatching) by status, so that a
 	// claim or a reaping costs what is live, not what the outbox ever held.
 	live map[turn.OutboxStatus]map[turn.ID]struct{}
+	// byCommand lists each command's outbox rows in enqueue order.
+	byCommand map[turn.ID][]turn.ID
 }
 
 type outboxKey struct{ destination, key string }
@@ -60,10 +62,11 @@ func New(clock func() time.Time) *Store {
 		clock = time.Now
 	}
 	return &Store{
-		clock:  clock,
-		shards: map[string]*shard{},
-		outbox: map[turn.ID]turn.OutboxRecord{},
-		keys:   map[outboxKey]turn.ID{},
+		clock:     clock,
+		shards:    map[string]*shard{},
+		outbox:    map[turn.ID]turn.OutboxRecord{},
+		keys:      map[outboxKey]turn.ID{},
+		byCommand: map[turn.ID][]turn.ID{},
 		live: map[turn.OutboxStatus]map[turn.ID]struct{}{
 			turn.OutboxPending:     {},
 			turn.OutboxDispatching: {},
