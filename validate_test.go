@@ -38,6 +38,8 @@ func TestExecutionValidate(t *testing.T) {
 		{"bad child result", func(e *stead.Execution) {
 			e.Children = map[string]stead.ChildState{"c": {Result: json.RawMessage("{")}}
 		}},
+		{"timer without fire time", func(e *stead.Execution) { e.Timers = map[string]time.Time{"s": {}} }},
+		{"timer with empty path", func(e *stead.Execution) { e.Timers = map[string]time.Time{"": time.Unix(1, 0)} }},
 		{"bad deferred event", func(e *stead.Execution) { e.Deferred = []stead.Event{{ID: "", Kind: "k"}} }},
 	}
 	if err := validExecution().Validate(); err != nil {
@@ -102,15 +104,17 @@ func TestCloneIsDeep(t *testing.T) {
 	e.History = map[string]string{"a": "a.b"}
 	e.Children = map[string]stead.ChildState{"c": {RootPath: "r", Result: json.RawMessage(`{"x":1}`)}}
 	e.InvokeSeq = map[string]int{"p": 1}
+	e.Timers = map[string]time.Time{"s": time.Unix(5, 0)}
 	e.Deferred = []stead.Event{{ID: "d", Kind: "k", Data: json.RawMessage(`{}`)}}
 	c := e.Clone()
 	c.Context[2] = 'X'
 	c.History["a"] = "changed"
 	c.Children["c"].Result[2] = 'Y'
 	c.InvokeSeq["p"] = 2
+	c.Timers["s"] = time.Unix(6, 0)
 	c.Deferred[0].Data[0] = '['
 	if string(e.Context) != `{"amount":10}` || e.History["a"] != "a.b" || string(e.Children["c"].Result) != `{"x":1}` ||
-		e.InvokeSeq["p"] != 1 || string(e.Deferred[0].Data) != `{}` {
+		e.InvokeSeq["p"] != 1 || !e.Timers["s"].Equal(time.Unix(5, 0)) || string(e.Deferred[0].Data) != `{}` {
 		t.Fatalf("Clone shares memory with the original: %+v", e)
 	}
 }

@@ -68,6 +68,20 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			return corrupt(exe, "history of %q names %q, which is not its child", k, v)
 		}
 	}
+	for path := range exe.Timers {
+		n, ok := e.byPath[path]
+		if !ok || e.nodes[n].timeout == nil {
+			return corrupt(exe, "timer for %q, which is not a state with a timeout", path)
+		}
+		active := false
+		if !exe.Status.Finished() && exe.Status != stead.StatusPending {
+			s.leaf = e.byPath[exe.ActivePath]
+			active = s.isActive(n)
+		}
+		if !active {
+			return corrupt(exe, "timer armed for %q, which is not active", path)
+		}
+	}
 	for k, v := range exe.InvokeSeq {
 		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode || v < 0 {
 			return corrupt(exe, "invoke counter %q=%d is not a parallel state's", k, v)

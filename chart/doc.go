@@ -16,6 +16,10 @@
 // Timers: a state's timeout arms a durable timer when the state is entered and disarms it when
 // the state is exited, as TimerOps in the same bundle. The runtime fires it with TimeoutEvent.
 //
+// Events the configuration does not handle are ignored; system kinds (KindStart, KindCancel,
+// KindTimeout, KindFinished) are handled by the engine itself. A suspended execution accepts
+// only KindCancel.
+//
 // Parallel regions run as child executions. Entering a parallel state spawns one child per
 // region (id "<parent id>:<region path>:<n>", n counting entries of the parallel state) and
 // records the join in Execution.Children. A child runs only its region; when it finishes it

@@ -202,13 +202,13 @@ func (e *Engine) isAncestor(a, d int32) bool {
 
 func (e *Engine) parent(i int32) int32 { return e.nodes[i].parent }
 
-// TimeoutEvent is the event that fires the timer of state path of an execution. Its id is
-// stable ("timeout:<execution id>:<path>:<fireAt in unix microseconds>"), so two sweepers that
-// fire the same timer produce one effect after dedupe.
+// TimeoutEvent is the event that fires the timer of state path of an execution, armed for
+// fireAt. Its id is stable ("timeout:<execution id>:<path>:<fireAt in unix microseconds>"), so
+// two sweepers that fire the same timer produce one effect after dedupe. Its data is
+// {"path": ..., "fire_at": ...}: a timeout whose fire time is not the one the execution armed
+// last (the state was left and re-entered since) is ignored, as is one for an inactive state.
 func TimeoutEvent(executionID, path string, fireAt time.Time) stead.Event {
-	data, _ := json.Marshal(struct {
-		Path string `json:"path"`
-	}{path})
+	data, _ := json.Marshal(timeoutData{Path: path, FireAt: fireAt.UTC()})
 	return stead.Event{
 		ID:        "timeout:" + executionID + ":" + path + ":" + strconv.FormatInt(fireAt.UnixMicro(), 10),
 		Kind:      KindTimeout,
@@ -247,7 +247,7 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 	}
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: &ev, leaf: -1, root: -1}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
 		return nil, stead.Bundle{}, err
@@ -267,22 +267,24 @@ func corrupt(exe *stead.Execution, format string, args ...any) error {
 
 // stepper is the state of one Step.
 type stepper struct {
-	e        *Engine
-	in       *stead.Execution
-	out      *stead.Execution
-	ev       *stead.Event
-	now      time.Time
-	b        stead.Bundle
-	ctx      *ctxState
-	root     int32 // the state this execution runs: -1 for the whole machine, or a region
-	leaf     int32 // the active leaf (-1 before start)
-	nextAct  int
-	actions  []string
-	stopped  bool // the execution finished during this step
-	ownHist  bool // out.History is a copy this step may write
-	ownSeq   bool
-	ownChild bool
-	fatal    error
+	e         *Engine
+	in        *stead.Execution
+	out       *stead.Execution
+	ev        stead.Event
+	now       time.Time
+	b         stead.Bundle
+	ctx       *ctxState
+	root      int32 // the state this execution runs: -1 for the whole machine, or a region
+	leaf      int32 // the active leaf (-1 before start)
+	nextAct   int
+	actions   []string
+	stopped   bool  // the execution finished during this step
+	failedAt  int32 // the state whose action failed the execution, if one did
+	ownHist   bool  // out.History is a copy this step may write
+	ownSeq    bool
+	ownChild  bool
+	ownTimers bool
+	fatal     error
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -352,7 +354,7 @@ func (s *stepper) dispatch() error {
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		for _, t := range s.e.nodes[n].on[ev.Kind] {
 			if ok, err := s.guard(t, ev); err != nil {
-				s.drive(nil, nil, err)
+				s.drive(nil, stead.Event{}, err)
 				return nil
 			} else if ok {
 				s.drive(t, ev, nil)
@@ -373,6 +375,9 @@ func (s *stepper) start() error {
 		}
 	}
 	s.out.Status = stead.StatusRunning
+	if len(s.out.Context) == 0 {
+		s.out.Context = json.RawMessage("{}") // a started execution always has an object
+	}
 	if s.out.CreatedAt.IsZero() {
 		s.out.CreatedAt = s.now
 	}
@@ -382,7 +387,7 @@ func (s *stepper) start() error {
 
 // drive runs one transition (or, with t nil and no error, the start of the execution) and the
 // completion and error transitions that follow it.
-func (s *stepper) drive(t *trans, ev *stead.Event, err error) {
+func (s *stepper) drive(t *trans, ev stead.Event, err error) {
 	var entered bool
 	switch {
 	case err != nil:
@@ -404,11 +409,13 @@ func (s *stepper) drive(t *trans, ev *stead.Event, err error) {
 				return
 			}
 			if recovering != nil {
+				s.failedAt = ae.owner
 				s.fail(fmt.Sprintf("%s (while recovering from %s)", ae, recovering))
 				return
 			}
 			h := s.errorHandler(ae.owner)
 			if h == nil {
+				s.failedAt = ae.owner
 				s.fail(ae.Error())
 				return
 			}
@@ -432,7 +439,7 @@ func (s *stepper) drive(t *trans, ev *stead.Event, err error) {
 	}
 }
 
-func (s *stepper) enterStart(ev *stead.Event) (bool, error) {
+func (s *stepper) enterStart(ev stead.Event) (bool, error) {
 	if s.root >= 0 {
 		if err := s.enterNode(s.root, ev); err != nil {
 			return true, err
@@ -447,7 +454,7 @@ func (s *stepper) enterStart(ev *stead.Event) (bool, error) {
 
 // fire takes one transition from the current configuration. It reports whether states were
 // entered (so completion must be checked).
-func (s *stepper) fire(t *trans, ev *stead.Event) (bool, error) {
+func (s *stepper) fire(t *trans, ev stead.Event) (bool, error) {
 	if t.target < 0 {
 		return false, s.runActions(t.actions, t.src, ev)
 	}
@@ -471,21 +478,25 @@ func (s *stepper) fire(t *trans, ev *stead.Event) (bool, error) {
 	return true, s.enterDefault(t.target, ev)
 }
 
-func (s *stepper) enterNode(n int32, ev *stead.Event) error {
+func (s *stepper) enterNode(n int32, ev stead.Event) error {
 	s.leaf = n
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.entry, n, ev); err != nil {
 		return err
 	}
 	if nd.timeout != nil {
-		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerSchedule, Path: nd.path, FireAt: s.now.Add(nd.after)})
+		// Microseconds: what every store keeps, so the fire time a sweeper reports back
+		// compares equal to the one recorded here.
+		at := s.now.Add(nd.after).Truncate(time.Microsecond)
+		s.timers()[nd.path] = at
+		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerSchedule, Path: nd.path, FireAt: at})
 	}
 	return nil
 }
 
 // enterDefault continues from an entered state down to a leaf: initial children (or the child
 // that history remembers), and for a parallel state the spawning of its regions.
-func (s *stepper) enterDefault(n int32, ev *stead.Event) error {
+func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 	for {
 		nd := &s.e.nodes[n]
 		switch nd.kind {
@@ -510,13 +521,13 @@ func (s *stepper) enterDefault(n int32, ev *stead.Event) error {
 	}
 }
 
-func (s *stepper) exitNode(n int32, ev *stead.Event) error {
+func (s *stepper) exitNode(n int32, ev stead.Event) error {
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.exit, n, ev); err != nil {
 		return err
 	}
 	if nd.timeout != nil {
-		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: nd.path})
+		s.disarmTimer(nd.path)
 	}
 	if nd.kind == parallelNode {
 		s.cancelRegions(n)
@@ -570,21 +581,21 @@ func (s *stepper) cancelRegions(n int32) {
 }
 
 // completion returns the completion transition to take now that a final state was entered.
-func (s *stepper) completion() (*trans, *stead.Event, error) {
+func (s *stepper) completion() (*trans, stead.Event, error) {
 	leaf := &s.e.nodes[s.leaf]
 	if leaf.kind != finalNode {
-		return nil, nil, nil
+		return nil, stead.Event{}, nil
 	}
 	p := leaf.parent
 	if p == s.root {
 		s.finish(leaf.outcome)
-		return nil, nil, nil
+		return nil, stead.Event{}, nil
 	}
 	return s.pickDone(p, leaf.outcome)
 }
 
-func (s *stepper) pickDone(p int32, outcome string) (*trans, *stead.Event, error) {
-	ev := &stead.Event{ID: s.ev.ID, Kind: KindDone, CreatedAt: s.now,
+func (s *stepper) pickDone(p int32, outcome string) (*trans, stead.Event, error) {
+	ev := stead.Event{ID: s.ev.ID, Kind: KindDone, CreatedAt: s.now,
 		Data: mustJSON(map[string]string{"state": s.e.nodes[p].path, "outcome": outcome})}
 	for _, t := range s.e.nodes[p].done {
 		if t.outcome != "" && t.outcome != outcome {
@@ -592,33 +603,52 @@ func (s *stepper) pickDone(p int32, outcome string) (*trans, *stead.Event, error
 		}
 		ok, err := s.guard(t, ev)
 		if err != nil {
-			return nil, nil, err
+			return nil, stead.Event{}, err
 		}
 		if ok {
 			return t, ev, nil
 		}
 	}
-	return nil, nil, nil
+	return nil, stead.Event{}, nil
 }
 
 func (s *stepper) timeout() error {
-	var d struct {
-		Path string `json:"path"`
-	}
+	var d timeoutData
 	if err := json.Unmarshal(s.ev.Data, &d); err != nil {
-		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
+		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ..., \"fire_at\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
 	}
 	n, ok := s.e.byPath[d.Path]
 	if !ok || !s.isActive(n) || s.e.nodes[n].timeout == nil {
 		return nil
 	}
+	armed, ok := s.out.Timers[d.Path]
+	if !ok {
+		return nil // already fired
+	}
+	if !d.FireAt.IsZero() && absDuration(armed.Sub(d.FireAt)) >= time.Microsecond {
+		return nil // fired for an earlier arming: the state was left and entered again since
+	}
+	s.dropTimer(d.Path) // consumed, whatever the guard says
 	t := s.e.nodes[n].timeout
 	if ok, err := s.guard(t, s.ev); err != nil {
-		s.drive(nil, nil, err)
+		s.drive(nil, stead.Event{}, err)
 	} else if ok {
 		s.drive(t, s.ev, nil)
 	}
 	return nil
+}
+
+// timeoutData is the payload of KindTimeout.
+type timeoutData struct {
+	Path   string    `json:"path"`
+	FireAt time.Time `json:"fire_at,omitzero"`
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // finishedData is the payload of KindFinished.
@@ -681,7 +711,7 @@ func (s *stepper) childFinished() error {
 	}
 	t, ev, err := s.pickDone(p, joinOutcome)
 	if err != nil {
-		s.drive(nil, nil, err)
+		s.drive(nil, stead.Event{}, err)
 	} else if t != nil {
 		s.drive(t, ev, nil)
 	}
@@ -695,7 +725,7 @@ func (s *stepper) forward() {
 	for _, r := range nd.children {
 		id := s.childID(r, seq)
 		if cs, ok := s.out.Children[id]; ok && !cs.Finished {
-			ev := *s.ev
+			ev := s.ev
 			s.emit(id, ev)
 		}
 	}
@@ -723,8 +753,8 @@ func (s *stepper) errorHandler(owner int32) *trans {
 	return nil
 }
 
-func (s *stepper) errorEvent(ae *actionError) *stead.Event {
-	return &stead.Event{ID: s.ev.ID, Kind: KindError, CreatedAt: s.now, Data: mustJSON(map[string]string{
+func (s *stepper) errorEvent(ae *actionError) stead.Event {
+	return stead.Event{ID: s.ev.ID, Kind: KindError, CreatedAt: s.now, Data: mustJSON(map[string]string{
 		"state": s.e.nodes[ae.owner].path, "action": ae.action, "error": ae.err.Error()})}
 }
 
@@ -759,12 +789,19 @@ func (s *stepper) disarm() {
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		nd := &s.e.nodes[n]
 		if nd.timeout != nil {
-			s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: nd.path})
+			s.disarmTimer(nd.path)
 		}
 		if nd.kind == parallelNode {
 			s.cancelRegions(n)
 		}
 	}
+}
+
+// disarmTimer cancels the timer of a state being left. The cancel op goes out even when the
+// timer already fired: the store deletes whatever row is left, whatever its fire time.
+func (s *stepper) disarmTimer(path string) {
+	s.dropTimer(path)
+	s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: path})
 }
 
 func (s *stepper) notifyParent(outcome, errMsg string) {
@@ -784,7 +821,7 @@ func (s *stepper) emit(target string, ev stead.Event) {
 }
 
 // guard evaluates t's guard; a panicking guard counts as an error of the transition's source.
-func (s *stepper) guard(t *trans, ev *stead.Event) (ok bool, err error) {
+func (s *stepper) guard(t *trans, ev stead.Event) (ok bool, err error) {
 	if t.guard == nil {
 		return true, nil
 	}
@@ -794,7 +831,7 @@ func (s *stepper) guard(t *trans, ev *stead.Event) (ok bool, err error) {
 		}
 	}()
 	return t.guard(GuardContext{Values: Values{c: s.context()}, ExecutionID: s.in.ID,
-		State: s.e.nodes[t.src].path, Event: *ev}), nil
+		State: s.e.nodes[t.src].path, Event: ev}), nil
 }
 
 // actionError is an action (or guard) failure, attributed to the state that ran it.
@@ -806,7 +843,7 @@ type actionError struct {
 
 func (a *actionError) Error() string { return fmt.Sprintf("action %q: %v", a.action, a.err) }
 
-func (s *stepper) runActions(acts []act, owner int32, ev *stead.Event) error {
+func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
 	for _, a := range acts {
 		if err := s.call(a, owner, ev); err != nil {
 			return err
@@ -815,7 +852,7 @@ func (s *stepper) runActions(acts []act, owner int32, ev *stead.Event) error {
 	return nil
 }
 
-func (s *stepper) call(a act, owner int32, ev *stead.Event) (err error) {
+func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 	key := s.in.ID + ":" + strconv.FormatInt(s.in.Version, 10) + ":" + strconv.Itoa(s.nextAct)
 	s.nextAct++
 	if s.e.trace {
@@ -833,7 +870,7 @@ func (s *stepper) call(a act, owner int32, ev *stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: *ev, Key: key})
+			State: s.e.nodes[owner].path, Event: ev, Key: key})
 	}()
 	if err != nil {
 		return &actionError{owner: owner, action: a.name, err: err}
@@ -897,6 +934,29 @@ func (s *stepper) invokeSeq() map[string]int {
 	return s.out.InvokeSeq
 }
 
+// dropTimer forgets an armed timer.
+func (s *stepper) dropTimer(path string) {
+	if _, armed := s.out.Timers[path]; !armed {
+		return
+	}
+	if len(s.out.Timers) == 1 {
+		s.out.Timers, s.ownTimers = nil, false // the common case costs no copy
+		return
+	}
+	delete(s.timers(), path)
+}
+
+func (s *stepper) timers() map[string]time.Time {
+	if !s.ownTimers {
+		m := make(map[string]time.Time, len(s.out.Timers)+1)
+		for k, v := range s.out.Timers {
+			m[k] = v
+		}
+		s.out.Timers, s.ownTimers = m, true
+	}
+	return s.out.Timers
+}
+
 func (s *stepper) children() map[string]stead.ChildState {
 	if !s.ownChild {
 		m := make(map[string]stead.ChildState, len(s.out.Children))
@@ -916,7 +976,7 @@ func (s *stepper) finishStep() error {
 		if s.ctx.err != nil {
 			return corrupt(s.in, "%v", s.ctx.err)
 		}
-		if s.ctx.dirty {
+		if s.ctx.changed {
 			raw, err := s.ctx.encode()
 			if err != nil {
 				return corrupt(s.in, "context does not encode: %v", err)
@@ -924,7 +984,12 @@ func (s *stepper) finishStep() error {
 			s.out.Context = raw
 		}
 	}
-	if s.leaf >= 0 {
+	switch {
+	case s.failedAt >= 0:
+		// A failure can strike mid-transition, between exits and entries; the state whose
+		// action failed says more than the half-built configuration.
+		s.out.ActivePath = s.e.nodes[s.failedAt].path
+	case s.leaf >= 0:
 		s.out.ActivePath = s.e.nodes[s.leaf].path
 	}
 	if s.e.trace {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/steadhq/stead"
 )
@@ -170,8 +171,11 @@ func (a ActionContext) DecodeEvent(dst any) error {
 type ctxState struct {
 	raw   json.RawMessage
 	m     map[string]json.RawMessage
-	dirty bool
-	err   error
+	dirty bool // m holds changes raw does not have yet
+	// changed records that the context differs from the step's input, even after encode
+	// caught raw up (a spawn encodes the context mid-step).
+	changed bool
+	err     error
 }
 
 func (c *ctxState) decode() error {
@@ -213,8 +217,9 @@ func (c *ctxState) apply(r *ActionResult) error {
 		return err
 	}
 	enc := make(map[string]json.RawMessage, len(r.Set))
-	for k, v := range r.Set {
-		raw, err := json.Marshal(v)
+	// Sorted, so that when several values fail to encode the reported one is always the same.
+	for _, k := range slices.Sorted(maps.Keys(r.Set)) {
+		raw, err := json.Marshal(r.Set[k])
 		if err != nil {
 			return fmt.Errorf("context key %q: %w", k, err)
 		}
@@ -225,7 +230,7 @@ func (c *ctxState) apply(r *ActionResult) error {
 	for _, k := range r.Delete {
 		delete(c.m, k)
 	}
-	c.dirty = true
+	c.dirty, c.changed = true, true
 	return nil
 }
 
@@ -242,7 +247,7 @@ func (c *ctxState) merge(obj json.RawMessage) error {
 		return err
 	}
 	maps.Copy(c.m, add)
-	c.dirty = true
+	c.dirty, c.changed = true, true
 	return nil
 }
 
@@ -251,6 +256,6 @@ func (c *ctxState) set(key string, raw json.RawMessage) error {
 		return err
 	}
 	c.m[key] = raw
-	c.dirty = true
+	c.dirty, c.changed = true, true
 	return nil
 }
