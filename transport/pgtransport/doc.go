@@ -28,13 +28,14 @@
 // whatever the lease says; a rollback leaves the groups exactly as they were, the messages
 // claimable again at once. Notifications are sent when the transaction commits.
 //
-// Publishes and acks never wait for a claimer, and claimers never wait at all, so the functions
-// cannot deadlock among themselves; one case remains when two transactions each hold a group the
-// other publishes to and both ack their last message at once, or a publish waits for a group that
-// another open transaction has just created. PostgreSQL detects it and aborts one transaction,
-// which gets an error matching stead.ErrConflict: roll back and retry the step. Publishing every
-// message of a transaction in one PublishBatchTx (groups are locked in id order) and acking at the
-// end keeps this rare.
+// Claims never wait (SKIP LOCKED). A publish holds an existing group FOR KEY SHARE, which does
+// not wait for a claimer or an acker even in a transaction that stays open; it waits only to
+// create a group that another open transaction is creating or has just deleted (its last message
+// acked). Acks wait for nothing but a claimer that took the group after their lease ran out. So
+// steps that claim, publish to each other's groups and ack in shared transactions do not
+// deadlock in the ordinary order (claim, publish once per transaction, ack last). Should a cycle
+// form anyway, PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict:
+// roll back and retry the step.
 //
 // # Schema
 //

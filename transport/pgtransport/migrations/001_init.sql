@@ -50,16 +50,19 @@ BEGIN
         ORDER BY u.grp, u.ord
     LOOP
         LOOP
+            -- Hold an existing group so that no ack or claim deletes it before the message lands.
+            -- FOR KEY SHARE does not wait for a claimer or an acker holding the row (they only
+            -- change non-key columns), even one in a transaction that stays open.
+            PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = g.grp FOR KEY SHARE;
+            EXIT WHEN FOUND;
+            -- No such group: create it. This waits only for another transaction creating or
+            -- deleting the same group; if that one created it, lock it on the next turn.
             INSERT INTO {schema}transport_groups AS t (group_id, priority) VALUES (g.grp, g.prio)
             ON CONFLICT (group_id) DO NOTHING;
             IF FOUND THEN
                 created := true;
                 EXIT;
             END IF;
-            -- The group exists: hold it so that no ack or claim deletes it before the message
-            -- lands. If it was deleted in between, insert it again.
-            PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = g.grp FOR KEY SHARE;
-            EXIT WHEN FOUND;
         END LOOP;
     END LOOP;
     INSERT INTO {schema}transport_messages (group_id, event)
