@@ -141,7 +141,9 @@ func TestWaitWakesOnNotify(t *testing.T) {
 	}
 	for round, step := range []func() error{
 		func() error { return publisher.Publish(ctx, "G", event("e1"), 0) }, // creates the group
-		func() error { return publisher.PublishBatch(ctx, []transport.Outgoing{{Group: "H", Event: event("h1")}}) },
+		func() error {
+			return publisher.PublishBatch(ctx, []transport.Outgoing{{Group: "H", Event: event("h1")}})
+		},
 	} {
 		done := make(chan error, 1)
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
