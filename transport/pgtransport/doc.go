@@ -13,10 +13,14 @@
 // database's clock is never read.
 //
 // An idle worker does not poll: Wait listens on a dedicated connection (LISTEN/NOTIFY) and wakes
-// within milliseconds of a publish that creates a group or an ack or nack that frees a group with
-// messages. It still re-checks every poll interval (default 500 ms): lease and park ends send no
-// notification, and a notification can be missed while the listener reconnects. Behind PgBouncer
-// in transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
+// within milliseconds of a publish, from any process, that makes a group claimable (it creates
+// the group) or a nack that hands a group back. An ack that frees a group with more messages
+// wakes only the waiters of its own process: on a busy fleet nearly every ack does that, and a
+// NOTIFY per ack would serialise every worker's commit on PostgreSQL's notification lock;
+// elsewhere the group is found by the acking worker's next claim or at the next poll. Wait also
+// re-checks every poll interval (default 500 ms), because lease and park ends send no
+// notification and one can be missed while the listener reconnects. Behind PgBouncer in
+// transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
 //
 // # Sharing a transaction with the execution store
 //
