@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/transporttest"
 )
 
@@ -69,9 +70,14 @@ func TestListenerReconnects(t *testing.T) {
 	}
 	defer tr.Close()
 	ctx := context.Background()
-	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	_ = tr.Wait(short)
 	cancel()
+	select {
+	case <-tr.listenReady:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the listener never got ready")
+	}
 
 	waited := make(chan error, 1)
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -124,3 +130,61 @@ func TestListenerReconnects(t *testing.T) {
 }
 
 func quoteIdent(s string) string { return `"` + s + `"` }
+
+// TestWaitWakesOnNotify checks that LISTEN/NOTIFY wakes a waiter when another pool publishes. The
+// poll interval is an hour, so only the notification can end the wait before the deadline.
+func TestWaitWakesOnNotify(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	waiter := openInternal(t, schema, WithPollInterval(time.Hour))
+	defer waiter.Close()
+	publisher := openInternal(t, schema)
+	defer publisher.Close()
+	ctx := context.Background()
+
+	// Start the listener, wait until it listens, and let a claim find nothing, as a worker's
+	// loop would.
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	_ = waiter.Wait(short)
+	cancel()
+	select {
+	case <-waiter.listenReady:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the listener never got ready")
+	}
+	if l, err := waiter.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+		t.Fatalf("Claim = %v, %v; want nothing", l, err)
+	}
+	for round, step := range []func() error{
+		func() error { return publisher.Publish(ctx, "G", transporttest.Event("e1"), 0) }, // creates the group
+		func() error {
+			return publisher.PublishBatch(ctx, []transport.Outgoing{{Group: "H", Event: transporttest.Event("h1")}})
+		},
+	} {
+		done := make(chan error, 1)
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		go func() { done <- waiter.Wait(wctx) }()
+		if err := step(); err != nil {
+			t.Fatalf("round %d: publish: %v", round, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Wait = %v, want a wake-up by NOTIFY", round, err)
+		}
+		cancel()
+		if l, err := waiter.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil {
+			t.Fatalf("round %d: Claim after wake-up = %v, %v", round, l, err)
+		}
+		if l, err := waiter.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+			t.Fatalf("round %d: second Claim = %v, %v; want nothing", round, l, err)
+		}
+	}
+}
+
+func openInternal(t *testing.T, schema string, opts ...Option) *Transport {
+	t.Helper()
+	tr, err := Open(context.Background(), pgtest.URL(), append([]Option{WithSchema(schema), WithMaxConns(4)}, opts...)...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return tr
+}

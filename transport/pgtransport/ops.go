@@ -23,10 +23,13 @@ type statements struct {
 func newStatements(schema string) statements {
 	q := pgutil.Qualifier(schema)
 	return statements{
-		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4)`,
-		claim:   `SELECT r_group, r_priority, r_seq, r_event FROM ` + q + `transport_claim($1, $2, $3, $4, $5)`,
-		ack:     `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4, $5)`,
-		nack:    `SELECT ` + q + `transport_nack($1, $2, $3, $4)`,
+		// Every parameter is cast, so the statements also work unprepared (WithPgBouncer), when
+		// the server is not asked for their types.
+		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4::text)`,
+		claim: `SELECT r_group, r_priority, r_seq, r_event FROM ` + q +
+			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int)`,
+		ack:  `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`,
+		nack: `SELECT ` + q + `transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`,
 	}
 }
 

@@ -35,6 +35,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformancePgBouncerMode runs the suite with every statement sent unprepared, as behind
+// PgBouncer in transaction mode (and without the listener, which such a setup cannot have).
+func TestConformancePgBouncerMode(t *testing.T) {
+	t.Parallel()
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+		return open(t, pgtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithPgBouncer())
+	})
+}
+
 func event(id string) stead.Event { return transporttest.Event(id) }
 
 // TestTwoPoolsNeverShareAMessage runs claimers on two transports (two pools, as two hosts would)
@@ -117,49 +126,6 @@ func TestTwoPoolsNeverShareAMessage(t *testing.T) {
 		}
 		if !slices.Equal(got[grp], want) {
 			t.Errorf("group %s delivered %v, want %v", grp, got[grp], want)
-		}
-	}
-}
-
-// TestWaitWakesOnNotify checks that LISTEN/NOTIFY wakes a waiter when another pool publishes. The
-// poll interval is an hour, so only the notification can end the wait before the deadline.
-func TestWaitWakesOnNotify(t *testing.T) {
-	t.Parallel()
-	schema := pgtest.Schema(t)
-	waiter := open(t, schema, pgtransport.WithPollInterval(time.Hour))
-	defer waiter.Close()
-	publisher := open(t, schema)
-	defer publisher.Close()
-	ctx := context.Background()
-
-	// Start the listener and let a claim find nothing, as a worker's loop would.
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	_ = waiter.Wait(short)
-	cancel()
-	if l, err := waiter.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
-		t.Fatalf("Claim = %v, %v; want nothing", l, err)
-	}
-	for round, step := range []func() error{
-		func() error { return publisher.Publish(ctx, "G", event("e1"), 0) }, // creates the group
-		func() error {
-			return publisher.PublishBatch(ctx, []transport.Outgoing{{Group: "H", Event: event("h1")}})
-		},
-	} {
-		done := make(chan error, 1)
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		go func() { done <- waiter.Wait(wctx) }()
-		if err := step(); err != nil {
-			t.Fatalf("round %d: publish: %v", round, err)
-		}
-		if err := <-done; err != nil {
-			t.Fatalf("round %d: Wait = %v, want a wake-up by NOTIFY", round, err)
-		}
-		cancel()
-		if l, err := waiter.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil {
-			t.Fatalf("round %d: Claim after wake-up = %v, %v", round, l, err)
-		}
-		if l, err := waiter.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
-			t.Fatalf("round %d: second Claim = %v, %v; want nothing", round, l, err)
 		}
 	}
 }
