@@ -13,10 +13,14 @@
 // database's clock is never read.
 //
 // An idle worker does not poll: Wait listens on a dedicated connection (LISTEN/NOTIFY) and wakes
-// within milliseconds of a publish that creates a group or an ack or nack that frees a group with
-// messages. It still re-checks every poll interval (default 500 ms): lease and park ends send no
-// notification, and a notification can be missed while the listener reconnects. Behind PgBouncer
-// in transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
+// within milliseconds of a publish, from any process, that makes a group claimable (it creates
+// the group) or a nack that hands a group back. An ack that frees a group with more messages
+// wakes only the waiters of its own process: on a busy fleet nearly every ack does that, and a
+// NOTIFY per ack would serialise every worker's commit on PostgreSQL's notification lock;
+// elsewhere the group is found by the acking worker's next claim or at the next poll. Wait also
+// re-checks every poll interval (default 500 ms), because lease and park ends send no
+// notification and one can be missed while the listener reconnects. Behind PgBouncer in
+// transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
 //
 // # Sharing a transaction with the execution store
 //
@@ -28,13 +32,14 @@
 // whatever the lease says; a rollback leaves the groups exactly as they were, the messages
 // claimable again at once. Notifications are sent when the transaction commits.
 //
-// Publishes and acks never wait for a claimer, and claimers never wait at all, so the functions
-// cannot deadlock among themselves; one case remains when two transactions each hold a group the
-// other publishes to and both ack their last message at once, or a publish waits for a group that
-// another open transaction has just created. PostgreSQL detects it and aborts one transaction,
-// which gets an error matching stead.ErrConflict: roll back and retry the step. Publishing every
-// message of a transaction in one PublishBatchTx (groups are locked in id order) and acking at the
-// end keeps this rare.
+// Claims never wait (SKIP LOCKED). A publish holds an existing group FOR KEY SHARE, which does
+// not wait for a claimer or an acker even in a transaction that stays open; it waits only to
+// create a group that another open transaction is creating or has just deleted (its last message
+// acked). Acks wait for nothing but a claimer that took the group after their lease ran out. So
+// steps that claim, publish to each other's groups and ack in shared transactions do not
+// deadlock in the ordinary order (claim, publish once per transaction, ack last). Should a cycle
+// form anyway, PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict:
+// roll back and retry the step.
 //
 // # Schema
 //

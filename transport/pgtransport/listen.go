@@ -35,9 +35,13 @@ func (t *Transport) Wait(ctx context.Context) error {
 	return nil
 }
 
+// listenerName is the application_name of the listener's connection, to tell it apart in
+// pg_stat_activity.
+const listenerName = "stead-transport-listener"
+
 // listen holds a LISTEN connection until Close, turning every notification into a wake-up. When
-// the connection fails it wakes every waiter (a notification may have been lost), pauses for the
-// poll interval and connects again.
+// the connection fails it wakes every waiter (a notification may have been lost), pauses (at most
+// a second) and connects again.
 func (t *Transport) listen() {
 	defer close(t.listenDone)
 	ready := false
@@ -67,7 +71,7 @@ func (t *Transport) listen() {
 			return
 		}
 		t.sig.Notify()
-		pause := time.NewTimer(t.cfg.poll)
+		pause := time.NewTimer(min(t.cfg.poll, time.Second))
 		select {
 		case <-ctx.Done():
 			pause.Stop()
@@ -80,7 +84,9 @@ func (t *Transport) listen() {
 func (t *Transport) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, t.pool.Config().ConnConfig.Copy())
+	cfg := t.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = listenerName
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
 		return nil, err
 	}

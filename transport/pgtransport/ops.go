@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/errs"
 	"github.com/steadhq/stead/internal/pgutil"
@@ -24,17 +23,20 @@ type statements struct {
 func newStatements(schema string) statements {
 	q := pgutil.Qualifier(schema)
 	return statements{
-		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4)`,
-		claim:   `SELECT r_group, r_priority, r_seq, r_event FROM ` + q + `transport_claim($1, $2, $3, $4, $5)`,
-		ack:     `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4, $5)`,
-		nack:    `SELECT ` + q + `transport_nack($1, $2, $3, $4)`,
+		// Every parameter is cast, so the statements also work unprepared (WithPgBouncer), when
+		// the server is not asked for their types.
+		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4::text)`,
+		claim: `SELECT r_group, r_priority, r_seq, r_event FROM ` + q +
+			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int)`,
+		ack:  `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`,
+		nack: `SELECT ` + q + `transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`,
 	}
 }
 
 // querier is what a pool and a transaction have in common.
 type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // run calls fn on the pool, or on a connection acquired within the acquire timeout.
@@ -105,8 +107,12 @@ func (t *Transport) publish(ctx context.Context, q querier, msgs []transport.Out
 		}
 		groups[i], events[i], prios[i] = msgs[i].Group, string(b), int32(msgs[i].Priority)
 	}
-	if _, err := q.Exec(ctx, t.sql.publish, groups, events, prios, t.notifyChannel()); err != nil {
+	var created bool
+	if err := q.QueryRow(ctx, t.sql.publish, groups, events, prios, t.notifyChannel()).Scan(&created); err != nil {
 		return fail("publish", err)
+	}
+	if created {
+		t.sig.Notify() // this process's waiters, without the round-trip through the listener
 	}
 	return nil
 }
@@ -216,8 +222,16 @@ func (t *Transport) ack(ctx context.Context, q querier, ls []transport.Lease) er
 	for i := range ls {
 		groups[i], seqs[i], tokens[i] = ls[i].Group, ls[i].Seq, ls[i].Token
 	}
-	if _, err := q.Exec(ctx, t.sql.ack, groups, seqs, tokens, t.now(), t.notifyChannel()); err != nil {
+	// An ack tells only this process's waiters that it freed a group with messages: on a busy
+	// fleet nearly every ack does, and a NOTIFY per ack would serialise the commits of every
+	// worker on PostgreSQL's notification lock. Waiters elsewhere find the group at their next
+	// poll, or the acking worker itself takes it with its next claim.
+	var freed int
+	if err := q.QueryRow(ctx, t.sql.ack, groups, seqs, tokens, t.now(), "").Scan(&freed); err != nil {
 		return fail("ack", err)
+	}
+	if freed > 0 {
+		t.sig.Notify()
 	}
 	return nil
 }
@@ -247,8 +261,12 @@ func (t *Transport) nack(ctx context.Context, q querier, l *transport.Lease, del
 		p := t.now().Add(delay)
 		park = &p
 	}
-	if _, err := q.Exec(ctx, t.sql.nack, l.Group, l.Token, park, t.notifyChannel()); err != nil {
+	var released bool
+	if err := q.QueryRow(ctx, t.sql.nack, l.Group, l.Token, park, t.notifyChannel()).Scan(&released); err != nil {
 		return fail("nack", err)
+	}
+	if released {
+		t.sig.Notify()
 	}
 	return nil
 }

@@ -57,10 +57,10 @@ func WithPollInterval(d time.Duration) Option {
 // WithoutListen turns LISTEN off: Wait only polls. Publishers still notify unless WithoutNotify.
 func WithoutListen() Option { return func(c *config) { c.listen = false } }
 
-// WithoutNotify stops this transport's publishes, acks and nacks from sending notifications.
-// Every committing transaction that notified is serialised by PostgreSQL on a database-wide lock;
-// a fleet that never idles can trade the wake-up latency of its waiters (now the poll interval)
-// for that.
+// WithoutNotify stops this transport's publishes and nacks from sending notifications (waiters
+// of this process are still woken directly). PostgreSQL serialises the commits of all
+// transactions that notified on one database-wide lock; a fleet that never idles can trade the
+// wake-up latency of waiters in other processes (then the poll interval) for that.
 func WithoutNotify() Option { return func(c *config) { c.notify = false } }
 
 // WithMaxConns bounds the pool Open creates (default: pgxpool's). The listener uses a connection

@@ -401,19 +401,18 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 		freed = false
 		now := micros(t.now())
 		for _, l := range ls {
-			held, err := t.holds(ctx, &l)
+			// Deletes the message only while the lease's token holds the group: a stale lease
+			// deletes nothing and changes nothing else.
+			res, err := t.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
 			if err != nil {
 				return err
 			}
-			if !held {
+			if n, _ := res.RowsAffected(); n == 0 {
 				continue
-			}
-			if _, err := t.st.deleteMessage.ExecContext(ctx, l.Seq, l.Group); err != nil {
-				return err
 			}
 			// Free the group behind the waiting ones, or delete it if it is drained: the next
 			// publish creates it afresh with its own priority.
-			res, err := t.st.freeIfMore.ExecContext(ctx, now, l.Group)
+			res, err = t.st.freeIfMore.ExecContext(ctx, now, l.Group)
 			if err != nil {
 				return err
 			}
@@ -431,15 +430,6 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 		t.sig.Notify()
 	}
 	return err
-}
-
-func (t *Transport) holds(ctx context.Context, l *transport.Lease) (bool, error) {
-	var one int
-	err := t.st.holds.QueryRowContext(ctx, l.Group, l.Token).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // Nack implements transport.Transport.

@@ -8,11 +8,11 @@ import (
 
 // stmts are prepared once on the transport's connection.
 type stmts struct {
-	createGroup, insertMessage  *sql.Stmt
-	pickAny, pickPrioritised    *sql.Stmt
-	lease, holds, deleteMessage *sql.Stmt
-	freeIfMore, deleteGroup     *sql.Stmt
-	park, release               *sql.Stmt
+	createGroup, insertMessage *sql.Stmt
+	pickAny, pickPrioritised   *sql.Stmt
+	lease, ackMessage          *sql.Stmt
+	freeIfMore, deleteGroup    *sql.Stmt
+	park, release              *sql.Stmt
 }
 
 // The claim order: a free group's key is when it was last served (never: lowest), an expired
@@ -41,8 +41,8 @@ func (s *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		// The literal priority > 0 lets SQLite use the partial index of prioritised groups.
 		{&s.pickPrioritised, fmt.Sprintf(pickSQL, "AND priority > 0")},
 		{&s.lease, `UPDATE transport_groups SET locked_by = ?1, lock_until = ?2 WHERE group_id = ?3`},
-		{&s.holds, `SELECT 1 FROM transport_groups WHERE group_id = ?1 AND locked_by = ?2`},
-		{&s.deleteMessage, `DELETE FROM transport_messages WHERE seq = ?1 AND group_id = ?2`},
+		{&s.ackMessage, `DELETE FROM transport_messages WHERE seq = ?1 AND group_id = ?2
+			AND EXISTS (SELECT 1 FROM transport_groups WHERE group_id = ?2 AND locked_by = ?3)`},
 		{&s.freeIfMore, `UPDATE transport_groups SET locked_by = NULL, lock_until = ?1
 			WHERE group_id = ?2 AND EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?2)`},
 		{&s.deleteGroup, `DELETE FROM transport_groups WHERE group_id = ?1`},
@@ -59,8 +59,7 @@ func (s *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 }
 
 func (s *stmts) all() []*sql.Stmt {
-	return []*sql.Stmt{s.createGroup, s.insertMessage, s.pickAny, s.pickPrioritised, s.lease, s.holds,
-		s.deleteMessage, s.freeIfMore, s.deleteGroup, s.park, s.release}
+	return []*sql.Stmt{s.createGroup, s.insertMessage, s.pickAny, s.pickPrioritised, s.lease, s.ackMessage, s.freeIfMore, s.deleteGroup, s.park, s.release}
 }
 
 func (s *stmts) close() {

@@ -578,7 +578,7 @@ func testConcurrentClaimers(t *testing.T, f Factory) {
 			name := fmt.Sprintf("w%d", w)
 			for {
 				mu.Lock()
-				finished := done == groups*perGroup
+				finished := done >= groups*perGroup
 				mu.Unlock()
 				if finished {
 					return

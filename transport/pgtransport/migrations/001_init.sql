@@ -34,40 +34,68 @@ CREATE INDEX IF NOT EXISTS transport_groups_prioritised
 --     if a publisher holds the row, the row is kept (freed) instead of waiting for it.
 
 -- transport_publish appends the events to their groups in array order and creates missing groups
--- with the given priority (an existing group keeps its own). It notifies p_channel when it created
--- a group, the only case in which a publish makes something claimable that was not.
+-- with the given priority (an existing group keeps its own). It notifies p_channel (unless empty)
+-- when it created a group, the only case in which a publish makes something claimable that was
+-- not, and returns whether it did.
 CREATE OR REPLACE FUNCTION {schema}transport_publish(
     p_groups text[], p_events text[], p_priorities int[], p_channel text)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
+    wanted text[];
+    prios int[];
+    held text[];
+    made text[];
     g record;
     created boolean := false;
 BEGIN
-    -- Groups in id order, so that concurrent batches meet their rows in the same order.
-    FOR g IN
-        SELECT DISTINCT ON (u.grp) u.grp, u.prio
-        FROM unnest(p_groups, p_priorities) WITH ORDINALITY AS u(grp, prio, ord)
-        ORDER BY u.grp, u.ord
-    LOOP
+    -- Each group once, with the priority of its first message, in id order so that concurrent
+    -- batches meet their rows in the same order.
+    SELECT array_agg(d.grp ORDER BY d.grp), array_agg(d.prio ORDER BY d.grp) INTO wanted, prios
+    FROM (SELECT DISTINCT ON (u.grp) u.grp, u.prio
+          FROM unnest(p_groups, p_priorities) WITH ORDINALITY AS u(grp, prio, ord)
+          ORDER BY u.grp, u.ord) d;
+    -- Hold the existing groups so that no ack or claim deletes them before the messages land.
+    -- FOR KEY SHARE does not wait for a claimer or an acker holding a row (they change only
+    -- non-key columns), even one whose transaction stays open.
+    SELECT array_agg(k.group_id) INTO held FROM (
+        SELECT t.group_id FROM {schema}transport_groups t WHERE t.group_id = ANY (wanted)
+        ORDER BY t.group_id FOR KEY SHARE) k;
+    held := COALESCE(held, '{}');
+    IF cardinality(held) < cardinality(wanted) THEN
+        -- Create the missing ones. This waits only for another transaction creating or deleting
+        -- the same group.
+        WITH ins AS (
+            INSERT INTO {schema}transport_groups AS t (group_id, priority)
+            SELECT w.grp, w.prio FROM unnest(wanted, prios) AS w(grp, prio)
+            WHERE w.grp <> ALL (held) ORDER BY w.grp
+            ON CONFLICT (group_id) DO NOTHING
+            RETURNING t.group_id)
+        SELECT array_agg(ins.group_id) INTO made FROM ins;
+        made := COALESCE(made, '{}');
+        created := cardinality(made) > 0;
+        -- Groups another transaction created (or deleted) meanwhile: one by one until each is held.
+        FOR g IN SELECT w.grp, w.prio FROM unnest(wanted, prios) AS w(grp, prio)
+                 WHERE w.grp <> ALL (held) AND w.grp <> ALL (made) ORDER BY w.grp
         LOOP
-            INSERT INTO {schema}transport_groups AS t (group_id, priority) VALUES (g.grp, g.prio)
-            ON CONFLICT (group_id) DO NOTHING;
-            IF FOUND THEN
-                created := true;
-                EXIT;
-            END IF;
-            -- The group exists: hold it so that no ack or claim deletes it before the message
-            -- lands. If it was deleted in between, insert it again.
-            PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = g.grp FOR KEY SHARE;
-            EXIT WHEN FOUND;
+            LOOP
+                PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = g.grp FOR KEY SHARE;
+                EXIT WHEN FOUND;
+                INSERT INTO {schema}transport_groups AS t (group_id, priority) VALUES (g.grp, g.prio)
+                ON CONFLICT (group_id) DO NOTHING;
+                IF FOUND THEN
+                    created := true;
+                    EXIT;
+                END IF;
+            END LOOP;
         END LOOP;
-    END LOOP;
+    END IF;
     INSERT INTO {schema}transport_messages (group_id, event)
     SELECT u.grp, u.ev FROM unnest(p_groups, p_events) WITH ORDINALITY AS u(grp, ev, ord)
     ORDER BY u.ord;
     IF created AND p_channel <> '' THEN
         PERFORM pg_notify(p_channel, '');
     END IF;
+    RETURN created;
 END
 $$;
 
@@ -82,12 +110,16 @@ LANGUAGE plpgsql AS $$
 DECLARE
     ids text[];
     prios int[];
+    seqs bigint[];
+    events text[];
     skip text[] := '{}';
     n int := 0;
     emptied int;
     locked boolean;
 BEGIN
     LOOP
+        -- Lease the groups. The literal priority > 0 of the first form lets the planner use the
+        -- partial index of prioritised groups.
         IF p_min > 0 THEN
             WITH picked AS (
                 SELECT t.group_id FROM {schema}transport_groups t
@@ -117,15 +149,23 @@ BEGIN
             SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
         END IF;
         EXIT WHEN ids IS NULL;
+        -- The heads, in a statement of its own: its snapshot is taken after the leases were
+        -- locked, so it sees the ack of whoever held a group just before (the statement that
+        -- locked the row waited for or skipped past that commit, but its snapshot predates it).
+        SELECT array_agg(h.seq ORDER BY i.ord), array_agg(h.event ORDER BY i.ord) INTO seqs, events
+        FROM unnest(ids) WITH ORDINALITY AS i(grp, ord)
+        LEFT JOIN LATERAL (
+            SELECT m.seq, m.event FROM {schema}transport_messages m
+            WHERE m.group_id = i.grp ORDER BY m.seq LIMIT 1) h ON true;
         emptied := 0;
-        FOR i IN 1 .. array_length(ids, 1) LOOP
+        FOR i IN 1 .. cardinality(ids) LOOP
             r_group := ids[i];
             r_priority := prios[i];
-            SELECT m.seq, m.event INTO r_seq, r_event FROM {schema}transport_messages m
-            WHERE m.group_id = r_group ORDER BY m.seq LIMIT 1;
-            IF NOT FOUND THEN
+            r_seq := seqs[i];
+            r_event := events[i];
+            IF r_seq IS NULL THEN
                 -- A stale empty group (its last publisher rolled back, or an ack left it to a
-                -- publisher that has not committed yet).
+                -- publisher that had not committed yet).
                 PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = r_group
                 FOR UPDATE SKIP LOCKED;
                 locked := FOUND;
@@ -153,56 +193,80 @@ $$;
 
 -- transport_ack deletes each acked message if its lease still holds the group (a stale token
 -- changes nothing), then frees the group and sends it to the back of the round-robin, or deletes
--- it when it has no message left. It notifies p_channel when it freed a group that has messages.
+-- it when it has no message left. It returns how many groups it freed, and notifies p_channel
+-- (unless empty) when that is more than none. Set-based: the number of statements does not grow
+-- with the batch.
 CREATE OR REPLACE FUNCTION {schema}transport_ack(
     p_groups text[], p_seqs bigint[], p_tokens text[], p_now timestamptz, p_channel text)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
-    a record;
-    freed boolean := false;
+    acked text[];
+    drained text[];
+    freed int := 0;
+    n int;
 BEGIN
-    FOR a IN
-        SELECT u.grp, u.seq, u.token FROM unnest(p_groups, p_seqs, p_tokens) AS u(grp, seq, token)
-        ORDER BY u.grp
-    LOOP
-        PERFORM 1 FROM {schema}transport_groups t
-        WHERE t.group_id = a.grp AND t.locked_by = a.token FOR NO KEY UPDATE;
-        CONTINUE WHEN NOT FOUND;
-        DELETE FROM {schema}transport_messages m WHERE m.seq = a.seq AND m.group_id = a.grp;
-        IF NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp) THEN
-            PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = a.grp FOR UPDATE SKIP LOCKED;
-            -- Locked: no publisher holds the row, and none can until this transaction ends (it
-            -- will then create the group afresh). Check again under the lock before deleting.
-            IF FOUND AND NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp) THEN
-                DELETE FROM {schema}transport_groups t WHERE t.group_id = a.grp;
-                CONTINUE;
-            END IF;
-        END IF;
+    -- The fence: only leases whose token still holds the group, locked in id order.
+    WITH held AS (
+        SELECT t.group_id, a.seq FROM {schema}transport_groups t
+        JOIN unnest(p_groups, p_seqs, p_tokens) AS a(grp, seq, token)
+          ON t.group_id = a.grp AND t.locked_by = a.token
+        ORDER BY t.group_id
+        FOR NO KEY UPDATE OF t
+    ), gone AS (
+        DELETE FROM {schema}transport_messages m USING held h
+        WHERE m.seq = h.seq AND m.group_id = h.group_id
+        RETURNING m.group_id
+    )
+    SELECT array_agg(DISTINCT h.group_id) INTO acked FROM held h;
+    IF acked IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- Groups with messages left go to the back of the round-robin.
+    UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = p_now
+    WHERE t.group_id = ANY (acked)
+      AND EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = t.group_id);
+    GET DIAGNOSTICS freed = ROW_COUNT;
+    IF freed < cardinality(acked) THEN
+        -- Drained groups are deleted, but only under a lock no publisher holds: a group a
+        -- publisher is filling is freed instead of waited for. Once locked, no publisher can
+        -- reach the row until this transaction ends, and the check below sees every message
+        -- committed before.
+        SELECT array_agg(k.group_id) INTO drained FROM (
+            SELECT t.group_id FROM {schema}transport_groups t
+            WHERE t.group_id = ANY (acked) AND t.locked_by IS NOT NULL
+            ORDER BY t.group_id FOR UPDATE SKIP LOCKED) k;
+        DELETE FROM {schema}transport_groups t
+        WHERE t.group_id = ANY (drained)
+          AND NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = t.group_id);
         UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = p_now
-        WHERE t.group_id = a.grp;
-        freed := true;
-    END LOOP;
-    IF freed AND p_channel <> '' THEN
+        WHERE t.group_id = ANY (acked) AND t.locked_by IS NOT NULL;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        freed := freed + n;
+    END IF;
+    IF freed > 0 AND p_channel <> '' THEN
         PERFORM pg_notify(p_channel, '');
     END IF;
+    RETURN freed;
 END
 $$;
 
 -- transport_nack hands the group back if the token still holds it: with p_park NULL at once and
--- at the front of the round-robin, else parked (still held by the token) until p_park.
+-- at the front of the round-robin (notifying p_channel unless empty, and returning true), else
+-- parked (still held by the token) until p_park.
 CREATE OR REPLACE FUNCTION {schema}transport_nack(
     p_group text, p_token text, p_park timestamptz, p_channel text)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
-    IF p_park IS NULL THEN
-        UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = NULL
-        WHERE t.group_id = p_group AND t.locked_by = p_token;
-        IF FOUND AND p_channel <> '' THEN
-            PERFORM pg_notify(p_channel, '');
-        END IF;
-    ELSE
+    IF p_park IS NOT NULL THEN
         UPDATE {schema}transport_groups t SET lock_until = p_park
         WHERE t.group_id = p_group AND t.locked_by = p_token;
+        RETURN false;
     END IF;
+    UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = NULL
+    WHERE t.group_id = p_group AND t.locked_by = p_token;
+    IF FOUND AND p_channel <> '' THEN
+        PERFORM pg_notify(p_channel, '');
+    END IF;
+    RETURN FOUND;
 END
 $$;
