@@ -208,7 +208,7 @@ func (s *Store) cas(ctx context.Context, tx *sql.Tx, p *step) error {
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), p.data)
 	} else {
 		r, err = tx.StmtContext(ctx, s.w.casUpdate).ExecContext(ctx,
-			e.DefinitionID, string(e.Status), e.Outcome, e.ActivePath, e.ParentID, p.next,
+			e.Outcome, e.ActivePath, e.ParentID, p.next,
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), p.data,
 			e.ID, e.Version)
 	}
@@ -220,7 +220,10 @@ func (s *Store) cas(ctx context.Context, tx *sql.Tx, p *step) error {
 		return err
 	}
 	if n == 1 {
-		return nil
+		if e.Version > 0 {
+			_, err = tx.StmtContext(ctx, s.w.casIndexed).ExecContext(ctx, e.ID, e.DefinitionID, string(e.Status))
+		}
+		return err
 	}
 	found := int64(-1)
 	switch err := tx.StmtContext(ctx, s.w.version).QueryRowContext(ctx, e.ID).Scan(&found); {

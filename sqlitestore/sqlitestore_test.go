@@ -470,3 +470,31 @@ func checkWins(t *testing.T, s stead.Store, ids []string, wins func(func(string,
 		t.Fatal("no writer won anything")
 	}
 }
+
+// TestIndexedColumnsFollowCommits checks that status and definition changes reach the listing
+// columns, which the compare-and-swap writes apart from the rest of the row.
+func TestIndexedColumnsFollowCommits(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ctx := t.Context()
+	exe := newExe("a")
+	steps := []struct {
+		def    string
+		status stead.Status
+	}{
+		{"def", stead.StatusRunning}, {"def", stead.StatusRunning}, {"def", stead.StatusSuspended},
+		{"def2", stead.StatusSuspended}, {"def3", stead.StatusDone},
+	}
+	for _, st := range steps {
+		exe.DefinitionID, exe.Status = st.def, st.status
+		mustCommit(t, s, exe, stead.Bundle{})
+		p, err := s.List(ctx, stead.ListFilter{DefinitionID: st.def, Statuses: []stead.Status{st.status}})
+		if err != nil || len(p.Items) != 1 || p.Items[0].Version != exe.Version {
+			t.Fatalf("after commit %d (%s, %s): List = %+v, %v", exe.Version, st.def, st.status, p.Items, err)
+		}
+		p, err = s.List(ctx, stead.ListFilter{Statuses: []stead.Status{stead.StatusPending}})
+		if err != nil || len(p.Items) != 0 {
+			t.Fatalf("List(pending) = %+v, %v", p.Items, err)
+		}
+	}
+}

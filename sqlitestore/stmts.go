@@ -11,7 +11,7 @@ import (
 const execColumns = `id, definition_id, status, outcome, active_path, parent_id, version, created_at, updated_at, finished_at, data`
 
 type writeStmts struct {
-	casUpdate, casInsert, version                      *sql.Stmt
+	casUpdate, casIndexed, casInsert, version          *sql.Stmt
 	outboxInsert, markProcessed, spawnInsert           *sql.Stmt
 	timerSchedule, timerCancel, traceAppend, traceTrim *sql.Stmt
 	exists                                             *sql.Stmt
@@ -23,7 +23,7 @@ type writeStmts struct {
 
 func (w *writeStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{
-		&w.casUpdate, &w.casInsert, &w.version, &w.outboxInsert, &w.markProcessed, &w.spawnInsert,
+		&w.casUpdate, &w.casIndexed, &w.casInsert, &w.version, &w.outboxInsert, &w.markProcessed, &w.spawnInsert,
 		&w.timerSchedule, &w.timerCancel, &w.traceAppend, &w.traceTrim, &w.exists,
 		&w.purgeExecution, &w.purgeProcessed, &w.purgeTimers, &w.purgeTrace, &w.purgeOutbox, &w.purgeSpawns,
 		&w.claimOutbox, &w.claimSpawns, &w.ackOutbox, &w.ackSpawn, &w.deleteTimer,
@@ -32,9 +32,14 @@ func (w *writeStmts) all() []**sql.Stmt {
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	return prepareAll(ctx, db, w.all(), []string{
-		`UPDATE executions SET definition_id = ?, status = ?, outcome = ?, active_path = ?, parent_id = ?,
+		// The compare-and-swap leaves out the indexed columns: SQLite rewrites an index whenever
+		// one of its columns is SET, even to the same value, which would triple the pages a
+		// state-only commit writes. casIndexed writes them only when they really change.
+		`UPDATE executions SET outcome = ?, active_path = ?, parent_id = ?,
 			version = ?, created_at = ?, updated_at = ?, finished_at = ?, data = ?
 		 WHERE id = ? AND version = ?`,
+		`UPDATE executions SET definition_id = ?2, status = ?3
+		 WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3)`,
 		`INSERT INTO executions (` + execColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		 ON CONFLICT (id) DO NOTHING`,
 		`SELECT version FROM executions WHERE id = ?`,
