@@ -1,0 +1,319 @@
+// Command sqlite measures the state-only commit rate of sqlitestore against its ceiling: a bare
+// database/sql loop that runs the very statements a state-only commit runs (BEGIN IMMEDIATE, the
+// compare-and-swap UPDATE, the conditional UPDATE of the indexed columns, optionally the dedupe
+// INSERT, COMMIT) on the same driver, connection settings and schema, with the record already
+// encoded. When the sqlite3 shell is on PATH it also times the same transactions there (native
+// SQLite, statements parsed every time), for reference.
+//
+// Runs alternate between the store and the bare loop, on a fresh file each, so that the noise of
+// a shared machine hits both alike; the report gives medians and the median of the per-round
+// ratios. Usage (from the module root):
+//
+//	go run ./bench/sqlite -out bench/results/sqlitestore.md
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/sqliteutil"
+	"github.com/steadhq/stead/sqlitestore"
+)
+
+// The statements of a state-only commit, as sqlitestore/stmts.go has them.
+const (
+	casUpdate = `UPDATE executions SET outcome = ?, active_path = ?, parent_id = ?,
+			version = ?, created_at = ?, updated_at = ?, finished_at = ?, data = ?
+		 WHERE id = ? AND version = ?`
+	casIndexed = `UPDATE executions SET definition_id = ?2, status = ?3
+		 WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3)`
+	markProcessed = `INSERT INTO processed_events (execution_id, event_id) VALUES (?, ?) ON CONFLICT DO NOTHING`
+)
+
+func main() {
+	var (
+		out    = flag.String("out", "", "write the markdown report here (default: stdout only)")
+		rounds = flag.Int("rounds", 5, "alternating rounds per scenario")
+		nNorm  = flag.Int("n", 5000, "commits per run with synchronous=NORMAL")
+		nFull  = flag.Int("nfull", 1000, "commits per run with synchronous=FULL")
+	)
+	flag.Parse()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "stead-bench-sqlite")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cli, _ := exec.LookPath("sqlite3")
+
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "# sqlitestore: state-only commit vs. the bare database/sql ceiling\n\n")
+	fmt.Fprintf(&rep, "Command: `go run ./bench/sqlite -rounds %d -n %d -nfull %d", *rounds, *nNorm, *nFull)
+	if *out != "" {
+		fmt.Fprintf(&rep, " -out %s", *out)
+	}
+	fmt.Fprintf(&rep, "`\n\n")
+	fmt.Fprintf(&rep, "Machine: %s/%s, GOMAXPROCS=%d, %s, load average at start %s. Date %s.\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.Version(), loadavg(), time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&rep, "Each run commits one execution (about %d bytes encoded) N times on a fresh file in WAL mode; runs of the store and of the bare loop alternate, %d rounds each. ", len(record(0)), *rounds)
+	fmt.Fprintf(&rep, "Rates are commits per second, medians over rounds; the ratio is the median of the per-round store/bare ratios.\n\n")
+	fmt.Fprintf(&rep, "| synchronous | bundle | N | store (commits/s) | bare loop (commits/s) | store / bare | sqlite3 shell (commits/s) |\n")
+	fmt.Fprintf(&rep, "|---|---|---|---|---|---|---|\n")
+
+	for _, level := range []sqliteutil.Synchronous{sqliteutil.SyncNormal, sqliteutil.SyncFull} {
+		n := *nNorm
+		if level == sqliteutil.SyncFull {
+			n = *nFull
+		}
+		for _, dedupe := range []bool{false, true} {
+			var storeRates, bareRates, ratios, cliRates []float64
+			for r := range *rounds {
+				var s, b float64
+				order := []func(){
+					func() { s = must(runStore(ctx, file(dir), level, n, dedupe)) },
+					func() { b = must(runBare(ctx, file(dir), level, n, dedupe)) },
+				}
+				if r%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, f := range order {
+					f()
+				}
+				storeRates, bareRates, ratios = append(storeRates, s), append(bareRates, b), append(ratios, s/b)
+				if cli != "" {
+					cliRates = append(cliRates, must(runCLI(ctx, cli, file(dir), level, n, dedupe)))
+				}
+			}
+			bundle := "record only"
+			if dedupe {
+				bundle = "record + dedupe marker"
+			}
+			cliCol := "n/a"
+			if cli != "" {
+				cliCol = fmt.Sprintf("%.0f", median(cliRates))
+			}
+			line := fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %.2f | %s |\n", level, bundle, n, median(storeRates), median(bareRates), median(ratios), cliCol)
+			fmt.Print(line)
+			rep.WriteString(line)
+		}
+	}
+	fmt.Fprintf(&rep, "\nPer-round figures are printed by the command; targets: >= 10,000 commits/s with NORMAL and >= 0.8x the bare loop.\n")
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(rep.String()), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+var files int
+
+func file(dir string) string {
+	files++
+	return filepath.Join(dir, fmt.Sprintf("run-%d.db", files))
+}
+
+func must(v float64, err error) float64 {
+	if err != nil {
+		log.Fatal(err)
+	}
+	return v
+}
+
+func exe() *stead.Execution {
+	return &stead.Execution{
+		ID: "e", DefinitionID: "order", Status: stead.StatusRunning, ActivePath: "order/paying/awaiting",
+		History:   map[string]string{"order": "order/paying", "order/paying": "order/paying/awaiting"},
+		Context:   json.RawMessage(`{"order_id":"A-1029","amount":4999,"currency":"EUR","items":[{"sku":"x","n":2},{"sku":"y","n":1}],"attempts":0}`),
+		CreatedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
+		UpdatedAt: time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC),
+	}
+}
+
+// record is the execution encoded at version v, as the store writes it.
+func record(v int64) []byte {
+	e := exe()
+	e.Version = v
+	b, err := stead.EncodeExecution(e)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return b
+}
+
+func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe bool) (float64, error) {
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level))
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	e := exe()
+	if _, err := s.Commit(ctx, e, stead.Bundle{}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := range n {
+		var b stead.Bundle
+		if dedupe {
+			b.ProcessedEventID = fmt.Sprintf("ev-%d", i)
+		}
+		if _, err := s.Commit(ctx, e, b); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// runBare runs the store's statements with database/sql on a database opened exactly as the store
+// opens it (sqliteutil.Open: one writer connection, _txlock=immediate, the same pragmas), with
+// the schema the store creates.
+func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe bool) (float64, error) {
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level)) // creates the schema
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
+		return 0, err
+	}
+	s.Close()
+	db, err := sqliteutil.Open(ctx, sqliteutil.Config{Path: path, Synchronous: level})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	upd, err := db.W.PrepareContext(ctx, casUpdate)
+	if err != nil {
+		return 0, err
+	}
+	idx, err := db.W.PrepareContext(ctx, casIndexed)
+	if err != nil {
+		return 0, err
+	}
+	mark, err := db.W.PrepareContext(ctx, markProcessed)
+	if err != nil {
+		return 0, err
+	}
+	recs := [][]byte{record(1), record(2)} // encoded ahead: the ceiling does no JSON work
+	created, updated := exe().CreatedAt.UnixMicro(), exe().UpdatedAt.UnixMicro()
+	start := time.Now()
+	for i := range n {
+		v := int64(i) + 1
+		tx, err := db.W.BeginTx(ctx, nil)
+		if err != nil {
+			return 0, err
+		}
+		r, err := tx.StmtContext(ctx, upd).ExecContext(ctx, "", "order/paying/awaiting", "", v+1, created, updated, nil, recs[i%2], "e", v)
+		if err != nil {
+			return 0, err
+		}
+		if k, _ := r.RowsAffected(); k != 1 {
+			return 0, fmt.Errorf("bare loop lost its CAS at version %d", v)
+		}
+		if _, err := tx.StmtContext(ctx, idx).ExecContext(ctx, "e", "order", "running"); err != nil {
+			return 0, err
+		}
+		if dedupe {
+			if _, err := tx.StmtContext(ctx, mark).ExecContext(ctx, "e", fmt.Sprintf("ev-%d", i)); err != nil {
+				return 0, err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// runCLI feeds the same transactions to the sqlite3 shell as one script and times it, less the
+// time the shell takes to run an empty script on the same file.
+func runCLI(ctx context.Context, cli, path string, level sqliteutil.Synchronous, n int, dedupe bool) (float64, error) {
+	s, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
+		return 0, err
+	}
+	s.Close()
+	head := fmt.Sprintf(".bail on\nPRAGMA journal_mode=WAL;\nPRAGMA synchronous=%s;\nPRAGMA foreign_keys=1;\nPRAGMA busy_timeout=5000;\n", level)
+	var sb strings.Builder
+	sb.WriteString(head)
+	recs := []string{hex.EncodeToString(record(1)), hex.EncodeToString(record(2))}
+	created, updated := exe().CreatedAt.UnixMicro(), exe().UpdatedAt.UnixMicro()
+	for i := range n {
+		v := i + 1
+		fmt.Fprintf(&sb, "BEGIN IMMEDIATE;\nUPDATE executions SET outcome = '', active_path = 'order/paying/awaiting', parent_id = '', version = %d, created_at = %d, updated_at = %d, finished_at = NULL, data = X'%s' WHERE id = 'e' AND version = %d;\n",
+			v+1, created, updated, recs[i%2], v)
+		sb.WriteString("UPDATE executions SET definition_id = 'order', status = 'running' WHERE id = 'e' AND (definition_id <> 'order' OR status <> 'running');\n")
+		if dedupe {
+			fmt.Fprintf(&sb, "INSERT INTO processed_events (execution_id, event_id) VALUES ('e', 'ev-%d') ON CONFLICT DO NOTHING;\n", i)
+		}
+		sb.WriteString("COMMIT;\n")
+	}
+	run := func(script string) (time.Duration, error) {
+		cmd := exec.CommandContext(ctx, cli, path)
+		cmd.Stdin = strings.NewReader(script)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Stdout = &stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("sqlite3: %v: %s", err, stderr.String())
+		}
+		return time.Since(start), nil
+	}
+	base, err := run(head)
+	if err != nil {
+		return 0, err
+	}
+	d, err := run(sb.String())
+	if err != nil {
+		return 0, err
+	}
+	var version int
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, `SELECT version FROM executions WHERE id = 'e'`).Scan(&version); err != nil || version != n+1 {
+		return 0, fmt.Errorf("sqlite3 script left version %d (%v), want %d", version, err, n+1)
+	}
+	return float64(n) / (d - base).Seconds(), nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
