@@ -26,6 +26,9 @@ func plan(exe *stead.Execution, b *stead.Bundle) (*step, error) {
 	if exe == nil {
 		return nil, check.Invalidf("execution is nil")
 	}
+	if exe.Version < 0 { // the encoded copy carries Version+1, which Validate would accept
+		return nil, check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
+	}
 	// Encode a shallow copy carrying the new version, so the stored record's version equals the
 	// column, without touching the caller's execution before the commit is known to have landed.
 	probe := *exe
