@@ -11,16 +11,25 @@ import (
 
 // TestConformance runs the storetest suite with a fresh database file per subtest.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, cfg storetest.Config) stead.Store {
+	storetest.Run(t, factory(func(t *testing.T) string { return filepath.Join(t.TempDir(), "stead.db") }))
+}
+
+// TestConformanceMemory runs the suite again on in-memory databases (one connection each).
+func TestConformanceMemory(t *testing.T) {
+	storetest.Run(t, factory(func(*testing.T) string { return ":memory:" }))
+}
+
+func factory(path func(*testing.T) string) storetest.Factory {
+	return func(t *testing.T, cfg storetest.Config) stead.Store {
 		var opts []sqlitestore.Option
 		if cfg.TraceCap != 0 {
 			opts = append(opts, sqlitestore.WithTraceCap(cfg.TraceCap))
 		}
-		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "stead.db"), opts...)
+		s, err := sqlitestore.Open(t.Context(), path(t), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
-	})
+	}
 }
