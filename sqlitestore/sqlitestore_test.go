@@ -498,3 +498,89 @@ func TestIndexedColumnsFollowCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseWhileBusy closes the store under concurrent writers and readers: every call either
+// succeeds or fails with ErrClosed, never with a raw driver error.
+func TestCloseWhileBusy(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errc := make(chan error, 64)
+	for g := range 4 {
+		wg.Go(func() {
+			exe := newExe(fmt.Sprintf("c%d", g))
+			for i := 0; ; i++ {
+				var err error
+				switch i % 4 {
+				case 0:
+					_, err = s.Commit(ctx, exe, stead.Bundle{ProcessedEventID: fmt.Sprint(i)})
+				case 1:
+					_, _, err = s.LoadForEvent(ctx, exe.ID, "0")
+					if errors.Is(err, stead.ErrNotFound) {
+						err = nil
+					}
+				case 2:
+					_, err = s.List(ctx, stead.ListFilter{Statuses: []stead.Status{stead.StatusRunning}})
+				case 3:
+					_, err = s.ClaimOutbox(ctx, time.Now(), time.Second, 10)
+				}
+				if err != nil {
+					if !errors.Is(err, stead.ErrClosed) {
+						errc <- err
+					}
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Errorf("call racing Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestDeadlinesMidTransaction lets deadlines expire at arbitrary points of commits: every error
+// names the deadline, the caller's version stays right (reloaded after an ErrTimeout, whose
+// outcome is unknown), and the writer is never left inside a transaction.
+func TestDeadlinesMidTransaction(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	exe := newExe("d")
+	mustCommit(t, s, exe, stead.Bundle{})
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i%40)*10*time.Microsecond)
+		_, err := s.Commit(ctx, exe, stead.Bundle{
+			ProcessedEventID: fmt.Sprint(i),
+			Emits:            []stead.Emit{{Target: "d", Event: stead.Event{ID: fmt.Sprint(i), Kind: "K"}}},
+			Trace:            &stead.TraceStep{EventKind: "K"},
+		})
+		cancel()
+		switch {
+		case err == nil:
+		case !errors.Is(err, context.DeadlineExceeded):
+			t.Fatalf("commit %d: %v, want the deadline in the chain", i, err)
+		case errors.Is(err, stead.ErrTimeout):
+			if exe, err = s.Load(t.Context(), "d"); err != nil {
+				t.Fatal(err)
+			}
+		case errors.Is(err, stead.ErrConflict), errors.Is(err, stead.ErrInvalid), errors.Is(err, stead.ErrClosed):
+			t.Fatalf("commit %d: %v, want ErrUnavailable or a bare deadline (nothing written) or ErrTimeout", i, err)
+		}
+	}
+	mustCommit(t, s, exe, stead.Bundle{ProcessedEventID: "last"})
+	got, processed, err := s.LoadForEvent(t.Context(), "d", "last")
+	if err != nil || !processed || got.Version != exe.Version {
+		t.Fatalf("after the deadlines: %v, %v, %v (want version %d)", got, processed, err, exe.Version)
+	}
+	// Every committed version left exactly one outbox entry and one marker: no half commits.
+	entries, err := s.PendingOutbox(t.Context(), "d", stead.MaxListLimit)
+	if err != nil || int64(len(entries)) != exe.Version-2 {
+		t.Fatalf("%d outbox entries for %d step commits, %v", len(entries), exe.Version-2, err)
+	}
+}

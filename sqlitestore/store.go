@@ -201,14 +201,23 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err == nil {
 		return nil
 	}
-	if (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !isSentinel(err) {
+	if isSentinel(err) {
+		return err
+	}
+	// Once ctx is done, database/sql rolls the transaction back and closes its statements, so
+	// what a statement reports then (ErrTxDone, a closed statement, an interrupt) is the context's
+	// doing.
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%w)", ctxErr, err)
+		}
 		if committing {
 			return fmt.Errorf("sqlitestore: %w: commit interrupted: %w", stead.ErrTimeout, err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("sqlitestore: %w: nothing written: %w", stead.ErrUnavailable, err)
 		}
-		return fmt.Errorf("sqlitestore: %w", err)
+		return fmt.Errorf("sqlitestore: nothing written: %w", err)
 	}
 	return s.classify(err)
 }
@@ -218,7 +227,14 @@ func (s *Store) read(ctx context.Context, fn func() error) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	return s.classify(sqliteutil.Retry(ctx, s.db.BusyTimeout, fn))
+	err := sqliteutil.Retry(ctx, s.db.BusyTimeout, fn)
+	if err == nil || isSentinel(err) {
+		return err
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		err = fmt.Errorf("%w (%w)", ctxErr, err) // see write
+	}
+	return s.classify(err)
 }
 
 func (s *Store) classify(err error) error {
@@ -227,6 +243,9 @@ func (s *Store) classify(err error) error {
 	}
 	if isSentinel(err) {
 		return err
+	}
+	if s.closed.Load() { // a call that raced Close found its statements or pool closed
+		return fmt.Errorf("sqlitestore: %w: %w", stead.ErrClosed, err)
 	}
 	return fmt.Errorf("sqlitestore: %w", sqliteutil.Classify(err))
 }
