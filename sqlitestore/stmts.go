@@ -5,8 +5,8 @@ import (
 	"database/sql"
 )
 
-// The statements are prepared once at Open: the writer's on its single connection, the readers'
-// lazily on each reader connection by database/sql. SQLite then only binds and steps them.
+// The statements are prepared once: the writer's on its pinned connection, the readers' on each
+// reader connection by database/sql as it opens them. SQLite then only binds and steps them.
 
 const execColumns = `id, definition_id, status, outcome, active_path, parent_id, version, created_at, updated_at, finished_at, data`
 
@@ -30,7 +30,7 @@ func (w *writeStmts) all() []**sql.Stmt {
 	}
 }
 
-func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
+func (w *writeStmts) prepare(ctx context.Context, db preparer) error {
 	return prepareAll(ctx, db, w.all(), []string{
 		// The compare-and-swap leaves out the indexed columns: SQLite rewrites an index whenever
 		// one of its columns is SET, even to the same value, which would triple the pages a
@@ -87,7 +87,7 @@ func (r *readStmts) all() []**sql.Stmt {
 	}
 }
 
-func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+func (r *readStmts) prepare(ctx context.Context, db preparer) error {
 	return prepareAll(ctx, db, r.all(), []string{
 		`SELECT data FROM executions WHERE id = ?`,
 		`SELECT data, EXISTS (SELECT 1 FROM processed_events WHERE execution_id = ?1 AND event_id = ?2)
@@ -104,7 +104,13 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	})
 }
 
-func prepareAll(ctx context.Context, db *sql.DB, dst []**sql.Stmt, queries []string) error {
+// preparer is a *sql.DB (statements prepared on each pooled connection as needed) or a *sql.Conn
+// (statements bound to that connection).
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func prepareAll(ctx context.Context, db preparer, dst []**sql.Stmt, queries []string) error {
 	for i, q := range queries {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {

@@ -62,8 +62,8 @@ type Store struct {
 	traceCap int
 	closed   atomic.Bool
 
-	w writeStmts
-	r readStmts
+	wr *writer
+	r  readStmts // on the reader pool; unused for an in-memory database
 
 	listMu sync.Mutex
 	lists  map[string]*sql.Stmt // listing statements by shape
@@ -122,13 +122,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	s := &Store{db: db, traceCap: c.traceCap, lists: make(map[string]*sql.Stmt)}
-	if err := s.w.prepare(ctx, db.W); err != nil {
+	s.wr = &writer{sem: make(chan struct{}, 1), db: db.W, memory: db.Memory, closed: &s.closed}
+	if err := s.wr.acquire(ctx); err != nil { // open the writer now, so that Open reports its errors
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
 	}
-	if err := s.r.prepare(ctx, db.R); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
+	s.wr.release()
+	if !db.Memory {
+		if err := s.r.prepare(ctx, db.R); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
+		}
 	}
 	return s, nil
 }
@@ -145,7 +149,7 @@ func (s *Store) Close() error {
 	}
 	s.lists = nil
 	s.listMu.Unlock()
-	closeAll(s.w.all())
+	s.wr.close()
 	closeAll(s.r.all())
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
@@ -172,62 +176,22 @@ func (s *Store) enter(ctx context.Context) error {
 	return nil
 }
 
-// write runs fn in one write transaction (BEGIN IMMEDIATE on the writer connection) and commits
-// it. fn must have no effect outside the transaction, because a transaction that found the
-// database locked by another process is rolled back and run again, within the busy timeout.
-//
-// Errors: what fn returns (conflicts, invalid input) comes back as it is; an error before COMMIT
-// means nothing was written (a lock never obtained or a deadline that passed wraps
-// ErrUnavailable); an error during COMMIT caused by ctx wraps ErrTimeout, because whether the
-// commit landed is then unknown.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// read runs fn on the read statements, retrying it while another process holds a lock it needs.
+// For an in-memory database it runs on the writer's connection, between writes.
+func (s *Store) read(ctx context.Context, fn func(*readStmts) error) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	committing := false
-	err := sqliteutil.Retry(ctx, s.db.BusyTimeout, func() error {
-		committing = false
-		tx, err := s.db.W.BeginTx(ctx, nil)
-		if err != nil {
+	err := s.retry(ctx, func() error {
+		if !s.wr.memory {
+			return fn(&s.r)
+		}
+		if err := s.wr.acquire(ctx); err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
-			tx.Rollback()
-			return err
-		}
-		committing = true
-		return tx.Commit()
+		defer s.wr.release()
+		return fn(&s.wr.r)
 	})
-	if err == nil {
-		return nil
-	}
-	if isSentinel(err) {
-		return err
-	}
-	// Once ctx is done, database/sql rolls the transaction back and closes its statements, so
-	// what a statement reports then (ErrTxDone, a closed statement, an interrupt) is the context's
-	// doing.
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if !errors.Is(err, ctxErr) {
-			err = fmt.Errorf("%w (%w)", ctxErr, err)
-		}
-		if committing {
-			return fmt.Errorf("sqlitestore: %w: commit interrupted: %w", stead.ErrTimeout, err)
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("sqlitestore: %w: nothing written: %w", stead.ErrUnavailable, err)
-		}
-		return fmt.Errorf("sqlitestore: nothing written: %w", err)
-	}
-	return s.classify(err)
-}
-
-// read runs fn, retrying it while another process holds a lock it needs.
-func (s *Store) read(ctx context.Context, fn func() error) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	err := sqliteutil.Retry(ctx, s.db.BusyTimeout, fn)
 	if err == nil || isSentinel(err) {
 		return err
 	}
@@ -235,6 +199,10 @@ func (s *Store) read(ctx context.Context, fn func() error) error {
 		err = fmt.Errorf("%w (%w)", ctxErr, err) // see write
 	}
 	return s.classify(err)
+}
+
+func (s *Store) retry(ctx context.Context, fn func() error) error {
+	return sqliteutil.Retry(ctx, s.db.BusyTimeout, fn)
 }
 
 func (s *Store) classify(err error) error {
