@@ -1,9 +1,10 @@
 // Command sqlite measures the state-only commit rate of sqlitestore against its ceiling: a bare
 // database/sql loop that runs the very statements a state-only commit runs (BEGIN IMMEDIATE, the
 // compare-and-swap UPDATE, the conditional UPDATE of the indexed columns, optionally the dedupe
-// INSERT, COMMIT) on the same driver, connection settings and schema, with the record already
-// encoded. When the sqlite3 shell is on PATH it also times the same transactions there (native
-// SQLite, statements parsed every time), for reference.
+// INSERT, COMMIT), prepared on one pinned connection exactly as the store runs them, on the same
+// driver, connection settings and schema, with the record already encoded. For reference it also
+// times the idiomatic loop (db.BeginTx, tx.Stmt, tx.Commit) and, when the sqlite3 shell is on
+// PATH, the same transactions there (native SQLite, statements parsed every time).
 //
 // Runs alternate between the store and the bare loop, on a fresh file each, so that the noise of
 // a shared machine hits both alike; the report gives medians and the median of the per-round
@@ -70,8 +71,8 @@ func main() {
 		runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.Version(), loadavg(), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(&rep, "Each run commits one execution (about %d bytes encoded) N times on a fresh file in WAL mode; runs of the store and of the bare loop alternate, %d rounds each. ", len(record(0)), *rounds)
 	fmt.Fprintf(&rep, "Rates are commits per second, medians over rounds; the ratio is the median of the per-round store/bare ratios.\n\n")
-	fmt.Fprintf(&rep, "| synchronous | bundle | N | store (commits/s) | bare loop (commits/s) | store / bare | sqlite3 shell (commits/s) |\n")
-	fmt.Fprintf(&rep, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&rep, "| synchronous | bundle | N | store (commits/s) | bare loop, same statements (commits/s) | store / bare | database/sql Tx loop (commits/s) | sqlite3 shell (commits/s) |\n")
+	fmt.Fprintf(&rep, "|---|---|---|---|---|---|---|---|\n")
 
 	for _, level := range []sqliteutil.Synchronous{sqliteutil.SyncNormal, sqliteutil.SyncFull} {
 		n := *nNorm
@@ -79,12 +80,12 @@ func main() {
 			n = *nFull
 		}
 		for _, dedupe := range []bool{false, true} {
-			var storeRates, bareRates, ratios, cliRates []float64
+			var storeRates, bareRates, ratios, txRates, cliRates []float64
 			for r := range *rounds {
 				var s, b float64
 				order := []func(){
 					func() { s = must(runStore(ctx, file(dir), level, n, dedupe)) },
-					func() { b = must(runBare(ctx, file(dir), level, n, dedupe)) },
+					func() { b = must(runBare(ctx, file(dir), level, n, dedupe, false)) },
 				}
 				if r%2 == 1 {
 					slices.Reverse(order)
@@ -93,6 +94,8 @@ func main() {
 					f()
 				}
 				storeRates, bareRates, ratios = append(storeRates, s), append(bareRates, b), append(ratios, s/b)
+				fmt.Printf("  round %d %s dedupe=%t: store %.0f/s, bare %.0f/s, ratio %.2f\n", r, level, dedupe, s, b, s/b)
+				txRates = append(txRates, must(runBare(ctx, file(dir), level, n, dedupe, true)))
 				if cli != "" {
 					cliRates = append(cliRates, must(runCLI(ctx, cli, file(dir), level, n, dedupe)))
 				}
@@ -105,7 +108,7 @@ func main() {
 			if cli != "" {
 				cliCol = fmt.Sprintf("%.0f", median(cliRates))
 			}
-			line := fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %.2f | %s |\n", level, bundle, n, median(storeRates), median(bareRates), median(ratios), cliCol)
+			line := fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %s |\n", level, bundle, n, median(storeRates), median(bareRates), median(ratios), median(txRates), cliCol)
 			fmt.Print(line)
 			rep.WriteString(line)
 		}
@@ -177,9 +180,11 @@ func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n 
 }
 
 // runBare runs the store's statements with database/sql on a database opened exactly as the store
-// opens it (sqliteutil.Open: one writer connection, _txlock=immediate, the same pragmas), with
-// the schema the store creates.
-func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe bool) (float64, error) {
+// opens it (sqliteutil.Open: one writer connection, the same pragmas), with the schema the store
+// creates. Unless idiomatic, it runs them as the store does: prepared on one pinned connection,
+// BEGIN IMMEDIATE and COMMIT included. Idiomatic uses db.BeginTx (whose BEGIN is IMMEDIATE by
+// the _txlock the writer pool is opened with), tx.Stmt and tx.Commit.
+func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe, idiomatic bool) (float64, error) {
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level)) // creates the schema
 	if err != nil {
 		return 0, err
@@ -193,43 +198,65 @@ func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n i
 		return 0, err
 	}
 	defer db.Close()
-	upd, err := db.W.PrepareContext(ctx, casUpdate)
+	conn, err := db.W.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	idx, err := db.W.PrepareContext(ctx, casIndexed)
-	if err != nil {
-		return 0, err
+	defer conn.Close()
+	var p interface {
+		PrepareContext(context.Context, string) (*sql.Stmt, error)
+	} = conn
+	if idiomatic {
+		conn.Close() // back to the pool: BeginTx takes it
+		p = db.W
 	}
-	mark, err := db.W.PrepareContext(ctx, markProcessed)
-	if err != nil {
-		return 0, err
+	var stmts [5]*sql.Stmt
+	for i, q := range []string{casUpdate, casIndexed, markProcessed, "BEGIN IMMEDIATE", "COMMIT"} {
+		if stmts[i], err = p.PrepareContext(ctx, q); err != nil {
+			return 0, err
+		}
 	}
+	upd, idx, mark, begin, commit := stmts[0], stmts[1], stmts[2], stmts[3], stmts[4]
 	recs := [][]byte{record(1), record(2)} // encoded ahead: the ceiling does no JSON work
 	created, updated := exe().CreatedAt.UnixMicro(), exe().UpdatedAt.UnixMicro()
 	start := time.Now()
 	for i := range n {
 		v := int64(i) + 1
-		tx, err := db.W.BeginTx(ctx, nil)
-		if err != nil {
+		var (
+			tx   *sql.Tx
+			exec = func(st *sql.Stmt, args ...any) (sql.Result, error) { return st.ExecContext(ctx, args...) }
+		)
+		if idiomatic {
+			if tx, err = db.W.BeginTx(ctx, nil); err != nil {
+				return 0, err
+			}
+			exec = func(st *sql.Stmt, args ...any) (sql.Result, error) {
+				return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+			}
+		} else if _, err := begin.ExecContext(ctx); err != nil {
 			return 0, err
 		}
-		r, err := tx.StmtContext(ctx, upd).ExecContext(ctx, "", "order/paying/awaiting", "", v+1, created, updated, nil, recs[i%2], "e", v)
+		r, err := exec(upd, "", "order/paying/awaiting", "", v+1, created, updated, nil, recs[i%2], "e", v)
 		if err != nil {
 			return 0, err
 		}
 		if k, _ := r.RowsAffected(); k != 1 {
 			return 0, fmt.Errorf("bare loop lost its CAS at version %d", v)
 		}
-		if _, err := tx.StmtContext(ctx, idx).ExecContext(ctx, "e", "order", "running"); err != nil {
+		if _, err := exec(idx, "e", "order", "running"); err != nil {
 			return 0, err
 		}
 		if dedupe {
-			if _, err := tx.StmtContext(ctx, mark).ExecContext(ctx, "e", fmt.Sprintf("ev-%d", i)); err != nil {
+			if _, err := exec(mark, "e", fmt.Sprintf("ev-%d", i)); err != nil {
 				return 0, err
 			}
 		}
-		if err := tx.Commit(); err != nil {
+		if idiomatic {
+			err = tx.Commit()
+		} else {
+			_, err = commit.ExecContext(ctx)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
