@@ -584,3 +584,75 @@ func TestDeadlinesMidTransaction(t *testing.T) {
 		t.Fatalf("%d outbox entries for %d step commits, %v", len(entries), exe.Version-2, err)
 	}
 }
+
+// TestClaimsExclusiveAcrossStores has relays on two Stores of one file (two writer connections,
+// as two processes have) claim the same outbox and spawns: no row is handed out twice while its
+// lease holds, and every row is handed out.
+func TestClaimsExclusiveAcrossStores(t *testing.T) {
+	t.Parallel()
+	a, path := open(t)
+	b, err := sqlitestore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const n = 300
+	exe := newExe("src")
+	for i := 0; i < n; i += 10 {
+		var bd stead.Bundle
+		for j := range 10 {
+			bd.Emits = append(bd.Emits, stead.Emit{Target: "t", Event: stead.Event{ID: fmt.Sprint(i + j), Kind: "K"}})
+			bd.Spawns = append(bd.Spawns, stead.Spawn{ChildID: fmt.Sprintf("c%d", i+j)})
+		}
+		mustCommit(t, a, exe, bd)
+	}
+	now := time.Now()
+	var (
+		mu              sync.Mutex
+		outbox, spawned = map[int64]int{}, map[int64]int{}
+		wg              sync.WaitGroup
+	)
+	for w, s := range []stead.Store{a, b, a, b} {
+		wg.Go(func() {
+			for {
+				es, err := s.ClaimOutbox(t.Context(), now, time.Hour, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ss, err := s.ClaimSpawns(t.Context(), now, time.Hour, 5+w)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(es) == 0 && len(ss) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, e := range es {
+					outbox[e.Seq]++
+				}
+				for _, e := range ss {
+					spawned[e.Seq]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for what, m := range map[string]map[int64]int{"outbox": outbox, "spawns": spawned} {
+		if len(m) != n {
+			t.Errorf("%s: %d distinct rows claimed, want %d", what, len(m), n)
+		}
+		for seq, c := range m {
+			if c != 1 {
+				t.Errorf("%s: row %d claimed %d times under a live lease", what, seq, c)
+			}
+		}
+	}
+	// Once the leases end, everything is claimable again, from either store.
+	again, err := b.ClaimOutbox(t.Context(), now.Add(time.Hour), time.Minute, stead.MaxListLimit)
+	if err != nil || len(again) != n {
+		t.Fatalf("after the leases: %d claimed, %v; want %d", len(again), err, n)
+	}
+}
