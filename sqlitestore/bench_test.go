@@ -40,15 +40,16 @@ func benchStore(b *testing.B, opts ...sqlitestore.Option) *sqlitestore.Store {
 func BenchmarkCommitStateOnly(b *testing.B) {
 	for _, level := range syncLevels {
 		for _, dedupe := range []bool{false, true} {
-			name := string(level)
+			name := string(level) + "/Record"
 			if dedupe {
-				name += "/Dedupe"
+				name = string(level) + "/Dedupe"
 			}
 			b.Run(name, func(b *testing.B) {
 				s := benchStore(b, sqlitestore.WithSynchronous(level))
 				exe := benchExe("e")
 				ctx := b.Context()
 				b.ReportAllocs()
+				cpu := sqlitestore.StartCPU()
 				for i := 0; b.Loop(); i++ {
 					var bd stead.Bundle
 					if dedupe {
@@ -58,6 +59,7 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				cpu.Report(b)
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 			})
 		}
@@ -74,6 +76,7 @@ func BenchmarkCommitComplex(b *testing.B) {
 			ctx := b.Context()
 			at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 			b.ReportAllocs()
+			cpu := sqlitestore.StartCPU()
 			for i := 0; b.Loop(); i++ {
 				tag := fmt.Sprint(i)
 				_, err := s.Commit(ctx, exe, stead.Bundle{
@@ -90,6 +93,7 @@ func BenchmarkCommitComplex(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			cpu.Report(b)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 		})
 	}
@@ -102,6 +106,7 @@ func BenchmarkCommitParallel(b *testing.B) {
 	ctx := b.Context()
 	var n int64
 	b.ReportAllocs()
+	cpu := sqlitestore.StartCPU()
 	b.SetParallelism(4)
 	b.RunParallel(func(pb *testing.PB) {
 		exe := benchExe(fmt.Sprintf("p%p", &n))
@@ -112,6 +117,7 @@ func BenchmarkCommitParallel(b *testing.B) {
 			}
 		}
 	})
+	cpu.Report(b)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
 
@@ -126,6 +132,7 @@ func BenchmarkCommitBatch(b *testing.B) {
 				items[i].Execution = benchExe(fmt.Sprintf("b%03d", i))
 			}
 			b.ReportAllocs()
+			cpu := sqlitestore.StartCPU()
 			for i := 0; b.Loop(); i++ {
 				for j := range items {
 					items[j].Bundle.ProcessedEventID = fmt.Sprintf("ev-%d", i)
@@ -140,6 +147,7 @@ func BenchmarkCommitBatch(b *testing.B) {
 					}
 				}
 			}
+			cpu.Report(b)
 			b.ReportMetric(float64(b.N*len(items))/b.Elapsed().Seconds(), "commits/s")
 		})
 	}
@@ -174,11 +182,13 @@ func BenchmarkLoadForEvent(b *testing.B) {
 	seed(b, s, 10_000)
 	ctx := b.Context()
 	b.ReportAllocs()
+	cpu := sqlitestore.StartCPU()
 	for i := 0; b.Loop(); i++ {
 		if _, _, err := s.LoadForEvent(ctx, fmt.Sprintf("x%07d", (i*7919)%10_000), "start"); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu.Report(b)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "loads/s")
 }
 
@@ -214,12 +224,14 @@ func BenchmarkListPage(b *testing.B) {
 			b.Run(name+"/"+c.depth, func(b *testing.B) {
 				ctx := b.Context()
 				b.ReportAllocs()
+				cpu := sqlitestore.StartCPU()
 				for b.Loop() {
 					p, err := s.List(ctx, c.f)
 					if err != nil || len(p.Items) == 0 {
 						b.Fatal(len(p.Items), err)
 					}
 				}
+				cpu.Report(b)
 			})
 		}
 	}

@@ -93,8 +93,9 @@ func (w *writer) abort() {
 
 // tx runs fn between BEGIN IMMEDIATE and COMMIT on the acquired writer.
 func (w *writer) tx(ctx context.Context, fn func(*writeStmts) error) error {
-	if _, err := w.begin.ExecContext(ctx); err != nil {
-		w.abort() // the driver may report ctx's error for a BEGIN that took effect
+	// No ctx here: the writer connection does not wait for locks (busy_timeout 0), Retry does.
+	if _, err := w.begin.ExecContext(bg); err != nil {
+		w.abort()
 		return err
 	}
 	if err := fn(&w.w); err != nil {

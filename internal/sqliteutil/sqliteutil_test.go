@@ -45,7 +45,7 @@ func TestOpenSetsPragmas(t *testing.T) {
 		t.Run(string(tt.sync), func(t *testing.T) {
 			d := openT(t, Config{Path: filepath.Join(t.TempDir(), "x.db"), Synchronous: tt.sync, BusyTimeout: 1234 * time.Millisecond})
 			for db, want := range map[*sql.DB]map[string]string{
-				d.W: {"journal_mode": "wal", "synchronous": tt.wantSync, "foreign_keys": "1", "busy_timeout": "1234", "query_only": "0"},
+				d.W: {"journal_mode": "wal", "synchronous": tt.wantSync, "foreign_keys": "1", "busy_timeout": "0", "query_only": "0"},
 				d.R: {"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "1234", "query_only": "1"},
 			} {
 				for name, v := range want {
