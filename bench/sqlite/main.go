@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -70,9 +71,10 @@ func main() {
 	fmt.Fprintf(&rep, "Machine: %s/%s, GOMAXPROCS=%d, %s, load average at start %s. Date %s.\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.Version(), loadavg(), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(&rep, "Each run commits one execution (about %d bytes encoded) N times on a fresh file in WAL mode; runs of the store and of the bare loop alternate, %d rounds each. ", len(record(0)), *rounds)
-	fmt.Fprintf(&rep, "Rates are commits per second, medians over rounds; the ratio is the median of the per-round store/bare ratios.\n\n")
-	fmt.Fprintf(&rep, "| synchronous | bundle | N | store (commits/s) | bare loop, same statements (commits/s) | store / bare | database/sql Tx loop (commits/s) | sqlite3 shell (commits/s) |\n")
-	fmt.Fprintf(&rep, "|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&rep, "Rates are commits per second of wall-clock time, medians over rounds; ratios are medians of the per-round store/bare ratios (for CPU: bare CPU per commit / store CPU per commit, process user+system time from getrusage). ")
+	fmt.Fprintf(&rep, "The bare loop runs the store's statements the store's way (one pinned connection, prepared BEGIN IMMEDIATE/COMMIT) with the record encoded ahead; the Tx loop is idiomatic database/sql (db.BeginTx/tx.Stmt/tx.Commit); the sqlite3 shell is native C SQLite parsing every statement (its figure subtracts the shell's start-up).\n\n")
+	fmt.Fprintf(&rep, "| synchronous | bundle | N | store (commits/s) | bare loop (commits/s) | store / bare, wall | store (CPU us/commit) | bare loop (CPU us/commit) | store / bare, CPU | database/sql Tx loop (commits/s) | sqlite3 shell (commits/s) |\n")
+	fmt.Fprintf(&rep, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 
 	for _, level := range []sqliteutil.Synchronous{sqliteutil.SyncNormal, sqliteutil.SyncFull} {
 		n := *nNorm
@@ -80,11 +82,12 @@ func main() {
 			n = *nFull
 		}
 		for _, dedupe := range []bool{false, true} {
-			var storeRates, bareRates, ratios, txRates, cliRates []float64
+			var store, bare, tx []result
+			var ratios, cpuRatios, cliRates []float64
 			for r := range *rounds {
-				var s, b float64
+				var st, b result
 				order := []func(){
-					func() { s = must(runStore(ctx, file(dir), level, n, dedupe)) },
+					func() { st = must(runStore(ctx, file(dir), level, n, dedupe)) },
 					func() { b = must(runBare(ctx, file(dir), level, n, dedupe, false)) },
 				}
 				if r%2 == 1 {
@@ -93,11 +96,17 @@ func main() {
 				for _, f := range order {
 					f()
 				}
-				storeRates, bareRates, ratios = append(storeRates, s), append(bareRates, b), append(ratios, s/b)
-				fmt.Printf("  round %d %s dedupe=%t: store %.0f/s, bare %.0f/s, ratio %.2f\n", r, level, dedupe, s, b, s/b)
-				txRates = append(txRates, must(runBare(ctx, file(dir), level, n, dedupe, true)))
+				store, bare = append(store, st), append(bare, b)
+				ratios, cpuRatios = append(ratios, st.rate/b.rate), append(cpuRatios, b.cpu/st.cpu)
+				fmt.Printf("  round %d %s dedupe=%t: store %.0f/s %.1fus cpu, bare %.0f/s %.1fus cpu, ratio %.2f wall %.2f cpu\n",
+					r, level, dedupe, st.rate, st.cpu, b.rate, b.cpu, st.rate/b.rate, b.cpu/st.cpu)
+				tx = append(tx, must(runBare(ctx, file(dir), level, n, dedupe, true)))
 				if cli != "" {
-					cliRates = append(cliRates, must(runCLI(ctx, cli, file(dir), level, n, dedupe)))
+					c, err := runCLI(ctx, cli, file(dir), level, n, dedupe)
+					if err != nil {
+						log.Fatal(err)
+					}
+					cliRates = append(cliRates, c)
 				}
 			}
 			bundle := "record only"
@@ -108,7 +117,10 @@ func main() {
 			if cli != "" {
 				cliCol = fmt.Sprintf("%.0f", median(cliRates))
 			}
-			line := fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %s |\n", level, bundle, n, median(storeRates), median(bareRates), median(ratios), median(txRates), cliCol)
+			rate := func(rs []result) float64 { return median(mapf(rs, func(r result) float64 { return r.rate })) }
+			cpu := func(rs []result) float64 { return median(mapf(rs, func(r result) float64 { return r.cpu })) }
+			line := fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | **%.2f** | %.1f | %.1f | **%.2f** | %.0f | %s |\n", level, bundle, n,
+				rate(store), rate(bare), median(ratios), cpu(store), cpu(bare), median(cpuRatios), rate(tx), cliCol)
 			fmt.Print(line)
 			rep.WriteString(line)
 		}
@@ -128,11 +140,38 @@ func file(dir string) string {
 	return filepath.Join(dir, fmt.Sprintf("run-%d.db", files))
 }
 
-func must(v float64, err error) float64 {
+// result is one timed run: its wall-clock rate and the process CPU time (user + system) per
+// commit. On a shared machine the wall rate mostly measures the wait for a core; CPU per commit
+// stays put, so the CPU-based ratio is the steadier estimate of the ceiling ratio.
+type result struct {
+	rate float64 // commits per second, wall clock
+	cpu  float64 // CPU microseconds per commit
+}
+
+func must(v result, err error) result {
 	if err != nil {
 		log.Fatal(err)
 	}
 	return v
+}
+
+type meter struct {
+	wall time.Time
+	cpu  time.Duration
+}
+
+func start() meter { return meter{time.Now(), cpuTime()} }
+
+func (m meter) done(n int) result {
+	return result{float64(n) / time.Since(m.wall).Seconds(), float64(cpuTime()-m.cpu) / float64(time.Microsecond) / float64(n)}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func exe() *stead.Execution {
@@ -156,27 +195,27 @@ func record(v int64) []byte {
 	return b
 }
 
-func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe bool) (float64, error) {
+func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe bool) (result, error) {
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level))
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	defer s.Close()
 	e := exe()
 	if _, err := s.Commit(ctx, e, stead.Bundle{}); err != nil {
-		return 0, err
+		return result{}, err
 	}
-	start := time.Now()
+	m := start()
 	for i := range n {
 		var b stead.Bundle
 		if dedupe {
 			b.ProcessedEventID = fmt.Sprintf("ev-%d", i)
 		}
 		if _, err := s.Commit(ctx, e, b); err != nil {
-			return 0, err
+			return result{}, err
 		}
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return m.done(n), nil
 }
 
 // runBare runs the store's statements with database/sql on a database opened exactly as the store
@@ -184,23 +223,23 @@ func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n 
 // creates. Unless idiomatic, it runs them as the store does: prepared on one pinned connection,
 // BEGIN IMMEDIATE and COMMIT included. Idiomatic uses db.BeginTx (whose BEGIN is IMMEDIATE by
 // the _txlock the writer pool is opened with), tx.Stmt and tx.Commit.
-func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe, idiomatic bool) (float64, error) {
+func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe, idiomatic bool) (result, error) {
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level)) // creates the schema
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	s.Close()
 	db, err := sqliteutil.Open(ctx, sqliteutil.Config{Path: path, Synchronous: level})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	defer db.Close()
 	conn, err := db.W.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	defer conn.Close()
 	var p interface {
@@ -213,13 +252,13 @@ func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n i
 	var stmts [5]*sql.Stmt
 	for i, q := range []string{casUpdate, casIndexed, markProcessed, "BEGIN IMMEDIATE", "COMMIT"} {
 		if stmts[i], err = p.PrepareContext(ctx, q); err != nil {
-			return 0, err
+			return result{}, err
 		}
 	}
 	upd, idx, mark, begin, commit := stmts[0], stmts[1], stmts[2], stmts[3], stmts[4]
 	recs := [][]byte{record(1), record(2)} // encoded ahead: the ceiling does no JSON work
 	created, updated := exe().CreatedAt.UnixMicro(), exe().UpdatedAt.UnixMicro()
-	start := time.Now()
+	m := start()
 	for i := range n {
 		v := int64(i) + 1
 		var (
@@ -228,27 +267,27 @@ func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n i
 		)
 		if idiomatic {
 			if tx, err = db.W.BeginTx(ctx, nil); err != nil {
-				return 0, err
+				return result{}, err
 			}
 			exec = func(st *sql.Stmt, args ...any) (sql.Result, error) {
 				return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 			}
 		} else if _, err := begin.ExecContext(ctx); err != nil {
-			return 0, err
+			return result{}, err
 		}
 		r, err := exec(upd, "", "order/paying/awaiting", "", v+1, created, updated, nil, recs[i%2], "e", v)
 		if err != nil {
-			return 0, err
+			return result{}, err
 		}
 		if k, _ := r.RowsAffected(); k != 1 {
-			return 0, fmt.Errorf("bare loop lost its CAS at version %d", v)
+			return result{}, fmt.Errorf("bare loop lost its CAS at version %d", v)
 		}
 		if _, err := exec(idx, "e", "order", "running"); err != nil {
-			return 0, err
+			return result{}, err
 		}
 		if dedupe {
 			if _, err := exec(mark, "e", fmt.Sprintf("ev-%d", i)); err != nil {
-				return 0, err
+				return result{}, err
 			}
 		}
 		if idiomatic {
@@ -257,10 +296,10 @@ func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n i
 			_, err = commit.ExecContext(ctx)
 		}
 		if err != nil {
-			return 0, err
+			return result{}, err
 		}
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return m.done(n), nil
 }
 
 // runCLI feeds the same transactions to the sqlite3 shell as one script and times it, less the
@@ -319,6 +358,14 @@ func runCLI(ctx context.Context, cli, path string, level sqliteutil.Synchronous,
 		return 0, fmt.Errorf("sqlite3 script left version %d (%v), want %d", version, err, n+1)
 	}
 	return float64(n) / (d - base).Seconds(), nil
+}
+
+func mapf[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 func median(xs []float64) float64 {
