@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -176,11 +177,13 @@ func seed(b *testing.B, s *sqlitestore.Store, n int) {
 	}
 }
 
-// BenchmarkLoadForEvent loads an execution with its dedupe answer, from a store of 10,000.
+// BenchmarkLoadForEvent loads an execution with its dedupe answer, from a store of 10,000, with
+// a cancellable context as a worker has.
 func BenchmarkLoadForEvent(b *testing.B) {
 	s := benchStore(b)
 	seed(b, s, 10_000)
-	ctx := b.Context()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	b.ReportAllocs()
 	cpu := sqlitestore.StartCPU()
 	for i := 0; b.Loop(); i++ {

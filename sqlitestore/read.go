@@ -28,7 +28,7 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	}
 	var data []byte
 	err := s.read(ctx, func(r *readStmts) error {
-		err := r.load.QueryRowContext(ctx, id).Scan(&data)
+		err := r.load.QueryRowContext(bg, id).Scan(&data) // a point read: see Store.read
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -57,7 +57,7 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Ex
 		processed bool
 	)
 	err := s.read(ctx, func(r *readStmts) error {
-		err := r.loadForEvent.QueryRowContext(ctx, id, eventID).Scan(&data, &processed)
+		err := r.loadForEvent.QueryRowContext(bg, id, eventID).Scan(&data, &processed)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -129,7 +129,7 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 		return false, err
 	}
 	var ok bool
-	err := s.read(ctx, func(r *readStmts) error { return r.isProcessed.QueryRowContext(ctx, id, eventID).Scan(&ok) })
+	err := s.read(ctx, func(r *readStmts) error { return r.isProcessed.QueryRowContext(bg, id, eventID).Scan(&ok) })
 	return ok, err
 }
 

@@ -62,8 +62,9 @@ type Store struct {
 	traceCap int
 	closed   atomic.Bool
 
-	wr *writer
-	r  readStmts // on the reader pool; unused for an in-memory database
+	wr   *writer
+	r    readStmts     // on the reader pool; unused for an in-memory database
+	rsem chan struct{} // one slot per reader connection
 
 	listMu sync.Mutex
 	lists  map[string]*sql.Stmt // listing statements by shape
@@ -123,6 +124,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{db: db, traceCap: c.traceCap, lists: make(map[string]*sql.Stmt)}
 	s.wr = &writer{sem: make(chan struct{}, 1), db: db.W, memory: db.Memory, closed: &s.closed}
+	s.rsem = make(chan struct{}, db.Readers)
 	if err := s.wr.acquire(ctx); err != nil { // open the writer now, so that Open reports its errors
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
@@ -177,13 +179,23 @@ func (s *Store) enter(ctx context.Context) error {
 }
 
 // read runs fn on the read statements, retrying it while another process holds a lock it needs.
-// For an in-memory database it runs on the writer's connection, between writes.
+// fn runs holding one of the reader connections (a slot of rsem, taken honouring ctx), so
+// database/sql never waits for a connection itself: point reads, which take microseconds, pass
+// bg to their statement and so spare the driver a watcher goroutine per statement, about a
+// third of their CPU time. Reads that can be long (listing, batches, scans) pass ctx. For an
+// in-memory database fn runs on the writer's connection, between writes.
 func (s *Store) read(ctx context.Context, fn func(*readStmts) error) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	err := s.retry(ctx, func() error {
 		if !s.wr.memory {
+			select {
+			case s.rsem <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			defer func() { <-s.rsem }()
 			return fn(&s.r)
 		}
 		if err := s.wr.acquire(ctx); err != nil {

@@ -59,6 +59,7 @@ type DB struct {
 	W, R        *sql.DB
 	BusyTimeout time.Duration
 	Memory      bool
+	Readers     int // the size of R
 }
 
 // Open opens (creating if needed) the database described by c and checks that it answers. A path
@@ -86,7 +87,7 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 	if c.Readers <= 0 {
 		c.Readers = max(2, runtime.GOMAXPROCS(0))
 	}
-	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory}
+	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory, Readers: c.Readers}
 	// The writer has no busy timeout: a BEGIN IMMEDIATE that finds the write lock taken fails at
 	// once with SQLITE_BUSY and Retry waits, polling as SQLite's own handler would but honouring
 	// ctx. Waiting inside SQLite would need ctx bound to the statement, which costs the driver a
@@ -111,7 +112,7 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", c.Path, Classify(err))
 	}
 	if d.Memory {
-		d.R = d.W
+		d.R, d.Readers = d.W, 1
 		return d, nil
 	}
 	// Readers do wait inside SQLite (in WAL mode only for rare moments such as a recovery).
