@@ -91,6 +91,21 @@ func appendExecution(b []byte, e *stead.Execution) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
+	if len(e.Timers) > 0 {
+		b = append(b, `,"timers":{`...)
+		for i, k := range sortedKeys(e.Timers) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':', '"')
+			if b, err = e.Timers[k].AppendText(b); err != nil { // map values are never omitted
+				return nil, fmt.Errorf("timers %q: %w", k, err)
+			}
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
 	if e.Priority != 0 {
 		b = append(b, `,"priority":`...)
 		b = strconv.AppendInt(b, int64(e.Priority), 10)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -73,6 +74,12 @@ func randomExe(r *rand.Rand) *stead.Execution {
 			e.Children[id()] = stead.ChildState{RootPath: str(), Finished: r.IntN(2) == 0, Outcome: str(), Result: raw(), Key: str()}
 		}
 	}
+	if n := r.IntN(3); n > 0 {
+		e.Timers = map[string]time.Time{}
+		for range n {
+			e.Timers[id()] = randomTime(r)
+		}
+	}
 	if n := r.IntN(4); n > 0 {
 		e.InvokeSeq = map[string]int{}
 		for range n {
@@ -115,6 +122,70 @@ func TestRecordEncodingMatchesJSON(t *testing.T) {
 	}
 }
 
+// TestRecordEncodingCoversEveryField sets every field of stead.Execution, found by reflection and
+// recursively, so that a field added to the vocabulary fails here until appendExecution writes it.
+func TestRecordEncodingCoversEveryField(t *testing.T) {
+	t.Parallel()
+	var e stead.Execution
+	fill(t, reflect.ValueOf(&e).Elem(), "Execution")
+	want, err := json.Marshal(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := appendExecution(nil, &e)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("a field of stead.Execution is not encoded like encoding/json does:\n got %s (%v)\nwant %s", got, err, want)
+	}
+}
+
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[json.RawMessage]()
+)
+
+// fill gives v, and everything inside it, a value that no omitempty or omitzero drops.
+func fill(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	switch {
+	case v.Type() == timeType:
+		v.Set(reflect.ValueOf(time.Date(2031, 2, 3, 4, 5, 6, 789, time.UTC)))
+		return
+	case v.Type() == rawType:
+		v.Set(reflect.ValueOf(json.RawMessage(` {"a": "<&>"} `)))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(path + " <&>")
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(7)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		}
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		for _, k := range []string{"k2", "k1"} {
+			e := reflect.New(v.Type().Elem()).Elem()
+			fill(t, e, path+"["+k+"]")
+			m.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
+		}
+		v.Set(m)
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 2, 2)
+		for i := range 2 {
+			fill(t, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	default:
+		t.Fatalf("%s: kind %s: teach fill (and appendExecution) about it", path, v.Kind())
+	}
+}
+
 func TestRecordEncodingRefusesWhatJSONRefuses(t *testing.T) {
 	t.Parallel()
 	for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)} {
@@ -138,6 +209,7 @@ func FuzzRecordEncoding(f *testing.F) {
 			ID: s, DefinitionID: s, Status: stead.Status(s), Outcome: s, History: map[string]string{s: s, "k": s},
 			Children:  map[string]stead.ChildState{s: {RootPath: s, Outcome: s, Key: s}},
 			InvokeSeq: map[string]int{s: int(n)}, Version: n, CreatedAt: time.Unix(n%(1<<33), n%1e9),
+			Timers:   map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
 			Deferred: []stead.Event{{ID: s, Kind: s}},
 		}
 		if json.Valid([]byte(doc)) {
