@@ -26,11 +26,14 @@ func plan(exe *stead.Execution, b *stead.Bundle) (*step, error) {
 	if exe == nil {
 		return nil, check.Invalidf("execution is nil")
 	}
+	if exe.Version < 0 { // the encoded copy carries Version+1, which Validate would accept
+		return nil, check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
+	}
 	// Encode a shallow copy carrying the new version, so the stored record's version equals the
 	// column, without touching the caller's execution before the commit is known to have landed.
 	probe := *exe
 	probe.Version++
-	data, err := stead.EncodeExecution(&probe)
+	data, err := encodeRecord(&probe)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +75,9 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 		return nil, err
 	}
 	var seqs []int64
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(w *writeStmts) error {
 		var err error
-		seqs, err = s.apply(ctx, tx, p)
+		seqs, err = s.apply(w, p)
 		return err
 	})
 	if err != nil {
@@ -106,12 +109,15 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 		}
 		seen[it.Execution.ID] = true
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(w *writeStmts) error {
 		for i, p := range steps {
 			if p == nil {
 				continue
 			}
-			seqs, err := s.apply(ctx, tx, p)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			seqs, err := s.apply(w, p)
 			var ce *stead.ConflictError
 			switch {
 			case errors.As(err, &ce):
@@ -138,16 +144,16 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 // apply runs the statements of one commit inside tx: the compare-and-swap first, then the side
 // effects in bundle order. A lost compare-and-swap returns a *stead.ConflictError having written
 // nothing.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *step) ([]int64, error) {
+func (s *Store) apply(w *writeStmts, p *step) ([]int64, error) {
 	e := p.exe
-	if err := s.cas(ctx, tx, p); err != nil {
+	if err := s.cas(w, p); err != nil {
 		return nil, err
 	}
 	seqs := make([]int64, 0, len(p.events))
 	if len(p.events) > 0 {
-		st := tx.StmtContext(ctx, s.w.outboxInsert)
+		st := w.outboxInsert
 		for i, ev := range p.events {
-			r, err := st.ExecContext(ctx, e.ID, p.b.Emits[i].Target, ev)
+			r, err := st.ExecContext(bg, e.ID, p.b.Emits[i].Target, ev)
 			if err != nil {
 				return nil, err
 			}
@@ -159,18 +165,18 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *step) ([]int64, error)
 		}
 	}
 	if p.b.ProcessedEventID != "" {
-		if _, err := tx.StmtContext(ctx, s.w.markProcessed).ExecContext(ctx, e.ID, p.b.ProcessedEventID); err != nil {
+		if _, err := w.markProcessed.ExecContext(bg, e.ID, p.b.ProcessedEventID); err != nil {
 			return nil, err
 		}
 	}
 	if len(p.b.Spawns) > 0 {
-		st := tx.StmtContext(ctx, s.w.spawnInsert)
+		st := w.spawnInsert
 		for _, sp := range p.b.Spawns {
 			var c []byte
 			if len(sp.Context) > 0 {
 				c = sp.Context
 			}
-			if _, err := st.ExecContext(ctx, e.ID, sp.ChildID, sp.RootPath, c); err != nil {
+			if _, err := st.ExecContext(bg, e.ID, sp.ChildID, sp.RootPath, c); err != nil {
 				return nil, err
 			}
 		}
@@ -178,16 +184,16 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *step) ([]int64, error)
 	for _, op := range p.b.Timers {
 		var err error
 		if op.Action == stead.TimerSchedule {
-			_, err = tx.StmtContext(ctx, s.w.timerSchedule).ExecContext(ctx, e.ID, op.Path, op.FireAt.UnixMicro())
+			_, err = w.timerSchedule.ExecContext(bg, e.ID, op.Path, op.FireAt.UnixMicro())
 		} else {
-			_, err = tx.StmtContext(ctx, s.w.timerCancel).ExecContext(ctx, e.ID, op.Path)
+			_, err = w.timerCancel.ExecContext(bg, e.ID, op.Path)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if p.trace != nil {
-		if _, err := s.appendTrace(ctx, tx, e.ID, p.trace); err != nil {
+		if _, err := s.appendTrace(w, e.ID, p.trace); err != nil {
 			return nil, err
 		}
 	}
@@ -196,19 +202,19 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *step) ([]int64, error)
 
 // cas writes the execution row at version p.next if it is stored at p.next-1, or inserts it if it
 // is new (version 0) and absent. Otherwise it reads the stored version for the conflict error.
-func (s *Store) cas(ctx context.Context, tx *sql.Tx, p *step) error {
+func (s *Store) cas(w *writeStmts, p *step) error {
 	e := p.exe
 	var (
 		r   sql.Result
 		err error
 	)
 	if e.Version == 0 {
-		r, err = tx.StmtContext(ctx, s.w.casInsert).ExecContext(ctx,
+		r, err = w.casInsert.ExecContext(bg,
 			e.ID, e.DefinitionID, string(e.Status), e.Outcome, e.ActivePath, e.ParentID, p.next,
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), p.data)
 	} else {
-		r, err = tx.StmtContext(ctx, s.w.casUpdate).ExecContext(ctx,
-			e.DefinitionID, string(e.Status), e.Outcome, e.ActivePath, e.ParentID, p.next,
+		r, err = w.casUpdate.ExecContext(bg,
+			e.Outcome, e.ActivePath, e.ParentID, p.next,
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), p.data,
 			e.ID, e.Version)
 	}
@@ -220,10 +226,13 @@ func (s *Store) cas(ctx context.Context, tx *sql.Tx, p *step) error {
 		return err
 	}
 	if n == 1 {
-		return nil
+		if e.Version > 0 {
+			_, err = w.casIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status))
+		}
+		return err
 	}
 	found := int64(-1)
-	switch err := tx.StmtContext(ctx, s.w.version).QueryRowContext(ctx, e.ID).Scan(&found); {
+	switch err := w.version.QueryRowContext(bg, e.ID).Scan(&found); {
 	case errors.Is(err, sql.ErrNoRows):
 		found = -1
 	case err != nil:
@@ -233,13 +242,13 @@ func (s *Store) cas(ctx context.Context, tx *sql.Tx, p *step) error {
 }
 
 // appendTrace adds one encoded step to the execution's trace and evicts what falls out of the cap.
-func (s *Store) appendTrace(ctx context.Context, tx *sql.Tx, id string, step []byte) (int64, error) {
+func (s *Store) appendTrace(w *writeStmts, id string, step []byte) (int64, error) {
 	var idx int64
-	if err := tx.StmtContext(ctx, s.w.traceAppend).QueryRowContext(ctx, id, step).Scan(&idx); err != nil {
+	if err := w.traceAppend.QueryRowContext(bg, id, step).Scan(&idx); err != nil {
 		return 0, err
 	}
 	if s.traceCap > 0 && idx >= int64(s.traceCap) {
-		if _, err := tx.StmtContext(ctx, s.w.traceTrim).ExecContext(ctx, id, idx-int64(s.traceCap)); err != nil {
+		if _, err := w.traceTrim.ExecContext(bg, id, idx-int64(s.traceCap)); err != nil {
 			return 0, err
 		}
 	}
@@ -259,15 +268,15 @@ func (s *Store) AppendTrace(ctx context.Context, id string, t stead.TraceStep) (
 		return 0, err
 	}
 	var idx int64
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(w *writeStmts) error {
 		var ok bool
-		if err := tx.StmtContext(ctx, s.w.exists).QueryRowContext(ctx, id).Scan(&ok); err != nil {
+		if err := w.exists.QueryRowContext(bg, id).Scan(&ok); err != nil {
 			return err
 		}
 		if !ok {
 			return notFound(id)
 		}
-		idx, err = s.appendTrace(ctx, tx, id, enc)
+		idx, err = s.appendTrace(w, id, enc)
 		return err
 	})
 	return idx, err
@@ -280,8 +289,8 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 		return false, err
 	}
 	var deleted bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.StmtContext(ctx, s.w.purgeExecution).ExecContext(ctx, id, expectedVersion)
+	err := s.write(ctx, func(w *writeStmts) error {
+		r, err := w.purgeExecution.ExecContext(bg, id, expectedVersion)
 		if err != nil {
 			return err
 		}
@@ -292,15 +301,15 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 		deleted = n == 1
 		if !deleted {
 			var exists bool
-			if err := tx.StmtContext(ctx, s.w.exists).QueryRowContext(ctx, id).Scan(&exists); err != nil {
+			if err := w.exists.QueryRowContext(bg, id).Scan(&exists); err != nil {
 				return err
 			}
 			if exists {
 				return nil // moved on: touch nothing
 			}
 		}
-		for _, st := range []*sql.Stmt{s.w.purgeProcessed, s.w.purgeTimers, s.w.purgeTrace, s.w.purgeOutbox, s.w.purgeSpawns} {
-			if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, id); err != nil {
+		for _, st := range []*sql.Stmt{w.purgeProcessed, w.purgeTimers, w.purgeTrace, w.purgeOutbox, w.purgeSpawns} {
+			if _, err := st.ExecContext(bg, id); err != nil {
 				return err
 			}
 		}

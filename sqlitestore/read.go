@@ -27,8 +27,8 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 		return nil, err
 	}
 	var data []byte
-	err := s.read(ctx, func() error {
-		err := s.r.load.QueryRowContext(ctx, id).Scan(&data)
+	err := s.read(ctx, func(r *readStmts) error {
+		err := r.load.QueryRowContext(bg, id).Scan(&data) // a point read: see Store.read
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -56,8 +56,8 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Ex
 		data      []byte
 		processed bool
 	)
-	err := s.read(ctx, func() error {
-		err := s.r.loadForEvent.QueryRowContext(ctx, id, eventID).Scan(&data, &processed)
+	err := s.read(ctx, func(r *readStmts) error {
+		err := r.loadForEvent.QueryRowContext(bg, id, eventID).Scan(&data, &processed)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -89,13 +89,16 @@ func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]ste
 		return out, s.enter(ctx)
 	}
 	raw := make([][]byte, len(refs))
-	err := s.read(ctx, func() error {
-		tx, err := s.db.R.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return err
+	err := s.read(ctx, func(r *readStmts) error {
+		st := r.loadForEvent
+		if !s.wr.memory { // memory: the reads hold the only connection, nothing can interleave
+			tx, err := s.db.R.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			st = tx.StmtContext(ctx, st)
 		}
-		defer tx.Rollback()
-		st := tx.StmtContext(ctx, s.r.loadForEvent)
 		for i, r := range refs {
 			raw[i] = nil
 			out[i] = stead.Loaded{}
@@ -126,7 +129,7 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 		return false, err
 	}
 	var ok bool
-	err := s.read(ctx, func() error { return s.r.isProcessed.QueryRowContext(ctx, id, eventID).Scan(&ok) })
+	err := s.read(ctx, func(r *readStmts) error { return r.isProcessed.QueryRowContext(bg, id, eventID).Scan(&ok) })
 	return ok, err
 }
 
@@ -138,7 +141,7 @@ func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error
 		return stead.Page{}, err
 	}
 	var items []stead.Summary
-	err = s.read(ctx, func() error {
+	err = s.read(ctx, func(r *readStmts) error {
 		st, err := s.listStmt(ctx, q)
 		if err != nil {
 			return err
@@ -214,7 +217,11 @@ func (s *Store) listStmt(ctx context.Context, q listing.Query) (*sql.Stmt, error
 		b.WriteString(` AND parent_id = ''`)
 	}
 	b.WriteString(` ORDER BY id LIMIT ?`)
-	st, err := s.db.R.PrepareContext(ctx, b.String())
+	var p preparer = s.db.R
+	if s.wr.memory {
+		p = s.wr.conn // held by this read
+	}
+	st, err := p.PrepareContext(ctx, b.String())
 	if err != nil {
 		return nil, err
 	}
@@ -228,8 +235,8 @@ func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, er
 		return nil, err
 	}
 	var out []stead.TraceStep
-	err := s.read(ctx, func() error {
-		rows, err := s.r.readTrace.QueryContext(ctx, id)
+	err := s.read(ctx, func(r *readStmts) error {
+		rows, err := r.readTrace.QueryContext(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -261,8 +268,8 @@ func (s *Store) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 		return nil, err
 	}
 	var out []stead.Timer
-	err := s.read(ctx, func() error {
-		rows, err := s.r.timers.QueryContext(ctx, id)
+	err := s.read(ctx, func(r *readStmts) error {
+		rows, err := r.timers.QueryContext(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -296,13 +303,13 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 		return nil, err
 	}
 	var out []stead.OutboxEntry
-	err = s.read(ctx, func() error {
+	err = s.read(ctx, func(r *readStmts) error {
 		var rows *sql.Rows
 		var err error
 		if source == "" {
-			rows, err = s.r.outboxAll.QueryContext(ctx, limit)
+			rows, err = r.outboxAll.QueryContext(ctx, limit)
 		} else {
-			rows, err = s.r.outboxBySource.QueryContext(ctx, source, limit)
+			rows, err = r.outboxBySource.QueryContext(ctx, source, limit)
 		}
 		if err != nil {
 			return err
@@ -340,13 +347,13 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 		return nil, err
 	}
 	var out []stead.SpawnEntry
-	err = s.read(ctx, func() error {
+	err = s.read(ctx, func(r *readStmts) error {
 		var rows *sql.Rows
 		var err error
 		if parentID == "" {
-			rows, err = s.r.spawnsAll.QueryContext(ctx, limit)
+			rows, err = r.spawnsAll.QueryContext(ctx, limit)
 		} else {
-			rows, err = s.r.spawnsByParent.QueryContext(ctx, parentID, limit)
+			rows, err = r.spawnsByParent.QueryContext(ctx, parentID, limit)
 		}
 		if err != nil {
 			return err

@@ -19,8 +19,8 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 		return nil, err
 	}
 	var out []stead.OutboxEntry
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.StmtContext(ctx, s.w.claimOutbox).QueryContext(ctx, leaseEnd(now, lease), now.UnixMicro(), limit)
+	err = s.write(ctx, func(w *writeStmts) error {
+		rows, err := w.claimOutbox.QueryContext(bg, leaseEnd(now, lease), now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -42,8 +42,8 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 		return nil, err
 	}
 	var out []stead.SpawnEntry
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.StmtContext(ctx, s.w.claimSpawns).QueryContext(ctx, leaseEnd(now, lease), now.UnixMicro(), limit)
+	err = s.write(ctx, func(w *writeStmts) error {
+		rows, err := w.claimSpawns.QueryContext(bg, leaseEnd(now, lease), now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -66,25 +66,25 @@ func checkAcks(seqs []int64) error {
 
 // AckOutbox implements stead.Relay.
 func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, seqs, s.w.ackOutbox)
+	return s.ack(ctx, seqs, func(w *writeStmts) *sql.Stmt { return w.ackOutbox })
 }
 
 // AckSpawns implements stead.Relay.
 func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, seqs, s.w.ackSpawn)
+	return s.ack(ctx, seqs, func(w *writeStmts) *sql.Stmt { return w.ackSpawn })
 }
 
-func (s *Store) ack(ctx context.Context, seqs []int64, del *sql.Stmt) error {
+func (s *Store) ack(ctx context.Context, seqs []int64, del func(*writeStmts) *sql.Stmt) error {
 	if err := checkAcks(seqs); err != nil {
 		return err
 	}
 	if len(seqs) == 0 {
 		return s.enter(ctx)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		st := tx.StmtContext(ctx, del)
+	return s.write(ctx, func(w *writeStmts) error {
+		st := del(w)
 		for _, q := range seqs {
-			if _, err := st.ExecContext(ctx, q); err != nil {
+			if _, err := st.ExecContext(bg, q); err != nil {
 				return err
 			}
 		}
@@ -99,8 +99,8 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stea
 		return nil, err
 	}
 	var out []stead.Timer
-	err = s.read(ctx, func() error {
-		rows, err := s.r.dueTimers.QueryContext(ctx, now.UnixMicro(), limit)
+	err = s.read(ctx, func(r *readStmts) error {
+		rows, err := r.dueTimers.QueryContext(ctx, now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -131,8 +131,8 @@ func (s *Store) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 		return false, err
 	}
 	var deleted bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.StmtContext(ctx, s.w.deleteTimer).ExecContext(ctx, t.ExecutionID, t.Path, t.FireAt.UnixMicro())
+	err := s.write(ctx, func(w *writeStmts) error {
+		r, err := w.deleteTimer.ExecContext(bg, t.ExecutionID, t.Path, t.FireAt.UnixMicro())
 		if err != nil {
 			return err
 		}

@@ -5,13 +5,13 @@ import (
 	"database/sql"
 )
 
-// The statements are prepared once at Open: the writer's on its single connection, the readers'
-// lazily on each reader connection by database/sql. SQLite then only binds and steps them.
+// The statements are prepared once: the writer's on its pinned connection, the readers' on each
+// reader connection by database/sql as it opens them. SQLite then only binds and steps them.
 
 const execColumns = `id, definition_id, status, outcome, active_path, parent_id, version, created_at, updated_at, finished_at, data`
 
 type writeStmts struct {
-	casUpdate, casInsert, version                      *sql.Stmt
+	casUpdate, casIndexed, casInsert, version          *sql.Stmt
 	outboxInsert, markProcessed, spawnInsert           *sql.Stmt
 	timerSchedule, timerCancel, traceAppend, traceTrim *sql.Stmt
 	exists                                             *sql.Stmt
@@ -23,18 +23,23 @@ type writeStmts struct {
 
 func (w *writeStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{
-		&w.casUpdate, &w.casInsert, &w.version, &w.outboxInsert, &w.markProcessed, &w.spawnInsert,
+		&w.casUpdate, &w.casIndexed, &w.casInsert, &w.version, &w.outboxInsert, &w.markProcessed, &w.spawnInsert,
 		&w.timerSchedule, &w.timerCancel, &w.traceAppend, &w.traceTrim, &w.exists,
 		&w.purgeExecution, &w.purgeProcessed, &w.purgeTimers, &w.purgeTrace, &w.purgeOutbox, &w.purgeSpawns,
 		&w.claimOutbox, &w.claimSpawns, &w.ackOutbox, &w.ackSpawn, &w.deleteTimer,
 	}
 }
 
-func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
+func (w *writeStmts) prepare(ctx context.Context, db preparer) error {
 	return prepareAll(ctx, db, w.all(), []string{
-		`UPDATE executions SET definition_id = ?, status = ?, outcome = ?, active_path = ?, parent_id = ?,
+		// The compare-and-swap leaves out the indexed columns: SQLite rewrites an index whenever
+		// one of its columns is SET, even to the same value, which would triple the pages a
+		// state-only commit writes. casIndexed writes them only when they really change.
+		`UPDATE executions SET outcome = ?, active_path = ?, parent_id = ?,
 			version = ?, created_at = ?, updated_at = ?, finished_at = ?, data = ?
 		 WHERE id = ? AND version = ?`,
+		`UPDATE executions SET definition_id = ?2, status = ?3
+		 WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3)`,
 		`INSERT INTO executions (` + execColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		 ON CONFLICT (id) DO NOTHING`,
 		`SELECT version FROM executions WHERE id = ?`,
@@ -82,7 +87,7 @@ func (r *readStmts) all() []**sql.Stmt {
 	}
 }
 
-func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+func (r *readStmts) prepare(ctx context.Context, db preparer) error {
 	return prepareAll(ctx, db, r.all(), []string{
 		`SELECT data FROM executions WHERE id = ?`,
 		`SELECT data, EXISTS (SELECT 1 FROM processed_events WHERE execution_id = ?1 AND event_id = ?2)
@@ -99,7 +104,13 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	})
 }
 
-func prepareAll(ctx context.Context, db *sql.DB, dst []**sql.Stmt, queries []string) error {
+// preparer is a *sql.DB (statements prepared on each pooled connection as needed) or a *sql.Conn
+// (statements bound to that connection).
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func prepareAll(ctx context.Context, db preparer, dst []**sql.Stmt, queries []string) error {
 	for i, q := range queries {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {

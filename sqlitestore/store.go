@@ -62,8 +62,9 @@ type Store struct {
 	traceCap int
 	closed   atomic.Bool
 
-	w writeStmts
-	r readStmts
+	wr   *writer
+	r    readStmts     // on the reader pool; unused for an in-memory database
+	rsem chan struct{} // one slot per reader connection
 
 	listMu sync.Mutex
 	lists  map[string]*sql.Stmt // listing statements by shape
@@ -122,13 +123,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	s := &Store{db: db, traceCap: c.traceCap, lists: make(map[string]*sql.Stmt)}
-	if err := s.w.prepare(ctx, db.W); err != nil {
+	s.wr = &writer{sem: make(chan struct{}, 1), db: db.W, memory: db.Memory, closed: &s.closed}
+	s.rsem = make(chan struct{}, db.Readers)
+	if err := s.wr.acquire(ctx); err != nil { // open the writer now, so that Open reports its errors
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
 	}
-	if err := s.r.prepare(ctx, db.R); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
+	s.wr.release()
+	if !db.Memory {
+		if err := s.r.prepare(ctx, db.R); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
+		}
 	}
 	return s, nil
 }
@@ -145,7 +151,7 @@ func (s *Store) Close() error {
 	}
 	s.lists = nil
 	s.listMu.Unlock()
-	closeAll(s.w.all())
+	s.wr.close()
 	closeAll(s.r.all())
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
@@ -172,53 +178,43 @@ func (s *Store) enter(ctx context.Context) error {
 	return nil
 }
 
-// write runs fn in one write transaction (BEGIN IMMEDIATE on the writer connection) and commits
-// it. fn must have no effect outside the transaction, because a transaction that found the
-// database locked by another process is rolled back and run again, within the busy timeout.
-//
-// Errors: what fn returns (conflicts, invalid input) comes back as it is; an error before COMMIT
-// means nothing was written (a lock never obtained or a deadline that passed wraps
-// ErrUnavailable); an error during COMMIT caused by ctx wraps ErrTimeout, because whether the
-// commit landed is then unknown.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// read runs fn on the read statements, retrying it while another process holds a lock it needs.
+// fn runs holding one of the reader connections (a slot of rsem, taken honouring ctx), so
+// database/sql never waits for a connection itself: point reads, which take microseconds, pass
+// bg to their statement and so spare the driver a watcher goroutine per statement, about a
+// third of their CPU time. Reads that can be long (listing, batches, scans) pass ctx. For an
+// in-memory database fn runs on the writer's connection, between writes.
+func (s *Store) read(ctx context.Context, fn func(*readStmts) error) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	committing := false
-	err := sqliteutil.Retry(ctx, s.db.BusyTimeout, func() error {
-		committing = false
-		tx, err := s.db.W.BeginTx(ctx, nil)
-		if err != nil {
+	err := s.retry(ctx, func() error {
+		if !s.wr.memory {
+			select {
+			case s.rsem <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			defer func() { <-s.rsem }()
+			return fn(&s.r)
+		}
+		if err := s.wr.acquire(ctx); err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
-			tx.Rollback()
-			return err
-		}
-		committing = true
-		return tx.Commit()
+		defer s.wr.release()
+		return fn(&s.wr.r)
 	})
-	if err == nil {
-		return nil
+	if err == nil || isSentinel(err) {
+		return err
 	}
-	if (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !isSentinel(err) {
-		if committing {
-			return fmt.Errorf("sqlitestore: %w: commit interrupted: %w", stead.ErrTimeout, err)
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("sqlitestore: %w: nothing written: %w", stead.ErrUnavailable, err)
-		}
-		return fmt.Errorf("sqlitestore: %w", err)
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		err = fmt.Errorf("%w (%w)", ctxErr, err) // see write
 	}
 	return s.classify(err)
 }
 
-// read runs fn, retrying it while another process holds a lock it needs.
-func (s *Store) read(ctx context.Context, fn func() error) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	return s.classify(sqliteutil.Retry(ctx, s.db.BusyTimeout, fn))
+func (s *Store) retry(ctx context.Context, fn func() error) error {
+	return sqliteutil.Retry(ctx, s.db.BusyTimeout, fn)
 }
 
 func (s *Store) classify(err error) error {
@@ -227,6 +223,9 @@ func (s *Store) classify(err error) error {
 	}
 	if isSentinel(err) {
 		return err
+	}
+	if s.closed.Load() { // a call that raced Close found its statements or pool closed
+		return fmt.Errorf("sqlitestore: %w: %w", stead.ErrClosed, err)
 	}
 	return fmt.Errorf("sqlitestore: %w", sqliteutil.Classify(err))
 }

@@ -48,8 +48,10 @@ type Config struct {
 const DefaultBusyTimeout = 5 * time.Second
 
 // DB is one SQLite database opened for stead: W has a single connection whose transactions begin
-// with BEGIN IMMEDIATE, so in-process writers queue on the pool and a writer never has to upgrade a
-// read lock (the lock-upgrade deadlock that SQLITE_BUSY_SNAPSHOT reports in WAL mode); R is a pool
+// with BEGIN IMMEDIATE (through _txlock, or explicitly), so in-process writers queue on it and a
+// writer never has to upgrade a read lock (the lock-upgrade deadlock that SQLITE_BUSY_SNAPSHOT
+// reports in WAL mode); W does not wait for locks itself: run its transactions under Retry with
+// BusyTimeout as the budget. R is a pool
 // of read-only connections that run beside the writer, which WAL allows. For Memory, R and W are
 // the same single connection: a private in-memory database exists only on the connection that
 // created it.
@@ -57,6 +59,7 @@ type DB struct {
 	W, R        *sql.DB
 	BusyTimeout time.Duration
 	Memory      bool
+	Readers     int // the size of R
 }
 
 // Open opens (creating if needed) the database described by c and checks that it answers. A path
@@ -84,9 +87,13 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 	if c.Readers <= 0 {
 		c.Readers = max(2, runtime.GOMAXPROCS(0))
 	}
-	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory}
+	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory, Readers: c.Readers}
+	// The writer has no busy timeout: a BEGIN IMMEDIATE that finds the write lock taken fails at
+	// once with SQLITE_BUSY and Retry waits, polling as SQLite's own handler would but honouring
+	// ctx. Waiting inside SQLite would need ctx bound to the statement, which costs the driver a
+	// watcher goroutine and handler setup per statement: more CPU than the rest of a small commit.
 	pragmas := []string{
-		"busy_timeout(" + strconv.FormatInt(c.BusyTimeout.Milliseconds(), 10) + ")",
+		"busy_timeout(0)",
 		"foreign_keys(1)",
 		"synchronous(" + string(c.Synchronous) + ")",
 	}
@@ -105,10 +112,11 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", c.Path, Classify(err))
 	}
 	if d.Memory {
-		d.R = d.W
+		d.R, d.Readers = d.W, 1
 		return d, nil
 	}
-	rp := []string{pragmas[0], pragmas[1], "query_only(1)"}
+	// Readers do wait inside SQLite (in WAL mode only for rare moments such as a recovery).
+	rp := []string{"busy_timeout(" + strconv.FormatInt(c.BusyTimeout.Milliseconds(), 10) + ")", "foreign_keys(1)", "query_only(1)"}
 	if d.R, err = sql.Open("sqlite", dsn(c.Path, rp)); err != nil {
 		d.W.Close()
 		return nil, fmt.Errorf("%w: open %s: %v", errs.Invalid, c.Path, err)
