@@ -421,7 +421,7 @@ func TestCommitBatch(t *testing.T) {
 	if out, _ := s.PendingOutbox(ctx, "b", 0); len(out) != 0 {
 		t.Fatalf("the loser's emits landed: %v", out)
 	}
-	loaded, err := s.LoadForEvents(ctx, []stead.EventRef{{"a", "ev-a"}, {"nope", "x"}, {"c", "ev-a"}, {"a", "other"}})
+	loaded, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: "a", EventID: "ev-a"}, {ExecutionID: "nope", EventID: "x"}, {ExecutionID: "c", EventID: "ev-a"}, {ExecutionID: "a", EventID: "other"}})
 	if err != nil {
 		t.Fatal(err)
 	}
