@@ -1,0 +1,21 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) stead.Store {
+		var opts []memstore.Option
+		if cfg.TraceCap > 0 {
+			opts = append(opts, memstore.WithTraceCap(cfg.TraceCap))
+		}
+		s := memstore.New(opts...)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
