@@ -128,8 +128,8 @@ func checkClaim(now time.Time, lease time.Duration, limit int) (int, error) {
 	if now.IsZero() {
 		return 0, check.Invalidf("claim time is zero")
 	}
-	if lease < 0 {
-		return 0, check.Invalidf("negative lease %v", lease)
+	if lease <= 0 {
+		return 0, check.Invalidf("lease %v is not positive", lease)
 	}
 	return checkLimit(limit)
 }
