@@ -2,15 +2,14 @@ package pgstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/pgbenchwork"
 	"github.com/steadhq/stead/internal/pgutil"
 	"github.com/steadhq/stead/pgstore"
 )
@@ -20,14 +19,6 @@ import (
 //	go test -run '^$' -bench . -benchtime 2s -count 5 ./pgstore/
 //
 // bench/pgstore measures the same operations against pgbench running the same SQL.
-
-var benchContext = json.RawMessage(`{"order":"A-1029","items":[{"sku":"x1","qty":2},{"sku":"y7","qty":1}],"total":129.5,"customer":"c-88213","notes":"leave at the door"}`)
-
-func benchExe(id string) *stead.Execution {
-	now := time.Now()
-	return &stead.Execution{ID: id, DefinitionID: "order", Status: stead.StatusRunning, ActivePath: "order.payment.waiting",
-		Context: benchContext, History: map[string]string{"order": "order.payment"}, CreatedAt: now, UpdatedAt: now}
-}
 
 // fanOut runs b.N calls of fn spread over callers goroutines; worker is 0..callers-1.
 func fanOut(b *testing.B, callers int, fn func(worker, i int) error) {
@@ -68,7 +59,7 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
 			exes := make([]*stead.Execution, callers)
 			for i := range exes {
-				exes[i] = benchExe(fmt.Sprint("w", i))
+				exes[i] = pgbenchwork.Execution(fmt.Sprint("w", i))
 			}
 			fanOut(b, callers, func(w, i int) error {
 				exes[w].UpdatedAt = time.Now()
@@ -79,18 +70,6 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 	}
 }
 
-func complexBundle(i int) stead.Bundle {
-	return stead.Bundle{
-		Emits: []stead.Emit{
-			{Target: "parent-1", Event: stead.Event{ID: fmt.Sprint("a", i), Kind: "Finished", Data: json.RawMessage(`{"ok":true}`)}},
-			{Target: "audit", Event: stead.Event{ID: fmt.Sprint("b", i), Kind: "Audit"}},
-		},
-		ProcessedEventID: fmt.Sprint("ev", i),
-		Timers:           []stead.TimerOp{{Action: stead.TimerSchedule, Path: "order.payment.waiting", FireAt: time.Now().Add(time.Hour)}},
-		Trace:            &stead.TraceStep{EventID: fmt.Sprint("ev", i), EventKind: "Paid", From: "order.payment.waiting", To: "order.shipping", Actions: []string{"charge"}},
-	}
-}
-
 // BenchmarkCommitComplex: 2 emits + dedupe + 1 timer + trace, one statement, one round-trip.
 func BenchmarkCommitComplex(b *testing.B) {
 	for _, callers := range callerCounts {
@@ -98,10 +77,10 @@ func BenchmarkCommitComplex(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
 			exes := make([]*stead.Execution, callers)
 			for i := range exes {
-				exes[i] = benchExe(fmt.Sprint("w", i))
+				exes[i] = pgbenchwork.Execution(fmt.Sprint("w", i))
 			}
 			fanOut(b, callers, func(w, i int) error {
-				_, err := s.Commit(context.Background(), exes[w], complexBundle(i))
+				_, err := s.Commit(context.Background(), exes[w], pgbenchwork.ComplexBundle(i))
 				return err
 			})
 		})
@@ -116,14 +95,14 @@ func BenchmarkCommitComplexPerStatement(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)), pgstore.WithTraceCap(200))
 			exes := make([]*stead.Execution, callers)
 			for i := range exes {
-				exes[i] = benchExe(fmt.Sprint("w", i))
+				exes[i] = pgbenchwork.Execution(fmt.Sprint("w", i))
 				if err := stead.Save(context.Background(), s, exes[i]); err != nil {
 					b.Fatal(err)
 				}
 			}
 			q := pgutil.Qualifier(s.Schema())
 			fanOut(b, callers, func(w, i int) error {
-				return PerStatementCommit(context.Background(), s.Pool(), q, exes[w], complexBundle(i), 200)
+				return pgbenchwork.PerStatementCommit(context.Background(), s.Pool(), q, exes[w], pgbenchwork.ComplexBundle(i), 200)
 			})
 		})
 	}
@@ -134,7 +113,7 @@ func BenchmarkLoadForEvent(b *testing.B) {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
 			for i := range callers {
-				if _, err := s.Commit(context.Background(), benchExe(fmt.Sprint("w", i)), stead.Bundle{ProcessedEventID: "seen"}); err != nil {
+				if _, err := s.Commit(context.Background(), pgbenchwork.Execution(fmt.Sprint("w", i)), stead.Bundle{ProcessedEventID: "seen"}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -192,7 +171,7 @@ func BenchmarkCommitBatch100(b *testing.B) {
 			batches := make([][]stead.CommitItem, callers)
 			for w := range batches {
 				for j := range 100 {
-					batches[w] = append(batches[w], stead.CommitItem{Execution: benchExe(fmt.Sprintf("w%d-%d", w, j))})
+					batches[w] = append(batches[w], stead.CommitItem{Execution: pgbenchwork.Execution(fmt.Sprintf("w%d-%d", w, j))})
 				}
 			}
 			fanOut(b, callers, func(w, i int) error {
@@ -252,65 +231,4 @@ func BenchmarkClaimOutbox(b *testing.B) {
 			}
 		})
 	}
-}
-
-// PerStatementCommit is the seed's complex commit: BEGIN, the CAS UPDATE, each side effect, the
-// trace INSERT with its MAX()+1 index and the cap DELETE, COMMIT, each its own round-trip.
-func PerStatementCommit(ctx context.Context, pool interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, q string, exe *stead.Execution, b stead.Bundle, traceCap int) error {
-	next := *exe
-	next.Version++
-	data, err := stead.EncodeExecution(&next)
-	if err != nil {
-		return err
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	tag, err := tx.Exec(ctx, `UPDATE `+q+`stead_executions SET status = $1, active_path = $2, version = $3, data = $4, updated_at = $5
-		WHERE id = $6 AND version = $7`, string(next.Status), next.ActivePath, next.Version, string(data), next.UpdatedAt, next.ID, exe.Version)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("lost CAS")
-	}
-	for _, e := range b.Emits {
-		ev, _ := json.Marshal(e.Event)
-		var seq int64
-		if err := tx.QueryRow(ctx, `INSERT INTO `+q+`stead_outbox (source_id, target_id, event) VALUES ($1, $2, $3) RETURNING seq`,
-			exe.ID, e.Target, string(ev)).Scan(&seq); err != nil {
-			return err
-		}
-	}
-	if b.ProcessedEventID != "" {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+q+`stead_processed_events VALUES ($1, $2) ON CONFLICT DO NOTHING`, exe.ID, b.ProcessedEventID); err != nil {
-			return err
-		}
-	}
-	for _, t := range b.Timers {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+q+`stead_timers VALUES ($1, $2, $3)
-			ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at`, exe.ID, t.Path, t.FireAt); err != nil {
-			return err
-		}
-	}
-	if b.Trace != nil {
-		entry, _ := json.Marshal(b.Trace)
-		if _, err := tx.Exec(ctx, `INSERT INTO `+q+`stead_trace (execution_id, idx, entry)
-			SELECT $1, COALESCE((SELECT max(idx) FROM `+q+`stead_trace WHERE execution_id = $1), -1) + 1, $2`, exe.ID, string(entry)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+q+`stead_trace WHERE execution_id = $1
-			AND idx <= (SELECT max(idx) FROM `+q+`stead_trace WHERE execution_id = $1) - $2`, exe.ID, traceCap); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	exe.Version = next.Version
-	return nil
 }
