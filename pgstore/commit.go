@@ -20,7 +20,7 @@ import (
 //
 // A state-only bundle (stead.Bundle.StateOnly) is one round-trip to the stead_commit_state
 // function. Any other bundle is one round-trip too: a single statement that does the CAS and
-// writes the side effects only if the CAS won (see commitBatchSQL). A lost CAS costs one more
+// writes the side effects only if the CAS won (see internal/pgstoresql). A lost CAS costs one more
 // round-trip, to report the version found.
 func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
 	if exe == nil {
@@ -42,7 +42,7 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 	}
 	var won bool
 	err = s.with(ctx, "commit", func(q querier) error {
-		if err := q.QueryRow(ctx, s.sql.commitState, row.id, row.definitionID, row.status,
+		if err := q.QueryRow(ctx, s.sql.CommitState, row.id, row.definitionID, row.status,
 			row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt, row.finishedAt,
 			row.data, row.old, b.ProcessedEventID).Scan(&won); err != nil {
 			return err
@@ -131,7 +131,7 @@ func encodeRow(exe *stead.Execution) (encoded, error) {
 	}, nil
 }
 
-// batchArgs are the array parameters of commitBatchSQL.
+// batchArgs are the array parameters of the CommitBatch statement (internal/pgstoresql).
 type batchArgs struct {
 	ids, definitionIDs, statuses, outcomes, activePaths, parentIDs []string
 	createdAt, updatedAt, finishedAt                               []pgtype.Timestamptz
@@ -281,7 +281,7 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 	won := make([]bool, len(rows))
 	seqs := make([][]int64, len(rows))
 	run := func(q querier) error {
-		res, err := q.Query(ctx, s.sql.commitBatch, args.values(s.cfg.traceCap)...)
+		res, err := q.Query(ctx, s.sql.CommitBatch, args.values(s.cfg.traceCap)...)
 		if err != nil {
 			return err
 		}
@@ -354,7 +354,7 @@ func (s *Store) conflicts(ctx context.Context, q querier, lost []*encoded) error
 		ids[i] = r.id
 	}
 	found := make(map[string]int64, len(lost))
-	rows, err := q.Query(ctx, s.sql.versions, ids)
+	rows, err := q.Query(ctx, s.sql.Versions, ids)
 	if err == nil {
 		var id string
 		var v int64

@@ -24,7 +24,7 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	}
 	var data []byte
 	err := s.with(ctx, "load", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.load, id).Scan(&data)
+		return q.QueryRow(ctx, s.sql.Load, id).Scan(&data)
 	})
 	if err != nil {
 		return nil, notFound(err, id)
@@ -40,7 +40,7 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Ex
 	var data []byte
 	var processed bool
 	err := s.with(ctx, "load for event", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.loadForEvent, id, eventID).Scan(&data, &processed)
+		return q.QueryRow(ctx, s.sql.LoadForEvent, id, eventID).Scan(&data, &processed)
 	})
 	if err != nil {
 		return nil, false, notFound(err, id)
@@ -84,7 +84,7 @@ func (s *Store) loadForEvents(ctx context.Context, tx pgx.Tx, refs []stead.Event
 		ids[i], events[i] = r.ExecutionID, r.EventID
 	}
 	run := func(q querier) error {
-		rows, err := q.Query(ctx, s.sql.loadForEvents, ids, events)
+		rows, err := q.Query(ctx, s.sql.LoadForEvents, ids, events)
 		if err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 	}
 	var ok bool
 	err := s.with(ctx, "is processed", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.isProcessed, id, eventID).Scan(&ok)
+		return q.QueryRow(ctx, s.sql.IsProcessed, id, eventID).Scan(&ok)
 	})
 	return ok, err
 }
@@ -138,7 +138,7 @@ func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error
 		return stead.Page{}, fmt.Errorf("pgstore: list: %w", err)
 	}
 	var sb strings.Builder
-	sb.WriteString(s.sql.list)
+	sb.WriteString(s.sql.List)
 	var args []any
 	conds := 0
 	where := func(cond string, arg ...any) {
@@ -208,7 +208,7 @@ func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, er
 	}
 	steps := []stead.TraceStep{}
 	err := s.with(ctx, "read trace", func(q querier) error {
-		rows, err := q.Query(ctx, s.sql.readTrace, id)
+		rows, err := q.Query(ctx, s.sql.ReadTrace, id)
 		if err != nil {
 			return err
 		}
@@ -236,7 +236,7 @@ func (s *Store) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return nil, fmt.Errorf("pgstore: timers: %w", err)
 	}
-	return s.queryTimers(ctx, "timers", s.sql.timers, id)
+	return s.queryTimers(ctx, "timers", s.sql.Timers, id)
 }
 
 // PendingOutbox returns up to limit undelivered outbox entries, claimed or not, in seq order.
@@ -248,9 +248,9 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pending outbox: %w", err)
 	}
-	sql, args := s.sql.pendingOutbox[0], []any{n}
+	sql, args := s.sql.PendingOutbox[0], []any{n}
 	if source != "" {
-		sql, args = s.sql.pendingOutbox[1], append(args, source)
+		sql, args = s.sql.PendingOutbox[1], append(args, source)
 	}
 	return s.queryOutbox(ctx, "pending outbox", sql, args...)
 }
@@ -264,9 +264,9 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pending spawns: %w", err)
 	}
-	sql, args := s.sql.pendingSpawns[0], []any{n}
+	sql, args := s.sql.PendingSpawns[0], []any{n}
 	if parentID != "" {
-		sql, args = s.sql.pendingSpawns[1], append(args, parentID)
+		sql, args = s.sql.PendingSpawns[1], append(args, parentID)
 	}
 	return s.querySpawns(ctx, "pending spawns", sql, args...)
 }

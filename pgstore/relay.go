@@ -24,7 +24,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim outbox: %w", err)
 	}
-	out, err := s.queryOutbox(ctx, "claim outbox", s.sql.claimOutbox, now, now.Add(lease), n)
+	out, err := s.queryOutbox(ctx, "claim outbox", s.sql.ClaimOutbox, now, now.Add(lease), n)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 
 // AckOutbox deletes delivered entries; unknown seqs are ignored.
 func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, "ack outbox", s.sql.ackOutbox, seqs)
+	return s.ack(ctx, "ack outbox", s.sql.AckOutbox, seqs)
 }
 
 // ClaimSpawns is ClaimOutbox for spawn intents.
@@ -43,7 +43,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim spawns: %w", err)
 	}
-	out, err := s.querySpawns(ctx, "claim spawns", s.sql.claimSpawns, now, now.Add(lease), n)
+	out, err := s.querySpawns(ctx, "claim spawns", s.sql.ClaimSpawns, now, now.Add(lease), n)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 
 // AckSpawns deletes handled spawn intents; unknown seqs are ignored.
 func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, "ack spawns", s.sql.ackSpawns, seqs)
+	return s.ack(ctx, "ack spawns", s.sql.AckSpawns, seqs)
 }
 
 // DueTimers returns up to limit timers with FireAt <= now, earliest first, from the
@@ -63,7 +63,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stea
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: due timers: %w", err)
 	}
-	return s.queryTimers(ctx, "due timers", s.sql.dueTimers, now, n)
+	return s.queryTimers(ctx, "due timers", s.sql.DueTimers, now, n)
 }
 
 // DeleteTimer deletes the timer only if it still fires at t.FireAt.
@@ -76,7 +76,7 @@ func (s *Store) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	}
 	var deleted bool
 	err := s.with(ctx, "delete timer", func(q querier) error {
-		tag, err := q.Exec(ctx, s.sql.deleteTimer, t.ExecutionID, t.Path, t.FireAt)
+		tag, err := q.Exec(ctx, s.sql.DeleteTimer, t.ExecutionID, t.Path, t.FireAt)
 		deleted = tag.RowsAffected() > 0
 		return err
 	})
@@ -100,7 +100,7 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 	}
 	var idx int64
 	err = s.with(ctx, "append trace", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.appendTrace, id, string(entry), int64(s.cfg.traceCap)).Scan(&idx)
+		return q.QueryRow(ctx, s.sql.AppendTrace, id, string(entry), int64(s.cfg.traceCap)).Scan(&idx)
 	})
 	if err != nil {
 		return 0, notFound(err, id)
@@ -109,7 +109,7 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 }
 
 // Purge deletes the execution at expectedVersion and every row that belongs to it, in one
-// statement (see purgeSQL).
+// statement (see internal/pgstoresql).
 func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return false, fmt.Errorf("pgstore: purge: %w", err)
@@ -119,7 +119,7 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 	}
 	var deleted bool
 	err := s.with(ctx, "purge", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.purge, id, expectedVersion).Scan(&deleted)
+		return q.QueryRow(ctx, s.sql.Purge, id, expectedVersion).Scan(&deleted)
 	})
 	return deleted, err
 }

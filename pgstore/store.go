@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/internal/pgutil"
 )
 
@@ -25,7 +26,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 	cfg      config
-	sql      statements
+	sql      pgstoresql.Statements
 	closed   atomic.Bool
 }
 
@@ -74,7 +75,7 @@ func checkSchema(schema string) error {
 }
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, owns bool, cfg config) (*Store, error) {
-	s := &Store{pool: pool, ownsPool: owns, cfg: cfg, sql: newStatements(cfg.schema)}
+	s := &Store{pool: pool, ownsPool: owns, cfg: cfg, sql: pgstoresql.New(cfg.schema)}
 	if cfg.migrate {
 		if err := s.Migrate(ctx); err != nil {
 			return nil, err
