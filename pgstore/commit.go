@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,6 +104,37 @@ type encoded struct {
 	data                          string
 	old                           int64
 	conflict                      error // set when the CAS was lost
+
+	bundle *stead.Bundle
+	events []string    // the emitted events, encoded
+	trace  pgtype.Text // the trace step, encoded; NULL for none
+}
+
+// encodeBundle validates b and encodes its JSON parts into r.
+func (r *encoded) encodeBundle(b *stead.Bundle) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	r.bundle = b
+	r.events = make([]string, len(b.Emits))
+	for i := range b.Emits {
+		enc, err := json.Marshal(&b.Emits[i].Event)
+		if err != nil {
+			return check.Invalidf("emit %d does not encode: %v", i, err)
+		}
+		r.events[i] = string(enc)
+	}
+	if b.Trace != nil {
+		t := *b.Trace
+		t.Index = 0 // the store assigns it
+		t.At = t.At.UTC().Truncate(micros)
+		enc, err := json.Marshal(&t)
+		if err != nil {
+			return check.Invalidf("trace step does not encode: %v", err)
+		}
+		r.trace = pgtype.Text{String: string(enc), Valid: true}
+	}
+	return nil
 }
 
 // encodeRow validates exe and encodes it at its next version, without touching exe. Times are
@@ -154,8 +184,10 @@ type batchArgs struct {
 	disarmPath []string
 }
 
-// add appends one validated item; pos is its 1-based position in the arrays.
-func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
+// add appends one encoded item; its 1-based position in the arrays names it in the side-effect
+// arrays.
+func (a *batchArgs) add(r *encoded) {
+	b := r.bundle
 	pos := int32(len(a.ids) + 1)
 	a.ids = append(a.ids, r.id)
 	a.definitionIDs = append(a.definitionIDs, r.definitionID)
@@ -169,26 +201,11 @@ func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
 	a.data = append(a.data, r.data)
 	a.old = append(a.old, r.old)
 	a.processed = append(a.processed, b.ProcessedEventID)
-	var trace pgtype.Text
-	if b.Trace != nil {
-		t := *b.Trace
-		t.Index = 0
-		t.At = t.At.UTC().Truncate(micros)
-		enc, err := json.Marshal(&t)
-		if err != nil {
-			return check.Invalidf("trace step does not encode: %v", err)
-		}
-		trace = pgtype.Text{String: string(enc), Valid: true}
-	}
-	a.trace = append(a.trace, trace)
+	a.trace = append(a.trace, r.trace)
 	for i := range b.Emits {
-		enc, err := json.Marshal(&b.Emits[i].Event)
-		if err != nil {
-			return check.Invalidf("emit %d does not encode: %v", i, err)
-		}
 		a.emitItem = append(a.emitItem, pos)
 		a.emitTarget = append(a.emitTarget, b.Emits[i].Target)
-		a.emitEvent = append(a.emitEvent, string(enc))
+		a.emitEvent = append(a.emitEvent, r.events[i])
 	}
 	for _, sp := range b.Spawns {
 		a.spawnItem = append(a.spawnItem, pos)
@@ -215,7 +232,6 @@ func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
 			a.disarmPath = append(a.disarmPath, op.Path)
 		}
 	}
-	return nil
 }
 
 func (a *batchArgs) values(traceCap int) []any {
@@ -245,20 +261,20 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 			results[i].Err = check.Invalidf("pgstore: %s: item %d: execution is nil", op, i)
 			continue
 		}
+		// The first item of an id is the one that counts, valid or not.
 		if seen[it.Execution.ID] {
 			results[i].Err = check.Invalidf("pgstore: %s: execution %q appears twice in one batch", op, it.Execution.ID)
 			continue
 		}
-		if err := it.Bundle.Validate(); err != nil {
-			results[i].Err = fmt.Errorf("pgstore: %s %q: %w", op, it.Execution.ID, err)
-			continue
-		}
+		seen[it.Execution.ID] = true
 		r, err := encodeRow(it.Execution)
+		if err == nil {
+			err = r.encodeBundle(&items[i].Bundle)
+		}
 		if err != nil {
 			results[i].Err = fmt.Errorf("pgstore: %s: %w", op, err)
 			continue
 		}
-		seen[it.Execution.ID] = true
 		r.item = i
 		rows = append(rows, &r)
 	}
@@ -269,14 +285,7 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 	slices.SortFunc(rows, func(a, b *encoded) int { return strings.Compare(a.id, b.id) })
 	var args batchArgs
 	for _, r := range rows {
-		if err := args.add(r, &items[r.item].Bundle); err != nil {
-			results[r.item].Err = fmt.Errorf("pgstore: %s %q: %w", op, r.id, err)
-			r.conflict = errSkip
-		}
-	}
-	rows = slices.DeleteFunc(rows, func(r *encoded) bool { return r.conflict == errSkip })
-	if len(rows) == 0 {
-		return results, nil
+		args.add(r)
 	}
 	won := make([]bool, len(rows))
 	seqs := make([][]int64, len(rows))
@@ -342,9 +351,6 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 	}
 	return results, nil
 }
-
-// errSkip marks an encoded row that failed late validation.
-var errSkip = errors.New("skip")
 
 // conflicts sets the ConflictError of every row that lost its CAS, with the version stored now
 // (-1 for no row, or when the lookup failed, whose error it returns).
