@@ -438,8 +438,10 @@ func (s *Store) appendTrace(id string, st stead.TraceStep) int64 {
 	r.next++
 	r.steps = append(r.steps, st)
 	if s.traceCap > 0 && len(r.steps) > s.traceCap {
-		// Copy rather than reslice so evicted steps do not pin memory.
-		r.steps = slices.Clone(r.steps[len(r.steps)-s.traceCap:])
+		// Reslicing keeps the append amortised; evicted steps stay reachable only until the next
+		// append outgrows the backing array and copies the live ones, so memory stays within
+		// about twice the cap.
+		r.steps = r.steps[len(r.steps)-s.traceCap:]
 	}
 	return st.Index
 }
@@ -547,36 +549,42 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 	return out, nil
 }
 
-func checkAcks(seqs []int64) error {
+func checkAcks(seqs []int64) (map[int64]bool, error) {
 	if len(seqs) > stead.MaxBatch {
-		return check.Invalidf("%d sequence numbers, more than %d", len(seqs), stead.MaxBatch)
+		return nil, check.Invalidf("%d sequence numbers, more than %d", len(seqs), stead.MaxBatch)
 	}
-	return nil
+	set := make(map[int64]bool, len(seqs))
+	for _, q := range seqs {
+		set[q] = true
+	}
+	return set, nil
 }
 
 // AckOutbox implements stead.Relay.
 func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	if err := checkAcks(seqs); err != nil {
+	acked, err := checkAcks(seqs)
+	if err != nil {
 		return err
 	}
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.outbox = slices.DeleteFunc(s.outbox, func(r *outboxRow) bool { return slices.Contains(seqs, r.e.Seq) })
+	s.outbox = slices.DeleteFunc(s.outbox, func(r *outboxRow) bool { return acked[r.e.Seq] })
 	return nil
 }
 
 // AckSpawns implements stead.Relay.
 func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	if err := checkAcks(seqs); err != nil {
+	acked, err := checkAcks(seqs)
+	if err != nil {
 		return err
 	}
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.spawns = slices.DeleteFunc(s.spawns, func(r *spawnRow) bool { return slices.Contains(seqs, r.e.Seq) })
+	s.spawns = slices.DeleteFunc(s.spawns, func(r *spawnRow) bool { return acked[r.e.Seq] })
 	return nil
 }
 

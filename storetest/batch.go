@@ -13,6 +13,7 @@ var batchRules = []rule{
 	{name: "EachItemStandsAlone", run: testBatchMixed},
 	{name: "AllLand", run: testBatchAllLand},
 	{name: "EmptyBatch", run: testBatchEmpty},
+	{name: "FullBatch", run: testBatchFull},
 	{name: "RacingBatchesNeverBothWin", run: testBatchRace},
 }
 
@@ -230,5 +231,35 @@ func testBatchRace(h *harness) {
 		if got := len(h.outbox(h.id(name))); got != rounds {
 			h.Fatalf("%s: %d outbox entries, want one per round (%d)", name, got, rounds)
 		}
+	}
+}
+
+// testBatchFull commits MaxBatch new executions in one batch, one of them with a lost CAS.
+func testBatchFull(h *harness) {
+	taken := h.newExe(fmt.Sprintf("e%04d", 500))
+	h.commit(taken, stead.Bundle{})
+	items := make([]stead.CommitItem, stead.MaxBatch)
+	for i := range items {
+		exe := h.newExe(fmt.Sprintf("e%04d", i))
+		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{ProcessedEventID: "created"}}
+	}
+	res, err := h.s.CommitBatch(h.ctx, items)
+	if err != nil || len(res) != stead.MaxBatch {
+		h.Fatalf("CommitBatch of MaxBatch items = %d results, %v", len(res), err)
+	}
+	for i, r := range res {
+		if i == 500 {
+			h.wantConflict("the item whose id was taken", r.Err, taken.ID, 0, 1, -1)
+			continue
+		}
+		if r.Err != nil || items[i].Execution.Version != 1 {
+			h.Fatalf("item %d: %v, Version %d", i, r.Err, items[i].Execution.Version)
+		}
+	}
+	if n := len(h.collect(stead.ListFilter{DefinitionID: h.id("def"), Limit: stead.MaxListLimit})); n != stead.MaxBatch {
+		h.Fatalf("%d executions listed after the batch, want %d", n, stead.MaxBatch)
+	}
+	if h.processed(taken.ID, "created") || !h.processed(items[999].Execution.ID, "created") {
+		h.Fatal("markers of the full batch are wrong")
 	}
 }

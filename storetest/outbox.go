@@ -13,6 +13,7 @@ import (
 var outboxRules = []rule{
 	{name: "OrderAndSequenceNumbers", run: testOutboxOrder},
 	{name: "SequenceNumbersNeverReused", run: testOutboxSeqsNeverReused},
+	{name: "ConcurrentCommitsGetDistinctSeqs", run: testOutboxConcurrentSeqs},
 	{name: "AckRemovesExactlyTheAcked", run: testOutboxAck},
 	{name: "PendingLimit", run: testOutboxPendingLimit},
 	{name: "ClaimsAreExclusive", run: testOutboxClaimsExclusive},
@@ -183,9 +184,10 @@ func (h *harness) seedOutbox(n int) []int64 {
 	return all
 }
 
-// claimAll has many goroutines claim in small batches at the same instant until nothing is left,
-// and returns every seq handed out, duplicates included.
-func claimAll[E any](h *harness, claim func(now time.Time, lease time.Duration, limit int) ([]E, error), seq func(E) int64, now time.Time) []int64 {
+// claimAll has many goroutines claim in small batches at the same instant until nothing is left
+// (or, for a store that hands rows out again, until twice the n rows were handed out), and returns
+// every seq handed out, duplicates included.
+func claimAll[E any](h *harness, claim func(now time.Time, lease time.Duration, limit int) ([]E, error), seq func(E) int64, now time.Time, n int) []int64 {
 	h.Helper()
 	const claimers = 8
 	var (
@@ -205,8 +207,9 @@ func claimAll[E any](h *harness, claim func(now time.Time, lease time.Duration, 
 				for _, e := range batch {
 					got = append(got, seq(e))
 				}
+				enough := len(got) > 2*n
 				mu.Unlock()
-				if err != nil || len(batch) == 0 {
+				if err != nil || len(batch) == 0 || enough {
 					return
 				}
 			}
@@ -239,7 +242,7 @@ func testOutboxClaimsExclusive(h *harness) {
 	claim := func(now time.Time, lease time.Duration, limit int) ([]stead.OutboxEntry, error) {
 		return h.s.ClaimOutbox(h.ctx, now, lease, limit)
 	}
-	got := claimAll(h, claim, func(e stead.OutboxEntry) int64 { return e.Seq }, base)
+	got := claimAll(h, claim, func(e stead.OutboxEntry) int64 { return e.Seq }, base, len(seqs))
 	h.wantSameSet("concurrent ClaimOutbox", got, seqs)
 	// Claimed rows stay pending (for inspection) until acked.
 	if n := len(h.outbox("")); n != len(seqs) {
@@ -286,5 +289,53 @@ func testOutboxLeaseExpiry(h *harness) {
 	}
 	if got := seqsOf(claim(base.Add(10*lease), 100)); !slices.Equal(got, seqs[10:]) {
 		h.Fatalf("claim after every lease expired = %v, want the unacked %v", got, seqs[10:])
+	}
+}
+
+// testOutboxConcurrentSeqs commits emits from many goroutines at once, each on its own execution:
+// every seq is distinct, each commit's seqs increase in emit order, and the outbox holds exactly
+// the returned seqs.
+func testOutboxConcurrentSeqs(h *harness) {
+	const writers, commits = 8, 5
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		all  []int64
+		errs []error
+	)
+	for w := range writers {
+		exe := h.newExe(fmt.Sprintf("writer-%d", w))
+		wg.Go(func() {
+			for c := range commits {
+				b := stead.Bundle{Emits: []stead.Emit{
+					emit(exe.ID, fmt.Sprintf("c%d-a", c), "A"), emit("", fmt.Sprintf("c%d-b", c), "B"), emit(exe.ID, fmt.Sprintf("c%d-c", c), "C"),
+				}}
+				seqs, err := h.s.Commit(h.ctx, exe, b)
+				mu.Lock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case len(seqs) != 3 || !increasing(seqs):
+					errs = append(errs, fmt.Errorf("%s commit %d: seqs %v, want 3 increasing", exe.ID, c, seqs))
+				default:
+					all = append(all, seqs...)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		h.Fatalf("concurrent commits: %v", errs)
+	}
+	slices.Sort(all)
+	if len(slices.Compact(slices.Clone(all))) != len(all) {
+		h.Fatalf("concurrent commits were handed the same seq twice: %v", all)
+	}
+	if got := seqsOf(h.outbox("")); !slices.Equal(got, all) {
+		h.Fatalf("outbox holds seqs %v, want the %d returned ones", got, len(all))
 	}
 }

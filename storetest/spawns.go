@@ -110,7 +110,7 @@ func testSpawnClaimsExclusive(h *harness) {
 	claim := func(now time.Time, lease time.Duration, limit int) ([]stead.SpawnEntry, error) {
 		return h.s.ClaimSpawns(h.ctx, now, lease, limit)
 	}
-	got := claimAll(h, claim, func(e stead.SpawnEntry) int64 { return e.Seq }, base)
+	got := claimAll(h, claim, func(e stead.SpawnEntry) int64 { return e.Seq }, base, len(seqs))
 	h.wantSameSet("concurrent ClaimSpawns", got, seqs)
 	if n := len(h.spawns("")); n != len(seqs) {
 		h.Fatalf("PendingSpawns shows %d rows while claimed, want %d", n, len(seqs))
