@@ -70,12 +70,14 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 }
 
 // CommitBatchTx is CommitBatch on the caller's transaction, for a runtime that claims work,
-// commits steps and acknowledges the work in one PostgreSQL transaction. The caller commits or
-// rolls back tx. Like CommitBatch it bumps the Version of every execution whose result has no
-// error; if the caller then rolls back, those versions no longer match the database: call
-// UndoVersions(items, results) to restore them. When CommitBatchTx itself returns an error, the
-// versions are already as they were, and the transaction is aborted (PostgreSQL refuses further
-// statements on it): roll it back.
+// commits the steps it produced and acknowledges the work in one PostgreSQL transaction. The
+// caller commits or rolls back tx; nothing is visible to others before it commits.
+//
+// Like CommitBatch, it bumps the Version of every execution whose result has no error. If the
+// caller then rolls back (or its COMMIT fails), those versions are ahead of the database: call
+// UndoVersions(items, results) to put them back. When CommitBatchTx returns an error, no version
+// was bumped; if the error came from the database, PostgreSQL has aborted tx and it must be
+// rolled back.
 func (s *Store) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error) {
 	if tx == nil {
 		return nil, check.Invalidf("pgstore: commit batch: transaction is nil")

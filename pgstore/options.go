@@ -69,7 +69,7 @@ func WithConnectRetry(attempts int, delay time.Duration) Option {
 // pool with pgx.QueryExecModeExec instead.
 func WithPgBouncer() Option { return func(c *config) { c.pool.PgBouncer = true } }
 
-// WithoutMigrate makes Open and New skip the migration, for deployments that run it separately
-// (Store.Migrate, or the stead CLI). They then check that the schema is at the version this
-// package expects and fail otherwise.
+// WithoutMigrate makes Open skip the migration, for deployments that run it separately
+// (Store.Migrate, or the stead CLI). Open then checks that the schema is at the version this
+// package needs (Store.CheckSchema) and fails otherwise.
 func WithoutMigrate() Option { return func(c *config) { c.migrate = false } }

@@ -241,7 +241,10 @@ func TestMigrateConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+			s, err := pgstore.New(pool, pgstore.WithSchema(schema))
+			if err == nil {
+				err = s.Migrate(ctx)
+			}
 			if err == nil {
 				err = s.Migrate(ctx) // a second run finds nothing to do
 			}
@@ -381,9 +384,12 @@ func TestOpenRefusesUnsafeSchema(t *testing.T) {
 		if _, err := pgstore.Open(context.Background(), pgtest.URL(), pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
 			t.Errorf("Open(%q) = %v, want ErrInvalid", name, err)
 		}
-		if _, err := pgstore.New(context.Background(), pool, pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
+		if _, err := pgstore.New(pool, pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
 			t.Errorf("New(%q) = %v, want ErrInvalid", name, err)
 		}
+	}
+	if _, err := pgstore.New(nil); !errors.Is(err, stead.ErrInvalid) {
+		t.Errorf("New(nil) = %v, want ErrInvalid", err)
 	}
 	if _, err := pgstore.Open(context.Background(), "postgres://%zz"); !errors.Is(err, stead.ErrInvalid) {
 		t.Errorf("malformed dsn: %v, want ErrInvalid", err)
@@ -396,16 +402,27 @@ func TestWithoutMigrate(t *testing.T) {
 	ctx := context.Background()
 	name := pgtest.NewName(t)
 	t.Cleanup(func() { pgtest.Drop(t, pool, name) })
-	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
-		t.Fatal("WithoutMigrate accepted an empty schema")
+	if _, err := pgstore.Open(ctx, pgtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
+		t.Fatal("Open WithoutMigrate accepted an empty schema")
 	}
-	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(name))
+	s, err := pgstore.New(pool, pgstore.WithSchema(name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(name), pgstore.WithoutMigrate()); err != nil {
+	if err := s.CheckSchema(ctx); err == nil {
+		t.Fatal("CheckSchema accepted an empty schema")
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckSchema(ctx); err != nil {
 		t.Fatalf("after Migrate: %v", err)
 	}
+	o, err := pgstore.Open(ctx, pgtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate())
+	if err != nil {
+		t.Fatalf("Open WithoutMigrate after Migrate: %v", err)
+	}
+	o.Close()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
