@@ -64,7 +64,9 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 
 // CommitBatch applies many commits in one transaction and one round-trip (see stead.Writer).
 // Items that lose their CAS cost one more round-trip, together, to report the versions found.
-// Rows are locked in id order, so concurrent batches do not deadlock each other.
+// Items are sent sorted by id so that concurrent batches over the same executions usually lock
+// them in the same order; a deadlock PostgreSQL still detects fails the whole batch with
+// stead.ErrConflict and writes nothing.
 func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
 	return s.commitBatch(ctx, "commit batch", nil, items)
 }

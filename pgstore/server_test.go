@@ -523,3 +523,67 @@ func TestPgBouncerMode(t *testing.T) {
 		t.Fatalf("purge: %v %v", ok, err)
 	}
 }
+
+// Two pools commit batches over the same executions at the same versions, in opposite orders:
+// every execution is won by exactly one batch, every round.
+func TestRacingBatches(t *testing.T) {
+	t.Parallel()
+	a, b := twoStores(t)
+	ctx := context.Background()
+	const n, rounds = 20, 15
+	exes := make([]*stead.Execution, n)
+	var seed []stead.CommitItem
+	for i := range exes {
+		exes[i] = newExe(fmt.Sprintf("x%02d", i))
+		seed = append(seed, stead.CommitItem{Execution: exes[i]})
+	}
+	if _, err := a.CommitBatch(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	for r := range rounds {
+		batches := make([][]stead.CommitItem, 2)
+		for i := range n {
+			batches[0] = append(batches[0], stead.CommitItem{Execution: exes[i].Clone(), Bundle: stead.Bundle{ProcessedEventID: fmt.Sprint("a", r)}})
+			batches[1] = append(batches[1], stead.CommitItem{Execution: exes[n-1-i].Clone(), Bundle: stead.Bundle{ProcessedEventID: fmt.Sprint("b", r),
+				Emits: []stead.Emit{{Event: stead.Event{ID: fmt.Sprint("e", r), Kind: "K"}}}}})
+		}
+		results := make([][]stead.CommitResult, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, s := range []*pgstore.Store{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = s.CommitBatch(ctx, batches[i])
+			}()
+		}
+		wg.Wait()
+		won := map[string]*stead.Execution{}
+		for i := range 2 {
+			if errs[i] != nil {
+				if !errors.Is(errs[i], stead.ErrConflict) {
+					t.Fatalf("round %d batch %d: %v", r, i, errs[i])
+				}
+				continue // a deadlock victim: nothing of it landed
+			}
+			for j, res := range results[i] {
+				exe := batches[i][j].Execution
+				switch {
+				case res.Err == nil:
+					if won[exe.ID] != nil {
+						t.Fatalf("round %d: %s won by both batches", r, exe.ID)
+					}
+					won[exe.ID] = exe
+				case !errors.Is(res.Err, stead.ErrConflict):
+					t.Fatalf("round %d: %s: %v", r, exe.ID, res.Err)
+				}
+			}
+		}
+		if len(won) != n {
+			t.Fatalf("round %d: %d of %d executions won", r, len(won), n)
+		}
+		for i := range exes {
+			exes[i] = won[exes[i].ID]
+		}
+	}
+}

@@ -106,7 +106,7 @@ func New(schema string) Statements {
 
 // commitBatchSQL commits many executions with all their side effects in ONE statement, hence one
 // round-trip and one implicit transaction. Items arrive as parallel arrays (one element per
-// execution, sorted by id so that concurrent batches lock rows in the same order); side effects
+// execution, sorted by id so that concurrent batches tend to lock rows in the same order); side effects
 // arrive as arrays that name their item by its 1-based position. The CAS decides the winners
 // (won), and every side effect joins won, so an item that lost its CAS writes nothing while the
 // others land. Version 0 inserts, and ON CONFLICT DO NOTHING turns an existing row into a loss.
