@@ -59,8 +59,8 @@ func main() {
 	b := &bench{ctx: context.Background()}
 	flag.StringVar(&b.dsn, "dsn", pgtest.URL(), "PostgreSQL URL")
 	flag.StringVar(&b.pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
-	flag.IntVar(&b.secs, "seconds", 5, "length of each measurement in seconds")
-	flag.IntVar(&b.rounds, "rounds", 3, "alternating rounds per comparison (the median is reported)")
+	flag.IntVar(&b.secs, "seconds", 3, "length of each measurement in seconds")
+	flag.IntVar(&b.rounds, "rounds", 7, "alternating rounds per comparison (the median is reported)")
 	flag.IntVar(&b.big, "big", 1_000_000, "rows in the big outbox and listing tables")
 	out := flag.String("out", "bench/results/pgstore.md", "where to write the results")
 	flag.Parse()
