@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/steadhq/stead"
 )
 
 var commitRules = []rule{
 	{name: "FirstCommitInserts", run: testFirstCommitInserts},
+	{name: "LimitSizedInputLands", run: testLimitSizedInput},
 	{name: "StateOnlyCommitReturnsNoSeqs", run: testStateOnlyCommit},
 	{name: "CASBumpsVersion", run: testCASBumps},
 	{name: "StaleCommitConflicts", run: testStaleCommitConflicts},
@@ -23,6 +26,12 @@ var commitRules = []rule{
 
 func testFirstCommitInserts(h *harness) {
 	exe := h.newExe("e")
+	// Every field set, so that the round trip covers all of them.
+	exe.Status = stead.StatusFailed
+	exe.Outcome = "rejected"
+	exe.Error = "ValueError: négative total\n(while recovering from KeyError)"
+	exe.ParentID, exe.ChildID, exe.RootPath = h.id("parent"), "region-b", "main/par/b"
+	exe.FinishedAt = base.Add(3*time.Second + 999*time.Nanosecond)
 	seqs := h.commit(exe, stead.Bundle{})
 	if len(seqs) != 0 {
 		h.Fatalf("state-only first commit returned seqs %v", seqs)
@@ -314,5 +323,45 @@ func testNoAliasing(h *harness) {
 	tr := h.trace(exe.ID)
 	if len(tr) != 1 || len(tr[0].Actions) != 1 || tr[0].Actions[0] != "log" {
 		h.Fatalf("trace changed by mutating the bundle: %s", dump(tr))
+	}
+}
+
+// testLimitSizedInput commits ids, payloads and text exactly at the documented limits: a backend
+// may not refuse what the contract allows.
+func testLimitSizedInput(h *harness) {
+	long := h.id(strings.Repeat("i", stead.MaxIDLen-len(h.id(""))))
+	exe := h.newExe("x")
+	exe.ID = long
+	exe.DefinitionID = strings.Repeat("d", stead.MaxIDLen)
+	exe.ActivePath = strings.Repeat("p", stead.MaxIDLen)
+	exe.Context = bigObject(stead.MaxPayload)
+	b := stead.Bundle{
+		Emits:            []stead.Emit{{Target: long, Event: stead.Event{ID: strings.Repeat("e", stead.MaxIDLen), Kind: strings.Repeat("k", stead.MaxIDLen), Data: bigJSON(stead.MaxPayload)}}},
+		ProcessedEventID: strings.Repeat("e", stead.MaxIDLen),
+		Spawns:           []stead.Spawn{{ChildID: strings.Repeat("c", stead.MaxIDLen), RootPath: strings.Repeat("r", stead.MaxIDLen), Context: bigObject(stead.MaxPayload)}},
+		Timers:           []stead.TimerOp{schedule(strings.Repeat("t", stead.MaxIDLen), base)},
+		Trace:            &stead.TraceStep{EventKind: strings.Repeat("k", stead.MaxIDLen), Context: bigObject(stead.MaxPayload)},
+	}
+	h.commit(exe, b)
+	h.sameExe("limit-sized execution", h.load(long), exe)
+	if !h.processed(long, strings.Repeat("e", stead.MaxIDLen)) {
+		h.Fatal("limit-sized processed id not recorded")
+	}
+	ob := h.outbox(long)
+	if len(ob) != 1 || len(canonJSON(ob[0].Event.Data)) != stead.MaxPayload {
+		h.Fatalf("limit-sized emit: %d entries", len(ob))
+	}
+	sp := h.spawns(long)
+	if len(sp) != 1 || len(canonJSON(sp[0].Context)) != stead.MaxPayload {
+		h.Fatalf("limit-sized spawn: %d entries", len(sp))
+	}
+	if tr := h.trace(long); len(tr) != 1 || len(canonJSON(tr[0].Context)) != stead.MaxPayload {
+		h.Fatalf("limit-sized trace: %d steps", len(tr))
+	}
+	if tm := h.timers(long); len(tm) != 1 || len(tm[0].Path) != stead.MaxIDLen {
+		h.Fatalf("limit-sized timer: %s", dump(tm))
+	}
+	if ok, err := h.s.Purge(h.ctx, long, exe.Version); err != nil || !ok {
+		h.Fatalf("Purge of the limit-sized execution = %v, %v", ok, err)
 	}
 }

@@ -12,7 +12,7 @@
 //	}
 //
 // Run checks every rule of the contract through the public interface alone, one named subtest
-// per rule (Commit/StaleCommitConflicts, Relay/OutboxClaimsAreExclusive, List/PagesWhileInserting,
+// per rule (Commit/StaleCommitConflicts, Outbox/ClaimsAreExclusive, List/PagesWhileInserting,
 // ...), so a failure names the rule that broke. Subtests run in parallel and each asks the
 // factory for its own store; ids are prefixed per subtest as well, so that a backend whose
 // factory hands out stores on one shared database still sees no interference from its neighbours.

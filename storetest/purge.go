@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/steadhq/stead"
 )
@@ -10,6 +13,7 @@ import (
 var purgeRules = []rule{
 	{name: "RemovesEveryRowOfTheExecutionAndNothingElse", run: testPurge},
 	{name: "SweepsLeftoversOfAMissingExecution", run: testPurgeLeftovers},
+	{name: "RacingACommitOneWins", run: testPurgeRacingCommit},
 }
 
 // purgeBundle is one step with one of every side effect; the outbox gets an event to the
@@ -167,5 +171,44 @@ func testPurgeLeftovers(h *harness) {
 	ok, err = h.s.Purge(h.ctx, h.id("never"), 5)
 	if err != nil || ok {
 		h.Fatalf("Purge of an id never seen = %v, %v; want false, nil", ok, err)
+	}
+}
+
+// testPurgeRacingCommit races a purge against a commit from the same version, round after round.
+// Exactly one wins: either the commit lands and the purge reports false, or the purge removes
+// the execution and the commit loses its CAS; and a winning purge leaves no row of the step that
+// lost (no marker, timer, trace or outbox entry addressed to the execution).
+func testPurgeRacingCommit(h *harness) {
+	for round := range 8 {
+		name := fmt.Sprintf("e%d", round)
+		exe := h.newExe(name)
+		exe.Status = stead.StatusDone
+		h.commit(exe, stead.Bundle{})
+		id := exe.ID
+		var (
+			wg        sync.WaitGroup
+			commitErr error
+			purged    bool
+			purgeErr  error
+		)
+		wg.Go(func() { _, commitErr = h.s.Commit(h.ctx, exe, purgeBundle(id, id)) })
+		wg.Go(func() { purged, purgeErr = h.s.Purge(h.ctx, id, 1) })
+		wg.Wait()
+		if purgeErr != nil {
+			h.Fatalf("round %d: Purge: %v", round, purgeErr)
+		}
+		switch {
+		case commitErr == nil && !purged:
+			if got := h.load(id); got.Version != 2 || !h.processed(id, id+"-ev") || len(h.timers(id)) != 1 {
+				h.Fatalf("round %d: the commit won but its step is not whole", round)
+			}
+		case errors.Is(commitErr, stead.ErrConflict) && purged:
+			h.mustNotExist(id)
+			if h.processed(id, id+"-ev") || len(h.timers(id)) != 0 || len(h.trace(id)) != 0 || len(h.outboxByTarget()[id]) != 0 {
+				h.Fatalf("round %d: the purge won but rows of the losing step remain", round)
+			}
+		default:
+			h.Fatalf("round %d: commit error %v and purged %v; want exactly one winner", round, commitErr, purged)
+		}
 	}
 }
