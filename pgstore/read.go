@@ -14,6 +14,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/internal/listing"
+	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/internal/pgutil"
 )
 
@@ -131,7 +132,8 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 
 // List returns one page of summaries ordered by id. It reads only the listing columns, and each
 // page is a keyset query (id > the cursor's id, LIMIT page+1) on an index that matches the
-// filter, so a deep page costs what the first one does.
+// filter, so a deep page costs what the first one does. Each filter shape and page size is its
+// own statement text, so its cached plan fits it.
 func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error) {
 	q, err := listing.Prepare(f)
 	if err != nil {
@@ -167,8 +169,8 @@ func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error
 	if q.After != "" {
 		where("id > $n::text", q.After)
 	}
-	args = append(args, q.Limit+1)
-	sb.WriteString(" ORDER BY id LIMIT $" + strconv.Itoa(len(args)) + "::int")
+	// The limit is part of the text, not a parameter: see pgstoresql.Limit.
+	sb.WriteString(" ORDER BY id LIMIT " + strconv.Itoa(q.Limit+1))
 
 	page := stead.Page{Items: make([]stead.Summary, 0, min(q.Limit, 64))}
 	err = s.with(ctx, "list", func(qr querier) error {
@@ -248,11 +250,10 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pending outbox: %w", err)
 	}
-	sql, args := s.sql.PendingOutbox[0], []any{n}
-	if source != "" {
-		sql, args = s.sql.PendingOutbox[1], append(args, source)
+	if source == "" {
+		return s.queryOutbox(ctx, "pending outbox", pgstoresql.Limit(s.sql.PendingOutbox[0], n))
 	}
-	return s.queryOutbox(ctx, "pending outbox", sql, args...)
+	return s.queryOutbox(ctx, "pending outbox", pgstoresql.Limit(s.sql.PendingOutbox[1], n), source)
 }
 
 // PendingSpawns returns up to limit spawn intents, claimed or not, in seq order.
@@ -264,11 +265,10 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pending spawns: %w", err)
 	}
-	sql, args := s.sql.PendingSpawns[0], []any{n}
-	if parentID != "" {
-		sql, args = s.sql.PendingSpawns[1], append(args, parentID)
+	if parentID == "" {
+		return s.querySpawns(ctx, "pending spawns", pgstoresql.Limit(s.sql.PendingSpawns[0], n))
 	}
-	return s.querySpawns(ctx, "pending spawns", sql, args...)
+	return s.querySpawns(ctx, "pending spawns", pgstoresql.Limit(s.sql.PendingSpawns[1], n), parentID)
 }
 
 func checkRef(id, eventID string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/pgstoresql"
 )
 
 // ClaimOutbox leases up to limit outbox entries, oldest first, that no live lease holds. The
@@ -24,7 +25,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim outbox: %w", err)
 	}
-	out, err := s.queryOutbox(ctx, "claim outbox", s.sql.ClaimOutbox, now, now.Add(lease), n)
+	out, err := s.queryOutbox(ctx, "claim outbox", pgstoresql.Limit(s.sql.ClaimOutbox, n), now, now.Add(lease))
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim spawns: %w", err)
 	}
-	out, err := s.querySpawns(ctx, "claim spawns", s.sql.ClaimSpawns, now, now.Add(lease), n)
+	out, err := s.querySpawns(ctx, "claim spawns", pgstoresql.Limit(s.sql.ClaimSpawns, n), now, now.Add(lease))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stea
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: due timers: %w", err)
 	}
-	return s.queryTimers(ctx, "due timers", s.sql.DueTimers, now, n)
+	return s.queryTimers(ctx, "due timers", pgstoresql.Limit(s.sql.DueTimers, n), now)
 }
 
 // DeleteTimer deletes the timer only if it still fires at t.FireAt.

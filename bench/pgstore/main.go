@@ -53,6 +53,8 @@ type bench struct {
 	sql     pgstoresql.Statements
 	out     strings.Builder
 	runID   atomic.Int64
+	only    string
+	nosync  *pgstore.Store // the same schema on connections with synchronous_commit off
 }
 
 func main() {
@@ -63,6 +65,7 @@ func main() {
 	flag.IntVar(&b.rounds, "rounds", 7, "alternating rounds per comparison (the median is reported)")
 	flag.IntVar(&b.big, "big", 1_000_000, "rows in the big outbox and listing tables")
 	out := flag.String("out", "bench/results/pgstore.md", "where to write the results")
+	flag.StringVar(&b.only, "only", "", "comma-separated subset of: state,complex,load,batch,claim,list (default all)")
 	flag.Parse()
 	if err := b.run(*out); err != nil {
 		log.Fatal(err)
@@ -89,10 +92,33 @@ func (b *bench) run(outPath string) error {
 			log.Printf("drop schema %s: %v", b.schema, err)
 		}
 	}()
+	cfg, err := pgxpool.ParseConfig(b.dsn)
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	cfg.MaxConns = 16
+	nosyncPool, err := pgxpool.NewWithConfig(b.ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer nosyncPool.Close()
+	if b.nosync, err = pgstore.New(nosyncPool, pgstore.WithSchema(b.schema)); err != nil {
+		return err
+	}
 	b.header()
-	steps := []func() error{b.stateOnly, b.complexCommit, b.loadForEvent, b.batch, b.claim, b.listing}
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"state", b.stateOnly}, {"complex", b.complexCommit}, {"load", b.loadForEvent},
+		{"batch", b.batch}, {"claim", b.claim}, {"list", b.listing},
+	}
 	for _, step := range steps {
-		if err := step(); err != nil {
+		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
+			continue
+		}
+		if err := step.run(); err != nil {
 			return err
 		}
 	}
@@ -109,8 +135,12 @@ func (b *bench) header() {
 	var version, fsync, syncCommit string
 	_ = b.admin.QueryRow(b.ctx, `SELECT version(), current_setting('fsync'), current_setting('synchronous_commit')`).Scan(&version, &fsync, &syncCommit)
 	b.printf("# pgstore benchmarks\n\n")
-	b.printf("Produced by `go run ./bench/pgstore -seconds %d -rounds %d -big %d` on %s.\n\n",
-		b.secs, b.rounds, b.big, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	only := ""
+	if b.only != "" {
+		only = " -only " + b.only
+	}
+	b.printf("Produced by `go run ./bench/pgstore -seconds %d -rounds %d -big %d%s` on %s.\n\n",
+		b.secs, b.rounds, b.big, only, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	load, _ := os.ReadFile("/proc/loadavg")
 	b.printf("- machine: %d CPUs (GOMAXPROCS %d), shared with other jobs while measuring (load average at start: %s); %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "), version)
@@ -339,39 +369,47 @@ func (b *bench) complexCommit() error {
 	log.Print("complex commit")
 	b.printf("## Complex commit: 2 emits + dedupe + 1 timer + trace\n\n")
 	b.printf("pgstore sends the whole bundle as one statement (one round-trip, `CommitBatch` statement of internal/pgstoresql). The baseline sends the same bundle the seed's way, one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
-	b.printf("| callers | pgstore commits/s | one statement per round-trip | ratio | target ≥ 1.5× | rounds (pgstore; per statement) |\n|---|---|---|---|---|---|\n")
-	for _, callers := range []int{1, 8} {
-		ms, mp, ratio, ss, ps, err := b.compare(
-			func() (float64, error) {
-				run := b.runID.Add(1)
-				exes := make([]*stead.Execution, callers)
-				for w := range exes {
-					exes[w] = pgbenchwork.Execution(fmt.Sprintf("cx-%d-%d", run, w))
-				}
-				return b.measure(callers, func(w, i int) error {
-					_, err := b.store.Commit(b.ctx, exes[w], pgbenchwork.ComplexBundle(i))
-					return err
-				})
-			},
-			func() (float64, error) {
-				run := b.runID.Add(1)
-				exes := make([]*stead.Execution, callers)
-				for w := range exes {
-					exes[w] = pgbenchwork.Execution(fmt.Sprintf("ps-%d-%d", run, w))
-					if err := stead.Save(b.ctx, b.store, exes[w]); err != nil {
-						return 0, err
+	b.printf("The second table runs both on connections with `synchronous_commit = off` (a session setting, nothing else changes): without the wait for the WAL flush, what remains is the round-trips and the server's work, which is what pipelining saves.\n\n")
+	for _, variant := range []struct {
+		title string
+		s     *pgstore.Store
+	}{{"synchronous_commit = on (durable; the target)", b.store}, {"synchronous_commit = off (round-trips and server work only)", b.nosync}} {
+		b.printf("### %s\n\n", variant.title)
+		b.printf("| callers | pgstore commits/s | one statement per round-trip | ratio | target ≥ 1.5× | rounds (pgstore; per statement) |\n|---|---|---|---|---|---|\n")
+		s := variant.s
+		for _, callers := range []int{1, 8} {
+			ms, mp, ratio, ss, ps, err := b.compare(
+				func() (float64, error) {
+					run := b.runID.Add(1)
+					exes := make([]*stead.Execution, callers)
+					for w := range exes {
+						exes[w] = pgbenchwork.Execution(fmt.Sprintf("cx-%d-%d", run, w))
 					}
-				}
-				return b.measure(callers, func(w, i int) error {
-					return pgbenchwork.PerStatementCommit(b.ctx, b.store.Pool(), b.q, exes[w], pgbenchwork.ComplexBundle(i), pgstore.DefaultTraceCap)
+					return b.measure(callers, func(w, i int) error {
+						_, err := s.Commit(b.ctx, exes[w], pgbenchwork.ComplexBundle(i))
+						return err
+					})
+				},
+				func() (float64, error) {
+					run := b.runID.Add(1)
+					exes := make([]*stead.Execution, callers)
+					for w := range exes {
+						exes[w] = pgbenchwork.Execution(fmt.Sprintf("ps-%d-%d", run, w))
+						if err := stead.Save(b.ctx, s, exes[w]); err != nil {
+							return 0, err
+						}
+					}
+					return b.measure(callers, func(w, i int) error {
+						return pgbenchwork.PerStatementCommit(b.ctx, s.Pool(), b.q, exes[w], pgbenchwork.ComplexBundle(i), pgstore.DefaultTraceCap)
+					})
 				})
-			})
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			b.printf("| %d | %.0f | %.0f | %.2f× | %s | %s; %s |\n", callers, ms, mp, ratio, verdict(ratio >= 1.5), fmtRuns(ss), fmtRuns(ps))
 		}
-		b.printf("| %d | %.0f | %.0f | %.2f× | %s | %s; %s |\n", callers, ms, mp, ratio, verdict(ratio >= 1.5), fmtRuns(ss), fmtRuns(ps))
+		b.printf("\n")
 	}
-	b.printf("\n")
 	// The side effects pile up; keep later measurements on small tables.
 	_, err := b.admin.Exec(b.ctx, `TRUNCATE `+b.q+`stead_outbox, `+b.q+`stead_trace, `+b.q+`stead_timers`)
 	return err
@@ -473,7 +511,8 @@ func (b *bench) claim() error {
 	log.Print("claim")
 	b.printf("## Claim of 100 outbox rows against the backlog\n\n")
 	b.printf("The outbox is filled with `generate_series`, vacuumed and analyzed; then, %d times, 100 rows are claimed (timed) and acknowledged and 100 new rows appended (not timed), so the backlog stays constant. A claim writes its 100 leases and waits for the WAL flush, which dominates.\n\n", 200)
-	b.printf("| pending rows | claim median | claim p90 |\n|---|---|---|\n")
+	b.printf("The last two columns time the claim statement alone (the SQL of internal/pgstoresql, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
+	b.printf("| pending rows | ClaimOutbox median | ClaimOutbox p90 | statement alone, median | statement alone, p90 |\n|---|---|---|---|---|\n")
 	fill := func(n int) error {
 		_, err := b.admin.Exec(b.ctx, `INSERT INTO `+b.q+`stead_outbox (source_id, target_id, event)
 			SELECT 'src-' || (g % 1000), 'dst-' || (g % 1000), '{"id":"e' || g || '","kind":"Tick"}'
@@ -512,10 +551,29 @@ func (b *bench) claim() error {
 		if err != nil {
 			return err
 		}
-		meds = append(meds, med)
-		b.printf("| %d | %s | %s |\n", pending, med.Round(time.Microsecond), p90.Round(time.Microsecond))
+		claimSQL := pgstoresql.Limit(b.sql.ClaimOutbox, 100)
+		smed, sp90, err := latencies(200, func() error {
+			tx, err := b.admin.Begin(b.ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(b.ctx) //nolint:errcheck // the point is to roll back
+			now := time.Now()
+			tag, err := tx.Exec(b.ctx, claimSQL, now, now.Add(time.Minute))
+			if err == nil && tag.RowsAffected() != 100 {
+				err = fmt.Errorf("claimed %d rows", tag.RowsAffected())
+			}
+			return err
+		}, nil)
+		if err != nil {
+			return err
+		}
+		meds = append(meds, med, smed)
+		b.printf("| %d | %s | %s | %s | %s |\n", pending, med.Round(time.Microsecond), p90.Round(time.Microsecond),
+			smed.Round(time.Microsecond), sp90.Round(time.Microsecond))
 	}
-	b.printf("\nRatio of the medians (%d / 1,000 pending): %.2f× (target: the same time).\n\n", b.big, float64(meds[1])/float64(meds[0]))
+	b.printf("\nRatio of the medians (%d / 1,000 pending): ClaimOutbox %.2f×, statement alone %.2f× (target: the same time).\n\n",
+		b.big, float64(meds[2])/float64(meds[0]), float64(meds[3])/float64(meds[1]))
 	_, err := b.admin.Exec(b.ctx, `TRUNCATE `+b.q+`stead_outbox`)
 	return err
 }

@@ -2,7 +2,12 @@
 // pgbench exactly the statements the store sends.
 package pgstoresql
 
-import "github.com/steadhq/stead/internal/pgutil"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/steadhq/stead/internal/pgutil"
+)
 
 // Statements holds every SQL text of a store, with the schema filled in once at construction.
 type Statements struct {
@@ -26,6 +31,17 @@ type Statements struct {
 	DueTimers     string
 	DeleteTimer   string
 	List          string // the listing prefix; List appends the filter
+}
+
+// Limit puts n in the {limit} placeholder of sql.
+//
+// Limits are written into the text rather than passed as parameters: after five executions a
+// prepared statement may switch to a generic plan, and a generic plan does not know a parameter
+// LIMIT, so PostgreSQL costs it for a tenth of the rows and may sort half a million of them
+// instead of walking an index to the first hundred. Limits are validated integers and an
+// application uses few distinct ones, so each keeps its own cached plan.
+func Limit(sql string, n int) string {
+	return strings.Replace(sql, "{limit}", strconv.Itoa(n), 1)
 }
 
 // New returns the statements for schema ("" for the search_path).
@@ -71,34 +87,35 @@ func New(schema string) Statements {
 		ClaimOutbox: x(`UPDATE {schema}stead_outbox o SET lease_until = $2::timestamptz
 			FROM (SELECT seq FROM {schema}stead_outbox
 				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
-				ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) c
+				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED) c
 			WHERE o.seq = c.seq
 			RETURNING o.seq, o.source_id, o.target_id, o.event`),
 		AckOutbox: x(`DELETE FROM {schema}stead_outbox WHERE seq = ANY($1::bigint[])`),
 		PendingOutbox: [2]string{
 			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
-				ORDER BY seq LIMIT $1::int`),
+				ORDER BY seq LIMIT {limit}`),
 			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
-				WHERE source_id = $2::text ORDER BY seq LIMIT $1::int`),
+				WHERE source_id = $1::text ORDER BY seq LIMIT {limit}`),
 		},
 		ClaimSpawns: x(`UPDATE {schema}stead_spawns s SET lease_until = $2::timestamptz
 			FROM (SELECT seq FROM {schema}stead_spawns
 				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
-				ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) c
+				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED) c
 			WHERE s.seq = c.seq
 			RETURNING s.seq, s.parent_id, s.child_id, s.root_path, s.context`),
 		AckSpawns: x(`DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`),
 		PendingSpawns: [2]string{
 			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
-				ORDER BY seq LIMIT $1::int`),
+				ORDER BY seq LIMIT {limit}`),
 			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
-				WHERE parent_id = $2::text ORDER BY seq LIMIT $1::int`),
+				WHERE parent_id = $1::text ORDER BY seq LIMIT {limit}`),
 		},
 		DueTimers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
 			WHERE fire_at <= $1::timestamptz
-			ORDER BY fire_at, execution_id, path LIMIT $2::int`),
+			ORDER BY fire_at, execution_id, path LIMIT {limit}`),
 		DeleteTimer: x(`DELETE FROM {schema}stead_timers
 			WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`),
+		// List appends its filter, ORDER BY id and LIMIT {limit}.
 		List: x(`SELECT id, definition_id, status, outcome, active_path, parent_id, version,
 			created_at, updated_at, finished_at FROM {schema}stead_executions`),
 	}
