@@ -18,32 +18,46 @@ import (
 // Commit writes exe and every side effect of its step in one transaction (see stead.Writer).
 //
 // A state-only bundle (stead.Bundle.StateOnly) is one round-trip to the stead_commit_state
-// function. Any other bundle is one round-trip too: a single statement that does the CAS and
-// writes the side effects only if the CAS won (see internal/pgstoresql). A lost CAS costs one more
-// round-trip, to report the version found.
+// function. Any other bundle is one round-trip too, to the stead_commit_bundle function, which
+// does the CAS and then only the side effects the bundle has, and writes nothing if the CAS is
+// lost. A lost CAS costs one more round-trip, to report the version found.
 func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
 	if exe == nil {
 		return nil, check.Invalidf("pgstore: commit: execution is nil")
 	}
-	if !b.StateOnly() {
-		res, err := s.commitBatch(ctx, "commit", nil, []stead.CommitItem{{Execution: exe, Bundle: b}})
-		if err != nil {
-			return nil, err
-		}
-		return res[0].Seqs, res[0].Err
-	}
-	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("pgstore: commit %q: %w", exe.ID, err)
-	}
 	row, err := encodeRow(exe)
+	if err == nil {
+		err = row.encodeBundle(&b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: commit: %w", err)
 	}
 	var won bool
+	var seqs []int64
 	err = s.with(ctx, "commit", func(q querier) error {
-		if err := q.QueryRow(ctx, s.sql.CommitState, row.id, row.definitionID, row.status,
-			row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt, row.finishedAt,
-			row.data, row.old, b.ProcessedEventID).Scan(&won); err != nil {
+		var err error
+		if b.StateOnly() {
+			err = q.QueryRow(ctx, s.sql.CommitState, row.id, row.definitionID, row.status,
+				row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt,
+				row.finishedAt, row.data, row.old, b.ProcessedEventID).Scan(&won)
+		} else {
+			var t timerArgs
+			t.add(0, b.Timers)
+			spawnChildren, spawnRootPaths, spawnContexts := spawnArgs(b.Spawns)
+			targets := make([]string, len(b.Emits))
+			for i := range b.Emits {
+				targets[i] = b.Emits[i].Target
+			}
+			var res pgtype.FlatArray[int64]
+			err = q.QueryRow(ctx, s.sql.CommitBundle, row.id, row.definitionID, row.status,
+				row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt,
+				row.finishedAt, row.data, row.old, b.ProcessedEventID, targets, row.events,
+				spawnChildren, spawnRootPaths, spawnContexts, t.armPath, t.armFireAt, t.disarmPath,
+				row.trace, int64(s.cfg.traceCap)).Scan(&res)
+			won, seqs = res != nil, res
+			slices.Sort(seqs)
+		}
+		if err != nil {
 			return err
 		}
 		if !won {
@@ -59,7 +73,10 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 		return nil, row.conflict
 	}
 	exe.Version = row.old + 1
-	return nil, nil
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	return seqs, nil
 }
 
 // CommitBatch applies many commits in one transaction and one round-trip (see stead.Writer).
@@ -181,11 +198,48 @@ type batchArgs struct {
 	spawnChild, spawnRootPath []string
 	spawnContext              []pgtype.Text
 
+	timers timerArgs
+}
+
+// timerArgs are timer ops reduced to their net effect: timer ops on one path override each other
+// in order, so only the last op per path matters, and sending just that one also keeps an upsert
+// from touching a row twice.
+type timerArgs struct {
 	armItem    []int32
 	armPath    []string
 	armFireAt  []pgtype.Timestamptz
 	disarmItem []int32
 	disarmPath []string
+}
+
+func (t *timerArgs) add(pos int32, ops []stead.TimerOp) {
+	last := make(map[string]int, len(ops))
+	for i, op := range ops {
+		last[op.Path] = i
+	}
+	for i, op := range ops {
+		if last[op.Path] != i {
+			continue
+		}
+		if op.Action == stead.TimerSchedule {
+			t.armItem = append(t.armItem, pos)
+			t.armPath = append(t.armPath, op.Path)
+			t.armFireAt = append(t.armFireAt, timestamptz(op.FireAt))
+		} else {
+			t.disarmItem = append(t.disarmItem, pos)
+			t.disarmPath = append(t.disarmPath, op.Path)
+		}
+	}
+}
+
+// spawnArgs returns the spawns as parallel arrays; a missing context is NULL.
+func spawnArgs(spawns []stead.Spawn) (children, rootPaths []string, contexts []pgtype.Text) {
+	for _, sp := range spawns {
+		children = append(children, sp.ChildID)
+		rootPaths = append(rootPaths, sp.RootPath)
+		contexts = append(contexts, pgtype.Text{String: string(sp.Context), Valid: len(sp.Context) > 0})
+	}
+	return children, rootPaths, contexts
 }
 
 // add appends one encoded item; its 1-based position in the arrays names it in the side-effect
@@ -217,25 +271,7 @@ func (a *batchArgs) add(r *encoded) {
 		a.spawnRootPath = append(a.spawnRootPath, sp.RootPath)
 		a.spawnContext = append(a.spawnContext, pgtype.Text{String: string(sp.Context), Valid: len(sp.Context) > 0})
 	}
-	// Timer ops on one path override each other in order, so only the last op per path matters;
-	// sending just that one keeps the upsert from touching a row twice.
-	last := make(map[string]int, len(b.Timers))
-	for i, op := range b.Timers {
-		last[op.Path] = i
-	}
-	for i, op := range b.Timers {
-		if last[op.Path] != i {
-			continue
-		}
-		if op.Action == stead.TimerSchedule {
-			a.armItem = append(a.armItem, pos)
-			a.armPath = append(a.armPath, op.Path)
-			a.armFireAt = append(a.armFireAt, timestamptz(op.FireAt))
-		} else {
-			a.disarmItem = append(a.disarmItem, pos)
-			a.disarmPath = append(a.disarmPath, op.Path)
-		}
-	}
+	a.timers.add(pos, b.Timers)
 }
 
 func (a *batchArgs) values(traceCap int) []any {
@@ -243,8 +279,8 @@ func (a *batchArgs) values(traceCap int) []any {
 		a.createdAt, a.updatedAt, a.finishedAt, a.data, a.old, a.processed, a.trace,
 		a.emitItem, a.emitTarget, a.emitEvent,
 		a.spawnItem, a.spawnChild, a.spawnRootPath, a.spawnContext,
-		a.armItem, a.armPath, a.armFireAt,
-		a.disarmItem, a.disarmPath,
+		a.timers.armItem, a.timers.armPath, a.timers.armFireAt,
+		a.timers.disarmItem, a.timers.disarmPath,
 		int64(traceCap)}
 }
 

@@ -12,6 +12,7 @@ import (
 // Statements holds every SQL text of a store, with the schema filled in once at construction.
 type Statements struct {
 	CommitState   string
+	CommitBundle  string
 	CommitBatch   string
 	Versions      string
 	Load          string
@@ -51,6 +52,10 @@ func New(schema string) Statements {
 		CommitState: x(`SELECT {schema}stead_commit_state($1::text, $2::text, $3::text, $4::text,
 			$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
 			$11::bigint, $12::text)`),
+		CommitBundle: x(`SELECT {schema}stead_commit_bundle($1::text, $2::text, $3::text, $4::text,
+			$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
+			$11::bigint, $12::text, $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+			$18::text[], $19::timestamptz[], $20::text[], $21::text, $22::bigint)`),
 		CommitBatch: x(commitBatchSQL),
 		Versions: x(`SELECT id, version FROM {schema}stead_executions
 			WHERE id = ANY($1::text[])`),
