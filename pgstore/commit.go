@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,32 +18,46 @@ import (
 // Commit writes exe and every side effect of its step in one transaction (see stead.Writer).
 //
 // A state-only bundle (stead.Bundle.StateOnly) is one round-trip to the stead_commit_state
-// function. Any other bundle is one round-trip too: a single statement that does the CAS and
-// writes the side effects only if the CAS won (see commitBatchSQL). A lost CAS costs one more
-// round-trip, to report the version found.
+// function. Any other bundle is one round-trip too, to the stead_commit_bundle function, which
+// does the CAS and then only the side effects the bundle has, and writes nothing if the CAS is
+// lost. A lost CAS costs one more round-trip, to report the version found.
 func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
 	if exe == nil {
 		return nil, check.Invalidf("pgstore: commit: execution is nil")
 	}
-	if !b.StateOnly() {
-		res, err := s.commitBatch(ctx, "commit", nil, []stead.CommitItem{{Execution: exe, Bundle: b}})
-		if err != nil {
-			return nil, err
-		}
-		return res[0].Seqs, res[0].Err
-	}
-	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("pgstore: commit %q: %w", exe.ID, err)
-	}
 	row, err := encodeRow(exe)
+	if err == nil {
+		err = row.encodeBundle(&b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: commit: %w", err)
 	}
 	var won bool
+	var seqs []int64
 	err = s.with(ctx, "commit", func(q querier) error {
-		if err := q.QueryRow(ctx, s.sql.commitState, row.id, row.definitionID, row.status,
-			row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt, row.finishedAt,
-			row.data, row.old, b.ProcessedEventID).Scan(&won); err != nil {
+		var err error
+		if b.StateOnly() {
+			err = q.QueryRow(ctx, s.sql.CommitState, row.id, row.definitionID, row.status,
+				row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt,
+				row.finishedAt, row.data, row.old, b.ProcessedEventID).Scan(&won)
+		} else {
+			var t timerArgs
+			t.add(0, b.Timers)
+			spawnChildren, spawnRootPaths, spawnContexts := spawnArgs(b.Spawns)
+			targets := make([]string, len(b.Emits))
+			for i := range b.Emits {
+				targets[i] = b.Emits[i].Target
+			}
+			var res pgtype.FlatArray[int64]
+			err = q.QueryRow(ctx, s.sql.CommitBundle, row.id, row.definitionID, row.status,
+				row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt,
+				row.finishedAt, row.data, row.old, b.ProcessedEventID, targets, row.events,
+				spawnChildren, spawnRootPaths, spawnContexts, t.armPath, t.armFireAt, t.disarmPath,
+				row.trace, int64(s.cfg.traceCap)).Scan(&res)
+			won, seqs = res != nil, res
+			slices.Sort(seqs)
+		}
+		if err != nil {
 			return err
 		}
 		if !won {
@@ -60,23 +73,30 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 		return nil, row.conflict
 	}
 	exe.Version = row.old + 1
-	return nil, nil
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	return seqs, nil
 }
 
 // CommitBatch applies many commits in one transaction and one round-trip (see stead.Writer).
 // Items that lose their CAS cost one more round-trip, together, to report the versions found.
-// Rows are locked in id order, so concurrent batches do not deadlock each other.
+// Items are sent sorted by id so that concurrent batches over the same executions usually lock
+// them in the same order; a deadlock PostgreSQL still detects fails the whole batch with
+// stead.ErrConflict and writes nothing.
 func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
 	return s.commitBatch(ctx, "commit batch", nil, items)
 }
 
 // CommitBatchTx is CommitBatch on the caller's transaction, for a runtime that claims work,
-// commits steps and acknowledges the work in one PostgreSQL transaction. The caller commits or
-// rolls back tx. Like CommitBatch it bumps the Version of every execution whose result has no
-// error; if the caller then rolls back, those versions no longer match the database: call
-// UndoVersions(items, results) to restore them. When CommitBatchTx itself returns an error, the
-// versions are already as they were, and the transaction is aborted (PostgreSQL refuses further
-// statements on it): roll it back.
+// commits the steps it produced and acknowledges the work in one PostgreSQL transaction. The
+// caller commits or rolls back tx; nothing is visible to others before it commits.
+//
+// Like CommitBatch, it bumps the Version of every execution whose result has no error. If the
+// caller then rolls back (or its COMMIT fails), those versions are ahead of the database: call
+// UndoVersions(items, results) to put them back. When CommitBatchTx returns an error, no version
+// was bumped; if the error came from the database, PostgreSQL has aborted tx and it must be
+// rolled back.
 func (s *Store) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error) {
 	if tx == nil {
 		return nil, check.Invalidf("pgstore: commit batch: transaction is nil")
@@ -105,6 +125,37 @@ type encoded struct {
 	data                          string
 	old                           int64
 	conflict                      error // set when the CAS was lost
+
+	bundle *stead.Bundle
+	events []string    // the emitted events, encoded
+	trace  pgtype.Text // the trace step, encoded; NULL for none
+}
+
+// encodeBundle validates b and encodes its JSON parts into r.
+func (r *encoded) encodeBundle(b *stead.Bundle) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	r.bundle = b
+	r.events = make([]string, len(b.Emits))
+	for i := range b.Emits {
+		enc, err := json.Marshal(&b.Emits[i].Event)
+		if err != nil {
+			return check.Invalidf("emit %d does not encode: %v", i, err)
+		}
+		r.events[i] = string(enc)
+	}
+	if b.Trace != nil {
+		t := *b.Trace
+		t.Index = 0 // the store assigns it
+		t.At = t.At.UTC().Truncate(micros)
+		enc, err := json.Marshal(&t)
+		if err != nil {
+			return check.Invalidf("trace step does not encode: %v", err)
+		}
+		r.trace = pgtype.Text{String: string(enc), Valid: true}
+	}
+	return nil
 }
 
 // encodeRow validates exe and encodes it at its next version, without touching exe. Times are
@@ -131,7 +182,7 @@ func encodeRow(exe *stead.Execution) (encoded, error) {
 	}, nil
 }
 
-// batchArgs are the array parameters of commitBatchSQL.
+// batchArgs are the array parameters of the CommitBatch statement (internal/pgstoresql).
 type batchArgs struct {
 	ids, definitionIDs, statuses, outcomes, activePaths, parentIDs []string
 	createdAt, updatedAt, finishedAt                               []pgtype.Timestamptz
@@ -147,6 +198,13 @@ type batchArgs struct {
 	spawnChild, spawnRootPath []string
 	spawnContext              []pgtype.Text
 
+	timers timerArgs
+}
+
+// timerArgs are timer ops reduced to their net effect: timer ops on one path override each other
+// in order, so only the last op per path matters, and sending just that one also keeps an upsert
+// from touching a row twice.
+type timerArgs struct {
 	armItem    []int32
 	armPath    []string
 	armFireAt  []pgtype.Timestamptz
@@ -154,8 +212,40 @@ type batchArgs struct {
 	disarmPath []string
 }
 
-// add appends one validated item; pos is its 1-based position in the arrays.
-func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
+func (t *timerArgs) add(pos int32, ops []stead.TimerOp) {
+	last := make(map[string]int, len(ops))
+	for i, op := range ops {
+		last[op.Path] = i
+	}
+	for i, op := range ops {
+		if last[op.Path] != i {
+			continue
+		}
+		if op.Action == stead.TimerSchedule {
+			t.armItem = append(t.armItem, pos)
+			t.armPath = append(t.armPath, op.Path)
+			t.armFireAt = append(t.armFireAt, timestamptz(op.FireAt))
+		} else {
+			t.disarmItem = append(t.disarmItem, pos)
+			t.disarmPath = append(t.disarmPath, op.Path)
+		}
+	}
+}
+
+// spawnArgs returns the spawns as parallel arrays; a missing context is NULL.
+func spawnArgs(spawns []stead.Spawn) (children, rootPaths []string, contexts []pgtype.Text) {
+	for _, sp := range spawns {
+		children = append(children, sp.ChildID)
+		rootPaths = append(rootPaths, sp.RootPath)
+		contexts = append(contexts, pgtype.Text{String: string(sp.Context), Valid: len(sp.Context) > 0})
+	}
+	return children, rootPaths, contexts
+}
+
+// add appends one encoded item; its 1-based position in the arrays names it in the side-effect
+// arrays.
+func (a *batchArgs) add(r *encoded) {
+	b := r.bundle
 	pos := int32(len(a.ids) + 1)
 	a.ids = append(a.ids, r.id)
 	a.definitionIDs = append(a.definitionIDs, r.definitionID)
@@ -169,26 +259,11 @@ func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
 	a.data = append(a.data, r.data)
 	a.old = append(a.old, r.old)
 	a.processed = append(a.processed, b.ProcessedEventID)
-	var trace pgtype.Text
-	if b.Trace != nil {
-		t := *b.Trace
-		t.Index = 0
-		t.At = t.At.UTC().Truncate(micros)
-		enc, err := json.Marshal(&t)
-		if err != nil {
-			return check.Invalidf("trace step does not encode: %v", err)
-		}
-		trace = pgtype.Text{String: string(enc), Valid: true}
-	}
-	a.trace = append(a.trace, trace)
+	a.trace = append(a.trace, r.trace)
 	for i := range b.Emits {
-		enc, err := json.Marshal(&b.Emits[i].Event)
-		if err != nil {
-			return check.Invalidf("emit %d does not encode: %v", i, err)
-		}
 		a.emitItem = append(a.emitItem, pos)
 		a.emitTarget = append(a.emitTarget, b.Emits[i].Target)
-		a.emitEvent = append(a.emitEvent, string(enc))
+		a.emitEvent = append(a.emitEvent, r.events[i])
 	}
 	for _, sp := range b.Spawns {
 		a.spawnItem = append(a.spawnItem, pos)
@@ -196,26 +271,7 @@ func (a *batchArgs) add(r *encoded, b *stead.Bundle) error {
 		a.spawnRootPath = append(a.spawnRootPath, sp.RootPath)
 		a.spawnContext = append(a.spawnContext, pgtype.Text{String: string(sp.Context), Valid: len(sp.Context) > 0})
 	}
-	// Timer ops on one path override each other in order, so only the last op per path matters;
-	// sending just that one keeps the upsert from touching a row twice.
-	last := make(map[string]int, len(b.Timers))
-	for i, op := range b.Timers {
-		last[op.Path] = i
-	}
-	for i, op := range b.Timers {
-		if last[op.Path] != i {
-			continue
-		}
-		if op.Action == stead.TimerSchedule {
-			a.armItem = append(a.armItem, pos)
-			a.armPath = append(a.armPath, op.Path)
-			a.armFireAt = append(a.armFireAt, timestamptz(op.FireAt))
-		} else {
-			a.disarmItem = append(a.disarmItem, pos)
-			a.disarmPath = append(a.disarmPath, op.Path)
-		}
-	}
-	return nil
+	a.timers.add(pos, b.Timers)
 }
 
 func (a *batchArgs) values(traceCap int) []any {
@@ -223,8 +279,8 @@ func (a *batchArgs) values(traceCap int) []any {
 		a.createdAt, a.updatedAt, a.finishedAt, a.data, a.old, a.processed, a.trace,
 		a.emitItem, a.emitTarget, a.emitEvent,
 		a.spawnItem, a.spawnChild, a.spawnRootPath, a.spawnContext,
-		a.armItem, a.armPath, a.armFireAt,
-		a.disarmItem, a.disarmPath,
+		a.timers.armItem, a.timers.armPath, a.timers.armFireAt,
+		a.timers.disarmItem, a.timers.disarmPath,
 		int64(traceCap)}
 }
 
@@ -245,20 +301,20 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 			results[i].Err = check.Invalidf("pgstore: %s: item %d: execution is nil", op, i)
 			continue
 		}
+		// The first item of an id is the one that counts, valid or not.
 		if seen[it.Execution.ID] {
 			results[i].Err = check.Invalidf("pgstore: %s: execution %q appears twice in one batch", op, it.Execution.ID)
 			continue
 		}
-		if err := it.Bundle.Validate(); err != nil {
-			results[i].Err = fmt.Errorf("pgstore: %s %q: %w", op, it.Execution.ID, err)
-			continue
-		}
+		seen[it.Execution.ID] = true
 		r, err := encodeRow(it.Execution)
+		if err == nil {
+			err = r.encodeBundle(&items[i].Bundle)
+		}
 		if err != nil {
 			results[i].Err = fmt.Errorf("pgstore: %s: %w", op, err)
 			continue
 		}
-		seen[it.Execution.ID] = true
 		r.item = i
 		rows = append(rows, &r)
 	}
@@ -269,19 +325,12 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 	slices.SortFunc(rows, func(a, b *encoded) int { return strings.Compare(a.id, b.id) })
 	var args batchArgs
 	for _, r := range rows {
-		if err := args.add(r, &items[r.item].Bundle); err != nil {
-			results[r.item].Err = fmt.Errorf("pgstore: %s %q: %w", op, r.id, err)
-			r.conflict = errSkip
-		}
-	}
-	rows = slices.DeleteFunc(rows, func(r *encoded) bool { return r.conflict == errSkip })
-	if len(rows) == 0 {
-		return results, nil
+		args.add(r)
 	}
 	won := make([]bool, len(rows))
 	seqs := make([][]int64, len(rows))
 	run := func(q querier) error {
-		res, err := q.Query(ctx, s.sql.commitBatch, args.values(s.cfg.traceCap)...)
+		res, err := q.Query(ctx, s.sql.CommitBatch, args.values(s.cfg.traceCap)...)
 		if err != nil {
 			return err
 		}
@@ -343,9 +392,6 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 	return results, nil
 }
 
-// errSkip marks an encoded row that failed late validation.
-var errSkip = errors.New("skip")
-
 // conflicts sets the ConflictError of every row that lost its CAS, with the version stored now
 // (-1 for no row, or when the lookup failed, whose error it returns).
 func (s *Store) conflicts(ctx context.Context, q querier, lost []*encoded) error {
@@ -354,7 +400,7 @@ func (s *Store) conflicts(ctx context.Context, q querier, lost []*encoded) error
 		ids[i] = r.id
 	}
 	found := make(map[string]int64, len(lost))
-	rows, err := q.Query(ctx, s.sql.versions, ids)
+	rows, err := q.Query(ctx, s.sql.Versions, ids)
 	if err == nil {
 		var id string
 		var v int64

@@ -38,7 +38,8 @@
 //   - pool: pgxpool's defaults (WithMaxConns);
 //   - statement timeout: none (WithStatementTimeout); acquire timeout: none (WithAcquireTimeout);
 //   - trace cap: DefaultTraceCap steps per execution (WithTraceCap);
-//   - Open and New migrate (WithoutMigrate to run Migrate separately);
+//   - Open migrates (WithoutMigrate to run Migrate separately); New does no I/O, so call Migrate
+//     or CheckSchema on a store built with it;
 //   - prepared statements are cached per connection; WithPgBouncer sends them unnamed instead,
 //     for PgBouncer in transaction mode (the store relies on no session state).
 //

@@ -65,11 +65,13 @@ func WithConnectRetry(attempts int, delay time.Duration) Option {
 
 // WithPgBouncer makes the pool Open creates send every statement unnamed, which PgBouncer in
 // transaction pooling mode requires. The store keeps no session state, so nothing else changes;
-// each call costs the same number of round-trips. Ignored by New: configure the application's
-// pool with pgx.QueryExecModeExec instead.
+// each call costs the same number of round-trips. PgBouncer refuses startup parameters it does not
+// know unless told to ignore them (ignore_startup_parameters), so with WithStatementTimeout either
+// list statement_timeout there or set it on the database role instead. Ignored by New: configure
+// the application's pool with pgx.QueryExecModeExec instead.
 func WithPgBouncer() Option { return func(c *config) { c.pool.PgBouncer = true } }
 
-// WithoutMigrate makes Open and New skip the migration, for deployments that run it separately
-// (Store.Migrate, or the stead CLI). They then check that the schema is at the version this
-// package expects and fail otherwise.
+// WithoutMigrate makes Open skip the migration, for deployments that run it separately
+// (Store.Migrate, or the stead CLI). Open then checks that the schema is at the version this
+// package needs (Store.CheckSchema) and fails otherwise.
 func WithoutMigrate() Option { return func(c *config) { c.migrate = false } }

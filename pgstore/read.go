@@ -14,6 +14,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/internal/listing"
+	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/internal/pgutil"
 )
 
@@ -24,7 +25,7 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	}
 	var data []byte
 	err := s.with(ctx, "load", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.load, id).Scan(&data)
+		return q.QueryRow(ctx, s.sql.Load, id).Scan(&data)
 	})
 	if err != nil {
 		return nil, notFound(err, id)
@@ -40,7 +41,7 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Ex
 	var data []byte
 	var processed bool
 	err := s.with(ctx, "load for event", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.loadForEvent, id, eventID).Scan(&data, &processed)
+		return q.QueryRow(ctx, s.sql.LoadForEvent, id, eventID).Scan(&data, &processed)
 	})
 	if err != nil {
 		return nil, false, notFound(err, id)
@@ -84,7 +85,7 @@ func (s *Store) loadForEvents(ctx context.Context, tx pgx.Tx, refs []stead.Event
 		ids[i], events[i] = r.ExecutionID, r.EventID
 	}
 	run := func(q querier) error {
-		rows, err := q.Query(ctx, s.sql.loadForEvents, ids, events)
+		rows, err := q.Query(ctx, s.sql.LoadForEvents, ids, events)
 		if err != nil {
 			return err
 		}
@@ -124,21 +125,22 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 	}
 	var ok bool
 	err := s.with(ctx, "is processed", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.isProcessed, id, eventID).Scan(&ok)
+		return q.QueryRow(ctx, s.sql.IsProcessed, id, eventID).Scan(&ok)
 	})
 	return ok, err
 }
 
 // List returns one page of summaries ordered by id. It reads only the listing columns, and each
 // page is a keyset query (id > the cursor's id, LIMIT page+1) on an index that matches the
-// filter, so a deep page costs what the first one does.
+// filter, so a deep page costs what the first one does. Each filter shape and page size is its
+// own statement text, so its cached plan fits it.
 func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error) {
 	q, err := listing.Prepare(f)
 	if err != nil {
 		return stead.Page{}, fmt.Errorf("pgstore: list: %w", err)
 	}
 	var sb strings.Builder
-	sb.WriteString(s.sql.list)
+	sb.WriteString(s.sql.List)
 	var args []any
 	conds := 0
 	where := func(cond string, arg ...any) {
@@ -167,8 +169,8 @@ func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error
 	if q.After != "" {
 		where("id > $n::text", q.After)
 	}
-	args = append(args, q.Limit+1)
-	sb.WriteString(" ORDER BY id LIMIT $" + strconv.Itoa(len(args)) + "::int")
+	// The limit is part of the text, not a parameter: see pgstoresql.Limit.
+	sb.WriteString(" ORDER BY id LIMIT " + strconv.Itoa(q.Limit+1))
 
 	page := stead.Page{Items: make([]stead.Summary, 0, min(q.Limit, 64))}
 	err = s.with(ctx, "list", func(qr querier) error {
@@ -208,7 +210,7 @@ func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, er
 	}
 	steps := []stead.TraceStep{}
 	err := s.with(ctx, "read trace", func(q querier) error {
-		rows, err := q.Query(ctx, s.sql.readTrace, id)
+		rows, err := q.Query(ctx, s.sql.ReadTrace, id)
 		if err != nil {
 			return err
 		}
@@ -236,7 +238,7 @@ func (s *Store) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return nil, fmt.Errorf("pgstore: timers: %w", err)
 	}
-	return s.queryTimers(ctx, "timers", s.sql.timers, id)
+	return s.queryTimers(ctx, "timers", s.sql.Timers, id)
 }
 
 // PendingOutbox returns up to limit undelivered outbox entries, claimed or not, in seq order.
@@ -248,11 +250,10 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pending outbox: %w", err)
 	}
-	sql, args := s.sql.pendingOutbox[0], []any{n}
-	if source != "" {
-		sql, args = s.sql.pendingOutbox[1], append(args, source)
+	if source == "" {
+		return s.queryOutbox(ctx, "pending outbox", pgstoresql.Limit(s.sql.PendingOutbox[0], n))
 	}
-	return s.queryOutbox(ctx, "pending outbox", sql, args...)
+	return s.queryOutbox(ctx, "pending outbox", pgstoresql.Limit(s.sql.PendingOutbox[1], n), source)
 }
 
 // PendingSpawns returns up to limit spawn intents, claimed or not, in seq order.
@@ -264,11 +265,10 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pending spawns: %w", err)
 	}
-	sql, args := s.sql.pendingSpawns[0], []any{n}
-	if parentID != "" {
-		sql, args = s.sql.pendingSpawns[1], append(args, parentID)
+	if parentID == "" {
+		return s.querySpawns(ctx, "pending spawns", pgstoresql.Limit(s.sql.PendingSpawns[0], n))
 	}
-	return s.querySpawns(ctx, "pending spawns", sql, args...)
+	return s.querySpawns(ctx, "pending spawns", pgstoresql.Limit(s.sql.PendingSpawns[1], n), parentID)
 }
 
 func checkRef(id, eventID string) error {

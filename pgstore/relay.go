@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/pgstoresql"
 )
 
 // ClaimOutbox leases up to limit outbox entries, oldest first, that no live lease holds. The
@@ -24,7 +25,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim outbox: %w", err)
 	}
-	out, err := s.queryOutbox(ctx, "claim outbox", s.sql.claimOutbox, now, now.Add(lease), n)
+	out, err := s.queryOutbox(ctx, "claim outbox", pgstoresql.Limit(s.sql.ClaimOutbox, n), now, now.Add(lease))
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 
 // AckOutbox deletes delivered entries; unknown seqs are ignored.
 func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, "ack outbox", s.sql.ackOutbox, seqs)
+	return s.ack(ctx, "ack outbox", s.sql.AckOutbox, seqs)
 }
 
 // ClaimSpawns is ClaimOutbox for spawn intents.
@@ -43,7 +44,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim spawns: %w", err)
 	}
-	out, err := s.querySpawns(ctx, "claim spawns", s.sql.claimSpawns, now, now.Add(lease), n)
+	out, err := s.querySpawns(ctx, "claim spawns", pgstoresql.Limit(s.sql.ClaimSpawns, n), now, now.Add(lease))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 
 // AckSpawns deletes handled spawn intents; unknown seqs are ignored.
 func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, "ack spawns", s.sql.ackSpawns, seqs)
+	return s.ack(ctx, "ack spawns", s.sql.AckSpawns, seqs)
 }
 
 // DueTimers returns up to limit timers with FireAt <= now, earliest first, from the
@@ -63,7 +64,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stea
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: due timers: %w", err)
 	}
-	return s.queryTimers(ctx, "due timers", s.sql.dueTimers, now, n)
+	return s.queryTimers(ctx, "due timers", pgstoresql.Limit(s.sql.DueTimers, n), now)
 }
 
 // DeleteTimer deletes the timer only if it still fires at t.FireAt.
@@ -76,7 +77,7 @@ func (s *Store) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	}
 	var deleted bool
 	err := s.with(ctx, "delete timer", func(q querier) error {
-		tag, err := q.Exec(ctx, s.sql.deleteTimer, t.ExecutionID, t.Path, t.FireAt)
+		tag, err := q.Exec(ctx, s.sql.DeleteTimer, t.ExecutionID, t.Path, t.FireAt)
 		deleted = tag.RowsAffected() > 0
 		return err
 	})
@@ -100,7 +101,7 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 	}
 	var idx int64
 	err = s.with(ctx, "append trace", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.appendTrace, id, string(entry), int64(s.cfg.traceCap)).Scan(&idx)
+		return q.QueryRow(ctx, s.sql.AppendTrace, id, string(entry), int64(s.cfg.traceCap)).Scan(&idx)
 	})
 	if err != nil {
 		return 0, notFound(err, id)
@@ -109,7 +110,7 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 }
 
 // Purge deletes the execution at expectedVersion and every row that belongs to it, in one
-// statement (see purgeSQL).
+// statement (see internal/pgstoresql).
 func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return false, fmt.Errorf("pgstore: purge: %w", err)
@@ -119,7 +120,7 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 	}
 	var deleted bool
 	err := s.with(ctx, "purge", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.purge, id, expectedVersion).Scan(&deleted)
+		return q.QueryRow(ctx, s.sql.Purge, id, expectedVersion).Scan(&deleted)
 	})
 	return deleted, err
 }
@@ -128,8 +129,8 @@ func checkClaim(now time.Time, lease time.Duration, limit int) (int, error) {
 	if now.IsZero() {
 		return 0, check.Invalidf("claim time is zero")
 	}
-	if lease < 0 {
-		return 0, check.Invalidf("negative lease %v", lease)
+	if lease <= 0 {
+		return 0, check.Invalidf("lease %v is not positive", lease)
 	}
 	return checkLimit(limit)
 }

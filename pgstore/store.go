@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/internal/pgutil"
 )
 
@@ -25,7 +27,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 	cfg      config
-	sql      statements
+	sql      pgstoresql.Statements
 	closed   atomic.Bool
 }
 
@@ -44,7 +46,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
-	s, err := newStore(ctx, pool, true, cfg)
+	s := &Store{pool: pool, ownsPool: true, cfg: cfg, sql: pgstoresql.New(cfg.schema)}
+	if cfg.migrate {
+		err = s.Migrate(ctx)
+	} else {
+		err = s.CheckSchema(ctx)
+	}
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -52,15 +59,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// New returns a Store on a pool the application already has, migrating the schema unless
-// WithoutMigrate is given. Close does not close the pool. Pool options (WithMaxConns,
-// WithStatementTimeout, WithConnectRetry, WithPgBouncer) are ignored: they belong to the pool.
-func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+// New returns a Store on a pool the application already has. It does no I/O: call Migrate
+// before first use (or CheckSchema, where migrations run separately). Close does not close the
+// pool. Pool options (WithMaxConns, WithStatementTimeout, WithConnectRetry, WithPgBouncer) and
+// WithoutMigrate are ignored: the pool is the application's, and New never migrates.
+func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, check.Invalidf("pgstore: nil pool")
+	}
 	cfg := newConfig(opts)
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
-	return newStore(ctx, pool, false, cfg)
+	return &Store{pool: pool, cfg: cfg, sql: pgstoresql.New(cfg.schema)}, nil
 }
 
 func checkSchema(schema string) error {
@@ -71,20 +82,6 @@ func checkSchema(schema string) error {
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	return nil
-}
-
-func newStore(ctx context.Context, pool *pgxpool.Pool, owns bool, cfg config) (*Store, error) {
-	s := &Store{pool: pool, ownsPool: owns, cfg: cfg, sql: newStatements(cfg.schema)}
-	if cfg.migrate {
-		if err := s.Migrate(ctx); err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	if err := s.checkMigrated(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // Pool returns the store's pool, for callers that enlist the store in their own transactions
@@ -148,8 +145,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// checkMigrated verifies, without DDL, that someone ran the migrations this package expects.
-func (s *Store) checkMigrated(ctx context.Context) error {
+// CheckSchema verifies, without DDL, that the schema is at the migration version this package
+// needs, for deployments that migrate separately. Open calls it under WithoutMigrate.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	if s.closed.Load() {
+		return stead.ErrClosed
+	}
 	ms := migrations()
 	want := ms[len(ms)-1].Version
 	var have int

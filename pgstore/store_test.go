@@ -395,6 +395,7 @@ func TestCommitBatch(t *testing.T) {
 		{Execution: dup},
 		{Execution: bad, Bundle: stead.Bundle{Emits: []stead.Emit{{Event: stead.Event{Kind: "no id"}}}}},
 		{Execution: nil},
+		{Execution: newExe("bad")}, // a repeat of an invalid first item is still a repeat
 	}
 	res, err := s.CommitBatch(ctx, items)
 	if err != nil {
@@ -407,7 +408,7 @@ func TestCommitBatch(t *testing.T) {
 	if !errors.As(res[2].Err, &ce) || ce.Found != 2 || stale.Version != 1 {
 		t.Fatalf("stale item: %v (version %d)", res[2].Err, stale.Version)
 	}
-	for i := 3; i < 6; i++ {
+	for i := 3; i < 7; i++ {
 		if !errors.Is(res[i].Err, stead.ErrInvalid) {
 			t.Fatalf("item %d: %v, want invalid", i, res[i].Err)
 		}
@@ -415,13 +416,16 @@ func TestCommitBatch(t *testing.T) {
 	if a.Version != 1 || c.Version != 1 || dup.Version != 0 {
 		t.Fatalf("versions a=%d c=%d dup=%d", a.Version, c.Version, dup.Version)
 	}
+	if _, err := s.Load(ctx, "bad"); !errors.Is(err, stead.ErrNotFound) {
+		t.Fatalf("the repeat of an invalid item landed: %v", err)
+	}
 	if ok, _ := s.IsProcessed(ctx, "b", "ev-b"); ok {
 		t.Fatal("the loser's marker landed")
 	}
 	if out, _ := s.PendingOutbox(ctx, "b", 0); len(out) != 0 {
 		t.Fatalf("the loser's emits landed: %v", out)
 	}
-	loaded, err := s.LoadForEvents(ctx, []stead.EventRef{{"a", "ev-a"}, {"nope", "x"}, {"c", "ev-a"}, {"a", "other"}})
+	loaded, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: "a", EventID: "ev-a"}, {ExecutionID: "nope", EventID: "x"}, {ExecutionID: "c", EventID: "ev-a"}, {ExecutionID: "a", EventID: "other"}})
 	if err != nil {
 		t.Fatal(err)
 	}

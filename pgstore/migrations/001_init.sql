@@ -1,14 +1,16 @@
 -- The execution store. Every name carries the stead_ prefix so that the tables can share a schema
--- (or the search_path) with an application's own.
+-- (or the search_path) with an application's own. Identifier columns use the "C" collation: ids
+-- compare byte-wise (the order List promises on every backend, whatever the database's
+-- collation), and comparisons are cheaper.
 
 -- One row per execution. data is the whole execution as JSON text (stead.EncodeExecution); the
 -- other columns are copies of the fields listing filters and returns, written by the same CAS, so
 -- that listing never reads data. trace_next is the index the next trace step gets: keeping it on
 -- the row the CAS locks lets the trace INSERT take its index without reading the trace table.
 CREATE TABLE {schema}stead_executions (
-    id            text PRIMARY KEY,
-    definition_id text NOT NULL,
-    status        text NOT NULL,
+    id            text COLLATE "C" PRIMARY KEY,
+    definition_id text COLLATE "C" NOT NULL,
+    status        text COLLATE "C" NOT NULL,
     outcome       text,
     active_path   text,
     parent_id     text,
@@ -29,8 +31,8 @@ CREATE INDEX stead_executions_status ON {schema}stead_executions (status, id);
 -- HOT update; claims walk the primary key from the oldest seq.
 CREATE TABLE {schema}stead_outbox (
     seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    source_id   text NOT NULL,
-    target_id   text,
+    source_id   text COLLATE "C" NOT NULL,
+    target_id   text COLLATE "C",
     event       text NOT NULL,
     lease_until timestamptz
 );
@@ -39,15 +41,15 @@ CREATE INDEX stead_outbox_target ON {schema}stead_outbox (target_id) WHERE targe
 
 -- The dedupe ledger: which events each execution has applied.
 CREATE TABLE {schema}stead_processed_events (
-    execution_id text NOT NULL,
-    event_id     text NOT NULL,
+    execution_id text COLLATE "C" NOT NULL,
+    event_id     text COLLATE "C" NOT NULL,
     PRIMARY KEY (execution_id, event_id)
 );
 
 -- Durable timers: at most one per (execution, state path).
 CREATE TABLE {schema}stead_timers (
-    execution_id text NOT NULL,
-    path         text NOT NULL,
+    execution_id text COLLATE "C" NOT NULL,
+    path         text COLLATE "C" NOT NULL,
     fire_at      timestamptz NOT NULL,
     PRIMARY KEY (execution_id, path)
 );
@@ -56,7 +58,7 @@ CREATE INDEX stead_timers_due ON {schema}stead_timers (fire_at, execution_id, pa
 -- The spawn outbox: child executions to create, claimed like the outbox.
 CREATE TABLE {schema}stead_spawns (
     seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    parent_id   text NOT NULL,
+    parent_id   text COLLATE "C" NOT NULL,
     child_id    text NOT NULL,
     root_path   text NOT NULL,
     context     text,
@@ -66,7 +68,7 @@ CREATE INDEX stead_spawns_parent ON {schema}stead_spawns (parent_id, seq);
 
 -- The optional trace ring.
 CREATE TABLE {schema}stead_trace (
-    execution_id text NOT NULL,
+    execution_id text COLLATE "C" NOT NULL,
     idx          bigint NOT NULL,
     entry        text NOT NULL,
     PRIMARY KEY (execution_id, idx)

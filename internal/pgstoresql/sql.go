@@ -1,60 +1,84 @@
-package pgstore
+// Package pgstoresql holds the SQL text of pgstore, so that the bench/pgstore harness can hand
+// pgbench exactly the statements the store sends.
+package pgstoresql
 
-import "github.com/steadhq/stead/internal/pgutil"
+import (
+	"strconv"
+	"strings"
 
-// statements holds every SQL text of a store, with the schema filled in once at construction.
-type statements struct {
-	commitState   string
-	commitBatch   string
-	versions      string
-	load          string
-	loadForEvent  string
-	loadForEvents string
-	isProcessed   string
-	readTrace     string
-	timers        string
-	appendTrace   string
-	purge         string
-	claimOutbox   string
-	ackOutbox     string
-	pendingOutbox [2]string // [all sources, one source]
-	claimSpawns   string
-	ackSpawns     string
-	pendingSpawns [2]string // [all parents, one parent]
-	dueTimers     string
-	deleteTimer   string
-	list          string // the listing prefix; List appends the filter
+	"github.com/steadhq/stead/internal/pgutil"
+)
+
+// Statements holds every SQL text of a store, with the schema filled in once at construction.
+type Statements struct {
+	CommitState   string
+	CommitBundle  string
+	CommitBatch   string
+	Versions      string
+	Load          string
+	LoadForEvent  string
+	LoadForEvents string
+	IsProcessed   string
+	ReadTrace     string
+	Timers        string
+	AppendTrace   string
+	Purge         string
+	ClaimOutbox   string
+	AckOutbox     string
+	PendingOutbox [2]string // [all sources, one source]
+	ClaimSpawns   string
+	AckSpawns     string
+	PendingSpawns [2]string // [all parents, one parent]
+	DueTimers     string
+	DeleteTimer   string
+	List          string // the listing prefix; List appends the filter
 }
 
-func newStatements(schema string) statements {
+// Limit puts n in the {limit} placeholder of sql.
+//
+// Limits are written into the text rather than passed as parameters: after five executions a
+// prepared statement may switch to a generic plan, and a generic plan does not know a parameter
+// LIMIT, so PostgreSQL costs it for a tenth of the rows and may sort half a million of them
+// instead of walking an index to the first hundred. Limits are validated integers and an
+// application uses few distinct ones, so each keeps its own cached plan.
+func Limit(sql string, n int) string {
+	return strings.Replace(sql, "{limit}", strconv.Itoa(n), 1)
+}
+
+// New returns the statements for schema ("" for the search_path).
+func New(schema string) Statements {
 	x := func(sql string) string { return pgutil.Expand(sql, schema) }
-	return statements{
-		commitState: x(`SELECT {schema}stead_commit_state($1::text, $2::text, $3::text, $4::text,
+	return Statements{
+		CommitState: x(`SELECT {schema}stead_commit_state($1::text, $2::text, $3::text, $4::text,
 			$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
 			$11::bigint, $12::text)`),
-		commitBatch: x(commitBatchSQL),
-		versions: x(`SELECT id, version FROM {schema}stead_executions
+		CommitBundle: x(`SELECT {schema}stead_commit_bundle($1::text, $2::text, $3::text, $4::text,
+			$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
+			$11::bigint, $12::text, $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+			$18::text[], $19::timestamptz[], $20::text[], $21::text, $22::bigint)`),
+		CommitBatch: x(commitBatchSQL),
+		Versions: x(`SELECT id, version FROM {schema}stead_executions
 			WHERE id = ANY($1::text[])`),
-		load: x(`SELECT data FROM {schema}stead_executions WHERE id = $1::text`),
-		loadForEvent: x(`SELECT e.data, EXISTS (SELECT 1 FROM {schema}stead_processed_events p
+		Load: x(`SELECT data FROM {schema}stead_executions WHERE id = $1::text`),
+		LoadForEvent: x(`SELECT e.data, EXISTS (SELECT 1 FROM {schema}stead_processed_events p
 				WHERE p.execution_id = e.id AND p.event_id = $2::text)
 			FROM {schema}stead_executions e WHERE e.id = $1::text`),
 		// WITH ORDINALITY keeps the answer aligned with the request, missing executions included.
-		loadForEvents: x(`SELECT r.ord, e.data, e.id IS NOT NULL AND EXISTS (
+		LoadForEvents: x(`SELECT r.ord, e.data, e.id IS NOT NULL AND EXISTS (
 				SELECT 1 FROM {schema}stead_processed_events p
 				WHERE p.execution_id = r.id AND p.event_id = r.event_id)
 			FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(id, event_id, ord)
 			LEFT JOIN {schema}stead_executions e ON e.id = r.id
 			ORDER BY r.ord`),
-		isProcessed: x(`SELECT EXISTS (SELECT 1 FROM {schema}stead_processed_events
+		IsProcessed: x(`SELECT EXISTS (SELECT 1 FROM {schema}stead_processed_events
 			WHERE execution_id = $1::text AND event_id = $2::text)`),
-		readTrace: x(`SELECT idx, entry FROM {schema}stead_trace
+		ReadTrace: x(`SELECT idx, entry FROM {schema}stead_trace
 			WHERE execution_id = $1::text ORDER BY idx`),
-		timers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
+		Timers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
 			WHERE execution_id = $1::text ORDER BY path`),
 		// The index comes from the execution row, which the UPDATE locks: concurrent appends and
 		// commits of one execution queue on that lock and each gets the next index.
-		appendTrace: x(`WITH bump AS (
+		AppendTrace: x(`WITH bump AS (
 				UPDATE {schema}stead_executions SET trace_next = trace_next + 1
 				WHERE id = $1::text RETURNING trace_next - 1 AS idx),
 			ins AS (
@@ -64,46 +88,47 @@ func newStatements(schema string) statements {
 				DELETE FROM {schema}stead_trace t USING ins
 				WHERE $3::bigint > 0 AND t.execution_id = $1::text AND t.idx <= ins.idx - $3::bigint)
 			SELECT idx FROM ins`),
-		purge: x(purgeSQL),
-		claimOutbox: x(`UPDATE {schema}stead_outbox o SET lease_until = $2::timestamptz
+		Purge: x(purgeSQL),
+		ClaimOutbox: x(`UPDATE {schema}stead_outbox o SET lease_until = $2::timestamptz
 			FROM (SELECT seq FROM {schema}stead_outbox
 				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
-				ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) c
+				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED) c
 			WHERE o.seq = c.seq
 			RETURNING o.seq, o.source_id, o.target_id, o.event`),
-		ackOutbox: x(`DELETE FROM {schema}stead_outbox WHERE seq = ANY($1::bigint[])`),
-		pendingOutbox: [2]string{
+		AckOutbox: x(`DELETE FROM {schema}stead_outbox WHERE seq = ANY($1::bigint[])`),
+		PendingOutbox: [2]string{
 			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
-				ORDER BY seq LIMIT $1::int`),
+				ORDER BY seq LIMIT {limit}`),
 			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
-				WHERE source_id = $2::text ORDER BY seq LIMIT $1::int`),
+				WHERE source_id = $1::text ORDER BY seq LIMIT {limit}`),
 		},
-		claimSpawns: x(`UPDATE {schema}stead_spawns s SET lease_until = $2::timestamptz
+		ClaimSpawns: x(`UPDATE {schema}stead_spawns s SET lease_until = $2::timestamptz
 			FROM (SELECT seq FROM {schema}stead_spawns
 				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
-				ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) c
+				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED) c
 			WHERE s.seq = c.seq
 			RETURNING s.seq, s.parent_id, s.child_id, s.root_path, s.context`),
-		ackSpawns: x(`DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`),
-		pendingSpawns: [2]string{
+		AckSpawns: x(`DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`),
+		PendingSpawns: [2]string{
 			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
-				ORDER BY seq LIMIT $1::int`),
+				ORDER BY seq LIMIT {limit}`),
 			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
-				WHERE parent_id = $2::text ORDER BY seq LIMIT $1::int`),
+				WHERE parent_id = $1::text ORDER BY seq LIMIT {limit}`),
 		},
-		dueTimers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
+		DueTimers: x(`SELECT execution_id, path, fire_at FROM {schema}stead_timers
 			WHERE fire_at <= $1::timestamptz
-			ORDER BY fire_at, execution_id, path LIMIT $2::int`),
-		deleteTimer: x(`DELETE FROM {schema}stead_timers
+			ORDER BY fire_at, execution_id, path LIMIT {limit}`),
+		DeleteTimer: x(`DELETE FROM {schema}stead_timers
 			WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`),
-		list: x(`SELECT id, definition_id, status, outcome, active_path, parent_id, version,
+		// List appends its filter, ORDER BY id and LIMIT {limit}.
+		List: x(`SELECT id, definition_id, status, outcome, active_path, parent_id, version,
 			created_at, updated_at, finished_at FROM {schema}stead_executions`),
 	}
 }
 
 // commitBatchSQL commits many executions with all their side effects in ONE statement, hence one
 // round-trip and one implicit transaction. Items arrive as parallel arrays (one element per
-// execution, sorted by id so that concurrent batches lock rows in the same order); side effects
+// execution, sorted by id so that concurrent batches tend to lock rows in the same order); side effects
 // arrive as arrays that name their item by its 1-based position. The CAS decides the winners
 // (won), and every side effect joins won, so an item that lost its CAS writes nothing while the
 // others land. Version 0 inserts, and ON CONFLICT DO NOTHING turns an existing row into a loss.
