@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -577,5 +578,104 @@ func TestNoGoroutineLeak(t *testing.T) {
 			t.Fatalf("goroutine leak: %d running, %d before\n%s", goruntime.NumGoroutine(), before, buf[:goruntime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// flaky fails its first steps of "work" events, as an engine or action outage would.
+type flaky struct {
+	runtime.Machine
+	left atomic.Int64
+}
+
+func (f *flaky) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+	if ev.Kind == "work" && f.left.Add(-1) >= 0 {
+		return nil, stead.Bundle{}, errors.New("transient failure")
+	}
+	return f.Machine.Step(exe, ev, now)
+}
+
+// TestParkAndRetry checks, in every mode, that a message for a suspended execution is parked
+// (not applied, not lost) until it is resumed, and that a failing step is retried until it
+// succeeds, applied once.
+func TestParkAndRetry(t *testing.T) {
+	t.Parallel()
+	for _, c := range backendCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, _, _ := openCase(t, c)
+			ctx := context.Background()
+			m, err := effectsMachine(nil, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := &flaky{Machine: m["effects"]}
+			fl.left.Store(3)
+			machines := runtime.Machines{"effects": fl}
+			exes := []string{"park-0", "park-1"}
+			cl := &runtime.Client{Store: b.Store, Transport: b.Transport}
+			for _, id := range exes {
+				if _, err := cl.Create(ctx, "effects", id, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w, err := runtime.NewWorker(runtime.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
+				Concurrency: 2, BatchSize: c.batch, SharedTx: c.shared, IdleWait: 20 * time.Millisecond,
+				RetryDelay: 30 * time.Millisecond, SuspendRecheck: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- w.Run(runCtx) }()
+			defer func() { stop(); <-done }()
+			waitUntil(t, 30*time.Second, "both started", func() bool {
+				for _, id := range exes {
+					if e, err := b.Store.Load(ctx, id); err != nil || e.Status != stead.StatusRunning {
+						return false
+					}
+				}
+				return true
+			})
+			// Suspend the first (an operator's doing), then queue one work event for each.
+			sus, err := b.Store.Load(ctx, exes[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			sus.Status = stead.StatusSuspended
+			if err := stead.Save(ctx, b.Store, sus); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range exes {
+				if _, err := cl.Send(ctx, id, stead.Event{ID: "w1", Kind: "work"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count := func(id string) int {
+				e, err := b.Store.Load(ctx, id)
+				if err != nil {
+					return -1
+				}
+				var n struct{ N float64 }
+				_ = json.Unmarshal(e.Context, &n)
+				return int(n.N)
+			}
+			waitUntil(t, 30*time.Second, "the failing step retried into success", func() bool { return count(exes[1]) == 1 })
+			time.Sleep(200 * time.Millisecond) // several park periods
+			if n := count(exes[0]); n != 0 {
+				t.Fatalf("suspended execution applied an event: n=%d", n)
+			}
+			sus, err = b.Store.Load(ctx, exes[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			sus.Status = stead.StatusRunning
+			if err := stead.Save(ctx, b.Store, sus); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 30*time.Second, "the parked event applied after resume", func() bool { return count(exes[0]) == 1 })
+			if fl.left.Load() >= 0 {
+				t.Fatalf("the flaky machine failed only %d of 3 times", 3-fl.left.Load())
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ type TxTransport interface {
 	ClaimBatchTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error)
 	AckBatchTx(ctx context.Context, tx pgx.Tx, leases []transport.Lease) error
 	PublishBatchTx(ctx context.Context, tx pgx.Tx, msgs []transport.Outgoing) error
+	NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error
 }
 
 type sharedTx struct {
@@ -112,6 +113,13 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 			return len(leases), nil
 		}
 	}
+	for _, q := range p.later {
+		if err := s.tr.NackTx(work, tx, &q.lease, w.delay(q.v)); err != nil {
+			w.log.Warn("nack in transaction failed", slog.Any("err", err))
+			sleep(ctx, w.cfg.RetryDelay)
+			return len(leases), nil
+		}
+	}
 	if err := tx.Commit(work); err != nil {
 		// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).
 		w.log.Warn("commit failed", slog.Any("err", err))
@@ -128,9 +136,6 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		if err := w.deliver(work, spawning); err != nil {
 			w.log.Warn("child creation deferred to the relay", slog.Any("err", err))
 		}
-	}
-	for _, q := range p.later {
-		w.settle(work, &q.lease, q.v)
 	}
 	return len(leases), nil
 }

@@ -275,18 +275,24 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
 
 // settle acknowledges or nacks a message that was not stepped.
 func (w *Worker) settle(ctx context.Context, l *transport.Lease, v verdict) {
-	switch v {
-	case doAck:
+	if v == doAck {
 		if err := w.tr.Ack(ctx, l); err != nil {
 			w.log.Warn("ack failed", slog.String("execution", l.Group), slog.Any("err", err))
 		}
-	case doPark:
-		w.nack(ctx, l, w.cfg.SuspendRecheck)
-	case doResend:
-		w.nack(ctx, l, 0)
-	default:
-		w.nack(ctx, l, w.cfg.RetryDelay)
+		return
 	}
+	w.nack(ctx, l, w.delay(v))
+}
+
+// delay is how long a nacked message waits before redelivery.
+func (w *Worker) delay(v verdict) time.Duration {
+	switch v {
+	case doPark:
+		return w.cfg.SuspendRecheck
+	case doResend:
+		return 0
+	}
+	return w.cfg.RetryDelay
 }
 
 func (w *Worker) nack(ctx context.Context, l *transport.Lease, delay time.Duration) {
