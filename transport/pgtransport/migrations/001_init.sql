@@ -118,45 +118,39 @@ DECLARE
     locked boolean;
 BEGIN
     LOOP
-        -- Lease the groups. The literal priority > 0 of the first form lets the planner use the
-        -- partial index of prioritised groups.
+        -- Pick and lock the groups. The literal priority > 0 of the first form lets the planner
+        -- use the partial index of prioritised groups.
         IF p_min > 0 THEN
-            WITH picked AS (
+            SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (t.locked_by IS NULL OR t.lock_until < p_now)
                   AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.lock_until, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
-                FOR NO KEY UPDATE SKIP LOCKED
-            ), leased AS (
-                UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
-                FROM picked WHERE t.group_id = picked.group_id
-                RETURNING t.group_id, t.priority
-            )
-            SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
+                FOR NO KEY UPDATE SKIP LOCKED) p;
         ELSE
-            WITH picked AS (
+            SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (t.locked_by IS NULL OR t.lock_until < p_now) AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.lock_until, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
-                FOR NO KEY UPDATE SKIP LOCKED
-            ), leased AS (
-                UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
-                FROM picked WHERE t.group_id = picked.group_id
-                RETURNING t.group_id, t.priority
-            )
-            SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
+                FOR NO KEY UPDATE SKIP LOCKED) p;
         END IF;
         EXIT WHEN ids IS NULL;
-        -- The heads, in a statement of its own: its snapshot is taken after the leases were
-        -- locked, so it sees the ack of whoever held a group just before (the statement that
-        -- locked the row waited for or skipped past that commit, but its snapshot predates it).
-        SELECT array_agg(h.seq ORDER BY i.ord), array_agg(h.event ORDER BY i.ord) INTO seqs, events
-        FROM unnest(ids) WITH ORDINALITY AS i(grp, ord)
-        LEFT JOIN LATERAL (
+        -- Lease them and read their heads, in a statement of its own: its snapshot is taken
+        -- after the rows were locked, so it sees the ack of whoever held a group just before
+        -- (the statement that locked a row may have waited for or skipped past that commit, but
+        -- its snapshot predates it and would still show the acked message).
+        WITH leased AS (
+            UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
+            WHERE t.group_id = ANY (ids)
+            RETURNING t.group_id, t.priority
+        )
+        SELECT array_agg(l.group_id), array_agg(l.priority), array_agg(h.seq), array_agg(h.event)
+        INTO ids, prios, seqs, events
+        FROM leased l LEFT JOIN LATERAL (
             SELECT m.seq, m.event FROM {schema}transport_messages m
-            WHERE m.group_id = i.grp ORDER BY m.seq LIMIT 1) h ON true;
+            WHERE m.group_id = l.group_id ORDER BY m.seq LIMIT 1) h ON true;
         emptied := 0;
         FOR i IN 1 .. cardinality(ids) LOOP
             r_group := ids[i];
