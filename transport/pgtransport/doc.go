@@ -30,7 +30,10 @@
 // A claim inside an open transaction keeps its group rows locked until that transaction ends:
 // other claimers skip them (SKIP LOCKED), so while the step runs no one else can take the group,
 // whatever the lease says; a rollback leaves the groups exactly as they were, the messages
-// claimable again at once. Notifications are sent when the transaction commits.
+// claimable again at once. Notifications are sent when the transaction commits. The transaction
+// must be READ COMMITTED (PostgreSQL's default): the claim reads each group's head in a statement
+// of its own so that it sees the ack of the previous holder; under REPEATABLE READ a claim racing
+// such an ack fails with stead.ErrConflict (a serialization failure) instead.
 //
 // Claims never wait (SKIP LOCKED). A publish holds an existing group FOR KEY SHARE, which does
 // not wait for a claimer or an acker even in a transaction that stays open; it waits only to

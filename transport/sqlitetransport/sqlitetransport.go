@@ -176,19 +176,28 @@ func (t *Transport) tx(ctx context.Context, fn func(ctx context.Context) error) 
 		return errClosed
 	}
 	if _, err := t.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return classify(err)
+		return interrupted(ctx, err)
 	}
 	if err := fn(ctx); err != nil {
 		if _, rerr := t.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
 			return errors.Join(classify(err), fmt.Errorf("rollback: %w", rerr))
 		}
-		return classify(err)
+		return interrupted(ctx, err)
 	}
 	if _, err := t.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
 		_, _ = t.conn.ExecContext(context.Background(), "ROLLBACK")
 		return classify(err)
 	}
 	return nil
+}
+
+// interrupted classifies err, reporting ctx's error when ctx ended: SQLite then stopped the
+// statement (SQLITE_INTERRUPT) and the transaction was rolled back, so nothing was written.
+func interrupted(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return classify(err)
 }
 
 // write runs an operation: refuses it after Close, names it in errors.

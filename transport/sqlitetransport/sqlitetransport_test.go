@@ -270,3 +270,37 @@ func TestWaitSeesAnotherProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestContextEndsWaitForLock checks that a caller's deadline ends the wait for a lock another
+// process holds, with the context's error and nothing written.
+func TestContextEndsWaitForLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ctx.db")
+	tr := open(t, path) // busy timeout 5 s
+	defer tr.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Publish past its deadline = %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(context.Background(), "w", time.Minute, 0); err != nil || l != nil {
+		t.Fatalf("Claim = %v, %v; want nothing", l, err)
+	}
+}

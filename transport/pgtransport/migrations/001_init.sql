@@ -5,6 +5,11 @@ CREATE TABLE IF NOT EXISTS {schema}transport_messages (
     event    text NOT NULL -- the stead.Event as JSON
 );
 CREATE INDEX IF NOT EXISTS transport_messages_by_group ON {schema}transport_messages (group_id, seq);
+-- A queue table: every row is deleted soon after it is inserted, and the head of each group is
+-- found past the index entries of the messages acked before it until a vacuum removes them.
+-- Vacuum it after 2% of its rows changed instead of autovacuum's default 20%.
+ALTER TABLE {schema}transport_messages SET (
+    autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02);
 
 -- One row per group that has messages. locked_by is the token of the lease or park holding the
 -- group (NULL when free). lock_until is when that lease or park ends; while the group is free it is
@@ -16,6 +21,9 @@ CREATE TABLE IF NOT EXISTS {schema}transport_groups (
     locked_by  text,
     lock_until timestamptz
 );
+-- Every claim and ack rewrites a group row (never a HOT update: lock_until is indexed), so leave
+-- room on each page for the new version and vacuum early.
+ALTER TABLE {schema}transport_groups SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02);
 CREATE INDEX IF NOT EXISTS transport_groups_claim_order
     ON {schema}transport_groups ((COALESCE(lock_until, '-infinity'::timestamptz)), group_id);
 -- Most groups have priority 0: they stay out of this index, so it costs their writes nothing, and
@@ -24,14 +32,19 @@ CREATE INDEX IF NOT EXISTS transport_groups_prioritised
     ON {schema}transport_groups (priority, (COALESCE(lock_until, '-infinity'::timestamptz)), group_id)
     WHERE priority > 0;
 
--- Lock protocol (every function below follows it, which is what makes them deadlock-free among
--- themselves and safe inside a caller's transaction):
---   * a claim takes FOR NO KEY UPDATE SKIP LOCKED on the group rows it leases: claimers never wait
---     for each other, and a group held by an open transaction is skipped;
---   * a publish holds its group row FOR KEY SHARE (or inserts it), which conflicts with nothing
---     but a delete: it never waits for a claimer or an acker;
---   * a group row is deleted only under FOR UPDATE SKIP LOCKED taken after its last message went:
---     if a publisher holds the row, the row is kept (freed) instead of waiting for it.
+-- Lock protocol, which every function below follows and which keeps them from waiting on one
+-- another, even inside callers' transactions that stay open:
+--   * a claim locks the group rows it leases FOR NO KEY UPDATE SKIP LOCKED: claimers never wait,
+--     and a group held by an open transaction is skipped;
+--   * a publish holds an existing group row FOR KEY SHARE, which conflicts only with a delete:
+--     it never waits for a claimer or an acker; it waits only to create a group that another
+--     open transaction is creating or deleting;
+--   * an ack locks its groups FOR NO KEY UPDATE where its token still holds them (a fence only a
+--     claimer that took the group after the lease ran out can make it wait on);
+--   * a group row is deleted only under FOR UPDATE SKIP LOCKED taken after its last message
+--     went: if a publisher holds the row, the row is freed instead of waited for.
+-- Reads that must see the previous holder's ack (a group's head) run in a statement after the
+-- one that locked the row, so that their snapshot is taken after that lock.
 
 -- transport_publish appends the events to their groups in array order and creates missing groups
 -- with the given priority (an existing group keeps its own). It notifies p_channel (unless empty)
@@ -118,45 +131,39 @@ DECLARE
     locked boolean;
 BEGIN
     LOOP
-        -- Lease the groups. The literal priority > 0 of the first form lets the planner use the
-        -- partial index of prioritised groups.
+        -- Pick and lock the groups. The literal priority > 0 of the first form lets the planner
+        -- use the partial index of prioritised groups.
         IF p_min > 0 THEN
-            WITH picked AS (
+            SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (t.locked_by IS NULL OR t.lock_until < p_now)
                   AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.lock_until, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
-                FOR NO KEY UPDATE SKIP LOCKED
-            ), leased AS (
-                UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
-                FROM picked WHERE t.group_id = picked.group_id
-                RETURNING t.group_id, t.priority
-            )
-            SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
+                FOR NO KEY UPDATE SKIP LOCKED) p;
         ELSE
-            WITH picked AS (
+            SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (t.locked_by IS NULL OR t.lock_until < p_now) AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.lock_until, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
-                FOR NO KEY UPDATE SKIP LOCKED
-            ), leased AS (
-                UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
-                FROM picked WHERE t.group_id = picked.group_id
-                RETURNING t.group_id, t.priority
-            )
-            SELECT array_agg(l.group_id), array_agg(l.priority) INTO ids, prios FROM leased l;
+                FOR NO KEY UPDATE SKIP LOCKED) p;
         END IF;
         EXIT WHEN ids IS NULL;
-        -- The heads, in a statement of its own: its snapshot is taken after the leases were
-        -- locked, so it sees the ack of whoever held a group just before (the statement that
-        -- locked the row waited for or skipped past that commit, but its snapshot predates it).
-        SELECT array_agg(h.seq ORDER BY i.ord), array_agg(h.event ORDER BY i.ord) INTO seqs, events
-        FROM unnest(ids) WITH ORDINALITY AS i(grp, ord)
-        LEFT JOIN LATERAL (
+        -- Lease them and read their heads, in a statement of its own: its snapshot is taken
+        -- after the rows were locked, so it sees the ack of whoever held a group just before
+        -- (the statement that locked a row may have waited for or skipped past that commit, but
+        -- its snapshot predates it and would still show the acked message).
+        WITH leased AS (
+            UPDATE {schema}transport_groups t SET locked_by = p_token, lock_until = p_until
+            WHERE t.group_id = ANY (ids)
+            RETURNING t.group_id, t.priority
+        )
+        SELECT array_agg(l.group_id), array_agg(l.priority), array_agg(h.seq), array_agg(h.event)
+        INTO ids, prios, seqs, events
+        FROM leased l LEFT JOIN LATERAL (
             SELECT m.seq, m.event FROM {schema}transport_messages m
-            WHERE m.group_id = i.grp ORDER BY m.seq LIMIT 1) h ON true;
+            WHERE m.group_id = l.group_id ORDER BY m.seq LIMIT 1) h ON true;
         emptied := 0;
         FOR i IN 1 .. cardinality(ids) LOOP
             r_group := ids[i];
