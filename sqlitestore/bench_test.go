@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,12 +106,12 @@ func BenchmarkCommitComplex(b *testing.B) {
 func BenchmarkCommitParallel(b *testing.B) {
 	s := benchStore(b)
 	ctx := b.Context()
-	var n int64
+	var n atomic.Int64
 	b.ReportAllocs()
 	cpu := sqlitestore.StartCPU()
 	b.SetParallelism(4)
 	b.RunParallel(func(pb *testing.PB) {
-		exe := benchExe(fmt.Sprintf("p%p", &n))
+		exe := benchExe(fmt.Sprintf("p%d", n.Add(1)))
 		for pb.Next() {
 			if _, err := s.Commit(ctx, exe, stead.Bundle{}); err != nil {
 				b.Error(err)
