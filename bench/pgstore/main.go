@@ -368,7 +368,7 @@ func (b *bench) stateOnly() error {
 func (b *bench) complexCommit() error {
 	log.Print("complex commit")
 	b.printf("## Complex commit: 2 emits + dedupe + 1 timer + trace\n\n")
-	b.printf("pgstore sends the whole bundle as one statement (one round-trip, `CommitBatch` statement of internal/pgstoresql). The baseline sends the same bundle the seed's way, one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
+	b.printf("pgstore sends the whole bundle in one round-trip, a call of the `stead_commit_bundle` function (migration 002), which runs the CAS and then only the side-effect statements the bundle needs. The baseline sends the same bundle the seed's way, one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
 	b.printf("The second table runs both on connections with `synchronous_commit = off` (a session setting, nothing else changes): without the wait for the WAL flush, what remains is the round-trips and the server's work, which is what pipelining saves.\n\n")
 	for _, variant := range []struct {
 		title string
