@@ -11,19 +11,23 @@
 // before it began.
 //
 //   - Commit with a state-only bundle calls the stead_commit_state PL/pgSQL function (created by
-//     the migration): the version compare-and-swap, the insert of a new execution and the dedupe
-//     marker, returning false instead of raising when the CAS is lost.
-//   - Commit with emits, spawns, timers or a trace step, and CommitBatch for up to stead.MaxBatch
-//     executions, send one statement that takes every item and side effect as array parameters:
-//     it updates (or, at version 0, inserts) the executions whose version matches and writes the
-//     side effects of those winners only, so a loser writes nothing while the others land.
+//     the migrations): the version compare-and-swap, the insert of a new execution and the
+//     dedupe marker, returning false instead of raising when the CAS is lost.
+//   - Commit with emits, spawns, timers or a trace step calls stead_commit_bundle: the CAS, then
+//     only the side-effect statements the bundle needs, all in the function's one round-trip;
+//     on a lost CAS it returns NULL and writes nothing.
+//   - CommitBatch (up to stead.MaxBatch executions) sends one statement that takes every item and
+//     side effect as array parameters: it updates (or, at version 0, inserts) the executions
+//     whose version matches and writes the side effects of those winners only, so a loser writes
+//     nothing while the others land. A batch of one takes the single-commit path.
 //   - A lost compare-and-swap costs one more round-trip, to report the version found.
 //   - LoadForEvent and LoadForEvents read the executions and their dedupe markers in one query.
 //
 // # Schema
 //
 // Tables stead_executions, stead_outbox, stead_processed_events, stead_timers, stead_spawns and
-// stead_trace, the function stead_commit_state, and the version table stead_store_migrations, in
+// stead_trace, the functions stead_commit_state and stead_commit_bundle, and the version table
+// stead_store_migrations, in
 // the schema of WithSchema or else the search_path. The execution is stored whole as JSON text;
 // its status, outcome, active path, parent id, version and times are also kept in columns so that
 // List never reads the JSON. Migrations are embedded, versioned and serialised by an advisory

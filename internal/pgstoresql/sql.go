@@ -89,12 +89,15 @@ func New(schema string) Statements {
 				WHERE $3::bigint > 0 AND t.execution_id = $1::text AND t.idx <= ins.idx - $3::bigint)
 			SELECT idx FROM ins`),
 		Purge: x(purgeSQL),
-		ClaimOutbox: x(`UPDATE {schema}stead_outbox o SET lease_until = $2::timestamptz
-			FROM (SELECT seq FROM {schema}stead_outbox
+		// The claim locks up to {limit} free rows in seq order, skipping rows other claimers hold,
+		// and leases them. The outer UPDATE finds them by seq = ANY(array) on the primary key, so
+		// neither half ever scans the table: a plain join could hash a seq scan of a small,
+		// churning outbox full of dead rows.
+		ClaimOutbox: x(`UPDATE {schema}stead_outbox SET lease_until = $2::timestamptz
+			WHERE seq = ANY (ARRAY(SELECT seq FROM {schema}stead_outbox
 				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
-				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED) c
-			WHERE o.seq = c.seq
-			RETURNING o.seq, o.source_id, o.target_id, o.event`),
+				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED))
+			RETURNING seq, source_id, target_id, event`),
 		AckOutbox: x(`DELETE FROM {schema}stead_outbox WHERE seq = ANY($1::bigint[])`),
 		PendingOutbox: [2]string{
 			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
@@ -102,12 +105,11 @@ func New(schema string) Statements {
 			x(`SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
 				WHERE source_id = $1::text ORDER BY seq LIMIT {limit}`),
 		},
-		ClaimSpawns: x(`UPDATE {schema}stead_spawns s SET lease_until = $2::timestamptz
-			FROM (SELECT seq FROM {schema}stead_spawns
+		ClaimSpawns: x(`UPDATE {schema}stead_spawns SET lease_until = $2::timestamptz
+			WHERE seq = ANY (ARRAY(SELECT seq FROM {schema}stead_spawns
 				WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
-				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED) c
-			WHERE s.seq = c.seq
-			RETURNING s.seq, s.parent_id, s.child_id, s.root_path, s.context`),
+				ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED))
+			RETURNING seq, parent_id, child_id, root_path, context`),
 		AckSpawns: x(`DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`),
 		PendingSpawns: [2]string{
 			x(`SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
