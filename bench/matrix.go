@@ -30,6 +30,10 @@ type Matrix struct {
 	// RunTimeout cuts each row's drain (0: Config's default); a cut row reports the rate of
 	// what it processed and is marked partial.
 	RunTimeout time.Duration
+	// Trickle, when positive, adds one latency row per backend and mode (at the first
+	// concurrency): a small backlog, then that many single events sent to the idle worker with
+	// NOTIFY on, measuring publish→commit.
+	Trickle int
 	// PgbenchFor is how long each pgbench ceiling runs (0 skips it).
 	PgbenchFor time.Duration
 	// Progress receives one line per finished row (may be nil).
@@ -43,6 +47,8 @@ type Row struct {
 	// Ceiling is pgbench's single-row-update rate at the same concurrency (PostgreSQL rows).
 	Ceiling float64
 	Err     error
+	// Latency marks an idle-latency row (Matrix.Trickle): only IdleP50/IdleP99 matter.
+	Latency bool
 }
 
 // RunMatrix runs every row and returns them in order; a failed row carries its error and the
@@ -53,6 +59,11 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 		rows = append(rows, r)
 		if m.Progress != nil {
 			fmt.Fprintln(m.Progress, r.line())
+		}
+	}
+	if m.Trickle > 0 && len(m.Concurrency) > 0 {
+		if err := latencyRows(ctx, m, progress); err != nil {
+			return rows, err
 		}
 	}
 	for _, c := range m.Concurrency {
@@ -109,6 +120,51 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 	return rows, nil
 }
 
+// latencyRows measures the idle pipeline: publish→commit of single events, one at a time.
+func latencyRows(ctx context.Context, m Matrix, progress func(Row)) error {
+	c := m.Concurrency[0]
+	type mode struct {
+		pg, shared bool
+		batch      int
+	}
+	var modes []mode
+	if m.SQLite {
+		modes = append(modes, mode{false, false, 1}, mode{false, false, m.Batch})
+	}
+	if m.Postgres != "" {
+		modes = append(modes, mode{true, false, 1}, mode{true, false, m.Batch}, mode{true, true, 1}, mode{true, true, m.Batch})
+	}
+	for _, md := range modes {
+		cfg := Config{Executions: 100, EventsPer: 1, Concurrency: c, BatchSize: md.batch, SharedTx: md.shared,
+			Notify: true, Trickle: m.Trickle, Logger: m.Logger, Timeout: m.RunTimeout}
+		var cleanup func()
+		if md.pg {
+			cfg.Store, cfg.Schema = m.Postgres, scratchSchema()
+			cleanup = func() { dropSchema(m.Postgres, cfg.Schema) }
+		} else {
+			dir, err := os.MkdirTemp("", "stead-bench")
+			if err != nil {
+				return err
+			}
+			cfg.Store = filepath.Join(dir, "latency.db")
+			cleanup = func() { os.RemoveAll(dir) }
+		}
+		res, err := Run(ctx, cfg)
+		cleanup()
+		if res.Backend == "" {
+			res.Backend = "sqlite"
+			if md.pg {
+				res.Backend = "postgres"
+			}
+		}
+		progress(Row{Result: res, Err: err, Latency: true})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 func scratchSchema() string {
 	var b [5]byte
 	_, _ = rand.Read(b[:])
@@ -133,14 +189,39 @@ func (r Row) line() string {
 	if r.Backend == "pgbench" {
 		return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f tps", r.Backend, r.Mode, r.Concurrency, r.PerSecond)
 	}
+	if r.Latency {
+		return fmt.Sprintf("%-8s %-22s c=%-3d  idle publish→commit p50 %v  p99 %v", r.Backend, r.ModeName(), r.Concurrency,
+			r.IdleP50.Round(10*time.Microsecond), r.IdleP99.Round(10*time.Microsecond))
+	}
 	return fmt.Sprintf("%-8s %-22s c=%-3d  %8.0f events/s  %8.0f events/CPU-s  p50 %v  p99 %v  peak heap %.1f MiB%s",
 		r.Backend, r.ModeName(), r.Concurrency, r.PerSecond, r.perCPU(), r.P50.Round(time.Millisecond),
 		r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20), r.partial())
 }
 
-// Markdown renders rows as a table.
+// Markdown renders rows as tables: idle latency first (if measured), then throughput.
 func Markdown(rows []Row) string {
 	var b strings.Builder
+	var lat, thr []Row
+	for _, r := range rows {
+		if r.Latency {
+			lat = append(lat, r)
+		} else {
+			thr = append(thr, r)
+		}
+	}
+	if len(lat) > 0 {
+		b.WriteString("| backend | mode | loops | idle publish→commit p50 | p99 |\n|---|---|---:|---:|---:|\n")
+		for _, r := range lat {
+			if r.Err != nil {
+				fmt.Fprintf(&b, "| %s | %s | %d | error: %s | |\n", r.Backend, r.ModeName(), r.Concurrency, strings.ReplaceAll(r.Err.Error(), "|", "/"))
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %v | %v |\n", r.Backend, r.ModeName(), r.Concurrency,
+				r.IdleP50.Round(10*time.Microsecond), r.IdleP99.Round(10*time.Microsecond))
+		}
+		b.WriteString("\n")
+	}
+	rows = thr
 	b.WriteString("| backend | mode | loops | events | elapsed | events/s | vs pgbench | events per worker CPU-s | p50 publish→commit | p99 | peak heap |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +37,10 @@ type Config struct {
 	// Notify keeps the PostgreSQL transport's NOTIFY on publish, ack and nack (off by default
 	// here: a worker draining a backlog never waits, and PostgreSQL serialises notifying commits).
 	Notify bool
+	// Trickle, after the drain, sends that many events one at a time to the now idle worker,
+	// each after the previous one committed, and reports their publish→commit latency as
+	// IdleP50/IdleP99. On PostgreSQL it needs Notify, or the idle worker wakes only by polling.
+	Trickle int
 	// Timeout bounds the drain (default 10 min). A drain cut by it is reported as Partial, with
 	// the rate of the events it did process.
 	Timeout time.Duration
@@ -55,6 +60,9 @@ type Result struct {
 	// P50 and P99 are publish→commit latencies. With the whole backlog published up front they
 	// are dominated by queueing: they say how long the last events waited.
 	P50, P99 time.Duration
+	// IdleP50 and IdleP99 are the publish→commit latencies of single events sent to an idle
+	// worker (Config.Trickle).
+	IdleP50, IdleP99 time.Duration
 	// PeakHeap is the largest heap in use (bytes) sampled while the worker drained the backlog;
 	// BaseHeap is the heap in use before the worker started (the backlog is in the database).
 	PeakHeap, BaseHeap uint64
@@ -136,6 +144,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var done atomic.Int64
 	lat := newLatencies(total)
 	finished := make(chan struct{})
+	trickled := make(chan time.Time, 1)
 	var once sync.Once
 	w, err := runtime.NewWorker(runtime.Config{
 		Store: b.Store, Transport: b.Transport,
@@ -145,6 +154,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		IdleWait: 50 * time.Millisecond, TimerInterval: -1, RelayInterval: -1,
 		Logger: cfg.Logger,
 		OnCommit: func(_ *stead.Execution, ev stead.Event, at time.Time) {
+			if strings.HasPrefix(ev.ID, tricklePrefix) {
+				select {
+				case trickled <- at:
+				default:
+				}
+				return
+			}
 			lat.add(at.Sub(ev.CreatedAt))
 			if done.Add(1) == int64(total) {
 				once.Do(func() { close(finished) })
@@ -199,6 +215,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.CPU = processCPU() - cpu0
 	if res.Partial {
 		res.Events = int(done.Load())
+	}
+	if cfg.Trickle > 0 && !res.Partial && ctx.Err() == nil {
+		idle, err := trickle(ctx, b.Transport, cfg, trickled)
+		if err != nil {
+			stop()
+			<-werr
+			<-sampler
+			return res, err
+		}
+		res.IdleP50, res.IdleP99 = idle.quantile(0.50), idle.quantile(0.99)
 	}
 	stop()
 	if err := <-werr; err != nil {
@@ -283,4 +309,31 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// tricklePrefix marks the events of the trickle phase.
+const tricklePrefix = "trickle-"
+
+// trickle publishes cfg.Trickle events one at a time and measures each one's publish→commit
+// latency; committed receives the commit time of each.
+func trickle(ctx context.Context, tr transport.Transport, cfg Config, committed <-chan time.Time) (*latencies, error) {
+	l := newLatencies(cfg.Trickle)
+	for i := range cfg.Trickle {
+		// A short pause lets the worker go idle again: this measures wake-up, not a hot loop.
+		time.Sleep(2 * time.Millisecond)
+		at := time.Now()
+		ev := stead.Event{ID: fmt.Sprintf("%s%d", tricklePrefix, i), Kind: "tick", CreatedAt: at}
+		if err := tr.Publish(ctx, fmt.Sprintf("bench-%06d", i%cfg.Executions), ev, 0); err != nil {
+			return nil, fmt.Errorf("bench: trickle publish: %w", err)
+		}
+		select {
+		case c := <-committed:
+			l.add(c.Sub(at))
+		case <-time.After(30 * time.Second):
+			return nil, fmt.Errorf("bench: trickle event %d not committed within 30s", i)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return l, nil
 }

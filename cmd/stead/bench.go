@@ -21,6 +21,7 @@ func newBench() *cobra.Command {
 		batch       int
 		pgbenchFor  time.Duration
 		limit       time.Duration
+		trickle     int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [--postgres URL] [--executions N] [--events N] [--concurrency 1,8,32]",
@@ -48,7 +49,7 @@ It prints one line per row as it goes and a Markdown table at the end.`,
 			fmt.Fprintf(out, "backlog: %d executions × %d events = %d events\n", executions, eventsPer, executions*eventsPer)
 			rows, err := bench.RunMatrix(cmd.Context(), bench.Matrix{
 				SQLite: !noSQLite, Postgres: postgres, Executions: executions, EventsPer: eventsPer,
-				Concurrency: cs, Batch: batch, PgbenchFor: pgbenchFor, Progress: out, RunTimeout: limit,
+				Concurrency: cs, Batch: batch, PgbenchFor: pgbenchFor, Progress: out, RunTimeout: limit, Trickle: trickle,
 			})
 			fmt.Fprintln(out)
 			fmt.Fprint(out, bench.Markdown(rows))
@@ -61,6 +62,7 @@ It prints one line per row as it goes and a Markdown table at the end.`,
 	cmd.Flags().IntVar(&eventsPer, "events", 10, "events per execution (a start and events-1 ticks)")
 	cmd.Flags().StringVar(&concurrency, "concurrency", "1,8,32", "worker claim loops to try, comma-separated")
 	cmd.Flags().IntVar(&batch, "batch", 128, "batch size of the batched rows")
+	cmd.Flags().IntVar(&trickle, "trickle", 200, "single events sent one at a time to an idle worker per backend and mode, for the idle publish→commit latency (0 skips)")
 	cmd.Flags().DurationVar(&limit, "limit", 10*time.Minute, "cut each row's drain after this long and report the rate so far")
 	cmd.Flags().DurationVar(&pgbenchFor, "pgbench-time", 10*time.Second, "how long each pgbench ceiling runs (0 skips it)")
 	return cmd
