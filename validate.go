@@ -85,6 +85,14 @@ func (e *Execution) Validate() error {
 			return err
 		}
 	}
+	for k, at := range e.Timers {
+		if err := check.ID("timer path", k); err != nil {
+			return err
+		}
+		if at.IsZero() {
+			return check.Invalidf("execution %q: timer %q without a fire time", e.ID, k)
+		}
+	}
 	for k := range e.InvokeSeq {
 		if err := check.ID("invoke seq key", k); err != nil {
 			return err
