@@ -656,3 +656,28 @@ func TestClaimsExclusiveAcrossStores(t *testing.T) {
 		t.Fatalf("after the leases: %d claimed, %v; want %d", len(again), err, n)
 	}
 }
+
+// TestOpenConcurrently opens one new file from several stores at once, as processes starting
+// together do: the WAL switch and the migrations serialise, and every store works.
+func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stead.db")
+	stores := make([]*sqlitestore.Store, 4)
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(t.Context(), path) })
+	}
+	wg.Wait()
+	for i, s := range stores {
+		if errs[i] != nil {
+			t.Fatalf("Open %d: %v", i, errs[i])
+		}
+		defer s.Close()
+		mustCommit(t, s, newExe(fmt.Sprintf("o%d", i)), stead.Bundle{})
+	}
+	p, err := stores[0].List(t.Context(), stead.ListFilter{})
+	if err != nil || len(p.Items) != len(stores) {
+		t.Fatalf("List = %d items, %v", len(p.Items), err)
+	}
+}
