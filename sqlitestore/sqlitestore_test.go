@@ -1,11 +1,13 @@
 package sqlitestore_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -679,5 +681,23 @@ func TestOpenConcurrently(t *testing.T) {
 	p, err := stores[0].List(t.Context(), stead.ListFilter{})
 	if err != nil || len(p.Items) != len(stores) {
 		t.Fatalf("List = %d items, %v", len(p.Items), err)
+	}
+}
+
+// TestOpenDamagedFile opens a file that is not a database: the error is a stead sentinel, never
+// a raw driver error.
+func TestOpenDamagedFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "garbage.db")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlitestore.Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a file that is not a database succeeded")
+	}
+	if !errors.Is(err, stead.ErrUnavailable) {
+		t.Fatalf("Open = %v, want ErrUnavailable", err)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/steadhq/stead/internal/sqliteutil"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/internal/wake"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Synchronous is the durability level of commits.
@@ -113,7 +112,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) 
 		WriterOnly:  true, // every operation writes: no reader pool
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitetransport: %w", damaged(err))
+		return nil, fmt.Errorf("sqlitetransport: %w", sqliteutil.Classify(err))
 	}
 	t := &Transport{cfg: c, db: db, lock: make(chan struct{}, 1), sig: wake.New()}
 	if err := t.init(ctx); err != nil {
@@ -127,7 +126,7 @@ func (t *Transport) init(ctx context.Context) error {
 	// Migrate runs its own transaction on the writer pool, so it comes before the connection is
 	// taken out of that pool for good.
 	if err := sqliteutil.Migrate(ctx, t.db.W, t.db.BusyTimeout, migrationsTable, migrations); err != nil {
-		return damaged(err)
+		return sqliteutil.Classify(err)
 	}
 	conn, err := t.db.W.Conn(ctx)
 	if err != nil {
@@ -232,21 +231,7 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return damaged(sqliteutil.Classify(err))
-}
-
-// damaged adds to sqliteutil's classification that a file which is not a database, or is
-// corrupt, is ErrUnavailable: the transport cannot serve from it, and nothing was written.
-// sqliteutil.Classify leaves these raw; the mapping stays here so that sqlitestore's errors do
-// not change with this package.
-func damaged(err error) error {
-	switch sqliteutil.Code(err) {
-	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		if !errors.Is(err, stead.ErrUnavailable) {
-			return fmt.Errorf("%w: %w", stead.ErrUnavailable, err)
-		}
-	}
-	return err
+	return sqliteutil.Classify(err)
 }
 
 // micros is a time as stored: unix microseconds.
