@@ -1,0 +1,27 @@
+// Package pgturn is the PostgreSQL backend of the turn store contract (package turn), on pgx v5.
+//
+// One Store plays every role: conversations and turns, interactions, the command journal, the
+// event journal, the outbox, replay records and the bundle commit. Several processes may share
+// one database; the contract's rules live in the schema and in the statements that write:
+//
+//   - account_id leads every key and index (but the outbox's, a system queue addressed by id), so
+//     another tenant's id is a different row and answers ErrNotFound exactly like an unknown one;
+//   - a partial unique index keeps at most one open blocking card per case, so two concurrent
+//     inserts cannot both win;
+//   - every status change carries the state it expects in the WHERE clause of the UPDATE; zero rows
+//     means the precondition failed, and a second read tells ErrNotFound from ErrConflict;
+//   - journal admission is INSERT ... ON CONFLICT DO NOTHING on the idempotency key then a re-read,
+//     so there is exactly one fresh admission per key however many callers race;
+//   - event sequences come from an identity column, in batch order;
+//   - the outbox is claimed with FOR UPDATE SKIP LOCKED, so two dispatchers never get one row;
+//   - every write, and every bundle, is one transaction committed last.
+//
+// Errors wrap the turn sentinels. A lost connection before COMMIT is ErrUnavailable (the server
+// rolled the transaction back); a COMMIT that got no answer is ErrTimeout (it may have landed:
+// re-read, do not retry blindly); statement_timeout firing is ErrTimeout too.
+//
+// Migrate applies the embedded schema (two versions: the tables, then the redaction columns) and
+// is safe to call on every start-up from many processes at once. The tables may live in their
+// own schema (Config.Schema); statements name it explicitly and rely on no session state, so the
+// store works behind PgBouncer in transaction mode (Config.PgBouncer).
+package pgturn
