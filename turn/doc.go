@@ -1,0 +1,33 @@
+// Package turn is the persistence contract for assistant conversation turns: the vocabulary
+// (conversations, turns and their crash-recovery phase, interactions or "cards", the command
+// journal, the append-only event journal, the outbox, replay records) and seven store
+// interfaces that any backend implements.
+//
+// Six interfaces come in a Reader and a Writer half with the aggregate beside them
+// (ConversationStore, InteractionStore, JournalStore, EventStore, OutboxStore, ReplayStore);
+// CommitStore applies a Bundle — everything one turn step produced — all-or-nothing in a fixed
+// order. Stores holds one implementation per role; Stores.ReadOnly hands out the reader halves
+// with no way back to a writer.
+//
+// The rules every backend keeps, proven by the conformance suite in turn/turntest:
+//   - every row is scoped by account, and another tenant's id is ErrNotFound, exactly like an id
+//     that never existed (the outbox, a system queue addressed by its own ids, is the one
+//     exception);
+//   - at most one open blocking card per account and case;
+//   - exactly one Fresh admission per (account, idempotency key), every repeat replays the
+//     persisted outcome;
+//   - event sequences are assigned by the store in append order; ReadFrom pages never skip or
+//     repeat an event; a redaction erases a payload in place, keeps identity and order, and
+//     records who erased it, once;
+//   - an outbox row is never claimed by two dispatchers at once, and a refused settlement writes
+//     nothing;
+//   - a bundle that fails leaves no trace, including on the records it would have modified.
+//
+// Errors match the stead sentinels (ErrNotFound, ErrConflict, ErrUnavailable, ErrTimeout,
+// ErrInvalid) with errors.Is, plus ErrCorrupt for stored data that breaks an invariant. Refusals
+// with a stable meaning are *Error values carrying a code (CodeIdentityMismatch,
+// CodeInvalidRecord, CodeBundleAccountMismatch); test for one with HasCode.
+//
+// Backends: turn/memturn (in memory, the reference, with a manual clock and fault injection)
+// and turn/pgturn (PostgreSQL).
+package turn
