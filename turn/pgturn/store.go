@@ -24,7 +24,7 @@ type Store struct {
 	schema         string
 	acquireTimeout time.Duration
 	clock          func() time.Time
-	q              *queries
+	stmts          *statements
 	closed         atomic.Bool
 }
 
@@ -97,9 +97,12 @@ func FromPool(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("pgturn: %w", err)
 		}
 	}
-	s.q = newQueries(s.schema)
+	s.stmts = &statements{schema: s.schema}
 	return s, nil
 }
+
+// sql returns raw with the store's schema spliced in.
+func (s *Store) sql(raw string) string { return s.stmts.get(raw) }
 
 // Pool returns the pool the store runs on.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -1,0 +1,459 @@
+package pgturn
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead/turn"
+)
+
+// Store plays every role of the contract.
+var _ turn.Backend = (*Store)(nil)
+
+// Stores puts the store behind every role.
+func (s *Store) Stores() turn.Stores { return turn.NewStores(s) }
+
+// Every exported method validates its input before taking a connection (bad input is ErrInvalid
+// and never reaches the database), then reads on a pooled connection or writes in a transaction
+// of its own through the same unexported function a bundle uses.
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readOne[T any](ctx context.Context, s *Store, fn func(q querier) (T, error)) (T, error) {
+	var out T
+	err := s.read(ctx, func(q querier) error {
+		var err error
+		out, err = fn(q)
+		return err
+	})
+	return out, err
+}
+
+func writeOne[T any](ctx context.Context, s *Store, fn func(q querier) (T, error)) (T, error) {
+	var out T
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+func (s *Store) writeErr(ctx context.Context, fn func(q querier) error) error {
+	return s.write(ctx, func(tx pgx.Tx) error { return fn(tx) })
+}
+
+// LoadConversation implements turn.ConversationReader.
+func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("conversation id", id)); err != nil {
+		return turn.Conversation{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.Conversation, error) { return s.loadConversation(ctx, q, account, id) })
+}
+
+// LoadRecentTurns implements turn.ConversationReader.
+func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("conversation id", conversation), turn.ValidateLimit(limit)); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.Turn, error) {
+		return s.loadRecentTurns(ctx, q, account, conversation, limit)
+	})
+}
+
+// LoadTurn implements turn.ConversationReader.
+func (s *Store) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
+		return turn.Turn{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.Turn, error) { return s.loadTurn(ctx, q, account, id) })
+}
+
+// TurnPhase implements turn.ConversationReader.
+func (s *Store) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.PhaseMarker, error) { return s.turnPhase(ctx, q, account, id) })
+}
+
+// ListUnfinishedTurns implements turn.ConversationReader.
+func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
+	if err := turn.ValidateLimit(limit); err != nil {
+		return nil, err
+	}
+	if scope.AccountID != "" {
+		if err := turn.ValidateAccount(scope.AccountID); err != nil {
+			return nil, err
+		}
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.PhaseMarker, error) { return s.listUnfinishedTurns(ctx, q, scope, limit) })
+}
+
+// CreateConversation implements turn.ConversationWriter.
+func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	c.CreatedAt = turn.ClockTime(c.CreatedAt)
+	return s.writeErr(ctx, func(q querier) error { return s.createConversation(ctx, q, c) })
+}
+
+// AppendUserTurn implements turn.ConversationWriter.
+func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	t.ReceivedAt = turn.ClockTime(t.ReceivedAt)
+	return s.writeErr(ctx, func(q querier) error { return s.appendUserTurn(ctx, q, t, s.now()) })
+}
+
+// AppendAssistantTurn implements turn.ConversationWriter.
+func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.AssistantTurn) error {
+	if err := firstErr(turn.ValidateAccount(account), t.Validate()); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.appendAssistantTurn(ctx, q, account, t) })
+}
+
+// SetTurnPhase implements turn.ConversationWriter.
+func (s *Store) SetTurnPhase(ctx context.Context, account string, id turn.ID, p turn.Phase) (turn.PhaseMarker, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	return writeOne(ctx, s, func(q querier) (turn.PhaseMarker, error) {
+		return s.setTurnPhase(ctx, q, account, id, p, s.now())
+	})
+}
+
+// LoadInteraction implements turn.InteractionReader.
+func (s *Store) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("interaction id", id)); err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return s.getInteraction(ctx, q, account, id) })
+}
+
+// ListOpenForConversation implements turn.InteractionReader.
+func (s *Store) ListOpenForConversation(ctx context.Context, account string, conversation turn.ID) ([]turn.InteractionRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("conversation id", conversation)); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
+		return s.listOpenForConversation(ctx, q, account, conversation)
+	})
+}
+
+// ListOpenForCase implements turn.InteractionReader.
+func (s *Store) ListOpenForCase(ctx context.Context, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), key.Validate()); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) { return s.listOpenForCase(ctx, q, account, key) })
+}
+
+// BlockingAnsweredAt implements turn.InteractionReader.
+func (s *Store) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, rev turn.Revision) (bool, error) {
+	if err := firstErr(turn.ValidateAccount(account), key.Validate(), turn.ValidateRevision("revision", rev)); err != nil {
+		return false, err
+	}
+	return readOne(ctx, s, func(q querier) (bool, error) { return s.blockingAnsweredAt(ctx, q, account, key, rev) })
+}
+
+// InsertInteraction implements turn.InteractionWriter.
+func (s *Store) InsertInteraction(ctx context.Context, it turn.Interaction) error {
+	if err := it.Validate(); err != nil {
+		return err
+	}
+	_, err := writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.insertInteraction(ctx, q, it, false, s.now()) })
+	return err
+}
+
+// InsertReplacingBlocking implements turn.InteractionWriter.
+func (s *Store) InsertReplacingBlocking(ctx context.Context, it turn.Interaction) ([]turn.ID, error) {
+	if err := it.Validate(); err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.insertInteraction(ctx, q, it, true, s.now()) })
+}
+
+// BeginResolution implements turn.InteractionWriter.
+func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("interaction id", id), turn.ValidateText("option id", optionID)); err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
+		return s.beginResolution(ctx, q, account, id, expected, optionID, resolvedBy, s.now())
+	})
+}
+
+// FinishResolution implements turn.InteractionWriter.
+func (s *Store) FinishResolution(ctx context.Context, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("interaction id", id), outcome.Validate()); err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
+		return s.finishResolution(ctx, q, account, id, outcome)
+	})
+}
+
+// InvalidateForCase implements turn.InteractionWriter.
+func (s *Store) InvalidateForCase(ctx context.Context, account string, key turn.CaseKey, newRevision turn.Revision, reason turn.InvalidationReason) ([]turn.ID, error) {
+	if err := firstErr(turn.ValidateAccount(account), key.Validate(), turn.ValidateRevision("new revision", newRevision), reason.Validate()); err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
+		return s.invalidateForCase(ctx, q, account, key, newRevision, reason, s.now())
+	})
+}
+
+// InvalidateCaseCards implements turn.InteractionWriter.
+func (s *Store) InvalidateCaseCards(ctx context.Context, account string, key turn.CaseKey, reason turn.InvalidationReason) ([]turn.ID, error) {
+	if err := firstErr(turn.ValidateAccount(account), key.Validate(), reason.Validate()); err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
+		return s.invalidateCaseCards(ctx, q, account, key, reason, s.now())
+	})
+}
+
+// ExpireDue implements turn.InteractionWriter.
+func (s *Store) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error) {
+	if err := turn.ValidateTime("now", now); err != nil {
+		return nil, err
+	}
+	cards, err := writeOne(ctx, s, func(q querier) ([]expiredCard, error) { return s.expireDue(ctx, q, turn.ClockTime(now)) })
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]turn.ID, len(cards))
+	for i, c := range cards {
+		ids[i] = c.id
+	}
+	return ids, nil
+}
+
+// LoadCommand implements turn.JournalReader.
+func (s *Store) LoadCommand(ctx context.Context, account string, id turn.ID) (turn.JournalEntry, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("command id", id)); err != nil {
+		return turn.JournalEntry{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.JournalEntry, error) { return s.loadCommand(ctx, q, account, id) })
+}
+
+// CommandsForTurn implements turn.JournalReader.
+func (s *Store) CommandsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.JournalEntry, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.JournalEntry, error) { return s.commandsForTurn(ctx, q, account, id, false) })
+}
+
+// PendingForTurn implements turn.JournalReader.
+func (s *Store) PendingForTurn(ctx context.Context, account string, id turn.ID) ([]turn.JournalEntry, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.JournalEntry, error) { return s.commandsForTurn(ctx, q, account, id, true) })
+}
+
+// BeginCommand implements turn.JournalWriter.
+func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Admission, error) {
+	if err := e.Validate(); err != nil {
+		return turn.Admission{}, err
+	}
+	return writeOne(ctx, s, func(q querier) (turn.Admission, error) { return s.beginCommand(ctx, q, e) })
+}
+
+// MarkExecuting implements turn.JournalWriter.
+func (s *Store) MarkExecuting(ctx context.Context, account string, id turn.ID) error {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("command id", id)); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.markExecuting(ctx, q, account, id) })
+}
+
+// CompleteCommand implements turn.JournalWriter.
+func (s *Store) CompleteCommand(ctx context.Context, account string, id turn.ID, outcome turn.JournalOutcome) error {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("command id", id), outcome.Validate()); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.completeCommand(ctx, q, account, id, outcome, s.now()) })
+}
+
+// ListSince implements turn.EventReader.
+func (s *Store) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
+	if err := firstErr(turn.ValidateAccount(account), key.Validate(), turn.ValidateRevision("since", since), turn.ValidateLimit(limit)); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.Event, error) { return s.listSince(ctx, q, account, key, since, limit) })
+}
+
+// ReadFrom implements turn.EventReader.
+func (s *Store) ReadFrom(ctx context.Context, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateCursor(after), turn.ValidateLimit(limit)); err != nil {
+		return turn.EventPage{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.EventPage, error) { return s.readFrom(ctx, q, account, after, limit) })
+}
+
+// LoadEvents implements turn.EventReader.
+func (s *Store) LoadEvents(ctx context.Context, account string, ids []turn.ID) ([]turn.Event, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if err := turn.ValidateID("event id", id); err != nil {
+			return nil, err
+		}
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.Event, error) { return s.loadEvents(ctx, q, account, ids) })
+}
+
+// CountEvents implements turn.EventReader.
+func (s *Store) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
+	if err := firstErr(turn.ValidateAccount(account), key.Validate()); err != nil {
+		return 0, err
+	}
+	return readOne(ctx, s, func(q querier) (int64, error) { return s.countEvents(ctx, q, account, key) })
+}
+
+// AppendEvents implements turn.EventWriter.
+func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.appendEvents(ctx, q, b) })
+}
+
+// RedactPayload implements turn.EventWriter.
+func (s *Store) RedactPayload(ctx context.Context, account string, id turn.ID, authority string) (turn.Redaction, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("event id", id), turn.ValidateKey("authority", authority)); err != nil {
+		return turn.Redaction{}, err
+	}
+	return writeOne(ctx, s, func(q querier) (turn.Redaction, error) {
+		return s.redactPayload(ctx, q, account, id, authority, s.now())
+	})
+}
+
+// LoadOutbox implements turn.OutboxReader.
+func (s *Store) LoadOutbox(ctx context.Context, id turn.ID) (turn.OutboxRecord, error) {
+	if err := turn.ValidateID("outbox id", id); err != nil {
+		return turn.OutboxRecord{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.OutboxRecord, error) { return s.loadOutbox(ctx, q, id) })
+}
+
+// OutboxForCommand implements turn.OutboxReader.
+func (s *Store) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.OutboxRecord, error) {
+	if err := turn.ValidateID("command id", command); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.OutboxRecord, error) { return s.outboxForCommand(ctx, q, command) })
+}
+
+// Enqueue implements turn.OutboxWriter.
+func (s *Store) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.enqueue(ctx, q, e) })
+}
+
+// ClaimDue implements turn.OutboxWriter.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID string) ([]turn.OutboxEntry, error) {
+	if err := firstErr(turn.ValidateTime("now", now), turn.ValidateLimit(limit), turn.ValidateKey("worker id", workerID)); err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.OutboxEntry, error) {
+		return s.claimDue(ctx, q, turn.ClockTime(now), limit, workerID)
+	})
+}
+
+// MarkCompleted implements turn.OutboxWriter.
+func (s *Store) MarkCompleted(ctx context.Context, id turn.ID) error {
+	if err := turn.ValidateID("outbox id", id); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.markCompleted(ctx, q, id, s.now()) })
+}
+
+// MarkFailed implements turn.OutboxWriter.
+func (s *Store) MarkFailed(ctx context.Context, id turn.ID, reason string, retryAt time.Time) error {
+	if err := firstErr(turn.ValidateID("outbox id", id), turn.ValidateKey("reason", reason)); err != nil {
+		return err
+	}
+	if !retryAt.IsZero() {
+		if err := turn.ValidateTime("retry at", retryAt); err != nil {
+			return err
+		}
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.markFailed(ctx, q, id, reason, retryAt, s.now()) })
+}
+
+// MarkOutcomeUnknown implements turn.OutboxWriter.
+func (s *Store) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef string) error {
+	if err := firstErr(turn.ValidateID("outbox id", id), turn.ValidateText("remote ref", remoteRef)); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.markOutcomeUnknown(ctx, q, id, remoteRef) })
+}
+
+// Reschedule implements turn.OutboxWriter.
+func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) error {
+	if err := turn.ValidateID("outbox id", id); err != nil {
+		return err
+	}
+	if !next.IsZero() {
+		if err := turn.ValidateTime("next attempt at", next); err != nil {
+			return err
+		}
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.reschedule(ctx, q, id, next) })
+}
+
+// ReleaseExpiredClaims implements turn.OutboxWriter.
+func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turn.ID, error) {
+	if err := turn.ValidateTime("claimed before", claimedBefore); err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.releaseExpiredClaims(ctx, q, claimedBefore) })
+}
+
+// LoadReplay implements turn.ReplayReader.
+func (s *Store) LoadReplay(ctx context.Context, account string, id turn.ID) (turn.ReplayRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
+		return turn.ReplayRecord{}, err
+	}
+	return readOne(ctx, s, func(q querier) (turn.ReplayRecord, error) { return s.loadReplay(ctx, q, account, id) })
+}
+
+// ReplaysForConversation implements turn.ReplayReader.
+func (s *Store) ReplaysForConversation(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.ReplayRecord, error) {
+	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("conversation id", conversation), turn.ValidateLimit(limit)); err != nil {
+		return nil, err
+	}
+	return readOne(ctx, s, func(q querier) ([]turn.ReplayRecord, error) {
+		return s.replaysForConversation(ctx, q, account, conversation, limit)
+	})
+}
+
+// PutReplay implements turn.ReplayWriter.
+func (s *Store) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return s.writeErr(ctx, func(q querier) error { return s.putReplay(ctx, q, r) })
+}

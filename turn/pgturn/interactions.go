@@ -1,0 +1,406 @@
+package pgturn
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead/turn"
+)
+
+// The interaction document is the card as created and is never rewritten; the lifecycle columns
+// own everything that moves, and a read overlays them on the document.
+const interactionColumns = `interaction, status, resolved_at, resolved_option_id, resolved_by_turn,
+    resolution_event_ids, failure_code, invalidation, created_at`
+
+type interactionRow struct {
+	doc          []byte
+	status       string
+	resolvedAt   *time.Time
+	optionID     *string
+	resolvedBy   *turn.ID
+	eventIDs     []turn.ID
+	failureCode  *string
+	invalidation []byte
+	createdAt    time.Time
+}
+
+func (r *interactionRow) dest() []any {
+	return []any{&r.doc, &r.status, &r.resolvedAt, &r.optionID, &r.resolvedBy, &r.eventIDs,
+		&r.failureCode, &r.invalidation, &r.createdAt}
+}
+
+func (r *interactionRow) record() (turn.InteractionRecord, error) {
+	var rec turn.InteractionRecord
+	if err := unmarshal(r.doc, &rec.Interaction, "interaction"); err != nil {
+		return rec, err
+	}
+	it := &rec.Interaction
+	var err error
+	if it.Status, err = interactionStatus(r.status); err != nil {
+		return rec, err
+	}
+	it.ResolvedAt, it.ResolvedOptionID = utc(r.resolvedAt), text(r.optionID)
+	it.CreatedAt = it.CreatedAt.UTC()
+	if !it.ExpiresAt.IsZero() {
+		it.ExpiresAt = it.ExpiresAt.UTC()
+	}
+	if r.resolvedBy != nil {
+		rec.ResolvedByTurn = *r.resolvedBy
+	}
+	if len(r.eventIDs) > 0 {
+		rec.ResolutionEventIDs = r.eventIDs
+	}
+	rec.FailureCode = text(r.failureCode)
+	if r.invalidation != nil {
+		rec.Invalidation = new(turn.Invalidation)
+		if err := unmarshal(r.invalidation, rec.Invalidation, "invalidation"); err != nil {
+			return rec, err
+		}
+		rec.Invalidation.At = rec.Invalidation.At.UTC()
+	}
+	return rec, nil
+}
+
+func collectInteractions(rows pgx.Rows, err error) ([]turn.InteractionRecord, error) {
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := []turn.InteractionRecord{}
+	for rows.Next() {
+		var r interactionRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, classify(err)
+		}
+		rec, err := r.record()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+const sqlGetInteraction = `
+SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND interaction_id = $2`
+
+func (s *Store) getInteraction(ctx context.Context, q querier, account string, id turn.ID) (turn.InteractionRecord, error) {
+	var r interactionRow
+	err := q.QueryRow(ctx, s.sql(sqlGetInteraction), account, id).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return turn.InteractionRecord{}, notFound("interaction", id)
+	}
+	if err != nil {
+		return turn.InteractionRecord{}, classify(err)
+	}
+	return r.record()
+}
+
+const sqlListOpenForConversation = `
+SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND conversation_id = $2 AND status IN ('active', 'resolving')
+ORDER BY created_at, interaction_id`
+
+func (s *Store) listOpenForConversation(ctx context.Context, q querier, account string, conv turn.ID) ([]turn.InteractionRecord, error) {
+	return collectInteractions(q.Query(ctx, s.sql(sqlListOpenForConversation), account, conv))
+}
+
+const sqlListOpenForCase = `
+SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND workflow_key = $2 AND case_id = $3 AND status IN ('active', 'resolving')
+ORDER BY created_at, interaction_id`
+
+func (s *Store) listOpenForCase(ctx context.Context, q querier, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
+	return collectInteractions(q.Query(ctx, s.sql(sqlListOpenForCase), account, key.Workflow, key.CaseID))
+}
+
+// A revision-independent card is bound to no revision, so it never answers for one.
+const sqlBlockingAnsweredAt = `
+SELECT EXISTS (
+    SELECT 1 FROM {schema}turn_interactions
+    WHERE account_id = $1 AND workflow_key = $2 AND case_id = $3 AND case_revision = $4
+      AND blocking AND NOT revision_independent AND status IN ('resolved', 'declined', 'dismissed'))`
+
+func (s *Store) blockingAnsweredAt(ctx context.Context, q querier, account string, key turn.CaseKey, rev turn.Revision) (bool, error) {
+	var yes bool
+	err := q.QueryRow(ctx, s.sql(sqlBlockingAnsweredAt), account, key.Workflow, key.CaseID, int64(rev)).Scan(&yes)
+	return yes, classify(err)
+}
+
+// Insert relies on the partial unique index for the blocking slot: two concurrent inserts cannot
+// both pass it, whatever either of them read before.
+const sqlInsertInteraction = `
+INSERT INTO {schema}turn_interactions (account_id, interaction_id, conversation_id, workflow_key,
+    case_id, case_revision, kind, blocking, revision_independent, payload_hash, interaction, status,
+    created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12, $13)`
+
+// The replacing insert supersedes the case's active blocking occupant and takes its slot in one
+// statement. The INSERT reads from the retiring UPDATE, so the occupant is retired before the new
+// row meets the blocking index (which does not count a row this transaction has just retired).
+// The UPDATE takes the occupant's row lock, so two replacements of one card serialise: the second
+// re-reads the occupant as no longer active, supersedes nothing, and its INSERT then fails on the
+// blocking index. A resolving occupant is never touched, so its slot holds and the INSERT fails
+// too: an answer being processed is never replaced.
+const sqlInsertReplacingInteraction = `
+WITH superseded AS (
+    UPDATE {schema}turn_interactions SET status = 'invalidated', invalidation = $14
+    WHERE account_id = $1 AND workflow_key = $4 AND case_id = $5 AND blocking AND status = 'active'
+    RETURNING interaction_id),
+retired AS (SELECT array_agg(interaction_id) AS ids FROM superseded)
+INSERT INTO {schema}turn_interactions (account_id, interaction_id, conversation_id, workflow_key,
+    case_id, case_revision, kind, blocking, revision_independent, payload_hash, interaction, status,
+    created_at, expires_at)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12, $13 FROM retired
+RETURNING (SELECT ids FROM retired)`
+
+// insertInteraction inserts a new active card. With replace, an active blocking occupant of the
+// same case is first invalidated as superseded by the new card; the ids it invalidated are
+// returned.
+func (s *Store) insertInteraction(ctx context.Context, q querier, it turn.Interaction, replace bool, at time.Time) ([]turn.ID, error) {
+	if it.Status != turn.InteractionActive {
+		return nil, turn.InvalidRecord("interaction %s inserted as %q, not active", it.ID, it.Status)
+	}
+	rev, err := revision(it.CaseRef.ExpectedRevision, "case revision")
+	if err != nil {
+		return nil, err
+	}
+	body, err := marshal(it)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{it.AccountID, it.ID, it.ConversationID, it.CaseRef.Workflow, it.CaseRef.CaseID, rev,
+		string(it.Kind), it.Blocking, it.RevisionIndependent, it.PayloadHash, body, it.CreatedAt,
+		nullTime(it.ExpiresAt)}
+	if !replace || !it.Blocking {
+		_, err := q.Exec(ctx, s.sql(sqlInsertInteraction), args...)
+		return nil, classify(err)
+	}
+	inv, err := marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
+	if err != nil {
+		return nil, err
+	}
+	var superseded []turn.ID
+	if err := q.QueryRow(ctx, s.sql(sqlInsertReplacingInteraction), append(args, inv)...).Scan(&superseded); err != nil {
+		return nil, classify(err)
+	}
+	return superseded, nil
+}
+
+const sqlInteractionExists = `
+SELECT EXISTS (SELECT 1 FROM {schema}turn_interactions WHERE account_id = $1 AND interaction_id = $2)`
+
+// missingOrMoved tells why a compare-and-swap matched no row: no such card for the account, or
+// a card that has moved on.
+func (s *Store) missingOrMoved(ctx context.Context, q querier, account string, id turn.ID) error {
+	var exists bool
+	if err := q.QueryRow(ctx, s.sql(sqlInteractionExists), account, id).Scan(&exists); err != nil {
+		return classify(err)
+	}
+	if !exists {
+		return notFound("interaction", id)
+	}
+	return conflict("interaction %s is not in the expected status", id)
+}
+
+const sqlBeginResolution = `
+UPDATE {schema}turn_interactions
+SET status = 'resolving', resolved_option_id = $3, resolved_at = $4, resolved_by_turn = $5
+WHERE account_id = $1 AND interaction_id = $2 AND status = 'active'
+RETURNING ` + interactionColumns
+
+// beginResolution accepts an answer: active -> resolving, recording the option, the turn and
+// when. Only an active card can start resolving, so any other expected status is a conflict.
+func (s *Store) beginResolution(ctx context.Context, q querier, account string, id turn.ID, expected turn.InteractionStatus, option string, by turn.ID, at time.Time) (turn.InteractionRecord, error) {
+	if expected != turn.InteractionActive {
+		if err := s.missingOrMoved(ctx, q, account, id); !errors.Is(err, turn.ErrConflict) {
+			return turn.InteractionRecord{}, err
+		}
+		return turn.InteractionRecord{}, conflict("interaction %s cannot begin resolving from %q", id, expected)
+	}
+	var r interactionRow
+	err := q.QueryRow(ctx, s.sql(sqlBeginResolution), account, id, nullText(option), at, nullID(by)).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return turn.InteractionRecord{}, s.missingOrMoved(ctx, q, account, id)
+	}
+	if err != nil {
+		return turn.InteractionRecord{}, classify(err)
+	}
+	return r.record()
+}
+
+const sqlFinishResolved = `
+UPDATE {schema}turn_interactions
+SET status = 'resolved', resolution_event_ids = $3, failure_code = NULL
+WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
+RETURNING ` + interactionColumns
+
+const sqlFinishFailed = `
+UPDATE {schema}turn_interactions
+SET status = 'failed', failure_code = $3, resolution_event_ids = '{}'
+WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
+RETURNING ` + interactionColumns
+
+const sqlFinishRestoreActive = `
+UPDATE {schema}turn_interactions
+SET status = 'active', resolution_event_ids = '{}', failure_code = NULL, resolved_by_turn = NULL,
+    resolved_option_id = NULL, resolved_at = NULL
+WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
+RETURNING ` + interactionColumns
+
+// finishResolution settles a resolving card. A repeat of a finish that already landed (same
+// status, same data) is accepted and returns the record unchanged; anything else is a conflict.
+func (s *Store) finishResolution(ctx context.Context, q querier, account string, id turn.ID, o turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+	var sql string
+	args := []any{account, id}
+	switch o.Kind {
+	case turn.ResolutionResolved:
+		sql = sqlFinishResolved
+		ids := o.EventIDs
+		if ids == nil {
+			ids = []turn.ID{}
+		}
+		args = append(args, ids)
+	case turn.ResolutionFailed:
+		sql = sqlFinishFailed
+		args = append(args, o.Code)
+	case turn.ResolutionRestoreActive:
+		sql = sqlFinishRestoreActive
+	default:
+		return turn.InteractionRecord{}, turn.InvalidRecord("unknown resolution outcome %q", o.Kind)
+	}
+	var r interactionRow
+	err := q.QueryRow(ctx, s.sql(sql), args...).Scan(r.dest()...)
+	if err == nil {
+		return r.record()
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return turn.InteractionRecord{}, classify(err)
+	}
+	rec, err := s.getInteraction(ctx, q, account, id)
+	if err != nil {
+		return rec, err
+	}
+	if o.Matches(rec) {
+		return rec, nil
+	}
+	return turn.InteractionRecord{}, conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
+}
+
+const sqlInvalidateForCase = `
+UPDATE {schema}turn_interactions SET status = 'invalidated', invalidation = $5
+WHERE account_id = $1 AND workflow_key = $2 AND case_id = $3 AND status = 'active'
+  AND NOT revision_independent AND case_revision <> $4
+RETURNING interaction_id, created_at`
+
+const sqlInvalidateCaseCards = `
+UPDATE {schema}turn_interactions SET status = 'invalidated', invalidation = $4
+WHERE account_id = $1 AND workflow_key = $2 AND case_id = $3 AND status = 'active'
+RETURNING interaction_id, created_at`
+
+// invalidateForCase retires the case's active cards bound to a revision other than rev. Selection
+// and write are one statement, so two commits moving the same case serialise on the row locks and
+// agree on which of them retired a card: the second finds it no longer active.
+func (s *Store) invalidateForCase(ctx context.Context, q querier, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
+	r, err := revision(rev, "new revision")
+	if err != nil {
+		return nil, err
+	}
+	inv, err := marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
+	if err != nil {
+		return nil, err
+	}
+	return collectRetired(q.Query(ctx, s.sql(sqlInvalidateForCase), account, key.Workflow, key.CaseID, r, inv))
+}
+
+// invalidateCaseCards is the operator's path: every active card of the case, whatever its
+// revision or independence.
+func (s *Store) invalidateCaseCards(ctx context.Context, q querier, account string, key turn.CaseKey, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
+	inv, err := marshal(turn.Invalidation{Reason: reason, At: at})
+	if err != nil {
+		return nil, err
+	}
+	return collectRetired(q.Query(ctx, s.sql(sqlInvalidateCaseCards), account, key.Workflow, key.CaseID, inv))
+}
+
+// collectRetired returns the ids in list order, (created_at, id): RETURNING has no order.
+func collectRetired(rows pgx.Rows, err error) ([]turn.ID, error) {
+	if err != nil {
+		return nil, classify(err)
+	}
+	type retired struct {
+		id turn.ID
+		at time.Time
+	}
+	var got []retired
+	for rows.Next() {
+		var r retired
+		if err := rows.Scan(&r.id, &r.at); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		got = append(got, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	slices.SortFunc(got, func(a, b retired) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.id.Compare(b.id)
+	})
+	ids := make([]turn.ID, len(got))
+	for i, r := range got {
+		ids[i] = r.id
+	}
+	return ids, nil
+}
+
+// The expiry sweep crosses tenants; nothing but the status is recorded.
+const sqlExpireDue = `
+UPDATE {schema}turn_interactions SET status = 'expired'
+WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= $1
+RETURNING account_id, interaction_id`
+
+// expireDue expires every active card due at now, across accounts, ordered by (account, id).
+func (s *Store) expireDue(ctx context.Context, q querier, now time.Time) ([]expiredCard, error) {
+	rows, err := q.Query(ctx, s.sql(sqlExpireDue), now)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []expiredCard
+	for rows.Next() {
+		var e expiredCard
+		if err := rows.Scan(&e.account, &e.id); err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	slices.SortFunc(out, func(a, b expiredCard) int {
+		if a.account != b.account {
+			if a.account < b.account {
+				return -1
+			}
+			return 1
+		}
+		return a.id.Compare(b.id)
+	})
+	return out, nil
+}
+
+type expiredCard struct {
+	account string
+	id      turn.ID
+}

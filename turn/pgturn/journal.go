@@ -1,0 +1,247 @@
+package pgturn
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead/turn"
+)
+
+const journalColumns = `command_id, account_id, idempotency_key, turn_id, workflow_key, case_id,
+    expected_revision, command_type, command_payload, origin, status, result, created_at, completed_at`
+
+type journalRow struct {
+	e         turn.JournalEntry
+	rev       int64
+	payload   []byte
+	origin    []byte
+	status    string
+	result    []byte
+	completed *time.Time
+}
+
+func (r *journalRow) dest() []any {
+	e := &r.e
+	return []any{&e.CommandID, &e.AccountID, &e.IdempotencyKey, &e.TurnID, &e.CaseRef.Workflow,
+		&e.CaseRef.CaseID, &r.rev, &e.CommandType, &r.payload, &r.origin, &r.status, &r.result,
+		&e.CreatedAt, &r.completed}
+}
+
+func (r *journalRow) entry() (turn.JournalEntry, error) {
+	e := r.e
+	var err error
+	if e.CaseRef.ExpectedRevision, err = readRevision(r.rev, "expected revision"); err != nil {
+		return e, err
+	}
+	if e.Status, err = journalStatus(r.status); err != nil {
+		return e, err
+	}
+	e.CommandPayload, e.Origin = readDoc(r.payload), readDoc(r.origin)
+	if r.result != nil {
+		e.Result = new(turn.JournalOutcome)
+		if err := unmarshal(r.result, e.Result, "journal outcome"); err != nil {
+			return e, err
+		}
+	}
+	e.CreatedAt, e.CompletedAt = e.CreatedAt.UTC(), utc(r.completed)
+	return e, nil
+}
+
+func collectJournal(rows pgx.Rows, err error) ([]turn.JournalEntry, error) {
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := []turn.JournalEntry{}
+	for rows.Next() {
+		var r journalRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, classify(err)
+		}
+		e, err := r.entry()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+const sqlLoadCommand = `
+SELECT ` + journalColumns + ` FROM {schema}turn_journal WHERE account_id = $1 AND command_id = $2`
+
+func (s *Store) loadCommand(ctx context.Context, q querier, account string, id turn.ID) (turn.JournalEntry, error) {
+	var r journalRow
+	err := q.QueryRow(ctx, s.sql(sqlLoadCommand), account, id).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return turn.JournalEntry{}, notFound("command", id)
+	}
+	if err != nil {
+		return turn.JournalEntry{}, classify(err)
+	}
+	return r.entry()
+}
+
+const sqlCommandsForTurn = `
+SELECT ` + journalColumns + ` FROM {schema}turn_journal
+WHERE account_id = $1 AND turn_id = $2
+ORDER BY created_at, command_id`
+
+const sqlPendingForTurn = `
+SELECT ` + journalColumns + ` FROM {schema}turn_journal
+WHERE account_id = $1 AND turn_id = $2 AND status IN ('pending', 'executing')
+ORDER BY created_at, command_id`
+
+func (s *Store) commandsForTurn(ctx context.Context, q querier, account string, id turn.ID, pendingOnly bool) ([]turn.JournalEntry, error) {
+	sql := sqlCommandsForTurn
+	if pendingOnly {
+		sql = sqlPendingForTurn
+	}
+	return collectJournal(q.Query(ctx, s.sql(sql), account, id))
+}
+
+// Admission is one statement in the common cases. A new key inserts and returns the row (fresh);
+// a known key inserts nothing (ON CONFLICT on the key's constraint, so a command id clash under
+// another key still fails as a unique violation) and the second branch returns the stored row.
+// A concurrent caller's insert of the same key makes this one wait for it and then do nothing;
+// the second branch cannot see that row (it reads the statement's snapshot, taken before the
+// wait), so an empty result is followed by a re-read.
+const sqlBeginCommand = `
+WITH fresh AS (
+    INSERT INTO {schema}turn_journal (account_id, command_id, idempotency_key, turn_id, workflow_key,
+        case_id, expected_revision, command_type, command_payload, origin, status, result, created_at,
+        completed_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+    ON CONFLICT ON CONSTRAINT turn_journal_idempotency_key DO NOTHING
+    RETURNING ` + journalColumns + `)
+SELECT true, * FROM fresh
+UNION ALL
+SELECT false, ` + journalColumns + ` FROM {schema}turn_journal
+WHERE account_id = $1 AND idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM fresh)`
+
+const sqlCommandByKey = `
+SELECT false, ` + journalColumns + ` FROM {schema}turn_journal WHERE account_id = $1 AND idempotency_key = $2`
+
+func (s *Store) beginCommand(ctx context.Context, q querier, e turn.JournalEntry) (turn.Admission, error) {
+	if e.Status != turn.JournalPending && e.Status != turn.JournalAwaitingConfirmation {
+		return turn.Admission{}, turn.InvalidRecord("command %s admitted as %q, not pending or awaiting_confirmation", e.CommandID, e.Status)
+	}
+	rev, err := revision(e.CaseRef.ExpectedRevision, "expected revision")
+	if err != nil {
+		return turn.Admission{}, err
+	}
+	var result []byte
+	if e.Result != nil {
+		if result, err = marshal(e.Result); err != nil {
+			return turn.Admission{}, err
+		}
+	}
+	var fresh bool
+	var r journalRow
+	dest := append([]any{&fresh}, r.dest()...)
+	err = q.QueryRow(ctx, s.sql(sqlBeginCommand), e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
+		e.CaseRef.Workflow, e.CaseRef.CaseID, rev, e.CommandType, doc(e.CommandPayload), doc(e.Origin),
+		string(e.Status), result, turn.ClockTime(e.CreatedAt), nullTime(e.CompletedAt)).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = q.QueryRow(ctx, s.sql(sqlCommandByKey), e.AccountID, e.IdempotencyKey).Scan(dest...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return turn.Admission{}, corrupt("command key of %s was taken and then vanished", e.CommandID)
+		}
+	}
+	if err != nil {
+		return turn.Admission{}, classify(err)
+	}
+	stored, err := r.entry()
+	return turn.Admission{Fresh: fresh, Entry: stored}, err
+}
+
+const sqlMarkExecuting = `
+UPDATE {schema}turn_journal SET status = 'executing'
+WHERE account_id = $1 AND command_id = $2 AND status IN ('pending', 'awaiting_confirmation')`
+
+const sqlCommandStatus = `
+SELECT status, result FROM {schema}turn_journal WHERE account_id = $1 AND command_id = $2`
+
+func (s *Store) markExecuting(ctx context.Context, q querier, account string, id turn.ID) error {
+	tag, err := q.Exec(ctx, s.sql(sqlMarkExecuting), account, id)
+	if err != nil {
+		return classify(err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	status, _, err := s.commandStatus(ctx, q, account, id)
+	if err != nil {
+		return err
+	}
+	if status == turn.JournalExecuting {
+		return nil
+	}
+	return conflict("command %s is %q and cannot start executing", id, status)
+}
+
+func (s *Store) commandStatus(ctx context.Context, q querier, account string, id turn.ID) (turn.JournalStatus, *turn.JournalOutcome, error) {
+	var st string
+	var result []byte
+	err := q.QueryRow(ctx, s.sql(sqlCommandStatus), account, id).Scan(&st, &result)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, notFound("command", id)
+	}
+	if err != nil {
+		return "", nil, classify(err)
+	}
+	status, err := journalStatus(st)
+	if err != nil {
+		return "", nil, err
+	}
+	if result == nil {
+		return status, nil, nil
+	}
+	var o turn.JournalOutcome
+	if err := unmarshal(result, &o, "journal outcome"); err != nil {
+		return "", nil, err
+	}
+	return status, &o, nil
+}
+
+// The journal's transition table is in the WHERE clause: the entry moves only from a status that
+// may reach the outcome's.
+const sqlCompleteCommand = `
+UPDATE {schema}turn_journal SET status = $3, result = $4, completed_at = $5
+WHERE account_id = $1 AND command_id = $2 AND status = ANY($6)`
+
+func (s *Store) completeCommand(ctx context.Context, q querier, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
+	target := o.Status()
+	if target == "" {
+		return turn.InvalidRecord("unknown outcome kind %q", o.Kind)
+	}
+	result, err := marshal(o)
+	if err != nil {
+		return err
+	}
+	sources := target.Sources()
+	labels := make([]string, len(sources))
+	for i, st := range sources {
+		labels[i] = string(st)
+	}
+	tag, err := q.Exec(ctx, s.sql(sqlCompleteCommand), account, id, string(target), result, at, labels)
+	if err != nil {
+		return classify(err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	status, prior, err := s.commandStatus(ctx, q, account, id)
+	if err != nil {
+		return err
+	}
+	if status == target && prior != nil && prior.Equal(o) {
+		return nil // the same outcome, recorded again: a retry
+	}
+	return conflict("command %s is %q and cannot record %q", id, status, o.Kind)
+}
