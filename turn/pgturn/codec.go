@@ -154,4 +154,3 @@ func outboxStatus(s string) (turn.OutboxStatus, error) {
 	}
 	return v, nil
 }
-
