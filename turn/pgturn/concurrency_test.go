@@ -64,8 +64,12 @@ func TestRaceBeginResolution(t *testing.T) {
 		must(t, s1.InsertInteraction(ctx, c), "insert")
 		var errs [2]error
 		race(
-			func() { _, errs[0] = s1.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID()) },
-			func() { _, errs[1] = s2.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID()) },
+			func() {
+				_, errs[0] = s1.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
+			},
+			func() {
+				_, errs[1] = s2.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
+			},
 		)
 		wins := 0
 		for _, err := range errs {
