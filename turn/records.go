@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// Times: every time a store stamps itself (updated_at, resolved_at, completed_at, invalidation
-// and redaction times, committed_at) comes from the backend's clock, in UTC, truncated to
-// microseconds, so that a value read back from PostgreSQL (timestamptz keeps microseconds)
-// compares equal to the one returned by the write. Caller-supplied times are kept to the
-// microsecond as well; compare times with time.Time.Equal.
+// Times: every time a store returns is in UTC with microsecond precision (see ClockTime). The
+// times a store stamps itself (updated_at, resolved_at, completed_at, invalidation and redaction
+// times, committed_at) come from the backend's clock, so that a value read back from PostgreSQL
+// (timestamptz keeps microseconds) equals the one returned by the write. Caller-supplied times
+// are kept to the microsecond as well.
 //
 // Documents (json.RawMessage fields) are stored whole and returned with the same JSON meaning,
 // not necessarily the same bytes: PostgreSQL jsonb reorders object keys and drops insignificant

@@ -67,7 +67,8 @@ type InteractionReader interface {
 	ListOpenForCase(ctx context.Context, account string, key CaseKey) ([]InteractionRecord, error)
 	// BlockingAnsweredAt reports whether a blocking card on the case, bound to exactly this
 	// revision, was answered (resolved, declined or dismissed). Invalidated and expired cards do
-	// not count: the user never answered them.
+	// not count: the user never answered them. A revision-independent card is bound to no
+	// revision and never counts.
 	BlockingAnsweredAt(ctx context.Context, account string, key CaseKey, revision Revision) (bool, error)
 }
 
@@ -124,9 +125,10 @@ type JournalReader interface {
 // JournalWriter writes the command journal.
 type JournalWriter interface {
 	// BeginCommand admits the entry under its (account, idempotency key). A new key persists the
-	// entry as given (pending, or awaiting_confirmation) and is Fresh; an existing key writes
-	// nothing and replays the persisted entry, whatever its status. There is never a second
-	// Fresh for a key. ErrConflict if the command id exists for the account under another key.
+	// entry as given and is Fresh; an existing key writes nothing and replays the persisted entry,
+	// whatever its status. There is never a second Fresh for a key. ErrConflict if the command id
+	// exists for the account under another key. The entry must be pending or
+	// awaiting_confirmation, with no result and no completed_at (else CodeInvalidRecord).
 	BeginCommand(ctx context.Context, e JournalEntry) (Admission, error)
 	// MarkExecuting moves a pending or awaiting_confirmation entry to executing; an executing
 	// entry is accepted unchanged; any other status is ErrConflict.

@@ -1,0 +1,257 @@
+package memturn
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/steadhq/stead/turn"
+)
+
+// LoadConversation implements turn.ConversationReader.
+func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return turn.Conversation{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return turn.Conversation{}, err
+	}
+	defer s.mu.Unlock()
+	if sh := s.shardOf(nil, account, false); sh != nil {
+		if c, ok := sh.conversations[id]; ok {
+			return copyConversation(c), nil
+		}
+	}
+	return turn.Conversation{}, notFound("conversation", id)
+}
+
+func (s *Store) turnOf(row turnRow) turn.Turn {
+	return turn.Turn{User: copyUserTurn(row.user), Assistant: copyAssistantTurn(row.assistant), Phase: row.marker.Phase}
+}
+
+// LoadRecentTurns implements turn.ConversationReader.
+func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return nil, err
+	}
+	if err := turn.ValidateLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	sh := s.shardOf(nil, account, false)
+	if sh == nil {
+		return nil, notFound("conversation", conversation)
+	}
+	if _, ok := sh.conversations[conversation]; !ok {
+		return nil, notFound("conversation", conversation)
+	}
+	var rows []turnRow
+	for _, row := range sh.turns {
+		if row.user.Input.ConversationID == conversation {
+			rows = append(rows, row)
+		}
+	}
+	slices.SortFunc(rows, func(a, b turnRow) int {
+		return byTimeThenID(a.user.ReceivedAt, a.user.Input.TurnID, b.user.ReceivedAt, b.user.Input.TurnID)
+	})
+	out := []turn.Turn{}
+	for _, row := range lastN(rows, limit) {
+		out = append(out, s.turnOf(row))
+	}
+	return out, nil
+}
+
+// LoadTurn implements turn.ConversationReader.
+func (s *Store) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return turn.Turn{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return turn.Turn{}, err
+	}
+	defer s.mu.Unlock()
+	if sh := s.shardOf(nil, account, false); sh != nil {
+		if row, ok := sh.turns[id]; ok {
+			return s.turnOf(row), nil
+		}
+	}
+	return turn.Turn{}, notFound("turn", id)
+}
+
+// TurnPhase implements turn.ConversationReader.
+func (s *Store) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	defer s.mu.Unlock()
+	if sh := s.shardOf(nil, account, false); sh != nil {
+		if row, ok := sh.turns[id]; ok {
+			return row.marker, nil
+		}
+	}
+	return turn.PhaseMarker{}, notFound("turn", id)
+}
+
+// ListUnfinishedTurns implements turn.ConversationReader.
+func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
+	if scope.AccountID != "" {
+		if err := turn.ValidateAccount(scope.AccountID); err != nil {
+			return nil, err
+		}
+	}
+	if err := turn.ValidateLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var rows []turnRow
+	for account, sh := range s.shards {
+		if scope.AccountID != "" && account != scope.AccountID {
+			continue
+		}
+		for _, row := range sh.turns {
+			if !row.marker.Phase.Terminal() {
+				rows = append(rows, row)
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b turnRow) int {
+		if c := byTimeThenID(a.user.ReceivedAt, a.user.Input.TurnID, b.user.ReceivedAt, b.user.Input.TurnID); c != 0 {
+			return c
+		}
+		return compareStrings(a.marker.AccountID, b.marker.AccountID)
+	})
+	out := []turn.PhaseMarker{}
+	for _, row := range firstN(rows, limit) {
+		out = append(out, row.marker)
+	}
+	return out, nil
+}
+
+// CreateConversation implements turn.ConversationWriter.
+func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	sh := s.shardOf(nil, c.AccountID, true)
+	if _, ok := sh.conversations[c.ID]; ok {
+		return conflict("conversation %s exists", c.ID)
+	}
+	sh.conversations[c.ID] = copyConversation(c)
+	return nil
+}
+
+// AppendUserTurn implements turn.ConversationWriter.
+func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	sh := s.shardOf(nil, t.AccountID(), false)
+	if sh == nil {
+		return notFound("conversation", t.Input.ConversationID)
+	}
+	if _, ok := sh.conversations[t.Input.ConversationID]; !ok {
+		return notFound("conversation", t.Input.ConversationID)
+	}
+	if _, ok := sh.turns[t.Input.TurnID]; ok {
+		return conflict("turn %s exists", t.Input.TurnID)
+	}
+	sh.turns[t.Input.TurnID] = turnRow{user: copyUserTurn(t), marker: turn.PhaseMarker{
+		AccountID: t.AccountID(), ConversationID: t.Input.ConversationID, TurnID: t.Input.TurnID,
+		Phase: turn.PhaseReceived, UpdatedAt: s.now(),
+	}}
+	return nil
+}
+
+// AppendAssistantTurn implements turn.ConversationWriter.
+func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.AssistantTurn) error {
+	if err := turn.ValidateAccount(account); err != nil {
+		return err
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if err := s.faults.take(BeforeResponsePersistence); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	sh := s.shardOf(nil, account, false)
+	if sh == nil {
+		return notFound("turn", t.TurnID)
+	}
+	row, ok := sh.turns[t.TurnID]
+	switch {
+	case !ok:
+		return notFound("turn", t.TurnID)
+	case row.user.Input.ConversationID != t.ConversationID:
+		return turn.IdentityMismatch("assistant turn %s names conversation %s, the turn belongs to %s",
+			t.TurnID, t.ConversationID, row.user.Input.ConversationID)
+	case row.assistant != nil:
+		return conflict("turn %s is already answered", t.TurnID)
+	}
+	row.assistant = copyAssistantTurn(&t)
+	sh.turns[t.TurnID] = row
+	return nil
+}
+
+// SetTurnPhase implements turn.ConversationWriter.
+func (s *Store) SetTurnPhase(ctx context.Context, account string, id turn.ID, phase turn.Phase) (turn.PhaseMarker, error) {
+	if err := validatePhaseUpdate(account, id, phase); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	defer s.mu.Unlock()
+	return s.setPhase(nil, account, id, phase, s.now())
+}
+
+func validatePhaseUpdate(account string, id turn.ID, phase turn.Phase) error {
+	if err := turn.ValidateAccount(account); err != nil {
+		return err
+	}
+	if err := turn.ValidateID("turn id", id); err != nil {
+		return err
+	}
+	if !phase.Valid() {
+		return invalidf("unknown turn phase %q", phase)
+	}
+	return nil
+}
+
+func (s *Store) setPhase(u *undo, account string, id turn.ID, phase turn.Phase, now time.Time) (turn.PhaseMarker, error) {
+	sh := s.shardOf(u, account, false)
+	if sh == nil {
+		return turn.PhaseMarker{}, notFound("turn", id)
+	}
+	row, ok := sh.turns[id]
+	if !ok {
+		return turn.PhaseMarker{}, notFound("turn", id)
+	}
+	if row.marker.Phase.Terminal() && row.marker.Phase != phase {
+		return turn.PhaseMarker{}, conflict("turn %s is %s and cannot become %s", id, row.marker.Phase, phase)
+	}
+	row.marker.Phase = phase
+	row.marker.UpdatedAt = now
+	put(u, sh.turns, id, row)
+	return row.marker, nil
+}

@@ -1,0 +1,21 @@
+package memturn
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/turn"
+)
+
+func notFound(what string, id turn.ID) error {
+	return fmt.Errorf("%w: %s %s", turn.ErrNotFound, what, id)
+}
+
+func conflict(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{turn.ErrConflict}, args...)...)
+}
+
+func invalidf(format string, args ...any) error { return check.Invalidf(format, args...) }
+
+func compareStrings(a, b string) int { return strings.Compare(a, b) }

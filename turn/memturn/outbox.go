@@ -1,0 +1,261 @@
+package memturn
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/steadhq/stead/turn"
+)
+
+// LoadOutbox implements turn.OutboxReader.
+func (s *Store) LoadOutbox(ctx context.Context, id turn.ID) (turn.OutboxRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return turn.OutboxRecord{}, err
+	}
+	defer s.mu.Unlock()
+	rec, ok := s.outbox[id]
+	if !ok {
+		return turn.OutboxRecord{}, notFound("outbox row", id)
+	}
+	return copyOutboxRecord(rec), nil
+}
+
+func sortOutbox[T any](xs []T, entry func(T) turn.OutboxEntry) {
+	slices.SortFunc(xs, func(a, b T) int {
+		ea, eb := entry(a), entry(b)
+		return byTimeThenID(ea.CreatedAt, ea.OutboxID, eb.CreatedAt, eb.OutboxID)
+	})
+}
+
+// OutboxForCommand implements turn.OutboxReader.
+func (s *Store) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.OutboxRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []turn.OutboxRecord{}
+	for _, rec := range s.outbox {
+		if rec.Entry.CommandID == command {
+			out = append(out, copyOutboxRecord(rec))
+		}
+	}
+	sortOutbox(out, func(r turn.OutboxRecord) turn.OutboxEntry { return r.Entry })
+	return out, nil
+}
+
+// Enqueue implements turn.OutboxWriter.
+func (s *Store) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	return s.enqueue(nil, e)
+}
+
+func (s *Store) enqueue(u *undo, e turn.OutboxEntry) error {
+	if e.Status != turn.OutboxPending {
+		return turn.InvalidRecord("outbox row %s is enqueued %s, not pending", e.OutboxID, e.Status)
+	}
+	if _, ok := s.outbox[e.OutboxID]; ok {
+		return conflict("outbox row %s exists", e.OutboxID)
+	}
+	k := outboxKey{e.Destination, e.IdempotencyKey}
+	if _, ok := s.keys[k]; ok {
+		return conflict("destination %q already has idempotency key %q", e.Destination, e.IdempotencyKey)
+	}
+	put(u, s.outbox, e.OutboxID, turn.OutboxRecord{Entry: copyOutboxEntry(e)})
+	put(u, s.keys, k, e.OutboxID)
+	return nil
+}
+
+// ClaimDue implements turn.OutboxWriter. One mutex guards every row, so two claimers can never
+// take the same one.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID string) ([]turn.OutboxEntry, error) {
+	if err := turn.ValidateTime("now", now); err != nil {
+		return nil, err
+	}
+	if err := turn.ValidateLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := turn.ValidateKey("worker id", workerID); err != nil {
+		return nil, err
+	}
+	if err := s.faults.take(BeforeOutboxDispatch); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now = tm(now)
+	var due []turn.OutboxRecord
+	for _, rec := range s.outbox {
+		if rec.Entry.Status == turn.OutboxPending && (rec.Entry.NextAttemptAt.IsZero() || !rec.Entry.NextAttemptAt.After(now)) {
+			due = append(due, rec)
+		}
+	}
+	sortOutbox(due, func(r turn.OutboxRecord) turn.OutboxEntry { return r.Entry })
+	out := []turn.OutboxEntry{}
+	for _, rec := range firstN(due, limit) {
+		if rec.Entry.AttemptCount >= turn.MaxAttemptCount {
+			continue // cannot count another attempt; left for an operator
+		}
+		rec.Entry.Status = turn.OutboxDispatching
+		rec.Entry.AttemptCount++
+		rec.Claim = &turn.OutboxClaim{WorkerID: workerID, ClaimedAt: now}
+		s.outbox[rec.Entry.OutboxID] = rec
+		out = append(out, copyOutboxEntry(rec.Entry))
+	}
+	return out, nil
+}
+
+// settle loads a row for a settlement, after the AfterOutboxDispatch fault point.
+func (s *Store) settle(ctx context.Context, id turn.ID, apply func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error)) error {
+	if err := s.faults.take(AfterOutboxDispatch); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	rec, ok := s.outbox[id]
+	if !ok {
+		return notFound("outbox row", id)
+	}
+	// Every refusal is decided before anything is written.
+	next, write, err := apply(rec)
+	if err != nil || !write {
+		return err
+	}
+	s.outbox[id] = next
+	return nil
+}
+
+// MarkCompleted implements turn.OutboxWriter.
+func (s *Store) MarkCompleted(ctx context.Context, id turn.ID) error {
+	return s.settle(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
+		switch rec.Entry.Status {
+		case turn.OutboxCompleted:
+			return rec, false, nil
+		case turn.OutboxDispatching, turn.OutboxOutcomeUnknown:
+			rec.Entry.Status = turn.OutboxCompleted
+			rec.Entry.CompletedAt = s.now()
+			rec.Claim = nil
+			return rec, true, nil
+		}
+		return rec, false, conflict("outbox row %s is %s and cannot complete", id, rec.Entry.Status)
+	})
+}
+
+// MarkFailed implements turn.OutboxWriter. A repeated definite failure keeps the first reason:
+// the contract says it is accepted without change (the original's PostgreSQL adapter overwrote
+// the reason while its memory store kept it; the documented intent wins).
+func (s *Store) MarkFailed(ctx context.Context, id turn.ID, reason string, retryAt time.Time) error {
+	if err := turn.ValidateKey("reason", reason); err != nil {
+		return err
+	}
+	if !retryAt.IsZero() {
+		if err := turn.ValidateTime("retry at", retryAt); err != nil {
+			return err
+		}
+	}
+	return s.settle(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
+		if !retryAt.IsZero() {
+			if rec.Entry.Status.Terminal() {
+				return rec, false, conflict("outbox row %s is %s and cannot be retried", id, rec.Entry.Status)
+			}
+			rec.Entry.Status = turn.OutboxPending
+			rec.Entry.NextAttemptAt = tm(retryAt)
+			rec.LastFailure = reason
+			rec.Claim = nil
+			return rec, true, nil
+		}
+		switch rec.Entry.Status {
+		case turn.OutboxFailed:
+			return rec, false, nil
+		case turn.OutboxDispatching, turn.OutboxOutcomeUnknown:
+			rec.Entry.Status = turn.OutboxFailed
+			rec.Entry.CompletedAt = s.now()
+			rec.LastFailure = reason
+			rec.Claim = nil
+			return rec, true, nil
+		}
+		return rec, false, conflict("outbox row %s is %s and cannot fail", id, rec.Entry.Status)
+	})
+}
+
+// MarkOutcomeUnknown implements turn.OutboxWriter.
+func (s *Store) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef string) error {
+	if err := turn.ValidateText("remote ref", remoteRef); err != nil {
+		return err
+	}
+	return s.settle(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
+		switch rec.Entry.Status {
+		case turn.OutboxDispatching:
+			rec.Entry.Status = turn.OutboxOutcomeUnknown
+			rec.RemoteRef = remoteRef
+			rec.Claim = nil
+			return rec, true, nil
+		case turn.OutboxOutcomeUnknown:
+			if rec.RemoteRef != "" || remoteRef == "" {
+				return rec, false, nil
+			}
+			rec.RemoteRef = remoteRef
+			return rec, true, nil
+		}
+		return rec, false, conflict("outbox row %s is %s, not dispatching", id, rec.Entry.Status)
+	})
+}
+
+// Reschedule implements turn.OutboxWriter.
+func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) error {
+	if !next.IsZero() {
+		if err := turn.ValidateTime("next attempt at", next); err != nil {
+			return err
+		}
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	rec, ok := s.outbox[id]
+	if !ok {
+		return notFound("outbox row", id)
+	}
+	if rec.Entry.Status.Terminal() {
+		return conflict("outbox row %s is %s and cannot be rescheduled", id, rec.Entry.Status)
+	}
+	rec.Entry.Status = turn.OutboxPending
+	rec.Entry.NextAttemptAt = tm(next)
+	rec.Claim = nil
+	s.outbox[id] = rec
+	return nil
+}
+
+// ReleaseExpiredClaims implements turn.OutboxWriter.
+func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turn.ID, error) {
+	if err := turn.ValidateTime("claimed before", claimedBefore); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	claimedBefore = tm(claimedBefore)
+	out := []turn.ID{}
+	for id, rec := range s.outbox {
+		if rec.Entry.Status == turn.OutboxDispatching && rec.Claim != nil && rec.Claim.ClaimedAt.Before(claimedBefore) {
+			rec.Entry.Status = turn.OutboxPending
+			rec.Entry.NextAttemptAt = time.Time{}
+			rec.Claim = nil
+			s.outbox[id] = rec
+			out = append(out, id)
+		}
+	}
+	sortIDs(out)
+	return out, nil
+}

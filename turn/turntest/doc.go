@@ -1,0 +1,22 @@
+// Package turntest is the conformance suite of the turn-persistence contract: 25 checks that
+// prove a backend right through the public interfaces of package turn alone. Anything that
+// passes them is a valid turn store, whatever it is built on.
+//
+// In a test, hand Run a Factory that returns an empty set of stores:
+//
+//	func TestConformance(t *testing.T) {
+//		turntest.Run(t, func(ctx context.Context) (turn.Stores, error) {
+//			return turn.NewStores(memturn.New(nil)), nil
+//		}, turntest.Parallel())
+//	}
+//
+// Each check is a named subtest. Outside `go test`, RunAll returns a Report with one Outcome per
+// check; it never panics and never stops early.
+//
+// Every check uses accounts, ids and an outbox destination of its own, so several checks, or
+// several runs, can share one database. Three operations of the contract act on every tenant,
+// and the checks that use them only look at their own rows: ExpireDue, ListUnfinishedTurns with
+// AllAccounts, and ClaimDue/ReleaseExpiredClaims (the outbox is a system queue with no
+// account). On a shared database those checks may claim or expire rows of other writers, so
+// give them a database of their own when other outbox consumers are running.
+package turntest
