@@ -2,6 +2,7 @@ package pgturn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,7 +25,7 @@ func (s *Store) loadConversation(ctx context.Context, q querier, account string,
 	var created time.Time
 	var meta []byte
 	err := q.QueryRow(ctx, s.sql(sqlLoadConversation), account, id).Scan(&created, &meta)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return c, notFound("conversation", id)
 	}
 	if err != nil {
@@ -94,7 +95,7 @@ func (s *Store) appendAssistantTurn(ctx context.Context, q querier, account stri
 	var answered bool
 	err = q.QueryRow(ctx, s.sql(sqlTurnAnswered), account, a.TurnID).Scan(&conv, &answered)
 	switch {
-	case err == pgx.ErrNoRows:
+	case errors.Is(err, pgx.ErrNoRows):
 		return notFound("turn", a.TurnID)
 	case err != nil:
 		return classify(err)
@@ -139,7 +140,7 @@ WHERE t.account_id = $1 AND t.turn_id = $2`
 func (s *Store) loadTurn(ctx context.Context, q querier, account string, id turn.ID) (turn.Turn, error) {
 	var r turnRow
 	err := q.QueryRow(ctx, s.sql(sqlLoadTurn), account, id).Scan(r.dest()...)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return turn.Turn{}, notFound("turn", id)
 	}
 	if err != nil {
@@ -202,7 +203,7 @@ func (s *Store) turnPhase(ctx context.Context, q querier, account string, id tur
 	m := turn.PhaseMarker{AccountID: account, TurnID: id}
 	var ph string
 	err := q.QueryRow(ctx, s.sql(sqlTurnPhase), account, id).Scan(&m.ConversationID, &ph, &m.UpdatedAt)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return m, notFound("turn", id)
 	}
 	if err != nil {
@@ -231,7 +232,7 @@ func (s *Store) setTurnPhase(ctx context.Context, q querier, account string, id 
 	if err == nil {
 		return m, nil
 	}
-	if err != pgx.ErrNoRows {
+	if !errors.Is(err, pgx.ErrNoRows) {
 		return m, classify(err)
 	}
 	var exists bool

@@ -114,9 +114,8 @@ func (s *Store) commandsForTurn(ctx context.Context, q querier, account string, 
 const sqlBeginCommand = `
 WITH fresh AS (
     INSERT INTO {schema}turn_journal (account_id, command_id, idempotency_key, turn_id, workflow_key,
-        case_id, expected_revision, command_type, command_payload, origin, status, result, created_at,
-        completed_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+        case_id, expected_revision, command_type, command_payload, origin, status, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
     ON CONFLICT ON CONSTRAINT turn_journal_idempotency_key DO NOTHING
     RETURNING ` + journalColumns + `)
 SELECT true, * FROM fresh
@@ -131,22 +130,19 @@ func (s *Store) beginCommand(ctx context.Context, q querier, e turn.JournalEntry
 	if e.Status != turn.JournalPending && e.Status != turn.JournalAwaitingConfirmation {
 		return turn.Admission{}, turn.InvalidRecord("command %s admitted as %q, not pending or awaiting_confirmation", e.CommandID, e.Status)
 	}
+	if e.Result != nil || !e.CompletedAt.IsZero() {
+		return turn.Admission{}, turn.InvalidRecord("command %s admitted with an outcome already recorded", e.CommandID)
+	}
 	rev, err := revision(e.CaseRef.ExpectedRevision, "expected revision")
 	if err != nil {
 		return turn.Admission{}, err
-	}
-	var result []byte
-	if e.Result != nil {
-		if result, err = marshal(e.Result); err != nil {
-			return turn.Admission{}, err
-		}
 	}
 	var fresh bool
 	var r journalRow
 	dest := append([]any{&fresh}, r.dest()...)
 	err = q.QueryRow(ctx, s.sql(sqlBeginCommand), e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
 		e.CaseRef.Workflow, e.CaseRef.CaseID, rev, e.CommandType, doc(e.CommandPayload), doc(e.Origin),
-		string(e.Status), result, turn.ClockTime(e.CreatedAt), nullTime(e.CompletedAt)).Scan(dest...)
+		string(e.Status), turn.ClockTime(e.CreatedAt)).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = q.QueryRow(ctx, s.sql(sqlCommandByKey), e.AccountID, e.IdempotencyKey).Scan(dest...)
 		if errors.Is(err, pgx.ErrNoRows) {
