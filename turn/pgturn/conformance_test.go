@@ -30,5 +30,5 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	turntest.Run(t, func(ctx context.Context) (turn.Stores, error) {
 		return newStore(t).Stores(), nil
-	})
+	}, turntest.Parallel())
 }
