@@ -9,6 +9,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/internal/errs"
 	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/turn"
+)
+
+// Stable codes of failures the contract has no sentinel for. They are carried by a *turn.Error
+// (check with turn.HasCode), the driver's error beside it in the chain.
+const (
+	// CodePostgresPrefix followed by a SQLSTATE: a database error of no other kind.
+	CodePostgresPrefix = "stead.turn.postgres."
+	// CodePostgresDriver: a driver failure of no other kind.
+	CodePostgresDriver = "stead.turn.postgres.driver"
 )
 
 // classify maps an error of a statement (never of COMMIT: see commitErr) to the contract's
@@ -16,12 +26,14 @@ import (
 //
 //   - unique, exclusion and foreign-key violations, serialization failures and deadlocks:
 //     ErrConflict (a uniqueness rule or a concurrent writer refused the write);
-//   - check and not-null violations and data exceptions: ErrInvalid (a value the schema refuses,
-//     such as a negative revision from a caller that bypassed validation);
-//   - query_canceled (what statement_timeout raises) and the caller's own deadline: ErrTimeout;
+//   - check and not-null violations: turn.CodeInvalidRecord; data exceptions: ErrInvalid (a value
+//     the schema refuses that validation let through);
+//   - query_canceled (what statement_timeout raises) and the caller's deadline: ErrTimeout;
 //   - a refused or lost connection, an exhausted pool, a server shutting down: ErrUnavailable.
 //     Every write runs in a transaction that is committed last, so losing the connection before
-//     COMMIT means the server rolled everything back: nothing was written.
+//     COMMIT means the server rolled everything back: nothing was written;
+//   - any other SQLSTATE: CodePostgresPrefix+SQLSTATE; any other driver failure:
+//     CodePostgresDriver.
 //
 // The original documents exclusion violations (23P01) as a conflict while its code reports them
 // as an unknown code; this follows the documented intent.
@@ -35,23 +47,34 @@ func classify(err error) error {
 		case "23503": // foreign_key_violation: the parent row vanished under a concurrent writer
 			return fmt.Errorf("%w: %w", errs.Conflict, err)
 		case "23502", "23514": // not_null_violation, check_violation
-			return fmt.Errorf("%w: the schema refused a value: %w", errs.Invalid, err)
+			return fmt.Errorf("%w: %w", turn.InvalidRecord("the schema refused a value"), err)
 		}
-		return pgutil.Classify(err)
+		if c := pgutil.Classify(err); c != err {
+			return c
+		}
+		// Any other SQLSTATE is reported under a stable code naming it.
+		return fmt.Errorf("%w: %w", turn.NewError(CodePostgresPrefix+pgErr.Code, nil, ""), err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %w", errs.NotFound, err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		// The caller ran out of time. Before COMMIT nothing landed, but the caller cannot tell
-		// which statement was cut, so the honest answer is the indeterminate one.
+	if errors.Is(err, context.Canceled) {
+		return err // the caller gave up; it needs no sentinel to know
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The caller's deadline cut the call short: "no answer in time", the context's error in
+		// the chain. Before COMMIT nothing landed; a deadline hitting COMMIT itself goes through
+		// commitErr, where it is genuinely indeterminate.
 		return fmt.Errorf("%w: %w", errs.Timeout, err)
 	}
 	c := pgutil.Classify(err)
-	if errors.Is(c, errs.Timeout) {
+	switch {
+	case errors.Is(c, errs.Timeout):
 		// pgutil reads a connection lost mid-statement as indeterminate because a statement in
 		// autocommit may have landed. Here every write is inside a transaction not yet committed.
 		return fmt.Errorf("%w: connection lost before commit: %w", errs.Unavailable, err)
+	case c == err:
+		return fmt.Errorf("%w: %w", turn.NewError(CodePostgresDriver, nil, ""), err)
 	}
 	return c
 }
