@@ -16,12 +16,24 @@ import (
 //   - times as timestamptz, read back in UTC; a zero time.Time means "absent" and is NULL;
 //   - revisions as bigint with a CHECK (>= 0) that catches writers other than this package.
 
-// doc returns the jsonb value of a document: JSON null when it is empty.
-func doc(raw json.RawMessage) []byte {
+// doc returns the jsonb parameter of a document: JSON null when it is empty. Documents, like
+// every parameter here, are bound in a form that needs no type information from the server
+// (text, with the column or an explicit cast giving the type), so the same statements work with
+// pgx's cached statements and with the unnamed ones PgBouncer mode uses.
+func doc(raw json.RawMessage) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return []byte("null")
+		return "null"
 	}
-	return raw
+	return string(raw)
+}
+
+// idTexts binds ids as text, for a parameter cast to uuid[] in the statement.
+func idTexts(ids []turn.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
 }
 
 // readDoc turns a jsonb value read back into a document, compacted (jsonb's text form puts a
@@ -38,12 +50,12 @@ func readDoc(b []byte) json.RawMessage {
 }
 
 // marshal encodes a document this package owns (a record, an outcome, an invalidation).
-func marshal(v any) ([]byte, error) {
+func marshal(v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, turn.InvalidRecord("cannot encode %T: %v", v, err)
+		return "", turn.InvalidRecord("cannot encode %T: %v", v, err)
 	}
-	return b, nil
+	return string(b), nil
 }
 
 // unmarshal decodes a stored document this package wrote; a document that does not decode is

@@ -100,10 +100,10 @@ func (s *Store) appendEvents(ctx context.Context, q querier, b turn.EventBatch) 
 	payloads := make([]string, len(b.Events))
 	occurred := make([]time.Time, len(b.Events))
 	for i, e := range b.Events {
-		ids[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventType, string(doc(e.Payload)), turn.ClockTime(e.OccurredAt)
+		ids[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventType, doc(e.Payload), turn.ClockTime(e.OccurredAt)
 	}
 	if _, err := q.Exec(ctx, s.sql(sqlAppendEvents), b.AccountID, b.CaseKey.Workflow, b.CaseKey.CaseID, rev,
-		b.CommandID, ids, types, payloads, occurred); err != nil {
+		b.CommandID, idTexts(ids), types, payloads, occurred); err != nil {
 		return nil, classify(err)
 	}
 	return ids, nil
@@ -144,7 +144,7 @@ func (s *Store) readFrom(ctx context.Context, q querier, account string, after t
 }
 
 const sqlLoadEvents = `
-SELECT ` + eventColumns + ` FROM {schema}turn_events WHERE account_id = $1 AND event_id = ANY($2)`
+SELECT ` + eventColumns + ` FROM {schema}turn_events WHERE account_id = $1 AND event_id = ANY($2::uuid[])`
 
 // loadEvents returns the account's events among ids, in the requested order (a repeated id
 // repeated); the database returns them in no particular order.
@@ -152,7 +152,7 @@ func (s *Store) loadEvents(ctx context.Context, q querier, account string, ids [
 	if len(ids) == 0 {
 		return []turn.Event{}, nil
 	}
-	found, err := collectEvents(q.Query(ctx, s.sql(sqlLoadEvents), account, ids))
+	found, err := collectEvents(q.Query(ctx, s.sql(sqlLoadEvents), account, idTexts(ids)))
 	if err != nil {
 		return nil, err
 	}

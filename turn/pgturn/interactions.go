@@ -238,7 +238,7 @@ func (s *Store) beginResolution(ctx context.Context, q querier, account string, 
 
 const sqlFinishResolved = `
 UPDATE {schema}turn_interactions
-SET status = 'resolved', resolution_event_ids = $3, failure_code = NULL
+SET status = 'resolved', resolution_event_ids = $3::uuid[], failure_code = NULL
 WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
 RETURNING ` + interactionColumns
 
@@ -263,11 +263,7 @@ func (s *Store) finishResolution(ctx context.Context, q querier, account string,
 	switch o.Kind {
 	case turn.ResolutionResolved:
 		sql = sqlFinishResolved
-		ids := o.EventIDs
-		if ids == nil {
-			ids = []turn.ID{}
-		}
-		args = append(args, ids)
+		args = append(args, idTexts(o.EventIDs))
 	case turn.ResolutionFailed:
 		sql = sqlFinishFailed
 		args = append(args, o.Code)

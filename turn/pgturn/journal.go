@@ -209,7 +209,7 @@ func (s *Store) commandStatus(ctx context.Context, q querier, account string, id
 // may reach the outcome's.
 const sqlCompleteCommand = `
 UPDATE {schema}turn_journal SET status = $3, result = $4, completed_at = $5
-WHERE account_id = $1 AND command_id = $2 AND status = ANY($6)`
+WHERE account_id = $1 AND command_id = $2 AND status = ANY($6::text[])`
 
 func (s *Store) completeCommand(ctx context.Context, q querier, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
 	target := o.Status()
