@@ -55,6 +55,15 @@ func (s *Store) writeErr(ctx context.Context, fn func(q querier) error) error {
 	return s.write(ctx, func(tx pgx.Tx) error { return fn(tx) })
 }
 
+// writeStep runs one step as a write of its own (one round trip for BEGIN and the statement,
+// one for COMMIT). err is the step's preparation error.
+func (s *Store) writeStep(ctx context.Context, st step, err error) error {
+	if err != nil {
+		return err
+	}
+	return s.runSteps(ctx, []step{st})
+}
+
 // LoadConversation implements turn.ConversationReader.
 func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("conversation id", id)); err != nil {
@@ -107,8 +116,7 @@ func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) err
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	c.CreatedAt = turn.ClockTime(c.CreatedAt)
-	return s.writeErr(ctx, func(q querier) error { return s.createConversation(ctx, q, c) })
+	return s.writeStep(ctx, s.createConversationStep(c), nil)
 }
 
 // AppendUserTurn implements turn.ConversationWriter.
@@ -116,8 +124,8 @@ func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	t.ReceivedAt = turn.ClockTime(t.ReceivedAt)
-	return s.writeErr(ctx, func(q querier) error { return s.appendUserTurn(ctx, q, t, s.now()) })
+	st, err := s.appendUserTurnStep(t, s.now())
+	return s.writeStep(ctx, st, err)
 }
 
 // AppendAssistantTurn implements turn.ConversationWriter.
@@ -133,9 +141,12 @@ func (s *Store) SetTurnPhase(ctx context.Context, account string, id turn.ID, p 
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("turn id", id)); err != nil {
 		return turn.PhaseMarker{}, err
 	}
-	return writeOne(ctx, s, func(q querier) (turn.PhaseMarker, error) {
-		return s.setTurnPhase(ctx, q, account, id, p, s.now())
-	})
+	var m turn.PhaseMarker
+	st, err := s.phaseStep("", account, id, p, s.now(), &m)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return turn.PhaseMarker{}, err
+	}
+	return m, nil
 }
 
 // LoadInteraction implements turn.InteractionReader.
@@ -177,8 +188,8 @@ func (s *Store) InsertInteraction(ctx context.Context, it turn.Interaction) erro
 	if err := it.Validate(); err != nil {
 		return err
 	}
-	_, err := writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.insertInteraction(ctx, q, it, false, s.now()) })
-	return err
+	st, err := s.insertStep("", it, false, s.now(), nil)
+	return s.writeStep(ctx, st, err)
 }
 
 // InsertReplacingBlocking implements turn.InteractionWriter.
@@ -186,7 +197,12 @@ func (s *Store) InsertReplacingBlocking(ctx context.Context, it turn.Interaction
 	if err := it.Validate(); err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.insertInteraction(ctx, q, it, true, s.now()) })
+	superseded := []turn.ID{}
+	st, err := s.insertStep("", it, true, s.now(), &superseded)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return nil, err
+	}
+	return superseded, nil
 }
 
 // BeginResolution implements turn.InteractionWriter.
@@ -204,9 +220,12 @@ func (s *Store) FinishResolution(ctx context.Context, account string, id turn.ID
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("interaction id", id), outcome.Validate()); err != nil {
 		return turn.InteractionRecord{}, err
 	}
-	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
-		return s.finishResolution(ctx, q, account, id, outcome)
-	})
+	var rec turn.InteractionRecord
+	st, err := s.finishStep("", account, id, outcome, &rec)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	return rec, nil
 }
 
 // InvalidateForCase implements turn.InteractionWriter.
@@ -214,9 +233,12 @@ func (s *Store) InvalidateForCase(ctx context.Context, account string, key turn.
 	if err := firstErr(turn.ValidateAccount(account), key.Validate(), turn.ValidateRevision("new revision", newRevision), reason.Validate()); err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
-		return s.invalidateForCase(ctx, q, account, key, newRevision, reason, s.now())
-	})
+	var retired []turn.ID
+	st, err := s.invalidateStep("", account, key, newRevision, reason, s.now(), &retired)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return nil, err
+	}
+	return retired, nil
 }
 
 // InvalidateCaseCards implements turn.InteractionWriter.
@@ -224,9 +246,12 @@ func (s *Store) InvalidateCaseCards(ctx context.Context, account string, key tur
 	if err := firstErr(turn.ValidateAccount(account), key.Validate(), reason.Validate()); err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
-		return s.invalidateCaseCards(ctx, q, account, key, reason, s.now())
-	})
+	var retired []turn.ID
+	st, err := s.invalidateCardsStep(account, key, reason, s.now(), &retired)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return nil, err
+	}
+	return retired, nil
 }
 
 // ExpireDue implements turn.InteractionWriter.
@@ -274,7 +299,16 @@ func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Adm
 	if err := e.Validate(); err != nil {
 		return turn.Admission{}, err
 	}
-	return writeOne(ctx, s, func(q querier) (turn.Admission, error) { return s.beginCommand(ctx, q, e) })
+	var a turn.Admission
+	var raced bool
+	st, err := s.admitStep(e, &a, &raced)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return turn.Admission{}, err
+	}
+	if raced {
+		return readOne(ctx, s, func(q querier) (turn.Admission, error) { return s.readAdmission(ctx, q, e) })
+	}
+	return a, nil
 }
 
 // MarkExecuting implements turn.JournalWriter.
@@ -290,7 +324,8 @@ func (s *Store) CompleteCommand(ctx context.Context, account string, id turn.ID,
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("command id", id), outcome.Validate()); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.completeCommand(ctx, q, account, id, outcome, s.now()) })
+	st, err := s.completeStep("", account, id, outcome, s.now())
+	return s.writeStep(ctx, st, err)
 }
 
 // ListSince implements turn.EventReader.
@@ -335,7 +370,12 @@ func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID,
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.appendEvents(ctx, q, b) })
+	var ids []turn.ID
+	st, err := s.appendStep("", b, &ids)
+	if err := s.writeStep(ctx, st, err); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // RedactPayload implements turn.EventWriter.
@@ -343,9 +383,11 @@ func (s *Store) RedactPayload(ctx context.Context, account string, id turn.ID, a
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("event id", id), turn.ValidateKey("authority", authority)); err != nil {
 		return turn.Redaction{}, err
 	}
-	return writeOne(ctx, s, func(q querier) (turn.Redaction, error) {
-		return s.redactPayload(ctx, q, account, id, authority, s.now())
-	})
+	var r turn.Redaction
+	if err := s.writeStep(ctx, s.redactStep(account, id, authority, s.now(), &r), nil); err != nil {
+		return turn.Redaction{}, err
+	}
+	return r, nil
 }
 
 // LoadOutbox implements turn.OutboxReader.
@@ -369,7 +411,8 @@ func (s *Store) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.enqueue(ctx, q, e) })
+	st, err := s.enqueueStep("", e)
+	return s.writeStep(ctx, st, err)
 }
 
 // ClaimDue implements turn.OutboxWriter.
@@ -377,9 +420,14 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 	if err := firstErr(turn.ValidateTime("now", now), turn.ValidateLimit(limit), turn.ValidateKey("worker id", workerID)); err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.OutboxEntry, error) {
-		return s.claimDue(ctx, q, turn.ClockTime(now), limit, workerID)
-	})
+	if limit == 0 {
+		return []turn.OutboxEntry{}, s.open()
+	}
+	var claimed []turn.OutboxEntry
+	if err := s.writeStep(ctx, s.claimStep(turn.ClockTime(now), limit, workerID, &claimed), nil); err != nil {
+		return nil, err
+	}
+	return claimed, nil
 }
 
 // MarkCompleted implements turn.OutboxWriter.
@@ -455,5 +503,6 @@ func (s *Store) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.putReplay(ctx, q, r) })
+	st, err := s.replayStep("", r)
+	return s.writeStep(ctx, st, err)
 }

@@ -10,9 +10,11 @@ import (
 )
 
 // Commit validates the bundle for account, then applies it in one transaction, committed only
-// after the last item succeeded: on any error nothing of the bundle was ever visible to another
-// connection, including the records it modified. A COMMIT that gets no answer is ErrTimeout (it
-// may have landed: re-read, for instance the journal entry, before retrying).
+// after every item's rule accepted: on any error nothing of the bundle was ever visible to
+// another connection, including the records it modified. BEGIN and every item's statement travel
+// in one round trip and COMMIT in a second, whatever the bundle's size. A COMMIT that gets no
+// answer is ErrTimeout (it may have landed: re-read, for instance the journal entry, before
+// retrying).
 func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
 	if err := b.Validate(account); err != nil {
 		return turn.Receipt{}, err
@@ -21,16 +23,14 @@ func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn
 	if b.IsEmpty() {
 		return turn.Receipt{CommittedAt: at}, s.open()
 	}
-	var receipt turn.Receipt
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		receipt, err = s.apply(ctx, tx, account, &b, at)
-		return err
-	})
+	steps, receipt, err := s.bundleSteps(account, &b, at)
 	if err != nil {
 		return turn.Receipt{}, err
 	}
-	return receipt, nil
+	if err := s.runSteps(ctx, steps); err != nil {
+		return turn.Receipt{}, err
+	}
+	return receipt(), nil
 }
 
 // CommitIn applies the bundle inside tx, a transaction the caller owns, so that the application's
@@ -55,72 +55,81 @@ func (s *Store) CommitIn(ctx context.Context, tx pgx.Tx, account string, b turn.
 	if b.IsEmpty() {
 		return turn.Receipt{CommittedAt: at}, nil
 	}
-	sp, err := tx.Begin(ctx)
+	steps, receipt, err := s.bundleSteps(account, &b, at)
 	if err != nil {
-		return turn.Receipt{}, classify(err)
-	}
-	receipt, err := s.apply(ctx, sp, account, &b, at)
-	if err != nil {
-		rollback(ctx, sp)
 		return turn.Receipt{}, err
 	}
-	if err := sp.Commit(ctx); err != nil { // RELEASE SAVEPOINT: nothing is committed yet
-		return turn.Receipt{}, classify(err)
+	if err := s.runStepsIn(ctx, tx, steps); err != nil {
+		return turn.Receipt{}, err
 	}
-	return receipt, nil
+	return receipt(), nil
 }
 
-// apply runs the bundle's items in the contract's fixed order, each through the same function as
-// its standalone method, all stamped with at. The first failure stops it; the caller discards the
-// transaction.
-func (s *Store) apply(ctx context.Context, q querier, account string, b *turn.Bundle, at time.Time) (turn.Receipt, error) {
-	r := turn.Receipt{CommittedAt: at}
+// bundleSteps turns the bundle into its statements in the contract's fixed order, each built by the
+// same function as its standalone method and stamped with at. receipt assembles what the steps
+// reported once they have all run.
+func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps []step, receipt func() turn.Receipt, err error) {
+	add := func(st step, err error) error {
+		if err == nil {
+			steps = append(steps, st)
+		}
+		return err
+	}
+	appended := make([][]turn.ID, len(b.Events))
+	retired := make([][]turn.ID, len(b.InteractionInvalidations))
+	superseded := make([][]turn.ID, len(b.InteractionInserts))
 	for i, c := range b.JournalCompletions {
-		if err := s.completeCommand(ctx, q, account, c.CommandID, c.Outcome, at); err != nil {
-			return r, fmt.Errorf("bundle journal completion %d: %w", i, err)
+		if err := add(s.completeStep(fmt.Sprintf("bundle journal completion %d", i), account, c.CommandID, c.Outcome, at)); err != nil {
+			return nil, nil, err
 		}
 	}
 	for i, batch := range b.Events {
-		ids, err := s.appendEvents(ctx, q, batch)
-		if err != nil {
-			return r, fmt.Errorf("bundle event batch %d: %w", i, err)
+		if err := add(s.appendStep(fmt.Sprintf("bundle event batch %d", i), batch, &appended[i])); err != nil {
+			return nil, nil, err
 		}
-		r.EventIDs = append(r.EventIDs, ids...)
 	}
 	for i, f := range b.InteractionFinishes {
-		if _, err := s.finishResolution(ctx, q, account, f.InteractionID, f.Outcome); err != nil {
-			return r, fmt.Errorf("bundle interaction finish %d: %w", i, err)
+		if err := add(s.finishStep(fmt.Sprintf("bundle interaction finish %d", i), account, f.InteractionID, f.Outcome, nil)); err != nil {
+			return nil, nil, err
 		}
 	}
 	for i, inv := range b.InteractionInvalidations {
-		ids, err := s.invalidateForCase(ctx, q, account, inv.CaseKey, inv.NewRevision, inv.Reason, at)
-		if err != nil {
-			return r, fmt.Errorf("bundle invalidation %d: %w", i, err)
+		if err := add(s.invalidateStep(fmt.Sprintf("bundle invalidation %d", i), account, inv.CaseKey, inv.NewRevision, inv.Reason, at, &retired[i])); err != nil {
+			return nil, nil, err
 		}
-		r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
 	}
 	for i, ins := range b.InteractionInserts {
-		ids, err := s.insertInteraction(ctx, q, ins.Interaction, ins.ReplaceBlocking, at)
-		if err != nil {
-			return r, fmt.Errorf("bundle interaction insert %d: %w", i, err)
+		if err := add(s.insertStep(fmt.Sprintf("bundle interaction insert %d", i), ins.Interaction, ins.ReplaceBlocking, at, &superseded[i])); err != nil {
+			return nil, nil, err
 		}
-		r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
-		r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
 	}
 	for i, e := range b.OutboxEntries {
-		if err := s.enqueue(ctx, q, e); err != nil {
-			return r, fmt.Errorf("bundle outbox entry %d: %w", i, err)
+		if err := add(s.enqueueStep(fmt.Sprintf("bundle outbox entry %d", i), e)); err != nil {
+			return nil, nil, err
 		}
 	}
 	if b.ReplayRecord != nil {
-		if err := s.putReplay(ctx, q, *b.ReplayRecord); err != nil {
-			return r, fmt.Errorf("bundle replay record: %w", err)
+		if err := add(s.replayStep("bundle replay record", *b.ReplayRecord)); err != nil {
+			return nil, nil, err
 		}
 	}
 	if p := b.TurnPhase; p != nil {
-		if _, err := s.setTurnPhase(ctx, q, account, p.TurnID, p.Phase, at); err != nil {
-			return r, fmt.Errorf("bundle turn phase: %w", err)
+		if err := add(s.phaseStep("bundle turn phase", account, p.TurnID, p.Phase, at, nil)); err != nil {
+			return nil, nil, err
 		}
 	}
-	return r, nil
+	return steps, func() turn.Receipt {
+		r := turn.Receipt{CommittedAt: at}
+		for _, ids := range appended {
+			r.EventIDs = append(r.EventIDs, ids...)
+		}
+		for _, ids := range retired {
+			r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
+		}
+		for i, ids := range superseded {
+			r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
+			r.InsertedInteractions = append(r.InsertedInteractions, b.InteractionInserts[i].Interaction.ID)
+		}
+		return r
+	}, nil
 }

@@ -1,10 +1,12 @@
 package pgturn_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
@@ -254,4 +256,50 @@ func TestBlockingSlotEnforcedByIndex(t *testing.T) {
 	_, err = s.FinishResolution(ctx, "acct", first.ID, turn.Resolved())
 	must(t, err, "finish")
 	must(t, raw(), "raw INSERT once the occupant is resolved")
+}
+
+// An admission that waits on another transaction's uncommitted admission of the same key, which
+// then commits, inserts nothing and cannot see the winner's row in its own snapshot: it must
+// re-read and replay the winner's command, never report a second fresh admission or an error.
+func TestAdmissionWaitingOnTheWinner(t *testing.T) {
+	t.Parallel()
+	s, other, schema := twoStores(t)
+	ctx := t.Context()
+	winner := turn.NewID()
+	tx, err := other.Pool().Begin(ctx)
+	must(t, err, "begin")
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	_, err = tx.Exec(ctx, `INSERT INTO `+schema+`.turn_journal (account_id, command_id, idempotency_key, turn_id,
+		workflow_key, case_id, expected_revision, command_type, command_payload, origin, status, created_at)
+		VALUES ('acct', $1, 'book-once', $2, 'trip', 'c', 1, 'trip.book', '{}', 'null', 'pending', now())`, winner, turn.NewID())
+	must(t, err, "the winner's uncommitted admission")
+
+	done := make(chan struct{})
+	var a turn.Admission
+	var admitErr error
+	go func() {
+		defer close(done)
+		a, admitErr = s.BeginCommand(ctx, turn.JournalEntry{CommandID: turn.NewID(), AccountID: "acct",
+			IdempotencyKey: "book-once", TurnID: turn.NewID(), CaseRef: turn.CaseRef{Workflow: "trip", CaseID: "c", ExpectedRevision: 1},
+			CommandType: "trip.book", Status: turn.JournalPending, CreatedAt: at(0)})
+	}()
+	// Wait until the admission is blocked on the winner's row, then let the winner commit.
+	for {
+		var waiting bool
+		must(t, other.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '.turn_journal%')`, schema).Scan(&waiting), "poll")
+		if waiting {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("the admission did not wait for the winner: %+v, %v", a, admitErr)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	must(t, tx.Commit(ctx), "commit the winner")
+	<-done
+	if admitErr != nil || a.Fresh || a.Entry.CommandID != winner {
+		t.Fatalf("admission after the winner committed: %+v, %v; want a replay of %v", a, admitErr, winner)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -39,9 +40,8 @@ const sqlCreateConversation = `
 INSERT INTO {schema}turn_conversations (account_id, conversation_id, created_at, metadata)
 VALUES ($1, $2, $3, $4)`
 
-func (s *Store) createConversation(ctx context.Context, q querier, c turn.Conversation) error {
-	_, err := q.Exec(ctx, s.sql(sqlCreateConversation), c.AccountID, c.ID, c.CreatedAt, doc(c.Metadata))
-	return classify(err)
+func (s *Store) createConversationStep(c turn.Conversation) step {
+	return execStep("", s.sql(sqlCreateConversation), []any{c.AccountID, c.ID, turn.ClockTime(c.CreatedAt), doc(c.Metadata)}, nil)
 }
 
 // The turn and its phase marker go in together, in one statement: the marker's foreign key
@@ -56,19 +56,18 @@ WITH t AS (
 INSERT INTO {schema}turn_phases (account_id, turn_id, conversation_id, phase, updated_at)
 SELECT account_id, turn_id, conversation_id, 'received', $6 FROM t`
 
-func (s *Store) appendUserTurn(ctx context.Context, q querier, u turn.UserTurn, at time.Time) error {
+func (s *Store) appendUserTurnStep(u turn.UserTurn, at time.Time) (step, error) {
 	input, err := marshal(u.Input)
 	if err != nil {
-		return err
+		return step{}, err
 	}
-	tag, err := q.Exec(ctx, s.sql(sqlAppendUserTurn), u.AccountID(), u.Input.TurnID, u.Input.ConversationID, u.ReceivedAt, input, at)
-	if err != nil {
-		return classify(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("conversation", u.Input.ConversationID)
-	}
-	return nil
+	args := []any{u.AccountID(), u.Input.TurnID, u.Input.ConversationID, turn.ClockTime(u.ReceivedAt), input, at}
+	return execStep("", s.sql(sqlAppendUserTurn), args, func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return notFound("conversation", u.Input.ConversationID)
+		}
+		return nil
+	}), nil
 }
 
 const sqlAppendAssistantTurn = `
@@ -215,34 +214,41 @@ func (s *Store) turnPhase(ctx context.Context, q querier, account string, id tur
 }
 
 // A terminal phase is never left, but setting it again is a retried write and is accepted (its
-// updated_at refreshed): both rules are in the WHERE clause.
+// updated_at refreshed): both rules are in the WHERE clause. The second branch answers whether
+// the turn exists when the marker did not move.
 const sqlSetTurnPhase = `
-UPDATE {schema}turn_phases SET phase = $3, updated_at = $4
-WHERE account_id = $1 AND turn_id = $2 AND (phase = $3 OR phase NOT IN ('delivered', 'failed'))
-RETURNING conversation_id`
+WITH moved AS (
+    UPDATE {schema}turn_phases SET phase = $3, updated_at = $4
+    WHERE account_id = $1 AND turn_id = $2 AND (phase = $3 OR phase NOT IN ('delivered', 'failed'))
+    RETURNING conversation_id)
+SELECT true, conversation_id FROM moved
+UNION ALL
+SELECT false, conversation_id FROM {schema}turn_phases
+WHERE account_id = $1 AND turn_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`
 
-const sqlTurnExists = `SELECT EXISTS (SELECT 1 FROM {schema}turn_phases WHERE account_id = $1 AND turn_id = $2)`
-
-func (s *Store) setTurnPhase(ctx context.Context, q querier, account string, id turn.ID, p turn.Phase, at time.Time) (turn.PhaseMarker, error) {
-	m := turn.PhaseMarker{AccountID: account, TurnID: id, Phase: p, UpdatedAt: at}
+// phaseStep moves the turn's marker to p, stamped at, into *out.
+func (s *Store) phaseStep(what, account string, id turn.ID, p turn.Phase, at time.Time, out *turn.PhaseMarker) (step, error) {
 	if !p.Valid() {
-		return m, turn.InvalidRecord("unknown turn phase %q", p)
+		return step{}, turn.InvalidRecord("unknown turn phase %q", p)
 	}
-	err := q.QueryRow(ctx, s.sql(sqlSetTurnPhase), account, id, string(p), at).Scan(&m.ConversationID)
-	if err == nil {
-		return m, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return m, classify(err)
-	}
-	var exists bool
-	if err := q.QueryRow(ctx, s.sql(sqlTurnExists), account, id).Scan(&exists); err != nil {
-		return m, classify(err)
-	}
-	if !exists {
-		return m, notFound("turn", id)
-	}
-	return m, conflict("turn %s is in a terminal phase", id)
+	return step{what: what, sql: s.sql(sqlSetTurnPhase), args: []any{account, id, string(p), at},
+		read: func(r results) error {
+			var moved bool
+			m := turn.PhaseMarker{AccountID: account, TurnID: id, Phase: p, UpdatedAt: at}
+			err := r.QueryRow().Scan(&moved, &m.ConversationID)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return notFound("turn", id)
+			case err != nil:
+				return classify(err)
+			case !moved:
+				return conflict("turn %s is in a terminal phase", id)
+			}
+			if out != nil {
+				*out = m
+			}
+			return nil
+		}}, nil
 }
 
 // Unfinished turns across one account or all of them, oldest first. The partial index on

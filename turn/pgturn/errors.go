@@ -38,8 +38,8 @@ const (
 // The original documents exclusion violations (23P01) as a conflict while its code reports them
 // as an unknown code; this follows the documented intent.
 func classify(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || classified(err) {
+		return err
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -92,4 +92,20 @@ func commitErr(err error) error {
 		return fmt.Errorf("%w: the transaction was rolled back at commit: %w", errs.Conflict, err)
 	}
 	return fmt.Errorf("%w: commit outcome unknown: %w", errs.Timeout, err)
+}
+
+// classified reports whether err already carries the contract's answer (a sentinel or a code), so
+// that classifying twice changes nothing.
+func classified(err error) bool {
+	var coded *turn.Error
+	if errors.As(err, &coded) {
+		return true
+	}
+	for _, s := range []error{errs.NotFound, errs.Conflict, errs.Unavailable, errs.Timeout, errs.Invalid,
+		errs.Closed, turn.ErrCorrupt} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }

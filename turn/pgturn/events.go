@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -87,26 +88,30 @@ FROM unnest($6::uuid[], $7::text[], $8::jsonb[], $9::timestamptz[])
     WITH ORDINALITY AS e(event_id, event_type, payload, occurred_at, position)
 ORDER BY e.position`
 
-func (s *Store) appendEvents(ctx context.Context, q querier, b turn.EventBatch) ([]turn.ID, error) {
+// appendStep appends the batch; its ids, in batch order, go to *ids.
+func (s *Store) appendStep(what string, b turn.EventBatch, ids *[]turn.ID) (step, error) {
 	if len(b.Events) == 0 {
-		return nil, turn.InvalidRecord("event batch is empty")
+		return step{}, turn.InvalidRecord("event batch is empty")
 	}
 	rev, err := revision(b.Revision, "revision")
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
-	ids := make([]turn.ID, len(b.Events))
+	batchIDs := make([]turn.ID, len(b.Events))
+	texts := make([]string, len(b.Events))
 	types := make([]string, len(b.Events))
 	payloads := make([]string, len(b.Events))
 	occurred := make([]time.Time, len(b.Events))
 	for i, e := range b.Events {
-		ids[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventType, doc(e.Payload), turn.ClockTime(e.OccurredAt)
+		batchIDs[i], texts[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventID.String(), e.EventType, doc(e.Payload), turn.ClockTime(e.OccurredAt)
 	}
-	if _, err := q.Exec(ctx, s.sql(sqlAppendEvents), b.AccountID, b.CaseKey.Workflow, b.CaseKey.CaseID, rev,
-		b.CommandID, idTexts(ids), types, payloads, occurred); err != nil {
-		return nil, classify(err)
-	}
-	return ids, nil
+	args := []any{b.AccountID, b.CaseKey.Workflow, b.CaseKey.CaseID, rev, b.CommandID, texts, types, payloads, occurred}
+	return execStep(what, s.sql(sqlAppendEvents), args, func(pgconn.CommandTag) error {
+		if ids != nil {
+			*ids = batchIDs
+		}
+		return nil
+	}), nil
 }
 
 const sqlListSince = `
@@ -191,22 +196,25 @@ SET payload = 'null'::jsonb,
 WHERE account_id = $1 AND event_id = $2
 RETURNING redacted_at, redaction_authority`
 
-func (s *Store) redactPayload(ctx context.Context, q querier, account string, id turn.ID, authority string, at time.Time) (turn.Redaction, error) {
-	var redactedAt *time.Time
-	var by *string
-	err := q.QueryRow(ctx, s.sql(sqlRedactPayload), account, id, authority, at).Scan(&redactedAt, &by)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.Redaction{}, notFound("event", id)
-	}
-	if err != nil {
-		return turn.Redaction{}, classify(err)
-	}
-	r, err := redaction(redactedAt, by)
-	if err != nil {
-		return turn.Redaction{}, err
-	}
-	if r == nil {
-		return turn.Redaction{}, corrupt("event %s was redacted without a record", id)
-	}
-	return *r, nil
+func (s *Store) redactStep(account string, id turn.ID, authority string, at time.Time, out *turn.Redaction) step {
+	return step{sql: s.sql(sqlRedactPayload), args: []any{account, id, authority, at}, read: func(r results) error {
+		var redactedAt *time.Time
+		var by *string
+		err := r.QueryRow().Scan(&redactedAt, &by)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("event", id)
+		}
+		if err != nil {
+			return classify(err)
+		}
+		red, err := redaction(redactedAt, by)
+		if err != nil {
+			return err
+		}
+		if red == nil {
+			return corrupt("event %s was redacted without a record", id)
+		}
+		*out = *red
+		return nil
+	}}
 }

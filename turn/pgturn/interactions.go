@@ -161,37 +161,42 @@ INSERT INTO {schema}turn_interactions (account_id, interaction_id, conversation_
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12, $13 FROM retired
 RETURNING (SELECT ids FROM retired)`
 
-// insertInteraction inserts a new active card. With replace, an active blocking occupant of the
-// same case is first invalidated as superseded by the new card; the ids it invalidated are
-// returned.
-func (s *Store) insertInteraction(ctx context.Context, q querier, it turn.Interaction, replace bool, at time.Time) ([]turn.ID, error) {
+// insertStep inserts a new active card. With replace, an active blocking occupant of the same
+// case is first invalidated as superseded by the new card; the ids it invalidated go to
+// *superseded.
+func (s *Store) insertStep(what string, it turn.Interaction, replace bool, at time.Time, superseded *[]turn.ID) (step, error) {
 	if it.Status != turn.InteractionActive {
-		return nil, turn.InvalidRecord("interaction %s inserted as %q, not active", it.ID, it.Status)
+		return step{}, turn.InvalidRecord("interaction %s inserted as %q, not active", it.ID, it.Status)
 	}
 	rev, err := revision(it.CaseRef.ExpectedRevision, "case revision")
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
 	body, err := marshal(it)
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
 	args := []any{it.AccountID, it.ID, it.ConversationID, it.CaseRef.Workflow, it.CaseRef.CaseID, rev,
-		string(it.Kind), it.Blocking, it.RevisionIndependent, it.PayloadHash, body, it.CreatedAt,
+		string(it.Kind), it.Blocking, it.RevisionIndependent, it.PayloadHash, body, turn.ClockTime(it.CreatedAt),
 		nullTime(it.ExpiresAt)}
 	if !replace || !it.Blocking {
-		_, err := q.Exec(ctx, s.sql(sqlInsertInteraction), args...)
-		return nil, classify(err)
+		return execStep(what, s.sql(sqlInsertInteraction), args, nil), nil
 	}
 	inv, err := marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
-	var superseded []turn.ID
-	if err := q.QueryRow(ctx, s.sql(sqlInsertReplacingInteraction), append(args, inv)...).Scan(&superseded); err != nil {
-		return nil, classify(err)
-	}
-	return superseded, nil
+	return step{what: what, sql: s.sql(sqlInsertReplacingInteraction), args: append(args, inv),
+		read: func(r results) error {
+			var ids []turn.ID
+			if err := r.QueryRow().Scan(&ids); err != nil {
+				return classify(err)
+			}
+			if superseded != nil {
+				*superseded = ids
+			}
+			return nil
+		}}, nil
 }
 
 const sqlInteractionExists = `
@@ -236,28 +241,39 @@ func (s *Store) beginResolution(ctx context.Context, q querier, account string, 
 	return r.record()
 }
 
+// Each settlement moves a resolving card; when it matches nothing, the second branch returns the
+// card as it stood, for the rule to tell a repeat from a conflict.
+const finishTail = `
+SELECT true, ` + interactionColumns + ` FROM settled
+UNION ALL
+SELECT false, ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND interaction_id = $2 AND NOT EXISTS (SELECT 1 FROM settled)`
+
 const sqlFinishResolved = `
-UPDATE {schema}turn_interactions
-SET status = 'resolved', resolution_event_ids = $3::uuid[], failure_code = NULL
-WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
-RETURNING ` + interactionColumns
+WITH settled AS (
+    UPDATE {schema}turn_interactions
+    SET status = 'resolved', resolution_event_ids = $3::uuid[], failure_code = NULL
+    WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
+    RETURNING ` + interactionColumns + `)` + finishTail
 
 const sqlFinishFailed = `
-UPDATE {schema}turn_interactions
-SET status = 'failed', failure_code = $3, resolution_event_ids = '{}'
-WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
-RETURNING ` + interactionColumns
+WITH settled AS (
+    UPDATE {schema}turn_interactions
+    SET status = 'failed', failure_code = $3, resolution_event_ids = '{}'
+    WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
+    RETURNING ` + interactionColumns + `)` + finishTail
 
 const sqlFinishRestoreActive = `
-UPDATE {schema}turn_interactions
-SET status = 'active', resolution_event_ids = '{}', failure_code = NULL, resolved_by_turn = NULL,
-    resolved_option_id = NULL, resolved_at = NULL
-WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
-RETURNING ` + interactionColumns
+WITH settled AS (
+    UPDATE {schema}turn_interactions
+    SET status = 'active', resolution_event_ids = '{}', failure_code = NULL, resolved_by_turn = NULL,
+        resolved_option_id = NULL, resolved_at = NULL
+    WHERE account_id = $1 AND interaction_id = $2 AND status = 'resolving'
+    RETURNING ` + interactionColumns + `)` + finishTail
 
-// finishResolution settles a resolving card. A repeat of a finish that already landed (same
-// status, same data) is accepted and returns the record unchanged; anything else is a conflict.
-func (s *Store) finishResolution(ctx context.Context, q querier, account string, id turn.ID, o turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+// finishStep settles a resolving card into *out. A repeat of a finish that already landed (same
+// status, same data) is accepted and gives the record unchanged; anything else is a conflict.
+func (s *Store) finishStep(what, account string, id turn.ID, o turn.ResolutionOutcome, out *turn.InteractionRecord) (step, error) {
 	var sql string
 	args := []any{account, id}
 	switch o.Kind {
@@ -270,24 +286,30 @@ func (s *Store) finishResolution(ctx context.Context, q querier, account string,
 	case turn.ResolutionRestoreActive:
 		sql = sqlFinishRestoreActive
 	default:
-		return turn.InteractionRecord{}, turn.InvalidRecord("unknown resolution outcome %q", o.Kind)
+		return step{}, turn.InvalidRecord("unknown resolution outcome %q", o.Kind)
 	}
-	var r interactionRow
-	err := q.QueryRow(ctx, s.sql(sql), args...).Scan(r.dest()...)
-	if err == nil {
-		return r.record()
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return turn.InteractionRecord{}, classify(err)
-	}
-	rec, err := s.getInteraction(ctx, q, account, id)
-	if err != nil {
-		return rec, err
-	}
-	if o.Matches(rec) {
-		return rec, nil
-	}
-	return turn.InteractionRecord{}, conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
+	return step{what: what, sql: s.sql(sql), args: args, read: func(r results) error {
+		var settled bool
+		var row interactionRow
+		err := r.QueryRow().Scan(append([]any{&settled}, row.dest()...)...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("interaction", id)
+		}
+		if err != nil {
+			return classify(err)
+		}
+		rec, err := row.record()
+		if err != nil {
+			return err
+		}
+		if !settled && !o.Matches(rec) {
+			return conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
+		}
+		if out != nil {
+			*out = rec
+		}
+		return nil
+	}}, nil
 }
 
 const sqlInvalidateForCase = `
@@ -301,29 +323,40 @@ UPDATE {schema}turn_interactions SET status = 'invalidated', invalidation = $4
 WHERE account_id = $1 AND workflow_key = $2 AND case_id = $3 AND status = 'active'
 RETURNING interaction_id, created_at`
 
-// invalidateForCase retires the case's active cards bound to a revision other than rev. Selection
-// and write are one statement, so two commits moving the same case serialise on the row locks and
-// agree on which of them retired a card: the second finds it no longer active.
-func (s *Store) invalidateForCase(ctx context.Context, q querier, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
+// invalidateStep retires the case's active cards bound to a revision other than rev into
+// *retired. Selection and write are one statement, so two commits moving the same case serialise
+// on the row locks and agree on which of them retired a card: the second finds it no longer
+// active.
+func (s *Store) invalidateStep(what, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time, retired *[]turn.ID) (step, error) {
 	r, err := revision(rev, "new revision")
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
 	inv, err := marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
-	return collectRetired(q.Query(ctx, s.sql(sqlInvalidateForCase), account, key.Workflow, key.CaseID, r, inv))
+	return retireStep(what, s.sql(sqlInvalidateForCase), []any{account, key.Workflow, key.CaseID, r, inv}, retired), nil
 }
 
-// invalidateCaseCards is the operator's path: every active card of the case, whatever its
+// invalidateCardsStep is the operator's path: every active card of the case, whatever its
 // revision or independence.
-func (s *Store) invalidateCaseCards(ctx context.Context, q querier, account string, key turn.CaseKey, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
+func (s *Store) invalidateCardsStep(account string, key turn.CaseKey, reason turn.InvalidationReason, at time.Time, retired *[]turn.ID) (step, error) {
 	inv, err := marshal(turn.Invalidation{Reason: reason, At: at})
 	if err != nil {
-		return nil, err
+		return step{}, err
 	}
-	return collectRetired(q.Query(ctx, s.sql(sqlInvalidateCaseCards), account, key.Workflow, key.CaseID, inv))
+	return retireStep("", s.sql(sqlInvalidateCaseCards), []any{account, key.Workflow, key.CaseID, inv}, retired), nil
+}
+
+func retireStep(what, sql string, args []any, retired *[]turn.ID) step {
+	return step{what: what, sql: sql, args: args, read: func(r results) error {
+		ids, err := collectRetired(r.Query())
+		if err == nil && retired != nil {
+			*retired = ids
+		}
+		return err
+	}}
 }
 
 // collectRetired returns the ids in list order, (created_at, id): RETURNING has no order.
@@ -335,11 +368,11 @@ func collectRetired(rows pgx.Rows, err error) ([]turn.ID, error) {
 		id turn.ID
 		at time.Time
 	}
+	defer rows.Close()
 	var got []retired
 	for rows.Next() {
 		var r retired
 		if err := rows.Scan(&r.id, &r.at); err != nil {
-			rows.Close()
 			return nil, classify(err)
 		}
 		got = append(got, r)

@@ -126,34 +126,59 @@ WHERE account_id = $1 AND idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM fre
 const sqlCommandByKey = `
 SELECT false, ` + journalColumns + ` FROM {schema}turn_journal WHERE account_id = $1 AND idempotency_key = $2`
 
-func (s *Store) beginCommand(ctx context.Context, q querier, e turn.JournalEntry) (turn.Admission, error) {
+// admitStep admits e into *out. When a concurrent admission of the same key committed after this
+// statement's snapshot was taken, the statement inserts nothing and cannot see the winner's row
+// either: *raced is set, and the caller re-reads by key once the (empty) transaction is over.
+func (s *Store) admitStep(e turn.JournalEntry, out *turn.Admission, raced *bool) (step, error) {
 	if e.Status != turn.JournalPending && e.Status != turn.JournalAwaitingConfirmation {
-		return turn.Admission{}, turn.InvalidRecord("command %s admitted as %q, not pending or awaiting_confirmation", e.CommandID, e.Status)
+		return step{}, turn.InvalidRecord("command %s admitted as %q, not pending or awaiting_confirmation", e.CommandID, e.Status)
 	}
 	if e.Result != nil || !e.CompletedAt.IsZero() {
-		return turn.Admission{}, turn.InvalidRecord("command %s admitted with an outcome already recorded", e.CommandID)
+		return step{}, turn.InvalidRecord("command %s admitted with an outcome already recorded", e.CommandID)
 	}
 	rev, err := revision(e.CaseRef.ExpectedRevision, "expected revision")
 	if err != nil {
-		return turn.Admission{}, err
+		return step{}, err
 	}
+	args := []any{e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID, e.CaseRef.Workflow, e.CaseRef.CaseID,
+		rev, e.CommandType, doc(e.CommandPayload), doc(e.Origin), string(e.Status), turn.ClockTime(e.CreatedAt)}
+	return step{sql: s.sql(sqlBeginCommand), args: args, read: func(r results) error {
+		err := scanAdmission(r.QueryRow(), out)
+		if errors.Is(err, pgx.ErrNoRows) {
+			*raced = true
+			return nil
+		}
+		return err
+	}}, nil
+}
+
+// scanAdmission reads (fresh, entry columns) into out; pgx.ErrNoRows is returned as is.
+func scanAdmission(row pgx.Row, out *turn.Admission) error {
 	var fresh bool
 	var r journalRow
-	dest := append([]any{&fresh}, r.dest()...)
-	err = q.QueryRow(ctx, s.sql(sqlBeginCommand), e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
-		e.CaseRef.Workflow, e.CaseRef.CaseID, rev, e.CommandType, doc(e.CommandPayload), doc(e.Origin),
-		string(e.Status), turn.ClockTime(e.CreatedAt)).Scan(dest...)
+	err := row.Scan(append([]any{&fresh}, r.dest()...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = q.QueryRow(ctx, s.sql(sqlCommandByKey), e.AccountID, e.IdempotencyKey).Scan(dest...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return turn.Admission{}, corrupt("command key of %s was taken and then vanished", e.CommandID)
-		}
+		return err
 	}
 	if err != nil {
-		return turn.Admission{}, classify(err)
+		return classify(err)
 	}
-	stored, err := r.entry()
-	return turn.Admission{Fresh: fresh, Entry: stored}, err
+	entry, err := r.entry()
+	if err != nil {
+		return err
+	}
+	*out = turn.Admission{Fresh: fresh, Entry: entry}
+	return nil
+}
+
+// readAdmission re-reads the entry that holds the key after a raced admission.
+func (s *Store) readAdmission(ctx context.Context, q querier, e turn.JournalEntry) (turn.Admission, error) {
+	var a turn.Admission
+	err := scanAdmission(q.QueryRow(ctx, s.sql(sqlCommandByKey), e.AccountID, e.IdempotencyKey), &a)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, corrupt("command key of %s was taken and then vanished", e.CommandID)
+	}
+	return a, err
 }
 
 const sqlMarkExecuting = `
@@ -206,38 +231,60 @@ func (s *Store) commandStatus(ctx context.Context, q querier, account string, id
 }
 
 // The journal's transition table is in the WHERE clause: the entry moves only from a status that
-// may reach the outcome's.
+// may reach the outcome's. When it does not move, the second branch returns the entry as it stood
+// (the statement's snapshot), which is all the rule needs to tell a repeat from a conflict.
 const sqlCompleteCommand = `
-UPDATE {schema}turn_journal SET status = $3, result = $4, completed_at = $5
-WHERE account_id = $1 AND command_id = $2 AND status = ANY($6::text[])`
+WITH moved AS (
+    UPDATE {schema}turn_journal SET status = $3, result = $4, completed_at = $5
+    WHERE account_id = $1 AND command_id = $2 AND status = ANY($6::text[])
+    RETURNING status, result)
+SELECT true, status, result FROM moved
+UNION ALL
+SELECT false, status, result FROM {schema}turn_journal
+WHERE account_id = $1 AND command_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`
 
-func (s *Store) completeCommand(ctx context.Context, q querier, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
+// completeStep records the outcome. Recording the same outcome again is an accepted repeat.
+func (s *Store) completeStep(what, account string, id turn.ID, o turn.JournalOutcome, at time.Time) (step, error) {
 	target := o.Status()
 	if target == "" {
-		return turn.InvalidRecord("unknown outcome kind %q", o.Kind)
+		return step{}, turn.InvalidRecord("unknown outcome kind %q", o.Kind)
 	}
 	result, err := marshal(o)
 	if err != nil {
-		return err
+		return step{}, err
 	}
 	sources := target.Sources()
 	labels := make([]string, len(sources))
 	for i, st := range sources {
 		labels[i] = string(st)
 	}
-	tag, err := q.Exec(ctx, s.sql(sqlCompleteCommand), account, id, string(target), result, at, labels)
-	if err != nil {
-		return classify(err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	status, prior, err := s.commandStatus(ctx, q, account, id)
-	if err != nil {
-		return err
-	}
-	if status == target && prior != nil && prior.Equal(o) {
-		return nil // the same outcome, recorded again: a retry
-	}
-	return conflict("command %s is %q and cannot record %q", id, status, o.Kind)
+	return step{what: what, sql: s.sql(sqlCompleteCommand), args: []any{account, id, string(target), result, at, labels},
+		read: func(r results) error {
+			var moved bool
+			var st string
+			var prior []byte
+			err := r.QueryRow().Scan(&moved, &st, &prior)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return notFound("command", id)
+			case err != nil:
+				return classify(err)
+			case moved:
+				return nil
+			}
+			status, err := journalStatus(st)
+			if err != nil {
+				return err
+			}
+			if status == target && prior != nil {
+				var p turn.JournalOutcome
+				if err := unmarshal(prior, &p, "journal outcome"); err != nil {
+					return err
+				}
+				if p.Equal(o) {
+					return nil // the same outcome, recorded again: a retry
+				}
+			}
+			return conflict("command %s is %q and cannot record %q", id, status, o.Kind)
+		}}, nil
 }

@@ -100,16 +100,16 @@ INSERT INTO {schema}turn_outbox (outbox_id, command_id, destination, payload, id
     attempt_count, next_attempt_at, created_at)
 VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8)`
 
-func (s *Store) enqueue(ctx context.Context, q querier, e turn.OutboxEntry) error {
+func (s *Store) enqueueStep(what string, e turn.OutboxEntry) (step, error) {
 	if e.Status != turn.OutboxPending {
-		return turn.InvalidRecord("outbox %s enqueued as %q, not pending", e.OutboxID, e.Status)
+		return step{}, turn.InvalidRecord("outbox %s enqueued as %q, not pending", e.OutboxID, e.Status)
 	}
 	if e.AttemptCount < 0 || e.AttemptCount > turn.MaxAttemptCount {
-		return turn.InvalidRecord("outbox %s: attempt count %d out of range", e.OutboxID, e.AttemptCount)
+		return step{}, turn.InvalidRecord("outbox %s: attempt count %d out of range", e.OutboxID, e.AttemptCount)
 	}
-	_, err := q.Exec(ctx, s.sql(sqlEnqueue), e.OutboxID, e.CommandID, e.Destination, doc(e.Payload),
-		e.IdempotencyKey, int32(e.AttemptCount), nullTime(e.NextAttemptAt), turn.ClockTime(e.CreatedAt))
-	return classify(err)
+	args := []any{e.OutboxID, e.CommandID, e.Destination, doc(e.Payload), e.IdempotencyKey, int32(e.AttemptCount),
+		nullTime(e.NextAttemptAt), turn.ClockTime(e.CreatedAt)}
+	return execStep(what, s.sql(sqlEnqueue), args, nil), nil
 }
 
 // The claim locks the due rows it selects and skips rows another claimer holds, so concurrent
@@ -129,25 +129,25 @@ RETURNING o.outbox_id, o.command_id, o.destination, o.payload, o.idempotency_key
     o.attempt_count, o.next_attempt_at, o.created_at, o.completed_at, o.claim_worker_id,
     o.claim_taken_at, o.last_failure, o.remote_ref`
 
-func (s *Store) claimDue(ctx context.Context, q querier, now time.Time, limit int, worker string) ([]turn.OutboxEntry, error) {
-	if limit == 0 {
-		return []turn.OutboxEntry{}, nil
-	}
-	recs, err := collectOutbox(q.Query(ctx, s.sql(sqlClaimDue), now, clampLimit(limit), worker))
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(recs, func(a, b turn.OutboxRecord) int { // RETURNING has no order
-		if c := a.Entry.CreatedAt.Compare(b.Entry.CreatedAt); c != 0 {
-			return c
+func (s *Store) claimStep(now time.Time, limit int, worker string, out *[]turn.OutboxEntry) step {
+	return step{sql: s.sql(sqlClaimDue), args: []any{now, clampLimit(limit), worker}, read: func(r results) error {
+		recs, err := collectOutbox(r.Query())
+		if err != nil {
+			return err
 		}
-		return a.Entry.OutboxID.Compare(b.Entry.OutboxID)
-	})
-	out := make([]turn.OutboxEntry, len(recs))
-	for i, r := range recs {
-		out[i] = r.Entry
-	}
-	return out, nil
+		slices.SortFunc(recs, func(a, b turn.OutboxRecord) int { // RETURNING has no order
+			if c := a.Entry.CreatedAt.Compare(b.Entry.CreatedAt); c != 0 {
+				return c
+			}
+			return a.Entry.OutboxID.Compare(b.Entry.OutboxID)
+		})
+		entries := make([]turn.OutboxEntry, len(recs))
+		for i, rec := range recs {
+			entries[i] = rec.Entry
+		}
+		*out = entries
+		return nil
+	}}
 }
 
 const sqlOutboxStatus = `SELECT status FROM {schema}turn_outbox WHERE outbox_id = $1`

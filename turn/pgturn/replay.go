@@ -16,14 +16,14 @@ ON CONFLICT (account_id, turn_id) DO UPDATE
 SET conversation_id = EXCLUDED.conversation_id, phase = EXCLUDED.phase,
     recorded_at = EXCLUDED.recorded_at, record = EXCLUDED.record`
 
-func (s *Store) putReplay(ctx context.Context, q querier, r turn.ReplayRecord) error {
+func (s *Store) replayStep(what string, r turn.ReplayRecord) (step, error) {
 	r.RecordedAt = turn.ClockTime(r.RecordedAt)
 	body, err := marshal(r)
 	if err != nil {
-		return err
+		return step{}, err
 	}
-	_, err = q.Exec(ctx, s.sql(sqlPutReplay), r.AccountID, r.TurnID, r.ConversationID, string(r.Phase), r.RecordedAt, body)
-	return classify(err)
+	args := []any{r.AccountID, r.TurnID, r.ConversationID, string(r.Phase), r.RecordedAt, body}
+	return execStep(what, s.sql(sqlPutReplay), args, nil), nil
 }
 
 func readReplay(body []byte) (turn.ReplayRecord, error) {

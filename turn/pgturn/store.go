@@ -191,10 +191,13 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return nil
 }
 
+// rollbackTimeout bounds a rollback that runs after the caller's context is done.
+const rollbackTimeout = 5 * time.Second
+
 // rollback abandons tx. It runs even when ctx is done, briefly: a connection returned to the pool
 // must not be left inside a transaction (pgx closes it if the rollback fails).
 func rollback(ctx context.Context, tx pgx.Tx) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	_ = tx.Rollback(rctx)
 }
