@@ -284,10 +284,16 @@ func TestAdmissionWaitingOnTheWinner(t *testing.T) {
 			CommandType: "trip.book", Status: turn.JournalPending, CreatedAt: at(0)})
 	}()
 	// Wait until the admission is blocked on the winner's row, then let the winner commit.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
+		if time.Now().After(deadline) {
+			_ = tx.Rollback(ctx)
+			<-done
+			t.Fatal("the admission never waited on the winner's row")
+		}
 		var waiting bool
 		must(t, other.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '.turn_journal%')`, schema).Scan(&waiting), "poll")
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%turn_journal%')`, schema).Scan(&waiting), "poll")
 		if waiting {
 			break
 		}
