@@ -131,10 +131,10 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %.2f (%s) |\n", name, us, 1e6/us, perItem(name, us), us/base, baseName)
 	}
 	fmt.Fprintf(&b, "\nWhat each operation is:\n\n")
-	fmt.Fprintf(&b, "- CommitBundle/events=N: one `Commit` of a bundle with a batch of N events, an outbox entry, the replay record and the turn's phase: one transaction (BEGIN, five statements, COMMIT), one durable commit.\n")
+	fmt.Fprintf(&b, "- CommitBundle/events=N: one `Commit` of a bundle with a batch of N events, an outbox entry, the replay record and the turn's phase: BEGIN and the four statements in one round trip (a pgx batch), COMMIT in a second: one durable commit.\n")
 	fmt.Fprintf(&b, "- ReadFrom/page=N: one page of N events of an account's stream from the previous page's cursor, with as many events of another tenant interleaved (read-only, no commit).\n")
 	fmt.Fprintf(&b, "- ClaimDue/rows=16/dispatchers=8: one `ClaimDue` of 16 due rows while 7 other dispatchers claim from the same outbox (FOR UPDATE SKIP LOCKED); µs/op is wall time over all dispatchers' claims.\n")
-	fmt.Fprintf(&b, "- BeginCommand/fresh: a journal admission with a new idempotency key (one INSERT, committed); /replay: a known key (nothing written, the stored entry returned).\n")
+	fmt.Fprintf(&b, "- BeginCommand/fresh: a journal admission with a new idempotency key (BEGIN and one INSERT ... ON CONFLICT DO NOTHING in one round trip, then COMMIT); /replay: a known key (the same statement inserts nothing and returns the stored entry; the empty transaction commits without a flush).\n")
 	fmt.Fprintf(&b, "\nRaw rounds (µs/op): pgbench 1 client %s; 8 clients %s.\n", fmtList(insert1), fmtList(insert8))
 	for _, name := range order {
 		fmt.Fprintf(&b, "%s %s.\n", name, fmtList(goRuns[name]))
