@@ -14,7 +14,15 @@
 //     so there is exactly one fresh admission per key however many callers race;
 //   - event sequences come from an identity column, in batch order;
 //   - the outbox is claimed with FOR UPDATE SKIP LOCKED, so two dispatchers never get one row;
-//   - every write, and every bundle, is one transaction committed last.
+//   - every write, and every bundle, is one transaction committed last. A bundle costs two round
+//     trips whatever it carries: BEGIN and every item's statement travel in one pgx batch, each
+//     answer is checked by its item's rule, and COMMIT follows only if all of them accepted.
+//
+// CommitIn applies a bundle inside the application's own transaction (under a savepoint), so that
+// the application's tables and the turn store change together or not at all.
+//
+// Times the store stamps come from WithClock (default time.Now), in UTC at microsecond
+// precision, including the redaction record (the original used the database's now()).
 //
 // Errors wrap the turn sentinels. A lost connection before COMMIT is ErrUnavailable (the server
 // rolled the transaction back); a COMMIT that got no answer is ErrTimeout (it may have landed:

@@ -14,6 +14,9 @@ import (
 // ErrNotFound from ErrConflict from an accepted repeat. The same step therefore runs on its own
 // (a standalone method) or queued with every other step of a bundle, in one round trip, and a
 // bundle item obeys exactly the rule of its standalone method.
+//
+// A step's statement must not depend on the answer of an earlier step: all of them are sent
+// before any answer is read.
 type step struct {
 	what string // names the item in errors, e.g. "bundle event batch 0"
 	sql  string // schema already spliced in
@@ -21,28 +24,12 @@ type step struct {
 	read func(r results) error // errors it returns are classified
 }
 
-// results reads the answer to one statement. pgx.BatchResults has exactly these methods;
-// directResults sends the statement first.
+// results reads the answer to one statement: pgx.BatchResults, as a step is always run queued
+// in a batch (alone for a standalone method, with the others for a bundle).
 type results interface {
 	Exec() (pgconn.CommandTag, error)
 	Query() (pgx.Rows, error)
 	QueryRow() pgx.Row
-}
-
-type directResults struct {
-	ctx  context.Context
-	q    querier
-	sql  string
-	args []any
-}
-
-func (d directResults) Exec() (pgconn.CommandTag, error) { return d.q.Exec(d.ctx, d.sql, d.args...) }
-func (d directResults) Query() (pgx.Rows, error)         { return d.q.Query(d.ctx, d.sql, d.args...) }
-func (d directResults) QueryRow() pgx.Row                { return d.q.QueryRow(d.ctx, d.sql, d.args...) }
-
-// run runs the step alone on q.
-func (st step) run(ctx context.Context, q querier) error {
-	return st.read(directResults{ctx: ctx, q: q, sql: st.sql, args: st.args})
 }
 
 // execStep is a step whose answer is only success or failure.
