@@ -9,9 +9,11 @@
 //   - a partial unique index keeps at most one open blocking card per case, so two concurrent
 //     inserts cannot both win;
 //   - every status change carries the state it expects in the WHERE clause of the UPDATE; zero rows
-//     means the precondition failed, and a second read tells ErrNotFound from ErrConflict;
-//   - journal admission is INSERT ... ON CONFLICT DO NOTHING on the idempotency key then a re-read,
-//     so there is exactly one fresh admission per key however many callers race;
+//     means the precondition failed, and the row as it stood (returned by the same statement, or
+//     read next) tells ErrNotFound from ErrConflict from an accepted repeat;
+//   - journal admission is INSERT ... ON CONFLICT DO NOTHING on the idempotency key, returning the
+//     stored entry when the key is taken, so there is exactly one fresh admission per key however
+//     many callers race;
 //   - event sequences come from an identity column, in batch order;
 //   - the outbox is claimed with FOR UPDATE SKIP LOCKED, so two dispatchers never get one row;
 //   - every write, and every bundle, is one transaction committed last. A bundle costs two round
