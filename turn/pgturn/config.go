@@ -48,7 +48,8 @@ type Config struct {
 	// never recycles).
 	MaxConnLifetime time.Duration
 	// StatementTimeout is sent as the statement_timeout startup parameter of every connection
-	// (default zero: inherit the server's or role's setting).
+	// (default zero: inherit the server's or role's setting). Behind PgBouncer, either list
+	// statement_timeout in its ignore_startup_parameters or set the timeout on the role instead.
 	StatementTimeout time.Duration
 	// Schema holds the tables (default: the connection's search_path). Every statement names it
 	// explicitly, so no session state is needed and the store works behind PgBouncer in
