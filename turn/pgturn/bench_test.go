@@ -88,18 +88,17 @@ func BenchmarkClaimDue(b *testing.B) {
 	ctx := b.Context()
 	var seeded int
 	b.Run(fmt.Sprintf("rows=%d/dispatchers=%d", batch, dispatchers), func(b *testing.B) {
-		// Enough due rows for every claim of this run, inserted in bulk (the claim is measured,
-		// not the enqueue).
-		need := (b.N+dispatchers)*batch - seeded
-		if need > 0 {
-			_, err := s.Pool().Exec(ctx, `INSERT INTO `+s.Schema()+`.turn_outbox
-				(outbox_id, command_id, destination, payload, idempotency_key, status, created_at)
-				SELECT gen_random_uuid(), gen_random_uuid(), 'bench', '{}', 'k-' || ($1::int + i), 'pending',
-				    'epoch'::timestamptz + make_interval(secs => $1::int + i)
-				FROM generate_series(1, $2::int) i`, seeded, need)
-			must(b, err, "seed")
-			seeded += need
-		}
+		// Fresh due rows for every claim of this run (the framework runs this function several
+		// times, and earlier runs consumed theirs), inserted in bulk: the claim is measured, not
+		// the enqueue.
+		need := (b.N + dispatchers) * batch
+		_, err := s.Pool().Exec(ctx, `INSERT INTO `+s.Schema()+`.turn_outbox
+			(outbox_id, command_id, destination, payload, idempotency_key, status, created_at)
+			SELECT gen_random_uuid(), gen_random_uuid(), 'bench', '{}', 'k-' || ($1::int + i), 'pending',
+			    'epoch'::timestamptz + make_interval(secs => $1::int + i)
+			FROM generate_series(1, $2::int) i`, seeded, need)
+		must(b, err, "seed")
+		seeded += need
 		b.SetParallelism((dispatchers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 		var worker atomic.Int64
 		b.ResetTimer()
