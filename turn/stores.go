@@ -166,7 +166,11 @@ type EventReader interface {
 // EventWriter appends to and erases payloads in the event journal.
 type EventWriter interface {
 	// AppendEvents appends the batch atomically, assigning increasing sequences in batch order,
-	// and returns the event ids in batch order. An empty batch is CodeInvalidRecord; an event id
+	// and returns the event ids in batch order. An account's events must become visible in
+	// sequence order, or a ReadFrom cursor would pass over one that commits late: a backend whose
+	// sequences can commit out of order (two PostgreSQL transactions drawing from one identity)
+	// serializes the appends of an account, in AppendEvents and in Commit alike, for example with
+	// a per-account lock held until the transaction ends. An empty batch is CodeInvalidRecord; an event id
 	// that exists for the account, or repeats within the batch, is ErrConflict. Either way
 	// nothing of the batch is written.
 	AppendEvents(ctx context.Context, b EventBatch) ([]ID, error)

@@ -72,6 +72,9 @@ func (s *Store) BlockingAnsweredAt(ctx context.Context, account string, key turn
 	if err := key.Validate(); err != nil {
 		return false, err
 	}
+	if err := turn.ValidateRevision("revision", revision); err != nil {
+		return false, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return false, err
 	}

@@ -41,3 +41,8 @@ func TestReportIsDeterministicOnAStoppedClock(t *testing.T) {
 		t.Fatalf("report:\n%s", first)
 	}
 }
+
+func TestExtraChecks(t *testing.T) {
+	t.Parallel()
+	turntest.RunExtra(t, func(context.Context) (turn.Stores, error) { return memturn.New(nil).Stores(), nil }, turntest.Parallel())
+}

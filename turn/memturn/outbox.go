@@ -35,10 +35,8 @@ func (s *Store) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.O
 	}
 	defer s.mu.Unlock()
 	out := []turn.OutboxRecord{}
-	for _, rec := range s.outbox {
-		if rec.Entry.CommandID == command {
-			out = append(out, copyOutboxRecord(rec))
-		}
+	for _, id := range s.byCommand[command] {
+		out = append(out, copyOutboxRecord(s.outbox[id]))
 	}
 	sortOutbox(out, func(r turn.OutboxRecord) turn.OutboxEntry { return r.Entry })
 	return out, nil
@@ -67,9 +65,25 @@ func (s *Store) enqueue(u *undo, e turn.OutboxEntry) error {
 	if _, ok := s.keys[k]; ok {
 		return conflict("destination %q already has idempotency key %q", e.Destination, e.IdempotencyKey)
 	}
-	put(u, s.outbox, e.OutboxID, turn.OutboxRecord{Entry: copyOutboxEntry(e)})
+	s.storeOutbox(u, turn.OutboxRecord{Entry: copyOutboxEntry(e)})
 	put(u, s.keys, k, e.OutboxID)
+	rows := s.byCommand[e.CommandID]
+	put(u, s.byCommand, e.CommandID, append(slices.Clip(rows), e.OutboxID))
 	return nil
+}
+
+// storeOutbox writes the row and keeps the live index in step.
+func (s *Store) storeOutbox(u *undo, rec turn.OutboxRecord) {
+	id := rec.Entry.OutboxID
+	if old, ok := s.outbox[id]; ok {
+		if set := s.live[old.Entry.Status]; set != nil {
+			del(u, set, id)
+		}
+	}
+	put(u, s.outbox, id, rec)
+	if set := s.live[rec.Entry.Status]; set != nil {
+		put(u, set, id, struct{}{})
+	}
 }
 
 // ClaimDue implements turn.OutboxWriter. One mutex guards every row, so two claimers can never
@@ -92,22 +106,28 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 	}
 	defer s.mu.Unlock()
 	now = tm(now)
-	var due []turn.OutboxRecord
-	for _, rec := range s.outbox {
-		if rec.Entry.Status == turn.OutboxPending && (rec.Entry.NextAttemptAt.IsZero() || !rec.Entry.NextAttemptAt.After(now)) {
-			due = append(due, rec)
+	type dueRow struct {
+		created time.Time
+		id      turn.ID
+	}
+	var due []dueRow
+	for id := range s.live[turn.OutboxPending] {
+		e := s.outbox[id].Entry
+		if e.NextAttemptAt.IsZero() || !e.NextAttemptAt.After(now) {
+			due = append(due, dueRow{e.CreatedAt, id})
 		}
 	}
-	sortOutbox(due, func(r turn.OutboxRecord) turn.OutboxEntry { return r.Entry })
+	slices.SortFunc(due, func(a, b dueRow) int { return byTimeThenID(a.created, a.id, b.created, b.id) })
 	out := []turn.OutboxEntry{}
-	for _, rec := range firstN(due, limit) {
+	for _, d := range firstN(due, limit) {
+		rec := s.outbox[d.id]
 		if rec.Entry.AttemptCount >= turn.MaxAttemptCount {
 			continue // cannot count another attempt; left for an operator
 		}
 		rec.Entry.Status = turn.OutboxDispatching
 		rec.Entry.AttemptCount++
 		rec.Claim = &turn.OutboxClaim{WorkerID: workerID, ClaimedAt: now}
-		s.outbox[rec.Entry.OutboxID] = rec
+		s.storeOutbox(nil, rec)
 		out = append(out, copyOutboxEntry(rec.Entry))
 	}
 	return out, nil
@@ -131,7 +151,7 @@ func (s *Store) settle(ctx context.Context, id turn.ID, apply func(rec turn.Outb
 	if err != nil || !write {
 		return err
 	}
-	s.outbox[id] = next
+	s.storeOutbox(nil, next)
 	return nil
 }
 
@@ -232,7 +252,7 @@ func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) erro
 	rec.Entry.Status = turn.OutboxPending
 	rec.Entry.NextAttemptAt = tm(next)
 	rec.Claim = nil
-	s.outbox[id] = rec
+	s.storeOutbox(nil, rec)
 	return nil
 }
 
@@ -247,14 +267,18 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 	defer s.mu.Unlock()
 	claimedBefore = tm(claimedBefore)
 	out := []turn.ID{}
-	for id, rec := range s.outbox {
-		if rec.Entry.Status == turn.OutboxDispatching && rec.Claim != nil && rec.Claim.ClaimedAt.Before(claimedBefore) {
-			rec.Entry.Status = turn.OutboxPending
-			rec.Entry.NextAttemptAt = time.Time{}
-			rec.Claim = nil
-			s.outbox[id] = rec
+	for id := range s.live[turn.OutboxDispatching] {
+		rec := s.outbox[id]
+		if rec.Claim != nil && rec.Claim.ClaimedAt.Before(claimedBefore) {
 			out = append(out, id)
 		}
+	}
+	for _, id := range out {
+		rec := s.outbox[id]
+		rec.Entry.Status = turn.OutboxPending
+		rec.Entry.NextAttemptAt = time.Time{}
+		rec.Claim = nil
+		s.storeOutbox(nil, rec)
 	}
 	sortIDs(out)
 	return out, nil

@@ -25,6 +25,11 @@ type Store struct {
 	seq    int64             // last event sequence handed out, across every account
 	outbox map[turn.ID]turn.OutboxRecord
 	keys   map[outboxKey]turn.ID
+	// live indexes the rows a sweep looks at (pending and dispatching) by status, so that a
+	// claim or a reaping costs what is live, not what the outbox ever held.
+	live map[turn.OutboxStatus]map[turn.ID]struct{}
+	// byCommand lists each command's outbox rows in enqueue order.
+	byCommand map[turn.ID][]turn.ID
 }
 
 type outboxKey struct{ destination, key string }
@@ -57,10 +62,15 @@ func New(clock func() time.Time) *Store {
 		clock = time.Now
 	}
 	return &Store{
-		clock:  clock,
-		shards: map[string]*shard{},
-		outbox: map[turn.ID]turn.OutboxRecord{},
-		keys:   map[outboxKey]turn.ID{},
+		clock:     clock,
+		shards:    map[string]*shard{},
+		outbox:    map[turn.ID]turn.OutboxRecord{},
+		keys:      map[outboxKey]turn.ID{},
+		byCommand: map[turn.ID][]turn.ID{},
+		live: map[turn.OutboxStatus]map[turn.ID]struct{}{
+			turn.OutboxPending:     {},
+			turn.OutboxDispatching: {},
+		},
 	}
 }
 
@@ -102,6 +112,16 @@ func put[K comparable, V any](u *undo, m map[K]V, k K, v V) {
 			delete(m, k)
 		}
 	})
+}
+
+// del deletes m[k] and records how to restore it.
+func del[K comparable, V any](u *undo, m map[K]V, k K) {
+	old, had := m[k]
+	if !had {
+		return
+	}
+	delete(m, k)
+	u.add(func() { m[k] = old })
 }
 
 // lock takes the store's mutex after checking ctx: a call whose context is already done does

@@ -13,6 +13,15 @@
 // Each check is a named subtest. Outside `go test`, RunAll returns a Report with one Outcome per
 // check; it never panics and never stops early.
 //
+// Time: every instant a rule depends on (an expiry sweep, a claim, a reaping cutoff) is passed
+// explicitly, as fixed offsets from the Unix epoch; the suite never reads or advances a
+// backend's clock, and checks the times a backend stamps itself only for presence and
+// consistency. A backend on a real clock (PostgreSQL) passes it as well as one on a stopped
+// clock.
+//
+// ExtraChecks (RunExtra) go beyond the contract's 25: bad input of every kind, 32 concurrent
+// admissions of one key, and exactly-once paging while writers append concurrently.
+//
 // Every check uses accounts, ids and an outbox destination of its own, so several checks, or
 // several runs, can share one database. Three operations of the contract act on every tenant,
 // and the checks that use them only look at their own rows: ExpireDue, ListUnfinishedTurns with

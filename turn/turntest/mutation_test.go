@@ -1,0 +1,299 @@
+package turntest_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/memturn"
+	"github.com/steadhq/stead/turn/turntest"
+)
+
+// The suite is only worth something if it fails broken stores. Each mutant below breaks one rule
+// of the contract on top of the reference store; the checks guarding that rule must fail.
+
+// leakyCards ignores the account when loading a card (a query that forgot the tenant).
+type leakyCards struct {
+	*memturn.Store
+	mu    sync.Mutex
+	owner map[turn.ID]string
+}
+
+func (l *leakyCards) InsertInteraction(ctx context.Context, it turn.Interaction) error {
+	l.mu.Lock()
+	l.owner[it.ID] = it.AccountID
+	l.mu.Unlock()
+	return l.Store.InsertInteraction(ctx, it)
+}
+
+func (l *leakyCards) LoadInteraction(ctx context.Context, _ string, id turn.ID) (turn.InteractionRecord, error) {
+	l.mu.Lock()
+	owner, ok := l.owner[id]
+	l.mu.Unlock()
+	if !ok {
+		return turn.InteractionRecord{}, turn.ErrNotFound
+	}
+	return l.Store.LoadInteraction(ctx, owner, id)
+}
+
+// deletingErasure implements erasure as a delete: the event disappears from every read.
+type deletingErasure struct {
+	*memturn.Store
+	mu      sync.Mutex
+	deleted map[turn.ID]turn.CaseKey
+}
+
+func (d *deletingErasure) gone(id turn.ID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.deleted[id]
+	return ok
+}
+
+func (d *deletingErasure) keep(events []turn.Event) []turn.Event {
+	return slices.DeleteFunc(events, func(e turn.Event) bool { return d.gone(e.EventID) })
+}
+
+func (d *deletingErasure) RedactPayload(ctx context.Context, account string, id turn.ID, authority string) (turn.Redaction, error) {
+	evs, err := d.Store.LoadEvents(ctx, account, []turn.ID{id})
+	if err != nil || len(evs) == 0 || d.gone(id) {
+		return turn.Redaction{}, turn.ErrNotFound
+	}
+	d.mu.Lock()
+	d.deleted[id] = evs[0].CaseKey
+	d.mu.Unlock()
+	return turn.Redaction{RedactedAt: evs[0].OccurredAt, Authority: authority}, nil
+}
+
+func (d *deletingErasure) ReadFrom(ctx context.Context, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
+	p, err := d.Store.ReadFrom(ctx, account, after, limit)
+	p.Events = d.keep(p.Events)
+	return p, err
+}
+
+func (d *deletingErasure) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
+	evs, err := d.Store.ListSince(ctx, account, key, since, limit)
+	return d.keep(evs), err
+}
+
+func (d *deletingErasure) LoadEvents(ctx context.Context, account string, ids []turn.ID) ([]turn.Event, error) {
+	evs, err := d.Store.LoadEvents(ctx, account, ids)
+	return d.keep(evs), err
+}
+
+func (d *deletingErasure) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
+	n, err := d.Store.CountEvents(ctx, account, key)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, k := range d.deleted {
+		if k == key {
+			n--
+		}
+	}
+	return n, err
+}
+
+// looseCommit applies a bundle item by item through the standalone methods, with no
+// transaction: whatever ran before a failing item stays.
+type looseCommit struct{ *memturn.Store }
+
+func (l looseCommit) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
+	if err := b.Validate(account); err != nil {
+		return turn.Receipt{}, err
+	}
+	r := turn.Receipt{CommittedAt: time.Now()}
+	for _, c := range b.JournalCompletions {
+		if err := l.CompleteCommand(ctx, account, c.CommandID, c.Outcome); err != nil {
+			return r, err
+		}
+	}
+	for _, batch := range b.Events {
+		ids, err := l.AppendEvents(ctx, batch)
+		if err != nil {
+			return r, err
+		}
+		r.EventIDs = append(r.EventIDs, ids...)
+	}
+	for _, f := range b.InteractionFinishes {
+		if _, err := l.FinishResolution(ctx, account, f.InteractionID, f.Outcome); err != nil {
+			return r, err
+		}
+	}
+	for _, inv := range b.InteractionInvalidations {
+		ids, err := l.InvalidateForCase(ctx, account, inv.CaseKey, inv.NewRevision, inv.Reason)
+		if err != nil {
+			return r, err
+		}
+		r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
+	}
+	for _, ins := range b.InteractionInserts {
+		ids, err := l.InsertReplacingBlocking(ctx, ins.Interaction)
+		if err != nil {
+			return r, err
+		}
+		r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
+		r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
+	}
+	for _, e := range b.OutboxEntries {
+		if err := l.Enqueue(ctx, e); err != nil {
+			return r, err
+		}
+	}
+	if b.ReplayRecord != nil {
+		if err := l.PutReplay(ctx, *b.ReplayRecord); err != nil {
+			return r, err
+		}
+	}
+	if b.TurnPhase != nil {
+		if _, err := l.SetTurnPhase(ctx, account, b.TurnPhase.TurnID, b.TurnPhase.Phase); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// greedyClaim hands out rows without marking them claimed: a second worker gets them again.
+type greedyClaim struct{ *memturn.Store }
+
+func (g greedyClaim) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turn.OutboxEntry, error) {
+	claimed, err := g.Store.ClaimDue(ctx, now, limit, worker)
+	for _, e := range claimed {
+		_ = g.Store.Reschedule(ctx, e.OutboxID, time.Time{}) // back to pending at once
+	}
+	return claimed, err
+}
+
+func TestMutantsFail(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		stores func() turn.Stores
+		// mustFail are checks that must catch the mutant; onlyFail, when set, bounds the
+		// checks allowed to fail (the mutant breaks nothing else).
+		mustFail []string
+		onlyFail []string
+		detail   string
+	}{
+		{
+			name: "ignores the account on load",
+			stores: func() turn.Stores {
+				return turn.NewStores(&leakyCards{Store: memturn.New(nil), owner: map[turn.ID]string{}})
+			},
+			mustFail: []string{"cross_tenant_isolation"},
+		},
+		{
+			name: "erasure deletes the event",
+			stores: func() turn.Stores {
+				return turn.NewStores(&deletingErasure{Store: memturn.New(nil), deleted: map[turn.ID]turn.CaseKey{}})
+			},
+			mustFail: []string{"event_redaction_preserves_identity_and_order", "event_redaction_is_audited_and_idempotent"},
+			onlyFail: []string{"event_redaction_preserves_identity_and_order", "event_redaction_is_audited_and_idempotent"},
+			detail:   "an erasure must not add, remove or move an event",
+		},
+		{
+			name:     "bundle without a transaction",
+			stores:   func() turn.Stores { return turn.NewStores(looseCommit{memturn.New(nil)}) },
+			mustFail: []string{"commit_bundle_atomic_on_invalid_item", "commit_bundle_restores_modified_records"},
+			onlyFail: []string{"commit_bundle_atomic_on_invalid_item", "commit_bundle_restores_modified_records"},
+		},
+		{
+			name:     "claims are not exclusive",
+			stores:   func() turn.Stores { return turn.NewStores(greedyClaim{memturn.New(nil)}) },
+			mustFail: []string{"outbox_claim_exclusivity_and_reschedule"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			report := turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) { return tt.stores(), nil })
+			failed := map[string]string{}
+			for _, f := range report.Failures() {
+				failed[f.Check] = f.Failure
+			}
+			for _, name := range tt.mustFail {
+				if _, ok := failed[name]; !ok {
+					t.Errorf("%s passed against the mutant", name)
+				}
+			}
+			if tt.onlyFail != nil {
+				for name, why := range failed {
+					if !slices.Contains(tt.onlyFail, name) {
+						t.Errorf("%s failed too: %s", name, why)
+					}
+				}
+			}
+			if tt.detail != "" && !strings.Contains(failed[tt.mustFail[0]], tt.detail) {
+				t.Errorf("%s failed with %q, want it to say %q", tt.mustFail[0], failed[tt.mustFail[0]], tt.detail)
+			}
+			if report.Passed() || report.Err() == nil {
+				t.Error("the report passed")
+			}
+		})
+	}
+}
+
+func TestReportForm(t *testing.T) {
+	t.Parallel()
+	report := turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) { return memturn.New(nil).Stores(), nil })
+	if !report.Passed() || report.Err() != nil || len(report.Outcomes) != turntest.CheckCount {
+		t.Fatalf("report:\n%s", report)
+	}
+	lines := strings.Split(strings.TrimSpace(report.String()), "\n")
+	if lines[0] != "25 of 25 conformance checks passed" || len(lines) != 26 || !strings.HasPrefix(lines[1], "pass ") {
+		t.Fatalf("report:\n%s", report)
+	}
+	names := map[string]bool{}
+	for _, ch := range turntest.Checks() {
+		if names[ch.Name] {
+			t.Errorf("duplicate check %s", ch.Name)
+		}
+		names[ch.Name] = true
+		if got, ok := turntest.Lookup(ch.Name); !ok || got.Name != ch.Name {
+			t.Errorf("Lookup(%s) failed", ch.Name)
+		}
+	}
+	if len(names) != turntest.CheckCount {
+		t.Fatalf("%d checks, want %d", len(names), turntest.CheckCount)
+	}
+}
+
+// A factory that fails, stores with a missing role, and a store that panics are failures in the
+// report, never a panic of the suite.
+func TestHarnessNeverPanics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		factory turntest.Factory
+		want    string
+	}{
+		{"factory error", func(context.Context) (turn.Stores, error) { return turn.Stores{}, context.Canceled }, "factory:"},
+		{"missing role", func(context.Context) (turn.Stores, error) {
+			s := memturn.New(nil).Stores()
+			s.Replay = nil
+			return s, nil
+		}, "replay"},
+		{"panicking store", func(context.Context) (turn.Stores, error) {
+			s := memturn.New(nil).Stores()
+			s.Interactions = panicking{s.Interactions}
+			return s, nil
+		}, "panic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ch, _ := turntest.Lookup("blocking_interaction_conflict")
+			out := ch.Run(t.Context(), tt.factory)
+			if out.Passed() || !strings.Contains(out.Failure, tt.want) {
+				t.Fatalf("outcome %+v, want a failure mentioning %q", out, tt.want)
+			}
+		})
+	}
+}
+
+type panicking struct{ turn.InteractionStore }
+
+func (panicking) InsertInteraction(context.Context, turn.Interaction) error { panic("boom") }
