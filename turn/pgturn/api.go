@@ -373,7 +373,10 @@ func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID,
 	}
 	var ids []turn.ID
 	st, err := s.appendStep("", b, &ids)
-	if err := s.writeStep(ctx, st, err); err != nil {
+	if err != nil {
+		return nil, err
+	}
+	if err := s.runSteps(ctx, []step{s.appendLockStep(b.AccountID), st}); err != nil {
 		return nil, err
 	}
 	return ids, nil

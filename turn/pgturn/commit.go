@@ -75,6 +75,9 @@ func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps
 		}
 		return err
 	}
+	if len(b.Events) > 0 {
+		steps = append(steps, s.appendLockStep(account)) // first: see sqlAppendLock
+	}
 	appended := make([][]turn.ID, len(b.Events))
 	retired := make([][]turn.ID, len(b.InteractionInvalidations))
 	superseded := make([][]turn.ID, len(b.InteractionInserts))

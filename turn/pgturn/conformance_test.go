@@ -32,3 +32,13 @@ func TestConformance(t *testing.T) {
 		return newStore(t).Stores(), nil
 	}, turntest.Parallel())
 }
+
+// The suite's extra checks: bad input, racing admissions, and the stream paged while writers
+// append concurrently (including two writers on one account, where a later sequence could
+// otherwise commit first and be passed over).
+func TestConformanceExtra(t *testing.T) {
+	t.Parallel()
+	turntest.RunExtra(t, func(ctx context.Context) (turn.Stores, error) {
+		return newStore(t).Stores(), nil
+	}, turntest.Parallel())
+}

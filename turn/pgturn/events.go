@@ -77,6 +77,25 @@ func collectEvents(rows pgx.Rows, err error) ([]turn.Event, error) {
 	return out, nil
 }
 
+// A cursor is only safe if an account's events become visible in sequence order: were two
+// transactions of one account to draw sequences 10 and 11 and commit 11 first, a reader could
+// page past 11 and never see 10. So every append first takes a lock of its account, held until
+// its transaction ends: the next append of the account draws its sequences only once the
+// previous one is visible (PostgreSQL releases transaction locks after making the commit
+// visible). Appends of different accounts do not wait for each other (but for hash collisions,
+// which only cost a wait). The lock is taken before anything else the transaction writes, so it
+// never waits while holding a row another append needs.
+const sqlAppendLock = `SELECT pg_advisory_xact_lock(` + appendLockClass + `, hashtext($1))`
+
+// appendLockClass is the first key of the append locks: "turn" in ASCII, apart from the key
+// migrations lock with.
+const appendLockClass = "1953854062"
+
+// appendLockStep serialises the appends of account in this store's schema.
+func (s *Store) appendLockStep(account string) step {
+	return execStep("", s.sql(sqlAppendLock), []any{s.schema + "/" + account}, nil)
+}
+
 // The batch is one INSERT whose rows are produced in batch order (ORDER BY the ordinality), so
 // the identity column hands out sequences in that order. A duplicate id, against a stored event
 // or within the batch, violates the primary key and fails the statement whole.
