@@ -14,7 +14,9 @@
 //   - journal admission is INSERT ... ON CONFLICT DO NOTHING on the idempotency key, returning the
 //     stored entry when the key is taken, so there is exactly one fresh admission per key however
 //     many callers race;
-//   - event sequences come from an identity column, in batch order;
+//   - event sequences come from an identity column, in batch order, and an account's appends take
+//     a transaction-scoped advisory lock of the account first, so its events become visible in
+//     sequence order and a ReadFrom cursor never passes over one that commits late;
 //   - the outbox is claimed with FOR UPDATE SKIP LOCKED, so two dispatchers never get one row;
 //   - every write, and every bundle, is one transaction committed last. A bundle costs two round
 //     trips whatever it carries: BEGIN and every item's statement travel in one pgx batch, each
