@@ -40,7 +40,9 @@ func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn
 // The bundle runs under a savepoint. If an item fails, the savepoint is rolled back and the error
 // returned: none of the bundle remains in tx, and tx is still usable, so the caller's own writes
 // survive and the caller decides whether to commit them. Store-stamped times are taken when
-// CommitIn runs, not when the caller commits.
+// CommitIn runs, not when the caller commits. A bundle carrying events holds its account's
+// append lock (see AppendEvents) until tx ends, so keep tx short: the account's other appends
+// wait for it.
 func (s *Store) CommitIn(ctx context.Context, tx pgx.Tx, account string, b turn.Bundle) (turn.Receipt, error) {
 	if err := b.Validate(account); err != nil {
 		return turn.Receipt{}, err
