@@ -25,7 +25,7 @@ func TestMigrateConcurrentlyOnFreshSchema(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		t.Cleanup(s.Close)
+		t.Cleanup(func() { _ = s.Close() })
 		stores[i] = s
 	}
 	start := make(chan struct{})

@@ -22,7 +22,7 @@ func TestConformancePgBouncerMode(t *testing.T) {
 		if err != nil {
 			return turn.Stores{}, err
 		}
-		t.Cleanup(s.Close)
+		t.Cleanup(func() { _ = s.Close() })
 		if err := s.Migrate(ctx); err != nil {
 			return turn.Stores{}, err
 		}

@@ -111,14 +111,16 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) Schema() string { return s.schema }
 
 // Close makes every later call fail with ErrClosed and, when the store opened the pool, closes it
-// (waiting for connections in use to be released).
-func (s *Store) Close() {
+// (waiting for connections in use to be released). It always returns nil; it is an io.Closer so
+// that it sits beside the project's other stores.
+func (s *Store) Close() error {
 	if s.closed.Swap(true) {
-		return
+		return nil
 	}
 	if s.ownsPool {
 		s.pool.Close()
 	}
+	return nil
 }
 
 func (s *Store) open() error {
