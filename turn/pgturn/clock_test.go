@@ -44,3 +44,20 @@ func TestStoreClock(t *testing.T) {
 		t.Fatalf("read back resolved %v created %v", back.Interaction.ResolvedAt, back.Interaction.CreatedAt)
 	}
 }
+
+// Caller-supplied times come back as the store keeps them: UTC, microseconds.
+func TestCallerTimesReadBackAtMicroseconds(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	created := time.Date(2026, 3, 1, 9, 40, 0, 123456789, time.FixedZone("CET", 3600))
+	c := card("acct", turn.NewID(), turn.CaseRef{Workflow: "trip", CaseID: "c", ExpectedRevision: 1}, created)
+	c.ExpiresAt = created.Add(time.Hour)
+	must(t, s.InsertInteraction(ctx, c), "insert")
+	rec, err := s.LoadInteraction(ctx, "acct", c.ID)
+	must(t, err, "load")
+	if rec.Interaction.CreatedAt != turn.ClockTime(created) || rec.Interaction.ExpiresAt != turn.ClockTime(c.ExpiresAt) {
+		t.Fatalf("read back created %v expires %v, want %v and %v", rec.Interaction.CreatedAt,
+			rec.Interaction.ExpiresAt, turn.ClockTime(created), turn.ClockTime(c.ExpiresAt))
+	}
+}

@@ -43,7 +43,7 @@ func (r *interactionRow) record() (turn.InteractionRecord, error) {
 		return rec, err
 	}
 	it.ResolvedAt, it.ResolvedOptionID = utc(r.resolvedAt), text(r.optionID)
-	it.CreatedAt = it.CreatedAt.UTC()
+	it.CreatedAt = r.createdAt.UTC()
 	if !it.ExpiresAt.IsZero() {
 		it.ExpiresAt = it.ExpiresAt.UTC()
 	}
@@ -172,12 +172,18 @@ func (s *Store) insertStep(what string, it turn.Interaction, replace bool, at ti
 	if err != nil {
 		return step{}, err
 	}
+	// The document keeps times as the columns do: UTC, microseconds.
+	it.CreatedAt = turn.ClockTime(it.CreatedAt)
+	if !it.ExpiresAt.IsZero() {
+		it.ExpiresAt = turn.ClockTime(it.ExpiresAt)
+	}
+	it.ResolvedAt, it.ResolvedOptionID = time.Time{}, "" // owned by the lifecycle columns
 	body, err := marshal(it)
 	if err != nil {
 		return step{}, err
 	}
 	args := []any{it.AccountID, it.ID, it.ConversationID, it.CaseRef.Workflow, it.CaseRef.CaseID, rev,
-		string(it.Kind), it.Blocking, it.RevisionIndependent, it.PayloadHash, body, turn.ClockTime(it.CreatedAt),
+		string(it.Kind), it.Blocking, it.RevisionIndependent, it.PayloadHash, body, it.CreatedAt,
 		nullTime(it.ExpiresAt)}
 	if !replace || !it.Blocking {
 		return execStep(what, s.sql(sqlInsertInteraction), args, nil), nil
