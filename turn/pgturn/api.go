@@ -439,7 +439,7 @@ func (s *Store) MarkCompleted(ctx context.Context, id turn.ID) error {
 	if err := turn.ValidateID("outbox id", id); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.markCompleted(ctx, q, id, s.now()) })
+	return s.writeStep(ctx, s.markCompletedStep(id, s.now()), nil)
 }
 
 // MarkFailed implements turn.OutboxWriter.
@@ -452,7 +452,7 @@ func (s *Store) MarkFailed(ctx context.Context, id turn.ID, reason string, retry
 			return err
 		}
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.markFailed(ctx, q, id, reason, retryAt, s.now()) })
+	return s.writeStep(ctx, s.markFailedStep(id, reason, retryAt, s.now()), nil)
 }
 
 // MarkOutcomeUnknown implements turn.OutboxWriter.
@@ -460,7 +460,7 @@ func (s *Store) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef st
 	if err := firstErr(turn.ValidateID("outbox id", id), turn.ValidateText("remote ref", remoteRef)); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.markOutcomeUnknown(ctx, q, id, remoteRef) })
+	return s.writeStep(ctx, s.markOutcomeUnknownStep(id, remoteRef), nil)
 }
 
 // Reschedule implements turn.OutboxWriter.
@@ -473,7 +473,7 @@ func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) erro
 			return err
 		}
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.reschedule(ctx, q, id, next) })
+	return s.writeStep(ctx, s.rescheduleStep(id, next), nil)
 }
 
 // ReleaseExpiredClaims implements turn.OutboxWriter.
@@ -481,7 +481,11 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 	if err := turn.ValidateTime("claimed before", claimedBefore); err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.releaseExpiredClaims(ctx, q, claimedBefore) })
+	ids := []turn.ID{}
+	if err := s.writeStep(ctx, s.releaseStep(claimedBefore, &ids), nil); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // LoadReplay implements turn.ReplayReader.

@@ -150,93 +150,95 @@ func (s *Store) claimStep(now time.Time, limit int, worker string, out *[]turn.O
 	}}
 }
 
-const sqlOutboxStatus = `SELECT status FROM {schema}turn_outbox WHERE outbox_id = $1`
-
-// outboxRefusal tells why a settlement matched no row: no such row, or one in another status.
-// The caller passes the status in which a repeat is accepted unchanged ("" for none).
-func (s *Store) outboxRefusal(ctx context.Context, q querier, id turn.ID, accepted turn.OutboxStatus) error {
-	var st string
-	err := q.QueryRow(ctx, s.sql(sqlOutboxStatus), id).Scan(&st)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("outbox", id)
-	}
-	if err != nil {
-		return classify(err)
-	}
-	status, err := outboxStatus(st)
-	if err != nil {
-		return err
-	}
-	if accepted != "" && status == accepted {
-		return nil
-	}
-	return conflict("outbox %s is %q", id, status)
-}
-
-// execOutbox runs a settlement; when it matches no row, outboxRefusal decides the answer.
-func (s *Store) execOutbox(ctx context.Context, q querier, id turn.ID, accepted turn.OutboxStatus, sql string, args ...any) error {
-	tag, err := q.Exec(ctx, s.sql(sql), append([]any{id}, args...)...)
-	if err != nil {
-		return classify(err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	return s.outboxRefusal(ctx, q, id, accepted)
-}
+// Every settlement is one statement: the UPDATE carries the statuses it may leave in its WHERE
+// clause, and the same statement returns the status the row had (its snapshot, NULL for no row),
+// which is all the rule needs when the UPDATE matched nothing. A refused settlement changes
+// nothing at all.
+const settledTail = `
+SELECT EXISTS (SELECT 1 FROM moved), (SELECT status FROM {schema}turn_outbox WHERE outbox_id = $1)`
 
 const sqlMarkCompleted = `
-UPDATE {schema}turn_outbox
-SET status = 'completed', completed_at = $2, claim_worker_id = NULL, claim_taken_at = NULL
-WHERE outbox_id = $1 AND status IN ('dispatching', 'outcome_unknown')`
-
-func (s *Store) markCompleted(ctx context.Context, q querier, id turn.ID, at time.Time) error {
-	return s.execOutbox(ctx, q, id, turn.OutboxCompleted, sqlMarkCompleted, at)
-}
+WITH moved AS (
+    UPDATE {schema}turn_outbox
+    SET status = 'completed', completed_at = $2, claim_worker_id = NULL, claim_taken_at = NULL
+    WHERE outbox_id = $1 AND status IN ('dispatching', 'outcome_unknown')
+    RETURNING 1)` + settledTail
 
 const sqlRetry = `
-UPDATE {schema}turn_outbox
-SET status = 'pending', next_attempt_at = $2, last_failure = COALESCE($3, last_failure),
-    claim_worker_id = NULL, claim_taken_at = NULL
-WHERE outbox_id = $1 AND status IN ('pending', 'dispatching', 'outcome_unknown')`
+WITH moved AS (
+    UPDATE {schema}turn_outbox
+    SET status = 'pending', next_attempt_at = $2, last_failure = COALESCE($3, last_failure),
+        claim_worker_id = NULL, claim_taken_at = NULL
+    WHERE outbox_id = $1 AND status IN ('pending', 'dispatching', 'outcome_unknown')
+    RETURNING 1)` + settledTail
 
 // A definite failure settles the row; repeating it on a failed row is accepted and keeps the
 // first reason (the original adapter overwrote it; the contract says a repeat changes nothing).
 const sqlMarkFailed = `
-UPDATE {schema}turn_outbox
-SET status = 'failed', completed_at = $3, last_failure = $2, claim_worker_id = NULL, claim_taken_at = NULL
-WHERE outbox_id = $1 AND status IN ('dispatching', 'outcome_unknown')`
+WITH moved AS (
+    UPDATE {schema}turn_outbox
+    SET status = 'failed', completed_at = $3, last_failure = $2, claim_worker_id = NULL, claim_taken_at = NULL
+    WHERE outbox_id = $1 AND status IN ('dispatching', 'outcome_unknown')
+    RETURNING 1)` + settledTail
 
-func (s *Store) markFailed(ctx context.Context, q querier, id turn.ID, reason string, retryAt, at time.Time) error {
-	if !retryAt.IsZero() {
-		return s.execOutbox(ctx, q, id, "", sqlRetry, turn.ClockTime(retryAt), reason)
-	}
-	return s.execOutbox(ctx, q, id, turn.OutboxFailed, sqlMarkFailed, reason, at)
-}
-
-func (s *Store) reschedule(ctx context.Context, q querier, id turn.ID, next time.Time) error {
-	return s.execOutbox(ctx, q, id, "", sqlRetry, nullTime(next), nil)
-}
-
+// A dispatching row moves to outcome_unknown; a repeat on an outcome_unknown row only fills a
+// missing remote reference. The two UPDATEs match exclusive statuses of the same snapshot, so at
+// most one of them touches the row.
 const sqlMarkOutcomeUnknown = `
-UPDATE {schema}turn_outbox
-SET status = 'outcome_unknown', remote_ref = $2, claim_worker_id = NULL, claim_taken_at = NULL
-WHERE outbox_id = $1 AND status = 'dispatching'`
+WITH unknown AS (
+    UPDATE {schema}turn_outbox
+    SET status = 'outcome_unknown', remote_ref = $2, claim_worker_id = NULL, claim_taken_at = NULL
+    WHERE outbox_id = $1 AND status = 'dispatching'
+    RETURNING 1),
+filled AS (
+    UPDATE {schema}turn_outbox SET remote_ref = COALESCE(remote_ref, $2)
+    WHERE outbox_id = $1 AND status = 'outcome_unknown'
+    RETURNING 1),
+moved AS (SELECT 1 FROM unknown UNION ALL SELECT 1 FROM filled)` + settledTail
 
-// A repeat on an outcome_unknown row only fills a missing remote reference.
-const sqlFillRemoteRef = `
-UPDATE {schema}turn_outbox SET remote_ref = COALESCE(remote_ref, $2)
-WHERE outbox_id = $1 AND status = 'outcome_unknown'`
+// settleStep runs a settlement of row id. accepted is the status in which a repeat is accepted
+// unchanged ("" for none).
+func (s *Store) settleStep(id turn.ID, accepted turn.OutboxStatus, sql string, args ...any) step {
+	return step{sql: s.sql(sql), args: append([]any{id}, args...), read: func(r results) error {
+		var moved bool
+		var st *string
+		if err := r.QueryRow().Scan(&moved, &st); err != nil {
+			return classify(err)
+		}
+		if moved {
+			return nil
+		}
+		if st == nil {
+			return notFound("outbox", id)
+		}
+		status, err := outboxStatus(*st)
+		if err != nil {
+			return err
+		}
+		if accepted != "" && status == accepted {
+			return nil
+		}
+		return conflict("outbox %s is %q", id, status)
+	}}
+}
 
-func (s *Store) markOutcomeUnknown(ctx context.Context, q querier, id turn.ID, remoteRef string) error {
-	tag, err := q.Exec(ctx, s.sql(sqlMarkOutcomeUnknown), id, nullText(remoteRef))
-	if err != nil {
-		return classify(err)
+func (s *Store) markCompletedStep(id turn.ID, at time.Time) step {
+	return s.settleStep(id, turn.OutboxCompleted, sqlMarkCompleted, at)
+}
+
+func (s *Store) markFailedStep(id turn.ID, reason string, retryAt, at time.Time) step {
+	if !retryAt.IsZero() {
+		return s.settleStep(id, "", sqlRetry, turn.ClockTime(retryAt), reason)
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	return s.execOutbox(ctx, q, id, "", sqlFillRemoteRef, nullText(remoteRef))
+	return s.settleStep(id, turn.OutboxFailed, sqlMarkFailed, reason, at)
+}
+
+func (s *Store) rescheduleStep(id turn.ID, next time.Time) step {
+	return s.settleStep(id, "", sqlRetry, nullTime(next), nil)
+}
+
+func (s *Store) markOutcomeUnknownStep(id turn.ID, remoteRef string) step {
+	return s.settleStep(id, "", sqlMarkOutcomeUnknown, nullText(remoteRef))
 }
 
 const sqlReleaseExpiredClaims = `
@@ -245,15 +247,18 @@ SET status = 'pending', next_attempt_at = NULL, claim_worker_id = NULL, claim_ta
 WHERE status = 'dispatching' AND claim_taken_at < $1
 RETURNING outbox_id`
 
-func (s *Store) releaseExpiredClaims(ctx context.Context, q querier, before time.Time) ([]turn.ID, error) {
-	rows, err := q.Query(ctx, s.sql(sqlReleaseExpiredClaims), turn.ClockTime(before))
-	if err != nil {
-		return nil, classify(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[turn.ID])
-	if err != nil {
-		return nil, classify(err)
-	}
-	slices.SortFunc(ids, turn.ID.Compare)
-	return ids, nil
+func (s *Store) releaseStep(before time.Time, out *[]turn.ID) step {
+	return step{sql: s.sql(sqlReleaseExpiredClaims), args: []any{turn.ClockTime(before)}, read: func(r results) error {
+		rows, err := r.Query()
+		if err != nil {
+			return classify(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[turn.ID])
+		if err != nil {
+			return classify(err)
+		}
+		slices.SortFunc(ids, turn.ID.Compare)
+		*out = ids
+		return nil
+	}}
 }
