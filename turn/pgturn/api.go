@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -36,24 +35,6 @@ func readOne[T any](ctx context.Context, s *Store, fn func(q querier) (T, error)
 		return err
 	})
 	return out, err
-}
-
-func writeOne[T any](ctx context.Context, s *Store, fn func(q querier) (T, error)) (T, error) {
-	var out T
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = fn(tx)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return out, nil
-}
-
-func (s *Store) writeErr(ctx context.Context, fn func(q querier) error) error {
-	return s.write(ctx, func(tx pgx.Tx) error { return fn(tx) })
 }
 
 // writeStep runs one step as a write of its own (one round trip for BEGIN and the statement,
@@ -134,7 +115,8 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.
 	if err := firstErr(turn.ValidateAccount(account), t.Validate()); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.appendAssistantTurn(ctx, q, account, t) })
+	st, err := s.appendAssistantTurnStep(account, t)
+	return s.writeStep(ctx, st, err)
 }
 
 // SetTurnPhase implements turn.ConversationWriter.
@@ -211,9 +193,11 @@ func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID,
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("interaction id", id), turn.ValidateText("option id", optionID)); err != nil {
 		return turn.InteractionRecord{}, err
 	}
-	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
-		return s.beginResolution(ctx, q, account, id, expected, optionID, resolvedBy, s.now())
-	})
+	var rec turn.InteractionRecord
+	if err := s.writeStep(ctx, s.beginStep(account, id, expected, optionID, resolvedBy, s.now(), &rec), nil); err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	return rec, nil
 }
 
 // FinishResolution implements turn.InteractionWriter.
@@ -260,8 +244,8 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error)
 	if err := turn.ValidateTime("now", now); err != nil {
 		return nil, err
 	}
-	cards, err := writeOne(ctx, s, func(q querier) ([]expiredCard, error) { return s.expireDue(ctx, q, turn.ClockTime(now)) })
-	if err != nil {
+	var cards []expiredCard
+	if err := s.writeStep(ctx, s.expireStep(turn.ClockTime(now), &cards), nil); err != nil {
 		return nil, err
 	}
 	ids := make([]turn.ID, len(cards))
@@ -317,7 +301,7 @@ func (s *Store) MarkExecuting(ctx context.Context, account string, id turn.ID) e
 	if err := firstErr(turn.ValidateAccount(account), turn.ValidateID("command id", id)); err != nil {
 		return err
 	}
-	return s.writeErr(ctx, func(q querier) error { return s.markExecuting(ctx, q, account, id) })
+	return s.writeStep(ctx, s.markExecutingStep(account, id), nil)
 }
 
 // CompleteCommand implements turn.JournalWriter.

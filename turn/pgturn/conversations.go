@@ -70,38 +70,39 @@ func (s *Store) appendUserTurnStep(u turn.UserTurn, at time.Time) (step, error) 
 	}), nil
 }
 
+// The assistant turn is attached only to an unanswered turn of the same conversation; the
+// statement also returns the stored turn's conversation (NULL for no turn), which tells the three
+// refusals apart.
 const sqlAppendAssistantTurn = `
-UPDATE {schema}turn_turns SET assistant_turn = $4
-WHERE account_id = $1 AND turn_id = $2 AND conversation_id = $3 AND assistant_turn IS NULL`
+WITH answered AS (
+    UPDATE {schema}turn_turns SET assistant_turn = $4
+    WHERE account_id = $1 AND turn_id = $2 AND conversation_id = $3 AND assistant_turn IS NULL
+    RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM answered),
+    (SELECT conversation_id FROM {schema}turn_turns WHERE account_id = $1 AND turn_id = $2)`
 
-const sqlTurnAnswered = `
-SELECT conversation_id, assistant_turn IS NOT NULL FROM {schema}turn_turns
-WHERE account_id = $1 AND turn_id = $2`
-
-func (s *Store) appendAssistantTurn(ctx context.Context, q querier, account string, a turn.AssistantTurn) error {
+func (s *Store) appendAssistantTurnStep(account string, a turn.AssistantTurn) (step, error) {
 	body, err := marshal(a)
 	if err != nil {
-		return err
+		return step{}, err
 	}
-	tag, err := q.Exec(ctx, s.sql(sqlAppendAssistantTurn), account, a.TurnID, a.ConversationID, body)
-	if err != nil {
-		return classify(err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var conv turn.ID
-	var answered bool
-	err = q.QueryRow(ctx, s.sql(sqlTurnAnswered), account, a.TurnID).Scan(&conv, &answered)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return notFound("turn", a.TurnID)
-	case err != nil:
-		return classify(err)
-	case conv != a.ConversationID:
-		return turn.IdentityMismatch("assistant turn %s names conversation %s, the user turn %s", a.TurnID, a.ConversationID, conv)
-	}
-	return conflict("turn %s already has its assistant turn", a.TurnID)
+	return step{sql: s.sql(sqlAppendAssistantTurn), args: []any{account, a.TurnID, a.ConversationID, body},
+		read: func(r results) error {
+			var answered bool
+			var conv *turn.ID
+			if err := r.QueryRow().Scan(&answered, &conv); err != nil {
+				return classify(err)
+			}
+			switch {
+			case answered:
+				return nil
+			case conv == nil:
+				return notFound("turn", a.TurnID)
+			case *conv != a.ConversationID:
+				return turn.IdentityMismatch("assistant turn %s names conversation %s, the user turn %s", a.TurnID, a.ConversationID, *conv)
+			}
+			return conflict("turn %s already has its assistant turn", a.TurnID)
+		}}, nil
 }
 
 // turnRow holds a turn read with its phase: the user turn, received_at, the assistant turn and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -205,46 +206,43 @@ func (s *Store) insertStep(what string, it turn.Interaction, replace bool, at ti
 		}}, nil
 }
 
-const sqlInteractionExists = `
-SELECT EXISTS (SELECT 1 FROM {schema}turn_interactions WHERE account_id = $1 AND interaction_id = $2)`
-
-// missingOrMoved tells why a compare-and-swap matched no row: no such card for the account, or
-// a card that has moved on.
-func (s *Store) missingOrMoved(ctx context.Context, q querier, account string, id turn.ID) error {
-	var exists bool
-	if err := q.QueryRow(ctx, s.sql(sqlInteractionExists), account, id).Scan(&exists); err != nil {
-		return classify(err)
-	}
-	if !exists {
-		return notFound("interaction", id)
-	}
-	return conflict("interaction %s is not in the expected status", id)
-}
-
+// Only an active card begins resolving, and only when the caller expected it active ($6); the
+// second branch returns the card as it stood when it did not move.
 const sqlBeginResolution = `
-UPDATE {schema}turn_interactions
-SET status = 'resolving', resolved_option_id = $3, resolved_at = $4, resolved_by_turn = $5
-WHERE account_id = $1 AND interaction_id = $2 AND status = 'active'
-RETURNING ` + interactionColumns
+WITH begun AS (
+    UPDATE {schema}turn_interactions
+    SET status = 'resolving', resolved_option_id = $3, resolved_at = $4, resolved_by_turn = $5
+    WHERE account_id = $1 AND interaction_id = $2 AND status = 'active' AND $6::boolean
+    RETURNING ` + interactionColumns + `)
+SELECT true, ` + interactionColumns + ` FROM begun
+UNION ALL
+SELECT false, ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND interaction_id = $2 AND NOT EXISTS (SELECT 1 FROM begun)`
 
-// beginResolution accepts an answer: active -> resolving, recording the option, the turn and
+// beginStep accepts an answer into *out: active -> resolving, recording the option, the turn and
 // when. Only an active card can start resolving, so any other expected status is a conflict.
-func (s *Store) beginResolution(ctx context.Context, q querier, account string, id turn.ID, expected turn.InteractionStatus, option string, by turn.ID, at time.Time) (turn.InteractionRecord, error) {
-	if expected != turn.InteractionActive {
-		if err := s.missingOrMoved(ctx, q, account, id); !errors.Is(err, turn.ErrConflict) {
-			return turn.InteractionRecord{}, err
+func (s *Store) beginStep(account string, id turn.ID, expected turn.InteractionStatus, option string, by turn.ID, at time.Time, out *turn.InteractionRecord) step {
+	args := []any{account, id, nullText(option), at, nullID(by), expected == turn.InteractionActive}
+	return step{sql: s.sql(sqlBeginResolution), args: args, read: func(r results) error {
+		var begun bool
+		var row interactionRow
+		err := r.QueryRow().Scan(append([]any{&begun}, row.dest()...)...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("interaction", id)
 		}
-		return turn.InteractionRecord{}, conflict("interaction %s cannot begin resolving from %q", id, expected)
-	}
-	var r interactionRow
-	err := q.QueryRow(ctx, s.sql(sqlBeginResolution), account, id, nullText(option), at, nullID(by)).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.InteractionRecord{}, s.missingOrMoved(ctx, q, account, id)
-	}
-	if err != nil {
-		return turn.InteractionRecord{}, classify(err)
-	}
-	return r.record()
+		if err != nil {
+			return classify(err)
+		}
+		rec, err := row.record()
+		if err != nil {
+			return err
+		}
+		if !begun {
+			return conflict("interaction %s is %q; expected %q, and only active cards begin resolving", id, rec.Interaction.Status, expected)
+		}
+		*out = rec
+		return nil
+	}}
 }
 
 // Each settlement moves a resolving card; when it matches nothing, the second branch returns the
@@ -405,34 +403,35 @@ UPDATE {schema}turn_interactions SET status = 'expired'
 WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= $1
 RETURNING account_id, interaction_id`
 
-// expireDue expires every active card due at now, across accounts, ordered by (account, id).
-func (s *Store) expireDue(ctx context.Context, q querier, now time.Time) ([]expiredCard, error) {
-	rows, err := q.Query(ctx, s.sql(sqlExpireDue), now)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	var out []expiredCard
-	for rows.Next() {
-		var e expiredCard
-		if err := rows.Scan(&e.account, &e.id); err != nil {
-			return nil, classify(err)
+// expireStep expires every active card due at now, across accounts, into *out ordered by
+// (account, id).
+func (s *Store) expireStep(now time.Time, out *[]expiredCard) step {
+	return step{sql: s.sql(sqlExpireDue), args: []any{now}, read: func(r results) error {
+		rows, err := r.Query()
+		if err != nil {
+			return classify(err)
 		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	slices.SortFunc(out, func(a, b expiredCard) int {
-		if a.account != b.account {
-			if a.account < b.account {
-				return -1
+		defer rows.Close()
+		var cards []expiredCard
+		for rows.Next() {
+			var e expiredCard
+			if err := rows.Scan(&e.account, &e.id); err != nil {
+				return classify(err)
 			}
-			return 1
+			cards = append(cards, e)
 		}
-		return a.id.Compare(b.id)
-	})
-	return out, nil
+		if err := rows.Err(); err != nil {
+			return classify(err)
+		}
+		slices.SortFunc(cards, func(a, b expiredCard) int {
+			if c := strings.Compare(a.account, b.account); c != 0 {
+				return c
+			}
+			return a.id.Compare(b.id)
+		})
+		*out = cards
+		return nil
+	}}
 }
 
 type expiredCard struct {

@@ -181,53 +181,39 @@ func (s *Store) readAdmission(ctx context.Context, q querier, e turn.JournalEntr
 	return a, err
 }
 
+// A pending or awaiting entry starts executing; the statement also returns the status the entry
+// had (NULL for none), for the rule when it did not move.
 const sqlMarkExecuting = `
-UPDATE {schema}turn_journal SET status = 'executing'
-WHERE account_id = $1 AND command_id = $2 AND status IN ('pending', 'awaiting_confirmation')`
+WITH moved AS (
+    UPDATE {schema}turn_journal SET status = 'executing'
+    WHERE account_id = $1 AND command_id = $2 AND status IN ('pending', 'awaiting_confirmation')
+    RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM moved),
+    (SELECT status FROM {schema}turn_journal WHERE account_id = $1 AND command_id = $2)`
 
-const sqlCommandStatus = `
-SELECT status, result FROM {schema}turn_journal WHERE account_id = $1 AND command_id = $2`
-
-func (s *Store) markExecuting(ctx context.Context, q querier, account string, id turn.ID) error {
-	tag, err := q.Exec(ctx, s.sql(sqlMarkExecuting), account, id)
-	if err != nil {
-		return classify(err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	status, _, err := s.commandStatus(ctx, q, account, id)
-	if err != nil {
-		return err
-	}
-	if status == turn.JournalExecuting {
-		return nil
-	}
-	return conflict("command %s is %q and cannot start executing", id, status)
-}
-
-func (s *Store) commandStatus(ctx context.Context, q querier, account string, id turn.ID) (turn.JournalStatus, *turn.JournalOutcome, error) {
-	var st string
-	var result []byte
-	err := q.QueryRow(ctx, s.sql(sqlCommandStatus), account, id).Scan(&st, &result)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, notFound("command", id)
-	}
-	if err != nil {
-		return "", nil, classify(err)
-	}
-	status, err := journalStatus(st)
-	if err != nil {
-		return "", nil, err
-	}
-	if result == nil {
-		return status, nil, nil
-	}
-	var o turn.JournalOutcome
-	if err := unmarshal(result, &o, "journal outcome"); err != nil {
-		return "", nil, err
-	}
-	return status, &o, nil
+// markExecutingStep starts the command; on an executing entry it is an accepted repeat.
+func (s *Store) markExecutingStep(account string, id turn.ID) step {
+	return step{sql: s.sql(sqlMarkExecuting), args: []any{account, id}, read: func(r results) error {
+		var moved bool
+		var st *string
+		if err := r.QueryRow().Scan(&moved, &st); err != nil {
+			return classify(err)
+		}
+		switch {
+		case moved:
+			return nil
+		case st == nil:
+			return notFound("command", id)
+		}
+		status, err := journalStatus(*st)
+		if err != nil {
+			return err
+		}
+		if status == turn.JournalExecuting {
+			return nil
+		}
+		return conflict("command %s is %q and cannot start executing", id, status)
+	}}
 }
 
 // The journal's transition table is in the WHERE clause: the entry moves only from a status that

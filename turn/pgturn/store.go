@@ -171,28 +171,6 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// write runs fn in a transaction of its own and commits it. If fn fails, the transaction is
-// rolled back and fn's error returned; nothing fn did is ever visible to another connection.
-func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	conn, err := s.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return classify(err)
-	}
-	if err := fn(tx); err != nil {
-		rollback(ctx, tx)
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return commitErr(err)
-	}
-	return nil
-}
-
 // rollbackTimeout bounds a rollback that runs after the caller's context is done.
 const rollbackTimeout = 5 * time.Second
 
