@@ -15,8 +15,8 @@ func (s *Store) Stores() turn.Stores { return turn.NewStores(s) }
 
 // Every exported method validates its input before taking a connection (bad input is ErrInvalid
 // and never reaches the database), then reads on a pooled connection or writes in a transaction
-// of its own. A write a bundle can carry runs the very step the bundle item runs (steps.go); the
-// others run their statements through s.write.
+// of its own by running a step (steps.go); a write a bundle can carry runs the very step the
+// bundle item runs.
 
 func firstErr(errs ...error) error {
 	for _, err := range errs {

@@ -9,8 +9,8 @@
 //   - a partial unique index keeps at most one open blocking card per case, so two concurrent
 //     inserts cannot both win;
 //   - every status change carries the state it expects in the WHERE clause of the UPDATE; zero rows
-//     means the precondition failed, and the row as it stood (returned by the same statement, or
-//     read next) tells ErrNotFound from ErrConflict from an accepted repeat;
+//     means the precondition failed, and the row as it stood, returned by the same statement,
+//     tells ErrNotFound from ErrConflict from an accepted repeat;
 //   - journal admission is INSERT ... ON CONFLICT DO NOTHING on the idempotency key, returning the
 //     stored entry when the key is taken, so there is exactly one fresh admission per key however
 //     many callers race;
@@ -18,9 +18,9 @@
 //     a transaction-scoped advisory lock of the account first, so its events become visible in
 //     sequence order and a ReadFrom cursor never passes over one that commits late;
 //   - the outbox is claimed with FOR UPDATE SKIP LOCKED, so two dispatchers never get one row;
-//   - every write, and every bundle, is one transaction committed last. A bundle costs two round
-//     trips whatever it carries: BEGIN and every item's statement travel in one pgx batch, each
-//     answer is checked by its item's rule, and COMMIT follows only if all of them accepted.
+//   - every write, and every bundle, is one transaction committed last, and costs two round trips
+//     whatever it carries: BEGIN and every statement travel in one pgx batch, each answer is
+//     checked by its rule, and COMMIT follows only if all of them accepted.
 //
 // CommitIn applies a bundle inside the application's own transaction (under a savepoint), so that
 // the application's tables and the turn store change together or not at all.
