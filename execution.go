@@ -70,6 +70,10 @@ type Execution struct {
 	RootPath string `json:"root_path,omitempty"`
 	// InvokeSeq counts entries per spawning state so that every entry gets fresh child ids.
 	InvokeSeq map[string]int `json:"invoke_seq,omitempty"`
+	// Timers holds the fire time of each timer the execution has armed, by state path. It
+	// mirrors the store's timer rows so that a timeout fired for an earlier arming of a state
+	// (the state was left and re-entered meanwhile) can be told apart and ignored.
+	Timers map[string]time.Time `json:"timers,omitempty"`
 	// Priority weights transport claims (0 is normal); children inherit it.
 	Priority int `json:"priority,omitempty"`
 	// Deferred holds events a state postponed.
@@ -98,6 +102,7 @@ func (e *Execution) Clone() *Execution {
 		}
 	}
 	c.InvokeSeq = maps.Clone(e.InvokeSeq)
+	c.Timers = maps.Clone(e.Timers)
 	if e.Deferred != nil {
 		c.Deferred = make([]Event, len(e.Deferred))
 		for i, ev := range e.Deferred {

@@ -18,6 +18,11 @@ type Store interface {
 
 // Reader is the read half of the store. Every read sees every commit that finished before it began
 // (on PostgreSQL, each read ends its transaction).
+//
+// The execution and event ids a read asks about must be non-empty valid identifiers (only the
+// source and parent filters of PendingOutbox and PendingSpawns may be empty, meaning all), and
+// limits are checked like ListFilter.Limit (0 takes DefaultListLimit; negative or above
+// MaxListLimit is ErrInvalid).
 type Reader interface {
 	// Load returns the execution, or an error wrapping ErrNotFound.
 	Load(ctx context.Context, id string) (*Execution, error)
@@ -29,9 +34,11 @@ type Reader interface {
 	LoadForEvents(ctx context.Context, refs []EventRef) ([]Loaded, error)
 	// IsProcessed reports whether the execution recorded eventID as processed.
 	IsProcessed(ctx context.Context, id, eventID string) (bool, error)
-	// List returns one page of summaries, ordered by id, filtered by f.
+	// List returns one page of summaries, ordered by id byte-wise (as Go compares strings, the
+	// same on every backend), filtered by f.
 	List(ctx context.Context, f ListFilter) (Page, error)
-	// ReadTrace returns the execution's trace steps in index order (empty when there are none).
+	// ReadTrace returns the execution's trace steps in index order (empty when there are none,
+	// also for an unknown execution).
 	ReadTrace(ctx context.Context, id string) ([]TraceStep, error)
 	// Timers returns the execution's armed timers ordered by path.
 	Timers(ctx context.Context, id string) ([]Timer, error)
@@ -57,7 +64,8 @@ type Writer interface {
 	// CommitBatch applies many commits in one transaction (at most MaxBatch), each with its own
 	// CAS. An item that loses its CAS or is invalid gets its error in its result and writes
 	// nothing; the others land with all their side effects. An execution id may appear once per
-	// batch (a repeat is invalid). A non-nil error means the batch as a whole failed: nothing was
+	// batch: its first item is applied as usual, every later item with the same id fails with
+	// ErrInvalid. A non-nil error means the batch as a whole failed: nothing was
 	// written (or, with ErrTimeout, the outcome is unknown) and every version is as it was.
 	CommitBatch(ctx context.Context, items []CommitItem) ([]CommitResult, error)
 	// AppendTrace appends one step to the execution's trace on its own and returns its index.
@@ -74,7 +82,8 @@ type Writer interface {
 // lease and acknowledged once delivered; due timers are read and deleted once fired.
 //
 // Claims are exclusive: while a lease holds (its end is after now), no other claim returns the
-// row; once it expires the row is claimable again. Time is the caller's: now is passed in, so
+// row; once it expires the row is claimable again. A lease must be positive, and limits are
+// checked like ListFilter.Limit. Time is the caller's: now is passed in, so
 // every host of a fleet must keep its clock roughly in step (leases of seconds tolerate skew of
 // milliseconds).
 type Relay interface {

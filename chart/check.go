@@ -1,0 +1,97 @@
+package chart
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/steadhq/stead"
+)
+
+// CheckExecution reports whether exe is a state this engine could have produced: it belongs to
+// the definition, a running execution rests on a leaf (an atomic, final or parallel state)
+// inside its root, a done one on a final state at its root with the matching outcome, history
+// and invoke counters name states that can have them, and a parallel leaf has a join entry for
+// each region. Operators use it to vet stored executions; the engine's own tests use it as the
+// invariant every step keeps.
+func (e *Engine) CheckExecution(exe *stead.Execution) error {
+	if exe == nil {
+		return fmt.Errorf("chart: %w: nil execution", stead.ErrInvalid)
+	}
+	if err := exe.Validate(); err != nil {
+		return err
+	}
+	if exe.DefinitionID != e.id {
+		return corrupt(exe, "definition %q, expected %q", exe.DefinitionID, e.id)
+	}
+	s := stepper{e: e, in: exe, out: exe, leaf: -1, root: -1}
+	if err := s.locate(); err != nil {
+		return err
+	}
+	switch exe.Status {
+	case stead.StatusPending:
+		if exe.ActivePath != "" {
+			return corrupt(exe, "pending with active path %q", exe.ActivePath)
+		}
+	case stead.StatusRunning, stead.StatusSuspended, stead.StatusCancelling:
+		if s.leaf < 0 {
+			return corrupt(exe, "%s without an active path", exe.Status)
+		}
+		if k := e.nodes[s.leaf].kind; k == compoundNode {
+			return corrupt(exe, "active path %q is not a leaf", exe.ActivePath)
+		}
+		if n := &e.nodes[s.leaf]; n.kind == parallelNode {
+			seq := exe.InvokeSeq[n.path]
+			for _, r := range n.children {
+				if _, ok := exe.Children[s.childID(r, seq)]; !ok {
+					return corrupt(exe, "parallel state %q has no join entry for region %q", n.path, e.nodes[r].path)
+				}
+			}
+		}
+	case stead.StatusDone:
+		n := &e.nodes[s.leaf]
+		if n.kind != finalNode || n.parent != s.root {
+			return corrupt(exe, "done on %q, which is not a final state of its root", exe.ActivePath)
+		}
+		if exe.Outcome != n.outcome {
+			return corrupt(exe, "outcome %q, but final state %q declares %q", exe.Outcome, n.path, n.outcome)
+		}
+	}
+	if exe.Status.Finished() && exe.FinishedAt.IsZero() {
+		return corrupt(exe, "%s without a finish time", exe.Status)
+	}
+	for k, v := range exe.History {
+		c, p := e.byPath[v], e.byPath[k]
+		if _, ok := e.byPath[k]; !ok || !e.nodes[p].history {
+			return corrupt(exe, "history for %q, which is not a state with history", k)
+		}
+		if _, ok := e.byPath[v]; !ok || e.nodes[c].parent != p {
+			return corrupt(exe, "history of %q names %q, which is not its child", k, v)
+		}
+	}
+	for path := range exe.Timers {
+		n, ok := e.byPath[path]
+		if !ok || e.nodes[n].timeout == nil {
+			return corrupt(exe, "timer for %q, which is not a state with a timeout", path)
+		}
+		active := false
+		if !exe.Status.Finished() && exe.Status != stead.StatusPending {
+			s.leaf = e.byPath[exe.ActivePath]
+			active = s.isActive(n)
+		}
+		if !active {
+			return corrupt(exe, "timer armed for %q, which is not active", path)
+		}
+	}
+	for k, v := range exe.InvokeSeq {
+		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode || v < 0 {
+			return corrupt(exe, "invoke counter %q=%d is not a parallel state's", k, v)
+		}
+	}
+	for id, c := range exe.Children {
+		r, ok := e.byPath[c.RootPath]
+		if !ok || !e.nodes[r].region || !strings.HasPrefix(id, exe.ID+":"+c.RootPath+":") {
+			return corrupt(exe, "child %q with root path %q is not one of its regions", id, c.RootPath)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package chart defines hierarchical statecharts and a pure engine that advances an execution
+// by one event, returning the next execution and exactly the stead.Bundle a store commits with
+// it: emitted events, timer operations, spawn intents, a trace step, the processed event id.
+//
+// # Model
+//
+// A Definition is a tree of states. A state is atomic, compound (children and an initial
+// child, optionally shallow history), parallel (orthogonal regions) or final (with an outcome
+// such as success, failure, cancelled, or any name). Transitions fire on an event kind, with an
+// optional guard and actions, to any state in the same region; exit and entry run in order
+// through the transition's domain (the least common proper ancestor of source and target, or
+// the source for an internal transition). A transition without target only runs its actions.
+// Completion (done) transitions of a compound state fire when one of its final children is
+// entered; a final state directly at the top finishes the execution with its outcome.
+//
+// Timers: a state's timeout arms a durable timer when the state is entered and disarms it when
+// the state is exited, as TimerOps in the same bundle. The runtime fires it with TimeoutEvent.
+//
+// Events the configuration does not handle are ignored; system kinds (KindStart, KindCancel,
+// KindTimeout, KindFinished) are handled by the engine itself. A suspended execution accepts
+// only KindCancel.
+//
+// Parallel regions run as child executions. Entering a parallel state spawns one child per
+// region (id "<parent id>:<region path>:<n>", n counting entries of the parallel state) and
+// records the join in Execution.Children. A child runs only its region; when it finishes it
+// sends KindFinished to its parent, which leaves the parallel state through a completion
+// transition once every region has finished, or at once when a region finishes with one of the
+// state's early-exit outcomes (the others are cancelled). The regions' final contexts are then
+// in the parent's context under RegionResultsKey. Events the parent does not handle while in a
+// parallel state are forwarded to its unfinished regions.
+//
+// Actions and guards are Go functions registered by name in a Registry. An action gets an
+// ActionContext (the context, the event, and an idempotency key "<execution id>:<version>:<n>")
+// and returns an ActionResult: context keys to set or delete and events to send. An action error
+// takes the error transition (on_error) of the nearest active state that declares one, starting
+// at the state the action belongs to, or else fails the execution.
+//
+// Definitions come from the Builder (New) or from YAML (Parse, LoadFile), and both go through
+// Validate, which reports every problem with its position. Definition.Mermaid draws a diagram.
+//
+// # Determinism
+//
+// Engine.Step reads no clock, does no I/O and uses no randomness: ids of emitted events, child
+// executions and timers derive from the execution id, its version and the order of actions, and
+// contexts are encoded with sorted keys. Replaying the same events with the same times gives
+// byte-identical executions and bundles. Actions must keep this property.
+package chart

@@ -1,0 +1,1008 @@
+package chart
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/steadhq/stead"
+)
+
+// maxMicrosteps bounds the completion and error transitions one event may chain, so that a
+// definition whose completion transitions loop fails the execution instead of spinning.
+const maxMicrosteps = 100
+
+type nodeKind uint8
+
+const (
+	atomicNode nodeKind = iota
+	compoundNode
+	parallelNode
+	finalNode
+)
+
+type act struct {
+	name string
+	fn   Action
+}
+
+type trans struct {
+	src       int32
+	target    int32 // -1: targetless
+	internal  bool
+	guardName string
+	guard     Guard
+	actions   []act
+	outcome   string
+	domain    int32   // deepest state neither exited nor entered; -1 is the machine root
+	enter     []int32 // states entered on the way to target, outermost first, target last
+}
+
+type node struct {
+	path      string
+	parent    int32 // -1 for top-level states
+	kind      nodeKind
+	region    bool // a region: its parent is parallel
+	initial   int32
+	children  []int32
+	outcome   string
+	history   bool
+	entry     []act
+	exit      []act
+	on        map[string][]*trans
+	after     time.Duration
+	timeout   *trans
+	done      []*trans
+	onError   *trans
+	earlyExit []string
+}
+
+// Engine advances executions of one definition. It is immutable after NewEngine and safe for
+// concurrent use; Step is a pure function of its arguments and the registered actions.
+type Engine struct {
+	def     *Definition
+	id      string
+	trace   bool
+	nodes   []node
+	byPath  map[string]int32
+	initial int32
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithTrace makes every step carry a trace step, whatever the definition says.
+func WithTrace() Option { return func(e *Engine) { e.trace = true } }
+
+// NewEngine validates def against reg (nil means no actions or guards) and compiles it.
+// The engine keeps its own compiled copy: changing def afterwards does not affect it.
+func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) {
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	if err := Validate(def, reg); err != nil {
+		return nil, err
+	}
+	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}}
+	for _, o := range opts {
+		o(e)
+	}
+	e.compile(reg)
+	return e, nil
+}
+
+// Definition returns the definition the engine was built from.
+func (e *Engine) Definition() *Definition { return e.def }
+
+func (e *Engine) compile(reg *Registry) {
+	// First pass: index every state, parents before children.
+	var add func(parent int32, prefix string, states []*State, inParallel bool)
+	add = func(parent int32, prefix string, states []*State, inParallel bool) {
+		for _, s := range states {
+			i := int32(len(e.nodes))
+			n := node{path: joinPath(prefix, s.Name), parent: parent, region: inParallel, initial: -1,
+				outcome: s.Final, history: s.History, earlyExit: slices.Clone(s.EarlyExit)}
+			switch {
+			case s.IsFinal():
+				n.kind = finalNode
+			case s.Parallel:
+				n.kind = parallelNode
+			case len(s.States) > 0:
+				n.kind = compoundNode
+			}
+			e.nodes = append(e.nodes, n)
+			e.byPath[n.path] = i
+			if parent >= 0 {
+				e.nodes[parent].children = append(e.nodes[parent].children, i)
+			}
+			add(i, n.path, s.States, s.Parallel)
+		}
+	}
+	add(-1, "", e.def.States, false)
+	e.initial = e.byPath[e.def.Initial]
+	acts := func(names []string) []act {
+		if len(names) == 0 {
+			return nil
+		}
+		out := make([]act, len(names))
+		for i, name := range names {
+			out[i] = act{name: name, fn: reg.actions[name]}
+		}
+		return out
+	}
+	e.def.Walk(func(path string, s *State) {
+		i := e.byPath[path]
+		n := &e.nodes[i]
+		if s.Initial != "" {
+			n.initial = e.byPath[joinPath(path, s.Initial)]
+		}
+		n.entry, n.exit = acts(s.Entry), acts(s.Exit)
+		mk := func(t *Transition) *trans {
+			ct := &trans{src: i, target: -1, internal: t.Internal, guardName: t.Guard,
+				actions: acts(t.Actions), outcome: t.Outcome, domain: i}
+			if t.Guard != "" {
+				ct.guard = reg.guards[t.Guard]
+			}
+			if t.Target != "" {
+				ct.target = e.byPath[resolveTarget(e.byPath, path, t.Target)]
+				ct.domain = e.domain(i, ct.target, t.Internal)
+				for x := ct.target; x != ct.domain; x = e.nodes[x].parent {
+					ct.enter = append(ct.enter, x)
+				}
+				slices.Reverse(ct.enter)
+			}
+			return ct
+		}
+		for _, t := range s.On {
+			if n.on == nil {
+				n.on = map[string][]*trans{}
+			}
+			n.on[t.Event] = append(n.on[t.Event], mk(t))
+		}
+		if s.Timeout != nil {
+			n.after = s.Timeout.After
+			n.timeout = mk(&s.Timeout.Transition)
+		}
+		for _, t := range s.Done {
+			n.done = append(n.done, mk(t))
+		}
+		if s.OnError != nil {
+			n.onError = mk(s.OnError)
+		}
+	})
+}
+
+// domain is the deepest state a transition from src to target leaves active: src itself for an
+// internal transition to a descendant, otherwise the deepest proper ancestor of both.
+func (e *Engine) domain(src, target int32, internal bool) int32 {
+	if internal && target != src && e.isAncestor(src, target) {
+		return src
+	}
+	for a := e.nodes[src].parent; a >= 0; a = e.nodes[a].parent {
+		if e.isAncestor(a, target) && a != target {
+			return a
+		}
+	}
+	return -1
+}
+
+// isAncestor reports whether a is d or one of d's ancestors.
+func (e *Engine) isAncestor(a, d int32) bool {
+	for x := d; x >= 0; x = e.nodes[x].parent {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) parent(i int32) int32 { return e.nodes[i].parent }
+
+// TimeoutEvent is the event that fires the timer of state path of an execution, armed for
+// fireAt. Its id is stable ("timeout:<execution id>:<path>:<fireAt in unix microseconds>"), so
+// two sweepers that fire the same timer produce one effect after dedupe. Its data is
+// {"path": ..., "fire_at": ...}: a timeout whose fire time is not the one the execution armed
+// last (the state was left and re-entered since) is ignored, as is one for an inactive state.
+func TimeoutEvent(executionID, path string, fireAt time.Time) stead.Event {
+	data, _ := json.Marshal(timeoutData{Path: path, FireAt: fireAt.UTC()})
+	return stead.Event{
+		ID:        "timeout:" + executionID + ":" + path + ":" + strconv.FormatInt(fireAt.UnixMicro(), 10),
+		Kind:      KindTimeout,
+		Data:      data,
+		CreatedAt: fireAt,
+	}
+}
+
+// Step applies one event to an execution and returns the next execution and the bundle of side
+// effects to commit with it. It never changes exe: the result is a new Execution with the same
+// Version (the store bumps it on commit). Fields the step did not change (maps, context bytes)
+// are shared with exe, so treat both as read-only or Clone them.
+//
+// Step performs no I/O and reads no clock: now stamps UpdatedAt (CreatedAt on start,
+// FinishedAt on finishing) and timer fire times. Given the same definition, execution, event
+// and now, it returns byte-identical results.
+//
+// An error is returned only for programming or data errors: an execution of another
+// definition, a corrupt execution (an active path the definition does not have, a context that
+// is not a JSON object), malformed system event data, or a suspended execution. Action failures
+// are not errors: they take the nearest error transition or fail the execution.
+//
+// Events that the current configuration does not handle are ignored: the result differs from
+// exe only in UpdatedAt, and the bundle carries just ProcessedEventID. While the active state
+// is a parallel state, unhandled non-system events are forwarded to every unfinished region.
+func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+	if exe == nil {
+		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: nil execution", stead.ErrInvalid)
+	}
+	if exe.DefinitionID != e.id {
+		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: execution %q runs definition %q, this engine runs %q",
+			stead.ErrInvalid, exe.ID, exe.DefinitionID, e.id)
+	}
+	if ev.Kind == "" {
+		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: event %q has no kind", stead.ErrInvalid, ev.ID)
+	}
+	out := *exe
+	out.UpdatedAt = now
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1}
+	s.b.ProcessedEventID = ev.ID
+	if err := s.locate(); err != nil {
+		return nil, stead.Bundle{}, err
+	}
+	if err := s.dispatch(); err != nil {
+		return nil, stead.Bundle{}, err
+	}
+	if err := s.finishStep(); err != nil {
+		return nil, stead.Bundle{}, err
+	}
+	return s.out, s.b, nil
+}
+
+func corrupt(exe *stead.Execution, format string, args ...any) error {
+	return fmt.Errorf("chart: %w: corrupt execution %q: %s", stead.ErrInvalid, exe.ID, fmt.Sprintf(format, args...))
+}
+
+// stepper is the state of one Step.
+type stepper struct {
+	e         *Engine
+	in        *stead.Execution
+	out       *stead.Execution
+	ev        stead.Event
+	now       time.Time
+	b         stead.Bundle
+	ctx       *ctxState
+	root      int32 // the state this execution runs: -1 for the whole machine, or a region
+	leaf      int32 // the active leaf (-1 before start)
+	nextAct   int
+	actions   []string
+	stopped   bool  // the execution finished during this step
+	failedAt  int32 // the state whose action failed the execution, if one did
+	ownHist   bool  // out.History is a copy this step may write
+	ownSeq    bool
+	ownChild  bool
+	ownTimers bool
+	fatal     error
+}
+
+// locate resolves RootPath and ActivePath against the definition.
+func (s *stepper) locate() error {
+	exe := s.in
+	if exe.RootPath != "" {
+		r, ok := s.e.byPath[exe.RootPath]
+		if !ok || !s.e.nodes[r].region {
+			return corrupt(exe, "root path %q is not a region of definition %q", exe.RootPath, s.e.id)
+		}
+		s.root = r
+	}
+	if exe.ActivePath == "" {
+		if exe.Status == stead.StatusRunning || exe.Status == stead.StatusDone {
+			return corrupt(exe, "status %s without an active path", exe.Status)
+		}
+		return nil
+	}
+	l, ok := s.e.byPath[exe.ActivePath]
+	if !ok {
+		return corrupt(exe, "active path %q is not a state of definition %q", exe.ActivePath, s.e.id)
+	}
+	if s.root >= 0 && !s.e.isAncestor(s.root, l) {
+		return corrupt(exe, "active path %q is outside its root %q", exe.ActivePath, exe.RootPath)
+	}
+	if exe.Status == stead.StatusRunning {
+		switch s.e.nodes[l].kind {
+		case compoundNode:
+			return corrupt(exe, "active path %q is a compound state, not a leaf", exe.ActivePath)
+		}
+	}
+	s.leaf = l
+	return nil
+}
+
+func (s *stepper) dispatch() error {
+	ev := s.ev
+	st := s.in.Status
+	if ev.Kind == KindCancel {
+		switch st {
+		case stead.StatusDone, stead.StatusCancelled:
+		default:
+			s.cancel()
+		}
+		return nil
+	}
+	switch st {
+	case stead.StatusPending:
+		if ev.Kind == KindStart {
+			return s.start()
+		}
+		return nil
+	case stead.StatusSuspended:
+		return fmt.Errorf("chart: %w: execution %q is suspended; only %s applies", stead.ErrInvalid, s.in.ID, KindCancel)
+	case stead.StatusRunning:
+	default:
+		return nil // finished, or cancelling: the backlog drains until the cancel arrives
+	}
+	switch ev.Kind {
+	case KindStart:
+		return nil
+	case KindTimeout:
+		return s.timeout()
+	case KindFinished:
+		return s.childFinished()
+	}
+	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
+		for _, t := range s.e.nodes[n].on[ev.Kind] {
+			if ok, err := s.guard(t, ev); err != nil {
+				s.drive(nil, stead.Event{}, err)
+				return nil
+			} else if ok {
+				s.drive(t, ev, nil)
+				return nil
+			}
+		}
+	}
+	if s.e.nodes[s.leaf].kind == parallelNode && !strings.HasPrefix(ev.Kind, "stead.") {
+		s.forward()
+	}
+	return nil
+}
+
+func (s *stepper) start() error {
+	if len(s.ev.Data) > 0 && string(s.ev.Data) != "null" {
+		if err := s.context().merge(s.ev.Data); err != nil {
+			return fmt.Errorf("chart: %w: start data of %q is not a JSON object: %v", stead.ErrInvalid, s.in.ID, err)
+		}
+	}
+	s.out.Status = stead.StatusRunning
+	if len(s.out.Context) == 0 {
+		s.out.Context = json.RawMessage("{}") // a started execution always has an object
+	}
+	if s.out.CreatedAt.IsZero() {
+		s.out.CreatedAt = s.now
+	}
+	s.drive(nil, s.ev, nil)
+	return nil
+}
+
+// drive runs one transition (or, with t nil and no error, the start of the execution) and the
+// completion and error transitions that follow it.
+func (s *stepper) drive(t *trans, ev stead.Event, err error) {
+	var entered bool
+	switch {
+	case err != nil:
+	case t == nil:
+		entered, err = s.enterStart(ev)
+	default:
+		entered, err = s.fire(t, ev)
+	}
+	var recovering *actionError
+	for micro := 0; !s.stopped && s.fatal == nil; micro++ {
+		if micro > maxMicrosteps {
+			s.fail(fmt.Sprintf("more than %d completion or error transitions in one step", maxMicrosteps))
+			return
+		}
+		if err != nil {
+			var ae *actionError
+			if !errors.As(err, &ae) {
+				s.fatal = err
+				return
+			}
+			if recovering != nil {
+				s.failedAt = ae.owner
+				s.fail(fmt.Sprintf("%s (while recovering from %s)", ae, recovering))
+				return
+			}
+			h := s.errorHandler(ae.owner)
+			if h == nil {
+				s.failedAt = ae.owner
+				s.fail(ae.Error())
+				return
+			}
+			recovering = ae
+			entered, err = s.fire(h, s.errorEvent(ae))
+			continue
+		}
+		recovering = nil
+		if !entered {
+			return
+		}
+		ct, cev, cerr := s.completion()
+		if cerr != nil {
+			err = cerr
+			continue
+		}
+		if ct == nil {
+			return
+		}
+		entered, err = s.fire(ct, cev)
+	}
+}
+
+func (s *stepper) enterStart(ev stead.Event) (bool, error) {
+	if s.root >= 0 {
+		if err := s.enterNode(s.root, ev); err != nil {
+			return true, err
+		}
+		return true, s.enterDefault(s.root, ev)
+	}
+	if err := s.enterNode(s.e.initial, ev); err != nil {
+		return true, err
+	}
+	return true, s.enterDefault(s.e.initial, ev)
+}
+
+// fire takes one transition from the current configuration. It reports whether states were
+// entered (so completion must be checked).
+func (s *stepper) fire(t *trans, ev stead.Event) (bool, error) {
+	if t.target < 0 {
+		return false, s.runActions(t.actions, t.src, ev)
+	}
+	for s.leaf != t.domain {
+		if s.leaf < 0 || s.leaf == s.root {
+			s.fatal = corrupt(s.in, "transition from %q leaves the execution's root", s.e.nodes[t.src].path)
+			return false, nil
+		}
+		if err := s.exitNode(s.leaf, ev); err != nil {
+			return false, err
+		}
+	}
+	if err := s.runActions(t.actions, t.src, ev); err != nil {
+		return false, err
+	}
+	for _, n := range t.enter {
+		if err := s.enterNode(n, ev); err != nil {
+			return true, err
+		}
+	}
+	return true, s.enterDefault(t.target, ev)
+}
+
+func (s *stepper) enterNode(n int32, ev stead.Event) error {
+	s.leaf = n
+	nd := &s.e.nodes[n]
+	if err := s.runActions(nd.entry, n, ev); err != nil {
+		return err
+	}
+	if nd.timeout != nil {
+		// Microseconds: what every store keeps, so the fire time a sweeper reports back
+		// compares equal to the one recorded here.
+		at := s.now.Add(nd.after).Truncate(time.Microsecond)
+		s.timers()[nd.path] = at
+		s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerSchedule, Path: nd.path, FireAt: at})
+	}
+	return nil
+}
+
+// enterDefault continues from an entered state down to a leaf: initial children (or the child
+// that history remembers), and for a parallel state the spawning of its regions.
+func (s *stepper) enterDefault(n int32, ev stead.Event) error {
+	for {
+		nd := &s.e.nodes[n]
+		switch nd.kind {
+		case compoundNode:
+			child := nd.initial
+			if nd.history {
+				if p, ok := s.out.History[nd.path]; ok {
+					if c, ok := s.e.byPath[p]; ok && s.e.nodes[c].parent == n {
+						child = c
+					}
+				}
+			}
+			if err := s.enterNode(child, ev); err != nil {
+				return err
+			}
+			n = child
+		case parallelNode:
+			return s.spawn(n)
+		default:
+			return nil
+		}
+	}
+}
+
+func (s *stepper) exitNode(n int32, ev stead.Event) error {
+	nd := &s.e.nodes[n]
+	if err := s.runActions(nd.exit, n, ev); err != nil {
+		return err
+	}
+	if nd.timeout != nil {
+		s.disarmTimer(nd.path)
+	}
+	if nd.kind == parallelNode {
+		s.cancelRegions(n)
+		seq := s.out.InvokeSeq[nd.path]
+		s.invokeSeq()[nd.path] = seq + 1
+	}
+	if p := nd.parent; p >= 0 && s.e.nodes[p].history {
+		s.history()[s.e.nodes[p].path] = nd.path
+	}
+	s.leaf = nd.parent
+	return nil
+}
+
+func (s *stepper) childID(region int32, seq int) string {
+	return s.in.ID + ":" + s.e.nodes[region].path + ":" + strconv.Itoa(seq)
+}
+
+// spawn starts one child execution per region of parallel state n.
+func (s *stepper) spawn(n int32) error {
+	nd := &s.e.nodes[n]
+	seq := s.out.InvokeSeq[nd.path]
+	raw, err := s.context().encode()
+	if err != nil {
+		return &actionError{owner: n, action: "spawn", err: err}
+	}
+	children := make(map[string]stead.ChildState, len(nd.children))
+	for _, r := range nd.children {
+		id := s.childID(r, seq)
+		rp := s.e.nodes[r].path
+		children[id] = stead.ChildState{RootPath: rp, Key: rp}
+		s.b.Spawns = append(s.b.Spawns, stead.Spawn{ChildID: id, RootPath: rp, Context: raw})
+	}
+	s.out.Children, s.ownChild = children, true
+	return nil
+}
+
+// cancelRegions cancels the unfinished children of parallel state n, in region order.
+func (s *stepper) cancelRegions(n int32) {
+	nd := &s.e.nodes[n]
+	seq := s.out.InvokeSeq[nd.path]
+	for _, r := range nd.children {
+		id := s.childID(r, seq)
+		cs, ok := s.out.Children[id]
+		if !ok || cs.Finished {
+			continue
+		}
+		cs.Finished, cs.Outcome = true, OutcomeCancelled
+		s.children()[id] = cs
+		s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
+	}
+}
+
+// completion returns the completion transition to take now that a final state was entered.
+func (s *stepper) completion() (*trans, stead.Event, error) {
+	leaf := &s.e.nodes[s.leaf]
+	if leaf.kind != finalNode {
+		return nil, stead.Event{}, nil
+	}
+	p := leaf.parent
+	if p == s.root {
+		s.finish(leaf.outcome)
+		return nil, stead.Event{}, nil
+	}
+	return s.pickDone(p, leaf.outcome)
+}
+
+func (s *stepper) pickDone(p int32, outcome string) (*trans, stead.Event, error) {
+	ev := stead.Event{ID: s.ev.ID, Kind: KindDone, CreatedAt: s.now,
+		Data: mustJSON(map[string]string{"state": s.e.nodes[p].path, "outcome": outcome})}
+	for _, t := range s.e.nodes[p].done {
+		if t.outcome != "" && t.outcome != outcome {
+			continue
+		}
+		ok, err := s.guard(t, ev)
+		if err != nil {
+			return nil, stead.Event{}, err
+		}
+		if ok {
+			return t, ev, nil
+		}
+	}
+	return nil, stead.Event{}, nil
+}
+
+func (s *stepper) timeout() error {
+	var d timeoutData
+	if err := json.Unmarshal(s.ev.Data, &d); err != nil {
+		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ..., \"fire_at\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
+	}
+	n, ok := s.e.byPath[d.Path]
+	if !ok || !s.isActive(n) || s.e.nodes[n].timeout == nil {
+		return nil
+	}
+	armed, ok := s.out.Timers[d.Path]
+	if !ok {
+		return nil // already fired
+	}
+	if !d.FireAt.IsZero() && absDuration(armed.Sub(d.FireAt)) >= time.Microsecond {
+		return nil // fired for an earlier arming: the state was left and entered again since
+	}
+	s.dropTimer(d.Path) // consumed, whatever the guard says
+	t := s.e.nodes[n].timeout
+	if ok, err := s.guard(t, s.ev); err != nil {
+		s.drive(nil, stead.Event{}, err)
+	} else if ok {
+		s.drive(t, s.ev, nil)
+	}
+	return nil
+}
+
+// timeoutData is the payload of KindTimeout.
+type timeoutData struct {
+	Path   string    `json:"path"`
+	FireAt time.Time `json:"fire_at,omitzero"`
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// finishedData is the payload of KindFinished.
+type finishedData struct {
+	ChildID string          `json:"child_id"`
+	Outcome string          `json:"outcome"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+func (s *stepper) childFinished() error {
+	var d finishedData
+	if err := json.Unmarshal(s.ev.Data, &d); err != nil {
+		return fmt.Errorf("chart: %w: finished event %q: %v", stead.ErrInvalid, s.ev.ID, err)
+	}
+	p := s.leaf
+	if s.e.nodes[p].kind != parallelNode {
+		return nil // a late notice for a parallel state already left
+	}
+	pn := &s.e.nodes[p]
+	cs, ok := s.out.Children[d.ChildID]
+	if !ok || cs.Finished || !strings.HasPrefix(cs.RootPath, pn.path+".") {
+		return nil
+	}
+	cs.Finished, cs.Outcome, cs.Result = true, d.Outcome, d.Result
+	s.children()[d.ChildID] = cs
+	seq := s.out.InvokeSeq[pn.path]
+	early := slices.Contains(pn.earlyExit, d.Outcome)
+	joinOutcome := ""
+	if early {
+		joinOutcome = d.Outcome
+	}
+	results := map[string]json.RawMessage{}
+	for _, r := range pn.children {
+		c, ok := s.out.Children[s.childID(r, seq)]
+		if !ok || !c.Finished {
+			if !early {
+				return nil // the join waits for this region
+			}
+			continue
+		}
+		if joinOutcome == "" && c.Outcome != OutcomeSuccess {
+			joinOutcome = c.Outcome
+		}
+		if len(c.Result) > 0 {
+			results[s.e.nodes[r].path[len(pn.path)+1:]] = c.Result
+		}
+	}
+	if joinOutcome == "" {
+		joinOutcome = OutcomeSuccess
+	}
+	if len(results) > 0 {
+		raw, err := json.Marshal(results)
+		if err != nil {
+			return fmt.Errorf("chart: %w: finished event %q: result is not JSON: %v", stead.ErrInvalid, s.ev.ID, err)
+		}
+		if err := s.context().set(RegionResultsKey, raw); err != nil {
+			return nil // reported as fatal by finishStep
+		}
+	}
+	t, ev, err := s.pickDone(p, joinOutcome)
+	if err != nil {
+		s.drive(nil, stead.Event{}, err)
+	} else if t != nil {
+		s.drive(t, ev, nil)
+	}
+	return nil
+}
+
+// forward hands an event the parent does not handle to its unfinished regions.
+func (s *stepper) forward() {
+	nd := &s.e.nodes[s.leaf]
+	seq := s.out.InvokeSeq[nd.path]
+	for _, r := range nd.children {
+		id := s.childID(r, seq)
+		if cs, ok := s.out.Children[id]; ok && !cs.Finished {
+			ev := s.ev
+			s.emit(id, ev)
+		}
+	}
+}
+
+func (s *stepper) isActive(n int32) bool {
+	for x := s.leaf; x != s.root && x >= 0; x = s.e.parent(x) {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *stepper) errorHandler(owner int32) *trans {
+	n := owner
+	for n >= 0 && n != s.root && !s.isActive(n) {
+		n = s.e.parent(n)
+	}
+	for ; n >= 0 && n != s.root; n = s.e.parent(n) {
+		if h := s.e.nodes[n].onError; h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+func (s *stepper) errorEvent(ae *actionError) stead.Event {
+	return stead.Event{ID: s.ev.ID, Kind: KindError, CreatedAt: s.now, Data: mustJSON(map[string]string{
+		"state": s.e.nodes[ae.owner].path, "action": ae.action, "error": ae.err.Error()})}
+}
+
+// finish marks the execution done with outcome and tells the parent.
+func (s *stepper) finish(outcome string) {
+	s.out.Status, s.out.Outcome, s.out.FinishedAt = stead.StatusDone, outcome, s.now
+	s.stopped = true
+	s.notifyParent(outcome, "")
+}
+
+// fail marks the execution failed: timers of active states are disarmed, children cancelled,
+// and the parent told.
+func (s *stepper) fail(msg string) {
+	s.out.Status, s.out.Error, s.out.FinishedAt = stead.StatusFailed, msg, s.now
+	s.stopped = true
+	s.disarm()
+	s.notifyParent(OutcomeFailure, msg)
+}
+
+func (s *stepper) cancel() {
+	s.out.Status, s.out.FinishedAt = stead.StatusCancelled, s.now
+	s.stopped = true
+	if s.in.Status == stead.StatusFailed {
+		return // already disarmed and reported when it failed
+	}
+	s.disarm()
+	s.notifyParent(OutcomeCancelled, "")
+}
+
+// disarm cancels the timers of the active states and the unfinished children.
+func (s *stepper) disarm() {
+	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
+		nd := &s.e.nodes[n]
+		if nd.timeout != nil {
+			s.disarmTimer(nd.path)
+		}
+		if nd.kind == parallelNode {
+			s.cancelRegions(n)
+		}
+	}
+}
+
+// disarmTimer cancels the timer of a state being left. The cancel op goes out even when the
+// timer already fired: the store deletes whatever row is left, whatever its fire time.
+func (s *stepper) disarmTimer(path string) {
+	s.dropTimer(path)
+	s.b.Timers = append(s.b.Timers, stead.TimerOp{Action: stead.TimerCancel, Path: path})
+}
+
+func (s *stepper) notifyParent(outcome, errMsg string) {
+	if s.in.ParentID == "" {
+		return
+	}
+	raw, err := s.context().encode()
+	if err != nil {
+		raw = nil
+	}
+	d := finishedData{ChildID: s.in.ChildID, Outcome: outcome, Result: raw, Error: errMsg}
+	s.emit(s.in.ParentID, stead.Event{ID: "finished:" + s.in.ID, Kind: KindFinished, Data: mustJSON(d), CreatedAt: s.now})
+}
+
+func (s *stepper) emit(target string, ev stead.Event) {
+	s.b.Emits = append(s.b.Emits, stead.Emit{Target: target, Event: ev})
+}
+
+// guard evaluates t's guard; a panicking guard counts as an error of the transition's source.
+func (s *stepper) guard(t *trans, ev stead.Event) (ok bool, err error) {
+	if t.guard == nil {
+		return true, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &actionError{owner: t.src, action: "guard " + t.guardName, err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	return t.guard(GuardContext{Values: Values{c: s.context()}, ExecutionID: s.in.ID,
+		State: s.e.nodes[t.src].path, Event: ev}), nil
+}
+
+// actionError is an action (or guard) failure, attributed to the state that ran it.
+type actionError struct {
+	owner  int32
+	action string
+	err    error
+}
+
+func (a *actionError) Error() string { return fmt.Sprintf("action %q: %v", a.action, a.err) }
+
+func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
+	for _, a := range acts {
+		if err := s.call(a, owner, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
+	key := s.in.ID + ":" + strconv.FormatInt(s.in.Version, 10) + ":" + strconv.Itoa(s.nextAct)
+	s.nextAct++
+	if s.e.trace {
+		s.actions = append(s.actions, a.name)
+	}
+	c := s.context()
+	if c.err != nil {
+		return c.err // corrupt context: finishStep reports it
+	}
+	var res ActionResult
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
+			State: s.e.nodes[owner].path, Event: ev, Key: key})
+	}()
+	if err != nil {
+		return &actionError{owner: owner, action: a.name, err: err}
+	}
+	var sends []stead.Emit
+	for j, m := range res.Send {
+		if m.Kind == "" {
+			return &actionError{owner: owner, action: a.name, err: fmt.Errorf("send %d has no kind", j)}
+		}
+		var data json.RawMessage
+		if m.Data != nil {
+			raw, err := json.Marshal(m.Data)
+			if err != nil {
+				return &actionError{owner: owner, action: a.name, err: fmt.Errorf("send %d: %w", j, err)}
+			}
+			data = raw
+		}
+		to := m.To
+		if to == "" {
+			to = s.in.ID
+		}
+		sends = append(sends, stead.Emit{Target: to, Event: stead.Event{
+			ID: key + ":" + strconv.Itoa(j), Kind: m.Kind, Data: data, CreatedAt: s.now}})
+	}
+	if err := c.apply(&res); err != nil {
+		if c.err != nil {
+			return err
+		}
+		return &actionError{owner: owner, action: a.name, err: err}
+	}
+	s.b.Emits = append(s.b.Emits, sends...)
+	return nil
+}
+
+func (s *stepper) context() *ctxState {
+	if s.ctx == nil {
+		s.ctx = &ctxState{raw: s.in.Context}
+	}
+	return s.ctx
+}
+
+func (s *stepper) history() map[string]string {
+	if !s.ownHist {
+		h := make(map[string]string, len(s.out.History)+1)
+		for k, v := range s.out.History {
+			h[k] = v
+		}
+		s.out.History, s.ownHist = h, true
+	}
+	return s.out.History
+}
+
+func (s *stepper) invokeSeq() map[string]int {
+	if !s.ownSeq {
+		m := make(map[string]int, len(s.out.InvokeSeq)+1)
+		for k, v := range s.out.InvokeSeq {
+			m[k] = v
+		}
+		s.out.InvokeSeq, s.ownSeq = m, true
+	}
+	return s.out.InvokeSeq
+}
+
+// dropTimer forgets an armed timer.
+func (s *stepper) dropTimer(path string) {
+	if _, armed := s.out.Timers[path]; !armed {
+		return
+	}
+	if len(s.out.Timers) == 1 {
+		s.out.Timers, s.ownTimers = nil, false // the common case costs no copy
+		return
+	}
+	delete(s.timers(), path)
+}
+
+func (s *stepper) timers() map[string]time.Time {
+	if !s.ownTimers {
+		m := make(map[string]time.Time, len(s.out.Timers)+1)
+		for k, v := range s.out.Timers {
+			m[k] = v
+		}
+		s.out.Timers, s.ownTimers = m, true
+	}
+	return s.out.Timers
+}
+
+func (s *stepper) children() map[string]stead.ChildState {
+	if !s.ownChild {
+		m := make(map[string]stead.ChildState, len(s.out.Children))
+		for k, v := range s.out.Children {
+			m[k] = v
+		}
+		s.out.Children, s.ownChild = m, true
+	}
+	return s.out.Children
+}
+
+func (s *stepper) finishStep() error {
+	if s.fatal != nil {
+		return s.fatal
+	}
+	if s.ctx != nil {
+		if s.ctx.err != nil {
+			return corrupt(s.in, "%v", s.ctx.err)
+		}
+		if s.ctx.changed {
+			raw, err := s.ctx.encode()
+			if err != nil {
+				return corrupt(s.in, "context does not encode: %v", err)
+			}
+			s.out.Context = raw
+		}
+	}
+	switch {
+	case s.failedAt >= 0:
+		// A failure can strike mid-transition, between exits and entries; the state whose
+		// action failed says more than the half-built configuration.
+		s.out.ActivePath = s.e.nodes[s.failedAt].path
+	case s.leaf >= 0:
+		s.out.ActivePath = s.e.nodes[s.leaf].path
+	}
+	if s.e.trace {
+		s.b.Trace = &stead.TraceStep{EventID: s.ev.ID, EventKind: s.ev.Kind, From: s.in.ActivePath,
+			To: s.out.ActivePath, Actions: s.actions, Context: s.out.Context, At: s.now}
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("chart: encoding %T: %v", v, err)) // only called with types that always encode
+	}
+	return raw
+}

@@ -1,0 +1,191 @@
+package chart
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// System event kinds. The engine handles them itself; they never reach user transitions (except
+// KindDone and KindError, which are the events that completion and error transitions see).
+const (
+	// KindStart moves a pending execution into its initial configuration. Its data, a JSON
+	// object, is merged into the context. For a region child (RootPath set) only that region runs.
+	KindStart = "stead.start"
+	// KindCancel moves the execution to cancelled and cancels its unfinished children.
+	KindCancel = "stead.cancel"
+	// KindTimeout fires the timer of a state: data {"path": "<state path>"}. A timeout for a path
+	// that is no longer active is ignored. Build it with TimeoutEvent.
+	KindTimeout = "stead.timeout"
+	// KindFinished tells a parent that a child finished: data
+	// {"child_id": ..., "outcome": ..., "result": {...}, "error": ...}.
+	KindFinished = "stead.finished"
+	// KindDone is the event a completion transition sees: data {"state": ..., "outcome": ...}.
+	KindDone = "stead.done"
+	// KindError is the event an error transition sees: data {"state": ..., "action": ..., "error": ...}.
+	KindError = "stead.error"
+)
+
+// Outcomes a final state commonly declares. Any identifier is allowed.
+const (
+	OutcomeSuccess   = "success"
+	OutcomeFailure   = "failure"
+	OutcomeCancelled = "cancelled"
+)
+
+// RegionResultsKey is the context key under which a parent finds the results (final contexts)
+// of its regions, by region name, once a join completes.
+const RegionResultsKey = "region_results"
+
+// Pos is where something was declared: a file position for parsed definitions, the Go call site
+// for built ones. The zero Pos means unknown.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string {
+	switch {
+	case p.Line == 0:
+		return p.File
+	case p.Col == 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// Definition is a statechart: a tree of states with transitions between them. It is plain data;
+// Validate checks it and NewEngine compiles it. Build one with New or load one with Parse or
+// LoadFile.
+type Definition struct {
+	// ID names the definition; executions refer to it by Execution.DefinitionID.
+	ID string
+	// Trace asks engines running this definition to record a trace step for every step.
+	Trace bool
+	// Initial is the name of the top-level state a started execution enters.
+	Initial string
+	// States are the top-level states.
+	States []*State
+	Pos    Pos
+}
+
+// State is one node of the tree. Its kind follows from its fields: Final set makes a final
+// state, Parallel a parallel state whose States are its regions, children (States) a compound
+// state, and none of these an atomic state.
+type State struct {
+	Name string
+	// Initial names the child a compound state (or a region) enters by default.
+	Initial string
+	// States are the children of a compound state, or the regions of a parallel one. Each
+	// region is a compound state run by a child execution of its own.
+	States []*State
+	// Parallel makes the state's children orthogonal regions.
+	Parallel bool
+	// EarlyExit lists outcomes that complete a parallel state's join as soon as one region
+	// finishes with one of them; the other regions are cancelled.
+	EarlyExit []string
+	// Final, when set, makes this a final state with that outcome.
+	Final string
+	// History makes a compound state remember its last active child and re-enter it, instead of
+	// its initial child, whenever it is entered without an explicit child target (shallow history).
+	History bool
+	// Entry and Exit name actions run, in order, when the state is entered or exited.
+	Entry []string
+	Exit  []string
+	// On are the transitions taken on events, tried in order; the first whose guard passes wins.
+	On []*Transition
+	// Timeout arms a durable timer on entry; the transition fires when it expires.
+	Timeout *Timeout
+	// Done are completion transitions of a compound or parallel state, tried in order when a
+	// child final state is reached (or the join of a parallel state completes).
+	Done []*Transition
+	// OnError is taken when an action of this state (or of a state or transition inside it)
+	// fails; without one the error goes to the enclosing state, and at the top fails the execution.
+	OnError *Transition
+	Pos     Pos
+}
+
+// Transition moves the active configuration from its source state to Target.
+type Transition struct {
+	// Event is the kind of event that triggers it (On transitions only).
+	Event string
+	// Target names the destination: a state name or dotted path, resolved from the source's
+	// parent outward to the top level. Empty means a targetless transition: actions run, no
+	// state is exited or entered.
+	Target string
+	// Internal keeps the source state active when the target is one of its descendants: the
+	// source is neither exited nor re-entered. Without it a transition is external: a
+	// transition to the source itself (a self transition) exits and re-enters it.
+	Internal bool
+	// Guard names a guard that must return true for the transition to be taken.
+	Guard string
+	// Actions run between exiting and entering.
+	Actions []string
+	// Outcome restricts a completion transition to a child outcome.
+	Outcome string
+	Pos     Pos
+}
+
+// Timeout is a state's timer: After the state is entered, the transition is taken unless the
+// state was left before.
+type Timeout struct {
+	After time.Duration
+	Transition
+}
+
+// IsCompound reports whether s has children and is not parallel.
+func (s *State) IsCompound() bool { return len(s.States) > 0 && !s.Parallel }
+
+// IsFinal reports whether s is a final state.
+func (s *State) IsFinal() bool { return s.Final != "" }
+
+// Walk calls fn for every state of d, parents before children, with its dotted path.
+func (d *Definition) Walk(fn func(path string, s *State)) {
+	var walk func(prefix string, states []*State)
+	walk = func(prefix string, states []*State) {
+		for _, s := range states {
+			if s == nil {
+				continue
+			}
+			p := joinPath(prefix, s.Name)
+			fn(p, s)
+			walk(p, s.States)
+		}
+	}
+	walk("", d.States)
+}
+
+// State returns the state at a dotted path, or nil.
+func (d *Definition) State(path string) *State {
+	states := d.States
+	var found *State
+	for name := range strings.SplitSeq(path, ".") {
+		found = nil
+		for _, s := range states {
+			if s != nil && s.Name == name {
+				found = s
+				break
+			}
+		}
+		if found == nil {
+			return nil
+		}
+		states = found.States
+	}
+	return found
+}
+
+func joinPath(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}

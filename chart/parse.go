@@ -1,0 +1,351 @@
+package chart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize bounds a definition file.
+const MaxFileSize = 1 << 20
+
+// LoadFile reads and parses a definition file. The id defaults to the file's base name without
+// extension.
+func LoadFile(path string) (*Definition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("chart: %w", err)
+	}
+	def, err := parse(path, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), data)
+	if err != nil {
+		return nil, err
+	}
+	return def, nil
+}
+
+// Parse reads a definition from YAML. name is used in error positions and is the default id.
+// The result is validated structurally (Validate with a nil registry); errors are a
+// *ValidationError whose problems carry "name:line:col" positions.
+//
+// The format:
+//
+//	id: order                # defaults to name
+//	trace: true              # record a trace step per step
+//	initial: idle
+//	states:
+//	  idle:
+//	    entry: [log]         # a list or a single name
+//	    exit: log
+//	    on:
+//	      go: busy           # event: target
+//	      poke:              # or a transition, or a list of them (first passing guard wins)
+//	        - {target: busy, guard: ready, actions: [a, b]}
+//	        - {actions: [note]}            # targetless
+//	    timeout: {after: 30s, target: expired, actions: [x]}
+//	    on_error: {target: broken}
+//	  busy:
+//	    initial: a
+//	    history: true
+//	    states: {a: {on: {next: b}}, b: {final: success}}
+//	    done: [{outcome: failure, target: broken}, {target: idle}]
+//	  both:
+//	    parallel: true
+//	    early_exit: [failure]
+//	    regions: {left: {initial: l, states: {l: {final: success}}}, right: ...}
+//	    done: idle
+//	  expired: {final: timeout}
+//	  broken: {final: failure}
+func Parse(name string, data []byte) (*Definition, error) {
+	return parse(name, name, data)
+}
+
+func parse(file, defaultID string, data []byte) (*Definition, error) {
+	p := &parser{file: file}
+	if len(data) > MaxFileSize {
+		p.errf(nil, "file is %d bytes, more than %d", len(data), MaxFileSize)
+		return nil, p.err()
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.problems = append(p.problems, Problem{Pos: Pos{File: file}, Msg: strings.TrimPrefix(err.Error(), "yaml: ")})
+		return nil, p.err()
+	}
+	def := &Definition{ID: defaultID, Pos: Pos{File: file, Line: 1, Col: 1}}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		p.errf(nil, "empty document")
+		return nil, p.err()
+	}
+	root := doc.Content[0]
+	def.Pos = p.pos(root)
+	p.mapping(root, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "id":
+			def.ID = p.str(v)
+		case "trace":
+			def.Trace = p.boolean(v)
+		case "initial":
+			def.Initial = p.str(v)
+		case "states":
+			def.States = p.states(v, 1)
+		default:
+			p.errf(k, "unknown key %q (want id, trace, initial, states)", key)
+		}
+	})
+	if len(p.problems) > 0 {
+		return nil, p.err()
+	}
+	if err := Validate(def, nil); err != nil {
+		return nil, err
+	}
+	return def, nil
+}
+
+type parser struct {
+	file     string
+	problems []Problem
+}
+
+func (p *parser) err() error { return &ValidationError{Problems: p.problems} }
+
+func (p *parser) pos(n *yaml.Node) Pos {
+	if n == nil {
+		return Pos{File: p.file}
+	}
+	return Pos{File: p.file, Line: n.Line, Col: n.Column}
+}
+
+func (p *parser) errf(n *yaml.Node, format string, args ...any) {
+	p.problems = append(p.problems, Problem{Pos: p.pos(n), Msg: fmt.Sprintf(format, args...)})
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the scalar %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// mapping calls fn for each key of a mapping node, in order, reporting duplicate keys.
+func (p *parser) mapping(n *yaml.Node, fn func(key string, k, v *yaml.Node)) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.errf(n, "expected a mapping, found %s", kindName(n))
+		return
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			p.errf(k, "expected a name as key, found %s", kindName(k))
+			continue
+		}
+		if v.Kind == yaml.AliasNode || k.Kind == yaml.AliasNode {
+			p.errf(v, "YAML aliases are not supported")
+			continue
+		}
+		if line, dup := seen[k.Value]; dup {
+			p.errf(k, "duplicate key %q (first at line %d)", k.Value, line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		fn(k.Value, k, v)
+	}
+}
+
+func (p *parser) str(n *yaml.Node) string {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errf(n, "expected a name, found %s", kindName(n))
+		return ""
+	}
+	return n.Value
+}
+
+func (p *parser) boolean(n *yaml.Node) bool {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
+		p.errf(n, "expected true or false, found %s", kindName(n))
+	}
+	return b
+}
+
+// names reads one name or a list of names.
+func (p *parser) names(n *yaml.Node) []string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return nil
+		}
+		return []string{n.Value}
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if s := p.str(c); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	p.errf(n, "expected a name or a list of names, found %s", kindName(n))
+	return nil
+}
+
+func (p *parser) states(n *yaml.Node, depth int) []*State {
+	if depth > MaxDepth {
+		p.errf(n, "states nest deeper than %d levels", MaxDepth)
+		return nil
+	}
+	var out []*State
+	p.mapping(n, func(name string, k, v *yaml.Node) {
+		out = append(out, p.state(name, k, v, depth))
+	})
+	return out
+}
+
+func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
+	s := &State{Name: name, Pos: p.pos(k)}
+	p.mapping(v, func(key string, kk, vv *yaml.Node) {
+		switch key {
+		case "initial":
+			s.Initial = p.str(vv)
+		case "states":
+			s.States = append(s.States, p.states(vv, depth+1)...)
+		case "regions":
+			s.Parallel = true
+			s.States = append(s.States, p.states(vv, depth+1)...)
+		case "parallel":
+			s.Parallel = p.boolean(vv)
+		case "early_exit":
+			s.EarlyExit = p.names(vv)
+		case "final":
+			if vv.Kind == yaml.ScalarNode && (vv.Value == "true" || vv.Tag == "!!null") {
+				s.Final = OutcomeSuccess
+			} else {
+				s.Final = p.str(vv)
+			}
+		case "history":
+			switch {
+			case vv.Kind == yaml.ScalarNode && vv.Value == "shallow":
+				s.History = true
+			default:
+				s.History = p.boolean(vv)
+			}
+		case "entry":
+			s.Entry = p.names(vv)
+		case "exit":
+			s.Exit = p.names(vv)
+		case "on":
+			p.mapping(vv, func(event string, ek, ev *yaml.Node) {
+				for _, t := range p.transitions(ev, "target, guard, actions, internal") {
+					t.Event = event
+					s.On = append(s.On, t)
+				}
+			})
+		case "timeout":
+			s.Timeout = p.timeout(vv)
+		case "done":
+			s.Done = p.transitions(vv, "target, outcome, guard, actions, internal")
+		case "on_error":
+			ts := p.transitions(vv, "target, actions")
+			switch len(ts) {
+			case 0:
+			case 1:
+				s.OnError = ts[0]
+			default:
+				p.errf(vv, "on_error takes one transition")
+			}
+		default:
+			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, entry, exit, on, timeout, done, on_error)", key, name)
+		}
+	})
+	return s
+}
+
+// transitions reads a target name, a transition mapping, or a list of either.
+func (p *parser) transitions(n *yaml.Node, keys string) []*Transition {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		var out []*Transition
+		for _, c := range n.Content {
+			if c.Kind == yaml.SequenceNode {
+				p.errf(c, "expected a transition, found a list")
+				continue
+			}
+			out = append(out, p.transitions(c, keys)...)
+		}
+		return out
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return []*Transition{{Pos: p.pos(n)}}
+		}
+		return []*Transition{{Target: n.Value, Pos: p.pos(n)}}
+	case yaml.MappingNode:
+		t := &Transition{Pos: p.pos(n)}
+		p.mapping(n, func(key string, k, v *yaml.Node) {
+			if !strings.Contains(", "+keys+",", ", "+key+",") {
+				p.errf(k, "unknown key %q in transition (want %s)", key, keys)
+				return
+			}
+			p.transitionKey(t, key, v)
+		})
+		return []*Transition{t}
+	}
+	p.errf(n, "expected a transition, found %s", kindName(n))
+	return nil
+}
+
+func (p *parser) transitionKey(t *Transition, key string, v *yaml.Node) {
+	switch key {
+	case "target":
+		t.Target = p.str(v)
+	case "guard":
+		t.Guard = p.str(v)
+	case "actions":
+		t.Actions = p.names(v)
+	case "internal":
+		t.Internal = p.boolean(v)
+	case "outcome":
+		t.Outcome = p.str(v)
+	}
+}
+
+func (p *parser) timeout(n *yaml.Node) *Timeout {
+	to := &Timeout{Transition: Transition{Pos: p.pos(n)}}
+	hasAfter := false
+	p.mapping(n, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "after":
+			hasAfter = true
+			s := p.str(v)
+			if s == "" {
+				return
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				p.errf(v, "timeout after %q is not a duration like 30s or 5m", s)
+				return
+			}
+			to.After = d
+		case "target", "guard", "actions", "internal":
+			p.transitionKey(&to.Transition, key, v)
+		default:
+			p.errf(k, "unknown key %q in timeout (want after, target, guard, actions, internal)", key)
+		}
+	})
+	if !hasAfter && n.Kind == yaml.MappingNode {
+		p.errf(n, "timeout needs after: <duration>")
+	}
+	return to
+}

@@ -1,0 +1,261 @@
+package chart
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/steadhq/stead"
+)
+
+// Action is a Go function a definition refers to by name. It runs inside Engine.Step, so it must
+// be deterministic given its ActionContext; work with side effects outside the process should be
+// made idempotent with ActionContext.Key. A returned error fails the execution, or takes the
+// nearest error transition.
+type Action func(ActionContext) (ActionResult, error)
+
+// Guard decides whether a transition may be taken. It must be deterministic and free of side
+// effects.
+type Guard func(GuardContext) bool
+
+// Registry holds the actions and guards definitions refer to by name. Register everything
+// before NewEngine; a Registry is not safe for concurrent registration, but engines only read it.
+type Registry struct {
+	actions map[string]Action
+	guards  map[string]Guard
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{actions: map[string]Action{}, guards: map[string]Guard{}}
+}
+
+// Action registers fn under name, replacing any earlier one.
+func (r *Registry) Action(name string, fn Action) *Registry {
+	r.actions[name] = fn
+	return r
+}
+
+// Guard registers fn under name, replacing any earlier one.
+func (r *Registry) Guard(name string, fn Guard) *Registry {
+	r.guards[name] = fn
+	return r
+}
+
+// HasAction reports whether an action is registered under name.
+func (r *Registry) HasAction(name string) bool { _, ok := r.actions[name]; return ok }
+
+// HasGuard reports whether a guard is registered under name.
+func (r *Registry) HasGuard(name string) bool { _, ok := r.guards[name]; return ok }
+
+// ActionResult is what an action asks for: context changes and events to send. The zero value
+// changes nothing.
+type ActionResult struct {
+	// Set assigns context keys; each value is encoded with encoding/json.
+	Set map[string]any
+	// Delete removes context keys (after Set is applied).
+	Delete []string
+	// Send lists events to deliver after the step commits, in order.
+	Send []Message
+}
+
+// Message is an event an action sends.
+type Message struct {
+	// To is the target execution id; empty means this execution itself.
+	To   string
+	Kind string
+	// Data is encoded with encoding/json; nil sends no data.
+	Data any
+}
+
+// Values is read access to an execution's context (a JSON object) while a step runs. It sees the
+// changes of the actions that ran before it in the same step.
+type Values struct{ c *ctxState }
+
+// Get returns the raw JSON value of key, or nil when the key is absent.
+func (v Values) Get(key string) json.RawMessage {
+	if v.c == nil || v.c.decode() != nil {
+		return nil
+	}
+	return v.c.m[key]
+}
+
+// Lookup decodes the value of key into dst and reports whether the key was present.
+func (v Values) Lookup(key string, dst any) (bool, error) {
+	raw := v.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, dst)
+}
+
+// String returns the string at key, or "" when it is absent or not a string.
+func (v Values) String(key string) string {
+	var s string
+	if ok, err := v.Lookup(key, &s); !ok || err != nil {
+		return ""
+	}
+	return s
+}
+
+// Float returns the number at key, or 0 when it is absent or not a number.
+func (v Values) Float(key string) float64 {
+	var f float64
+	if ok, err := v.Lookup(key, &f); !ok || err != nil {
+		return 0
+	}
+	return f
+}
+
+// Bool returns the boolean at key, or false when it is absent or not a boolean.
+func (v Values) Bool(key string) bool {
+	var b bool
+	if ok, err := v.Lookup(key, &b); !ok || err != nil {
+		return false
+	}
+	return b
+}
+
+// Decode decodes the whole context into dst.
+func (v Values) Decode(dst any) error {
+	return json.Unmarshal(v.JSON(), dst)
+}
+
+// JSON returns the whole context as a JSON object.
+func (v Values) JSON() json.RawMessage {
+	if v.c == nil {
+		return json.RawMessage("{}")
+	}
+	raw, err := v.c.encode()
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// GuardContext is what a guard sees.
+type GuardContext struct {
+	Values
+	ExecutionID string
+	// State is the path of the transition's source state.
+	State string
+	Event stead.Event
+}
+
+// ActionContext is what an action sees.
+type ActionContext struct {
+	Values
+	ExecutionID string
+	ParentID    string
+	// State is the path of the state whose entry or exit runs the action, or of the
+	// transition's source state.
+	State string
+	Event stead.Event
+	// Key is "<execution id>:<version>:<index>": stable across retries of the same step, unique
+	// across steps, so external effects keyed by it happen at most once.
+	Key string
+}
+
+// DecodeEvent decodes the event's data into dst.
+func (a ActionContext) DecodeEvent(dst any) error {
+	if len(a.Event.Data) == 0 {
+		return nil
+	}
+	return json.Unmarshal(a.Event.Data, dst)
+}
+
+// ctxState is the execution context during a step: the encoded form until something needs the
+// keys, the decoded map afterwards, re-encoded only if an action changed it.
+type ctxState struct {
+	raw   json.RawMessage
+	m     map[string]json.RawMessage
+	dirty bool // m holds changes raw does not have yet
+	// changed records that the context differs from the step's input, even after encode
+	// caught raw up (a spawn encodes the context mid-step).
+	changed bool
+	err     error
+}
+
+func (c *ctxState) decode() error {
+	if c.m != nil || c.err != nil {
+		return c.err
+	}
+	c.m = map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(c.raw)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(c.raw, &c.m); err != nil {
+		c.err = fmt.Errorf("context is not a JSON object: %w", err)
+		c.m = nil
+	}
+	return c.err
+}
+
+func (c *ctxState) encode() (json.RawMessage, error) {
+	if !c.dirty {
+		if len(c.raw) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+		return c.raw, nil
+	}
+	raw, err := json.Marshal(c.m)
+	if err != nil {
+		return nil, err
+	}
+	c.raw, c.dirty = raw, false
+	return raw, nil
+}
+
+// apply merges an action's changes; values are encoded first so a failure changes nothing.
+func (c *ctxState) apply(r *ActionResult) error {
+	if len(r.Set) == 0 && len(r.Delete) == 0 {
+		return nil
+	}
+	if err := c.decode(); err != nil {
+		return err
+	}
+	enc := make(map[string]json.RawMessage, len(r.Set))
+	// Sorted, so that when several values fail to encode the reported one is always the same.
+	for _, k := range slices.Sorted(maps.Keys(r.Set)) {
+		raw, err := json.Marshal(r.Set[k])
+		if err != nil {
+			return fmt.Errorf("context key %q: %w", k, err)
+		}
+		enc[k] = raw
+	}
+	// The decoded map belongs to this step alone (decode built it), so it is changed in place.
+	maps.Copy(c.m, enc)
+	for _, k := range r.Delete {
+		delete(c.m, k)
+	}
+	c.dirty, c.changed = true, true
+	return nil
+}
+
+// merge sets every key of a JSON object (the start event's data).
+func (c *ctxState) merge(obj json.RawMessage) error {
+	var add map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &add); err != nil {
+		return err
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if err := c.decode(); err != nil {
+		return err
+	}
+	maps.Copy(c.m, add)
+	c.dirty, c.changed = true, true
+	return nil
+}
+
+func (c *ctxState) set(key string, raw json.RawMessage) error {
+	if err := c.decode(); err != nil {
+		return err
+	}
+	c.m[key] = raw
+	c.dirty, c.changed = true, true
+	return nil
+}

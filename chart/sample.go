@@ -1,0 +1,64 @@
+package chart
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+)
+
+//go:embed samples/order.yaml
+var sampleOrderYAML []byte
+
+// SampleOrderFlowYAML returns the source of the sample order flow (samples/order.yaml).
+func SampleOrderFlowYAML() []byte { return append([]byte(nil), sampleOrderYAML...) }
+
+// SampleOrderFlow returns the sample order flow: a payment step with a timeout, fulfilment as
+// two parallel regions (packing and invoicing), and failure paths. Run it with a registry
+// prepared by RegisterSampleActions; the start data's "outcome" key picks the path (see
+// samples/order.yaml).
+func SampleOrderFlow() (*Definition, error) {
+	return Parse("order.yaml", sampleOrderYAML)
+}
+
+// RegisterSampleActions registers the actions and guards of the sample order flow. They are
+// deterministic: every decision comes from the context ("outcome", "amount", "order_id").
+func RegisterSampleActions(reg *Registry) *Registry {
+	reg.Action("request_payment", func(c ActionContext) (ActionResult, error) {
+		switch c.String("outcome") {
+		case "timeout":
+			return ActionResult{Set: map[string]any{"payment_requested": true}}, nil
+		case "declined":
+			return ActionResult{Send: []Message{{Kind: "payment_declined"}}}, nil
+		}
+		return ActionResult{Send: []Message{{Kind: "payment_received", Data: map[string]any{"amount": c.Float("amount")}}}}, nil
+	})
+	reg.Guard("amount_ok", func(c GuardContext) bool {
+		a := c.Float("amount")
+		return a > 0 && a <= 10000
+	})
+	reg.Action("capture_payment", func(c ActionContext) (ActionResult, error) {
+		if c.String("outcome") == "error" {
+			return ActionResult{}, errors.New("card processor refused the capture")
+		}
+		return ActionResult{Set: map[string]any{"captured": c.Float("amount"), "capture_key": c.Key}}, nil
+	})
+	reg.Action("pick_items", func(c ActionContext) (ActionResult, error) {
+		switch c.String("outcome") {
+		case "out_of_stock":
+			return ActionResult{Send: []Message{{Kind: "out_of_stock"}}}, nil
+		case "crash":
+			return ActionResult{}, errors.New("picking robot crashed")
+		}
+		return ActionResult{Set: map[string]any{"packed": true}, Send: []Message{{Kind: "picked"}}}, nil
+	})
+	reg.Action("issue_invoice", func(c ActionContext) (ActionResult, error) {
+		return ActionResult{
+			Set:  map[string]any{"invoice_no": fmt.Sprintf("INV-%s", c.String("order_id"))},
+			Send: []Message{{Kind: "invoiced"}},
+		}, nil
+	})
+	reg.Action("refund_payment", func(c ActionContext) (ActionResult, error) {
+		return ActionResult{Set: map[string]any{"refunded": c.Float("captured")}, Send: []Message{{Kind: "refunded"}}}, nil
+	})
+	return reg
+}

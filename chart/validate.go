@@ -1,0 +1,430 @@
+package chart
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/steadhq/stead"
+)
+
+// Problem is one rule a definition breaks.
+type Problem struct {
+	Pos   Pos
+	State string // dotted path of the state concerned, empty for the definition itself
+	Msg   string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if s := p.Pos.String(); s != "" {
+		b.WriteString(s)
+		b.WriteString(": ")
+	}
+	if p.State != "" {
+		fmt.Fprintf(&b, "state %q: ", p.State)
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// ValidationError lists every problem found in a definition. It matches stead.ErrInvalid.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Problems) == 1 {
+		return "chart: invalid definition: " + e.Problems[0].String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "chart: invalid definition (%d problems):", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n\t")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, stead.ErrInvalid) true.
+func (e *ValidationError) Unwrap() error { return stead.ErrInvalid }
+
+// MaxDepth bounds the nesting of states.
+const MaxDepth = 32
+
+// maxNameLen bounds a state name; paths stay far below stead.MaxIDLen this way.
+const maxNameLen = 64
+
+// Validate checks every rule of the model and returns a *ValidationError listing all problems,
+// each with its position. With a nil registry, action and guard names are not checked.
+//
+// The rules: the definition has an id and states; names are identifiers ([A-Za-z_][A-Za-z0-9_-]*)
+// and unique among siblings; compound states (and the top level) name an existing initial
+// child; parallel states have compound regions and a completion transition without outcome or
+// guard; final states have an outcome and no children or outgoing transitions; every target
+// exists and stays inside its region (regions run as separate executions); internal transitions
+// target a descendant; timers have positive durations; every state is reachable from the
+// initial state; every action and guard name is registered.
+func Validate(def *Definition, reg *Registry) error {
+	v := &validator{reg: reg}
+	if def == nil {
+		return &ValidationError{Problems: []Problem{{Msg: "definition is nil"}}}
+	}
+	v.def = def
+	v.check()
+	if len(v.problems) > 0 {
+		return &ValidationError{Problems: v.problems}
+	}
+	return nil
+}
+
+type validator struct {
+	def      *Definition
+	reg      *Registry
+	problems []Problem
+	index    map[string]*State
+	parent   map[string]string
+	region   map[string]string // state path -> path of the innermost region containing it (or itself)
+}
+
+func (v *validator) addf(pos Pos, state, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Pos: pos, State: state, Msg: fmt.Sprintf(format, args...)})
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case i > 0 && (c == '-' || c >= '0' && c <= '9'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validKind(s string) bool {
+	return s != "" && len(s) <= stead.MaxIDLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+func (v *validator) check() {
+	d := v.def
+	if !validKind(d.ID) {
+		v.addf(d.Pos, "", "definition id %q must be non-empty UTF-8 text without NUL bytes", d.ID)
+	}
+	if len(d.States) == 0 {
+		v.addf(d.Pos, "", "definition has no states")
+		return
+	}
+	v.index = map[string]*State{}
+	v.parent = map[string]string{}
+	v.region = map[string]string{}
+	v.collect("", nil, d.States, 1)
+	if d.Initial == "" {
+		v.addf(d.Pos, "", "missing initial state")
+	} else if s := childNamed(d.States, d.Initial); s == nil {
+		v.addf(d.Pos, "", "initial state %q is not a top-level state", d.Initial)
+	}
+	d.Walk(func(path string, s *State) {
+		if v.index[path] != s {
+			return // a duplicate: reported once by collect
+		}
+		v.checkState(path, s)
+	})
+	if len(v.problems) == 0 {
+		v.checkReachable()
+	}
+}
+
+func childNamed(states []*State, name string) *State {
+	for _, s := range states {
+		if s != nil && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (v *validator) collect(prefix string, parent *State, states []*State, depth int) {
+	seen := map[string]Pos{}
+	for _, s := range states {
+		if s == nil {
+			v.addf(Pos{}, prefix, "nil state")
+			continue
+		}
+		path := joinPath(prefix, s.Name)
+		if !validName(s.Name) {
+			v.addf(s.Pos, prefix, "state name %q is not an identifier ([A-Za-z_][A-Za-z0-9_-]*, at most %d bytes)", s.Name, maxNameLen)
+			continue
+		}
+		if first, dup := seen[s.Name]; dup {
+			v.addf(s.Pos, path, "duplicate state name %q (first declared at %s)", s.Name, first)
+			continue
+		}
+		seen[s.Name] = s.Pos
+		if depth > MaxDepth {
+			v.addf(s.Pos, path, "states nest deeper than %d levels", MaxDepth)
+			continue
+		}
+		v.index[path] = s
+		v.parent[path] = prefix
+		switch {
+		case parent != nil && parent.Parallel:
+			v.region[path] = path
+		default:
+			v.region[path] = v.region[prefix]
+		}
+		v.collect(path, s, s.States, depth+1)
+	}
+}
+
+func (v *validator) isRegion(path string) bool {
+	p, ok := v.index[v.parent[path]]
+	return ok && v.parent[path] != "" && p.Parallel
+}
+
+func (v *validator) checkState(path string, s *State) {
+	region := v.isRegion(path)
+	switch {
+	case s.IsFinal():
+		if !validName(s.Final) {
+			v.addf(s.Pos, path, "final outcome %q is not an identifier", s.Final)
+		}
+		if len(s.States) > 0 || s.Parallel {
+			v.addf(s.Pos, path, "a final state cannot have children")
+		}
+		if len(s.On) > 0 || s.Timeout != nil || len(s.Done) > 0 || s.OnError != nil {
+			v.addf(s.Pos, path, "transitions out of a final state are not allowed")
+		}
+		if region {
+			v.addf(s.Pos, path, "a region must be a compound state, not a final state")
+		}
+	case s.Parallel:
+		if len(s.States) == 0 {
+			v.addf(s.Pos, path, "a parallel state needs at least one region")
+		}
+		if s.Initial != "" {
+			v.addf(s.Pos, path, "a parallel state has no initial state (all regions start)")
+		}
+		catchAll := false
+		for _, t := range s.Done {
+			if t.Outcome == "" && t.Guard == "" {
+				catchAll = true
+			}
+		}
+		if !catchAll {
+			v.addf(s.Pos, path, "a parallel state needs a completion (done) transition without outcome or guard, so that every join leads somewhere")
+		}
+		for _, r := range s.States {
+			if r != nil && validName(r.Name) && len(r.States) == 0 && !r.IsFinal() {
+				v.addf(r.Pos, joinPath(path, r.Name), "a region must be a compound state with an initial state")
+			}
+		}
+	case len(s.States) > 0:
+		if s.Initial == "" {
+			v.addf(s.Pos, path, "missing initial state")
+		} else if childNamed(s.States, s.Initial) == nil {
+			v.addf(s.Pos, path, "initial state %q is not a child", s.Initial)
+		}
+	default: // atomic
+		if s.Initial != "" {
+			v.addf(s.Pos, path, "initial %q set on a state without children", s.Initial)
+		}
+		if len(s.Done) > 0 {
+			v.addf(s.Done[0].Pos.or(s.Pos), path, "completion (done) transitions need a compound or parallel state")
+		}
+		if region {
+			v.addf(s.Pos, path, "a region must be a compound state with an initial state")
+		}
+	}
+	if s.History && (s.Parallel || len(s.States) == 0) {
+		v.addf(s.Pos, path, "history needs a compound state")
+	}
+	if len(s.EarlyExit) > 0 && !s.Parallel {
+		v.addf(s.Pos, path, "early_exit needs a parallel state")
+	}
+	for _, o := range s.EarlyExit {
+		if !validName(o) {
+			v.addf(s.Pos, path, "early-exit outcome %q is not an identifier", o)
+		}
+	}
+	if region && (len(s.On) > 0 || s.Timeout != nil || len(s.Done) > 0 || s.OnError != nil || len(s.Exit) > 0) {
+		v.addf(s.Pos, path, "a region's root state runs as its own execution: it cannot have transitions, a timeout, an error transition or exit actions")
+	}
+	v.checkActions(s.Pos, path, "entry", s.Entry)
+	v.checkActions(s.Pos, path, "exit", s.Exit)
+	for _, t := range s.On {
+		if t == nil {
+			v.addf(s.Pos, path, "nil transition")
+			continue
+		}
+		pos := t.Pos.or(s.Pos)
+		switch {
+		case !validKind(t.Event):
+			v.addf(pos, path, "transition has no valid event kind")
+		case strings.HasPrefix(t.Event, "stead."):
+			v.addf(pos, path, "event kind %q is reserved for the engine (use timeout, done or on_error)", t.Event)
+		}
+		if t.Outcome != "" {
+			v.addf(pos, path, "outcome %q is only meaningful on a completion (done) transition", t.Outcome)
+		}
+		v.checkTransition(path, t, "on "+t.Event)
+	}
+	if s.Timeout != nil {
+		pos := s.Timeout.Pos.or(s.Pos)
+		if s.Timeout.After <= 0 {
+			v.addf(pos, path, "timeout duration %s must be positive", s.Timeout.After)
+		}
+		if s.Timeout.Outcome != "" || s.Timeout.Event != "" {
+			v.addf(pos, path, "a timeout transition takes no event or outcome")
+		}
+		v.checkTransition(path, &s.Timeout.Transition, "timeout")
+	}
+	for _, t := range s.Done {
+		if t == nil {
+			v.addf(s.Pos, path, "nil transition")
+			continue
+		}
+		if t.Outcome != "" && !validName(t.Outcome) {
+			v.addf(t.Pos.or(s.Pos), path, "completion outcome %q is not an identifier", t.Outcome)
+		}
+		v.checkTransition(path, t, "done")
+	}
+	if t := s.OnError; t != nil {
+		if t.Target == "" {
+			v.addf(t.Pos.or(s.Pos), path, "an error transition needs a target")
+		}
+		v.checkTransition(path, t, "on_error")
+	}
+}
+
+func (p Pos) or(q Pos) Pos {
+	if p.Line == 0 && p.File == "" {
+		return q
+	}
+	return p
+}
+
+func (v *validator) checkActions(pos Pos, path, what string, names []string) {
+	for _, a := range names {
+		switch {
+		case a == "":
+			v.addf(pos, path, "%s: empty action name", what)
+		case v.reg != nil && !v.reg.HasAction(a):
+			v.addf(pos, path, "%s: action %q is not registered", what, a)
+		}
+	}
+}
+
+func (v *validator) checkTransition(src string, t *Transition, what string) {
+	pos := t.Pos.or(v.index[src].Pos)
+	v.checkActions(pos, src, what, t.Actions)
+	if t.Guard != "" && v.reg != nil && !v.reg.HasGuard(t.Guard) {
+		v.addf(pos, src, "%s: guard %q is not registered", what, t.Guard)
+	}
+	if t.Target == "" {
+		if t.Internal {
+			v.addf(pos, src, "%s: an internal transition needs a target", what)
+		}
+		return
+	}
+	target := resolveTarget(v.index, src, t.Target)
+	if target == "" {
+		v.addf(pos, src, "%s: unknown target %q", what, t.Target)
+		return
+	}
+	if v.isRegion(target) {
+		v.addf(pos, src, "%s: target %q is a region's root state, which only its own execution enters", what, target)
+		return
+	}
+	if rs, rt := v.region[src], v.region[target]; rs != rt {
+		switch {
+		case rt != "":
+			v.addf(pos, src, "%s: target %q is inside region %q; regions run as separate executions and cannot be entered from outside", what, target, rt)
+		default:
+			v.addf(pos, src, "%s: target %q is outside region %q; a region can only leave by reaching a final state", what, target, rs)
+		}
+		return
+	}
+	if t.Internal && !strings.HasPrefix(target, src+".") {
+		v.addf(pos, src, "%s: internal transition target %q is not a descendant of the source", what, target)
+	}
+}
+
+// resolveTarget finds the state a transition on src means by name: src's own children first,
+// then outward scope by scope to the top level. It returns "" when nothing matches.
+func resolveTarget[S any](index map[string]S, src, name string) string {
+	scope := src
+	for {
+		p := joinPath(scope, name)
+		if _, ok := index[p]; ok {
+			return p
+		}
+		if scope == "" {
+			return ""
+		}
+		scope = parentPath(scope)
+	}
+}
+
+// checkReachable marks every state an execution can enter, starting from the initial state and
+// following initial children, regions and transition targets, and reports the others.
+func (v *validator) checkReachable() {
+	reached, entered := map[string]bool{}, map[string]bool{}
+	var queue []string
+	var enter func(path string)
+	mark := func(path string) {
+		for p := path; p != "" && !reached[p]; p = v.parent[p] {
+			reached[p] = true
+			queue = append(queue, p)
+		}
+	}
+	enter = func(path string) {
+		if entered[path] {
+			return
+		}
+		entered[path] = true
+		mark(path)
+		s := v.index[path]
+		switch {
+		case s.Parallel:
+			for _, r := range s.States {
+				enter(joinPath(path, r.Name))
+			}
+		case len(s.States) > 0:
+			enter(joinPath(path, s.Initial))
+		}
+	}
+	enter(v.def.Initial)
+	for len(queue) > 0 {
+		path := queue[0]
+		queue = queue[1:]
+		s := v.index[path]
+		var ts []*Transition
+		ts = append(ts, s.On...)
+		ts = append(ts, s.Done...)
+		if s.Timeout != nil {
+			ts = append(ts, &s.Timeout.Transition)
+		}
+		if s.OnError != nil {
+			ts = append(ts, s.OnError)
+		}
+		for _, t := range ts {
+			if t.Target == "" {
+				continue
+			}
+			if target := resolveTarget(v.index, path, t.Target); target != "" {
+				enter(target)
+			}
+		}
+	}
+	v.def.Walk(func(path string, s *State) {
+		if !reached[path] && reached[v.parent[path]] || !reached[path] && v.parent[path] == "" {
+			v.addf(s.Pos, path, "unreachable: no initial state or transition leads here")
+		}
+	})
+}

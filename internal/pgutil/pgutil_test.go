@@ -1,0 +1,148 @@
+package pgutil_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/steadhq/stead/internal/errs"
+	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/internal/pgutil"
+)
+
+func TestCheckSchema(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"stead", true}, {"_x1", true}, {"Tenant_42", true},
+		{"", false}, {"1abc", false}, {"a-b", false}, {"a b", false}, {`a"b`, false},
+		{"a;drop", false}, {"pg_catalog", false}, {"information_schema", false},
+		{"x234567890123456789012345678901234567890123456789012345678901234", false}, // 64 bytes
+	}
+	for _, tt := range tests {
+		err := pgutil.CheckSchema(tt.name)
+		if tt.ok != (err == nil) {
+			t.Errorf("CheckSchema(%q) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, errs.Invalid) {
+			t.Errorf("CheckSchema(%q) = %v, does not wrap ErrInvalid", tt.name, err)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"statement timeout", &pgconn.PgError{Code: "57014"}, errs.Timeout},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, errs.Conflict},
+		{"serialization", &pgconn.PgError{Code: "40001"}, errs.Conflict},
+		{"check violation", &pgconn.PgError{Code: "23514"}, errs.Invalid},
+		{"bad text", &pgconn.PgError{Code: "22021"}, errs.Invalid},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, errs.Unavailable},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, errs.Unavailable},
+		{"already classified", fmt.Errorf("x: %w", errs.NotFound), errs.NotFound},
+		{"deadline", context.DeadlineExceeded, errs.Timeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pgutil.Classify(tt.err)
+			if !errors.Is(got, tt.want) {
+				t.Fatalf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+			if !errors.Is(got, tt.err) {
+				t.Fatalf("Classify dropped the original error from the chain: %v", got)
+			}
+		})
+	}
+	if pgutil.Classify(nil) != nil {
+		t.Fatal("Classify(nil) != nil")
+	}
+}
+
+func TestConnectRetriesThenUnavailable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	start := time.Now()
+	_, err = pgutil.Connect(context.Background(), "postgres://postgres@"+addr+"/postgres?connect_timeout=2",
+		pgutil.PoolConfig{ConnectAttempts: 3, ConnectDelay: 20 * time.Millisecond})
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("Connect = %v, want ErrUnavailable", err)
+	}
+	if time.Since(start) < 40*time.Millisecond {
+		t.Fatalf("Connect returned before retrying (%v)", time.Since(start))
+	}
+}
+
+func TestConnectHonoursContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := pgutil.Connect(ctx, "postgres://postgres@127.0.0.1:1/postgres",
+		pgutil.PoolConfig{ConnectAttempts: 1000, ConnectDelay: 10 * time.Millisecond})
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("Connect = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestConnectRefusesMalformedURL(t *testing.T) {
+	_, err := pgutil.Connect(context.Background(), "postgres://%zz", pgutil.PoolConfig{})
+	if !errors.Is(err, errs.Invalid) {
+		t.Fatalf("Connect = %v, want ErrInvalid", err)
+	}
+}
+
+func TestMigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	schema := pgtest.NewName(t)
+	t.Cleanup(func() { pgtest.Drop(t, pool, schema) })
+	ms := []pgutil.Migration{
+		{Version: 1, Name: "widgets", SQL: `CREATE TABLE {schema}widgets (id bigint PRIMARY KEY);
+			CREATE OR REPLACE FUNCTION {schema}widget_count() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM ` + pgutil.Qualifier(schema) + `widgets'`},
+		{Version: 2, Name: "widget names", SQL: `ALTER TABLE {schema}widgets ADD COLUMN name text`},
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() { errc <- pgutil.Migrate(context.Background(), pool, schema, "test_migrations", ms) })
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM `+pgutil.Qualifier(schema)+`test_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("recorded %d migrations, want 2", n)
+	}
+	if _, err := pool.Exec(context.Background(), `INSERT INTO `+pgutil.Qualifier(schema)+`widgets (id, name) VALUES (1, 'a')`); err != nil {
+		t.Fatalf("migrated table unusable: %v", err)
+	}
+}
+
+func TestMigrateRefusesUnsafeSchema(t *testing.T) {
+	pool := pgtest.Pool(t)
+	err := pgutil.Migrate(context.Background(), pool, `x"; DROP TABLE y; --`, "m", nil)
+	if !errors.Is(err, errs.Invalid) {
+		t.Fatalf("Migrate = %v, want ErrInvalid", err)
+	}
+}
