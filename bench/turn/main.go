@@ -116,8 +116,8 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 	cmd := fmt.Sprintf("go run ./bench/turn -count %d -benchtime %s -pgbench-time %d", count, benchtime, pgbenchTime)
 	fmt.Fprintf(&b, "# turn/pgturn benchmarks\n\n")
 	fmt.Fprintf(&b, "Command (from the repository root): `%s`\n\n", cmd)
-	fmt.Fprintf(&b, "Produced %s on PostgreSQL %s, GOMAXPROCS %d (the machine shared with other work); every figure is the median of %d rounds, each round running pgbench and then the Go benchmarks (`go test -run '^$' -bench '%s' -benchtime %s ./turn/pgturn`) against the same server.\n\n",
-		time.Now().UTC().Format(time.RFC3339), version, runtime.GOMAXPROCS(0), count, benchmarks, benchtime)
+	fmt.Fprintf(&b, "Produced %s at commit %s on PostgreSQL %s, GOMAXPROCS %d (the machine shared with other work); every figure is the median of %d rounds, each round running pgbench and then the Go benchmarks (`go test -run '^$' -bench '%s' -benchtime %s ./turn/pgturn`) against the same server.\n\n",
+		time.Now().UTC().Format(time.RFC3339), commit(), version, runtime.GOMAXPROCS(0), count, benchmarks, benchtime)
 	m1, m8 := median(insert1), median(insert8)
 	fmt.Fprintf(&b, "## The ceiling: pgbench, single-row INSERT (prepared, autocommit)\n\n")
 	fmt.Fprintf(&b, "| clients | µs per INSERT | INSERTs/s |\n|---|---:|---:|\n")
@@ -242,4 +242,17 @@ func baseline(name string, one, eight float64) float64 {
 		return eight
 	}
 	return one
+}
+
+// commit names the code measured: the checked-out commit, marked when the tree has changes.
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
 }
