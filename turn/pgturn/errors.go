@@ -102,7 +102,7 @@ func classified(err error) bool {
 		return true
 	}
 	for _, s := range []error{errs.NotFound, errs.Conflict, errs.Unavailable, errs.Timeout, errs.Invalid,
-		errs.Closed, turn.ErrCorrupt} {
+		turn.ErrClosed, turn.ErrCorrupt} {
 		if errors.Is(err, s) {
 			return true
 		}
