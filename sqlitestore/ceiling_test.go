@@ -1,0 +1,66 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead"
+)
+
+// BenchmarkCeilingStateOnly is the ceiling of BenchmarkCommitStateOnly/NORMAL: the statements of
+// a state-only commit run on the store's own writer connection with its own prepared statements,
+// the record encoded ahead, no validation, no error mapping. The store's rate divided by this one
+// is what the store's own work costs.
+func BenchmarkCeilingStateOnly(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	exe := &stead.Execution{
+		ID: "e", DefinitionID: "order", Status: stead.StatusRunning, ActivePath: "order/paying/awaiting",
+		History:   map[string]string{"order": "order/paying", "order/paying": "order/paying/awaiting"},
+		Context:   json.RawMessage(`{"order_id":"A-1029","amount":4999,"currency":"EUR","items":[{"sku":"x","n":2},{"sku":"y","n":1}],"attempts":0}`),
+		CreatedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
+		UpdatedAt: time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC),
+	}
+	if _, err := s.Commit(ctx, exe, stead.Bundle{}); err != nil {
+		b.Fatal(err)
+	}
+	data, err := stead.EncodeExecution(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := s.wr
+	if err := w.acquire(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer w.release()
+	created, updated := exe.CreatedAt.UnixMicro(), exe.UpdatedAt.UnixMicro()
+	b.ReportAllocs()
+	cpu := StartCPU()
+	for v := int64(1); b.Loop(); v++ {
+		if _, err := w.begin.ExecContext(bg); err != nil {
+			b.Fatal(err)
+		}
+		r, err := w.w.casUpdate.ExecContext(bg, "", exe.ActivePath, "", v+1, created, updated, nil, data, "e", v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := r.RowsAffected(); n != 1 {
+			b.Fatalf("lost the CAS at %d", v)
+		}
+		if _, err := w.w.casIndexed.ExecContext(bg, "e", "order", "running"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.commit.ExecContext(bg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.Report(b)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}

@@ -1,0 +1,339 @@
+package memtransport
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/errs"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/internal/wake"
+)
+
+// Option configures a Transport.
+type Option func(*Transport)
+
+// WithClock sets the clock leases and parks are measured with (default time.Now).
+func WithClock(now func() time.Time) Option { return func(t *Transport) { t.now = now } }
+
+// WithPollInterval bounds how long Wait blocks without a notification (default 1 s), so that a
+// waiter re-checks even when the clock is not the wall clock.
+func WithPollInterval(d time.Duration) Option { return func(t *Transport) { t.poll = d } }
+
+// Transport is the in-memory transport. It is safe for concurrent use.
+type Transport struct {
+	now  func() time.Time
+	poll time.Duration
+	sig  *wake.Signal
+
+	mu     sync.Mutex
+	closed bool
+	seq    int64
+	groups map[string]*group
+	free   [transport.MaxPriority + 1]groupHeap // by (served, id)
+	leased [transport.MaxPriority + 1]groupHeap // by (until, id); parked groups too
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+type group struct {
+	id       string
+	priority int
+	msgs     []transport.Message // FIFO, head first
+	token    string              // lease or park holder; "" when free
+	until    time.Time           // end of the lease or park
+	served   time.Time           // claim-order key while free: last ack, zero if never served
+	index    int                 // position in its heap
+}
+
+// New returns an empty in-memory transport.
+func New(opts ...Option) *Transport {
+	t := &Transport{now: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}}
+	for _, o := range opts {
+		o(t)
+	}
+	for p := range t.free {
+		t.free[p].byServed = true
+	}
+	return t
+}
+
+// Publish implements transport.Transport.
+func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
+	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
+}
+
+// PublishBatch implements transport.Transport.
+func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
+	if err := transport.ValidateBatch(msgs); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errClosed
+	}
+	created := false
+	for _, o := range msgs {
+		g := t.groups[o.Group]
+		if g == nil {
+			g = &group{id: o.Group, priority: o.Priority}
+			t.groups[o.Group] = g
+			heap.Push(&t.free[g.priority], g)
+			created = true
+		}
+		t.seq++
+		ev := o.Event
+		ev.Data = slices.Clone(ev.Data)
+		g.msgs = append(g.msgs, transport.Message{Seq: t.seq, Group: g.id, Event: ev, Priority: g.priority})
+	}
+	if created {
+		t.sig.Notify()
+	}
+	return nil
+}
+
+// Claim implements transport.Transport.
+func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
+	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
+	if err != nil || len(ls) == 0 {
+		return nil, err
+	}
+	return &ls[0], nil
+}
+
+// ClaimBatch implements transport.Transport.
+func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	gen := t.sig.Gen()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errClosed
+	}
+	now := t.now()
+	token := transport.NewToken(worker)
+	until := now.Add(visibility)
+	var out []transport.Lease
+	for len(out) < max {
+		g := t.next(now, minPriority)
+		if g == nil {
+			break
+		}
+		if g.token == "" {
+			heap.Remove(&t.free[g.priority], g.index)
+		} else {
+			heap.Remove(&t.leased[g.priority], g.index)
+		}
+		g.token, g.until = token, until
+		heap.Push(&t.leased[g.priority], g)
+		m := g.msgs[0]
+		m.Event.Data = slices.Clone(m.Event.Data)
+		out = append(out, transport.Lease{Message: m, Token: token, Until: until})
+	}
+	if len(out) == 0 {
+		t.sig.Empty(gen)
+	}
+	return out, nil
+}
+
+// next returns the claimable group that comes first in claim order: the lowest key, where a free
+// group's key is when it was last served and an expired lease's key is when it ended; ties go to
+// the lower id.
+func (t *Transport) next(now time.Time, minPriority int) *group {
+	var best *group
+	var bestKey time.Time
+	consider := func(g *group, key time.Time) {
+		if best == nil || key.Before(bestKey) || (key.Equal(bestKey) && g.id < best.id) {
+			best, bestKey = g, key
+		}
+	}
+	for p := minPriority; p <= transport.MaxPriority; p++ {
+		if h := &t.free[p]; h.Len() > 0 {
+			consider(h.gs[0], h.gs[0].served)
+		}
+		// A lease that ends exactly now still holds.
+		if h := &t.leased[p]; h.Len() > 0 && h.gs[0].until.Before(now) {
+			consider(h.gs[0], h.gs[0].until)
+		}
+	}
+	return best
+}
+
+// Ack implements transport.Transport.
+func (t *Transport) Ack(ctx context.Context, l *transport.Lease) error {
+	if err := transport.ValidateLease(l); err != nil {
+		return err
+	}
+	return t.AckBatch(ctx, []transport.Lease{*l})
+}
+
+// AckBatch implements transport.Transport.
+func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
+	if err := transport.ValidateLeases(ls); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errClosed
+	}
+	now := t.now()
+	freed := false
+	for i := range ls {
+		g := t.held(&ls[i])
+		if g == nil {
+			continue
+		}
+		heap.Remove(&t.leased[g.priority], g.index)
+		g.msgs[0] = transport.Message{}
+		g.msgs = g.msgs[1:]
+		if len(g.msgs) == 0 {
+			// The next publish creates the group afresh, with its own priority.
+			delete(t.groups, g.id)
+			continue
+		}
+		g.token, g.until, g.served = "", time.Time{}, now
+		heap.Push(&t.free[g.priority], g)
+		freed = true
+	}
+	if freed {
+		t.sig.Notify()
+	}
+	return nil
+}
+
+// Nack implements transport.Transport.
+func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
+	if err := transport.ValidateLease(l); err != nil {
+		return err
+	}
+	if err := transport.ValidateDelay(delay); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errClosed
+	}
+	g := t.held(l)
+	if g == nil {
+		return nil
+	}
+	if delay > 0 {
+		// Parked: the token stays, so the group is held until the park ends.
+		g.until = t.now().Add(delay)
+		heap.Fix(&t.leased[g.priority], g.index)
+		return nil
+	}
+	heap.Remove(&t.leased[g.priority], g.index)
+	g.token, g.until, g.served = "", time.Time{}, time.Time{}
+	heap.Push(&t.free[g.priority], g)
+	t.sig.Notify()
+	return nil
+}
+
+// held returns the group l still holds, or nil when the lease is stale.
+func (t *Transport) held(l *transport.Lease) *group {
+	g := t.groups[l.Group]
+	if g == nil || g.token != l.Token {
+		return nil
+	}
+	return g
+}
+
+// Wait implements transport.Transport. Besides publishes and acks it wakes when the earliest
+// lease or park ends (on the wall clock, as measured by the injected clock now), and at the
+// latest after the poll interval.
+func (t *Transport) Wait(ctx context.Context) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return errClosed
+	}
+	d := t.poll
+	now := t.now()
+	for p := range t.leased {
+		if h := &t.leased[p]; h.Len() > 0 {
+			// Heap order puts the earliest end first; ends already past were seen by the claim
+			// that came before this Wait.
+			for _, g := range h.gs[:1] {
+				if left := g.until.Sub(now); left > 0 && left < d {
+					d = left
+				}
+			}
+		}
+	}
+	t.mu.Unlock()
+	err := t.sig.Wait(ctx, d)
+	if errors.Is(err, errs.Closed) {
+		return errClosed
+	}
+	return err
+}
+
+// Close implements transport.Transport. Waiters return at once.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.sig.Close()
+	return nil
+}
+
+var errClosed = fmt.Errorf("memtransport: %w", stead.ErrClosed)
+
+// groupHeap orders free groups by (served, id) or leased groups by (until, id).
+type groupHeap struct {
+	gs       []*group
+	byServed bool
+}
+
+func (h *groupHeap) Len() int { return len(h.gs) }
+func (h *groupHeap) Less(i, j int) bool {
+	a, b := h.gs[i], h.gs[j]
+	ka, kb := a.until, b.until
+	if h.byServed {
+		ka, kb = a.served, b.served
+	}
+	if !ka.Equal(kb) {
+		return ka.Before(kb)
+	}
+	return a.id < b.id
+}
+func (h *groupHeap) Swap(i, j int) {
+	h.gs[i], h.gs[j] = h.gs[j], h.gs[i]
+	h.gs[i].index, h.gs[j].index = i, j
+}
+func (h *groupHeap) Push(x any) {
+	g := x.(*group)
+	g.index = len(h.gs)
+	h.gs = append(h.gs, g)
+}
+func (h *groupHeap) Pop() any {
+	n := len(h.gs) - 1
+	g := h.gs[n]
+	h.gs[n] = nil
+	h.gs = h.gs[:n]
+	g.index = -1
+	return g
+}

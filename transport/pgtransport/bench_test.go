@@ -1,0 +1,27 @@
+package pgtransport_test
+
+import (
+	"testing"
+
+	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/pgtransport"
+	"github.com/steadhq/stead/transport/transporttest"
+)
+
+// go test -run '^$' -bench . -benchtime 2000x -count 5 ./transport/pgtransport/
+func BenchmarkTransport(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts []pgtransport.Option
+	}{
+		{"notify", nil},
+		{"nonotify", []pgtransport.Option{pgtransport.WithoutNotify()}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			transporttest.Benchmark(b, func(b *testing.B) transport.Transport {
+				return open(b, pgtest.Schema(b), append([]pgtransport.Option{pgtransport.WithMaxConns(8)}, v.opts...)...)
+			})
+		})
+	}
+}

@@ -1,0 +1,52 @@
+// Package pgtransport is a transport.Transport on PostgreSQL (pgx v5), for workers on many hosts
+// sharing one database.
+//
+//	tr, err := pgtransport.Open(ctx, "postgres://app@db:5432/app", pgtransport.WithSchema("stead"))
+//
+// # How it works
+//
+// Messages live in transport_messages; every group with messages has a row in transport_groups
+// that carries the lease (the token of the claim that holds it and when the lease ends) and the
+// group's place in the round-robin. Each operation is one round-trip to a server-side function:
+// transport_publish, transport_claim (FOR NO KEY UPDATE SKIP LOCKED, so claimers never wait for
+// each other), transport_ack and transport_nack. Time is the client's clock, passed in; the
+// database's clock is never read.
+//
+// An idle worker does not poll: Wait listens on a dedicated connection (LISTEN/NOTIFY) and wakes
+// within milliseconds of a publish, from any process, that makes a group claimable (it creates
+// the group) or a nack that hands a group back. An ack that frees a group with more messages
+// wakes only the waiters of its own process: on a busy fleet nearly every ack does that, and a
+// NOTIFY per ack would serialise every worker's commit on PostgreSQL's notification lock;
+// elsewhere the group is found by the acking worker's next claim or at the next poll. Wait also
+// re-checks every poll interval (default 500 ms), because lease and park ends send no
+// notification and one can be missed while the listener reconnects. Behind PgBouncer in
+// transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
+//
+// # Sharing a transaction with the execution store
+//
+// ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx run in a transaction the caller owns, so a
+// worker whose store lives in the same database (pgstore) can claim, commit a step and ack it in
+// one transaction: one commit instead of three, and the ack lands if and only if the step does.
+// A claim inside an open transaction keeps its group rows locked until that transaction ends:
+// other claimers skip them (SKIP LOCKED), so while the step runs no one else can take the group,
+// whatever the lease says; a rollback leaves the groups exactly as they were, the messages
+// claimable again at once. Notifications are sent when the transaction commits. The transaction
+// must be READ COMMITTED (PostgreSQL's default): the claim reads each group's head in a statement
+// of its own so that it sees the ack of the previous holder; under REPEATABLE READ a claim racing
+// such an ack fails with stead.ErrConflict (a serialization failure) instead.
+//
+// Claims never wait (SKIP LOCKED). A publish holds an existing group FOR KEY SHARE, which does
+// not wait for a claimer or an acker even in a transaction that stays open; it waits only to
+// create a group that another open transaction is creating or has just deleted (its last message
+// acked). Acks wait for nothing but a claimer that took the group after their lease ran out. So
+// steps that claim, publish to each other's groups and ack in shared transactions do not
+// deadlock in the ordinary order (claim, publish once per transaction, ack last). Should a cycle
+// form anyway, PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict:
+// roll back and retry the step.
+//
+// # Schema
+//
+// Migrations are embedded and run by Open and New (unless WithoutMigrate) under an advisory lock,
+// so many processes may start at once. Tables, indexes and functions are prefixed transport_ and
+// live in the WithSchema schema, or else in the connection's search_path.
+package pgtransport

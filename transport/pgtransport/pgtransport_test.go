@@ -1,0 +1,430 @@
+package pgtransport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/pgtransport"
+	"github.com/steadhq/stead/transport/transporttest"
+)
+
+// open returns a transport on a fresh schema (dropped when the test ends), closed by the test.
+func open(t testing.TB, schema string, opts ...pgtransport.Option) *pgtransport.Transport {
+	t.Helper()
+	tr, err := pgtransport.Open(context.Background(), pgtest.URL(),
+		append([]pgtransport.Option{pgtransport.WithSchema(schema), pgtransport.WithMaxConns(4)}, opts...)...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return tr
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+		return open(t, pgtest.Schema(t), pgtransport.WithClock(clock))
+	})
+}
+
+// TestConformancePgBouncerMode runs the suite with every statement sent unprepared, as behind
+// PgBouncer in transaction mode (and without the listener, which such a setup cannot have).
+func TestConformancePgBouncerMode(t *testing.T) {
+	t.Parallel()
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+		return open(t, pgtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithPgBouncer())
+	})
+}
+
+func event(id string) stead.Event { return transporttest.Event(id) }
+
+// TestTwoPoolsNeverShareAMessage runs claimers on two transports (two pools, as two hosts would)
+// against one schema and checks that every message is delivered exactly once, in order per group,
+// and never while another message of its group is in flight.
+func TestTwoPoolsNeverShareAMessage(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	a, b := open(t, schema), open(t, schema)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	const groups, perGroup = 20, 10
+	var msgs []transport.Outgoing
+	for i := range perGroup {
+		for g := range groups {
+			msgs = append(msgs, transport.Outgoing{Group: fmt.Sprintf("g%02d", g), Event: event(fmt.Sprintf("g%02d-%02d", g, i))})
+		}
+	}
+	if err := a.PublishBatch(ctx, msgs); err != nil {
+		t.Fatalf("PublishBatch: %v", err)
+	}
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]bool{}
+		got      = map[string][]string{}
+		total    int
+	)
+	g, gctx := errgroup(ctx)
+	for w := range 8 {
+		tr := a
+		if w%2 == 1 {
+			tr = b
+		}
+		g.Go(func() error {
+			for {
+				mu.Lock()
+				finished := total >= groups*perGroup
+				mu.Unlock()
+				if finished {
+					return nil
+				}
+				ls, err := tr.ClaimBatch(gctx, fmt.Sprintf("w%d", w), time.Hour, 0, 1+w%3)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				for _, l := range ls {
+					if inFlight[l.Group] {
+						mu.Unlock()
+						return fmt.Errorf("%s claimed while %s is in flight", l.Event.ID, l.Group)
+					}
+					inFlight[l.Group] = true
+					got[l.Group] = append(got[l.Group], l.Event.ID)
+				}
+				for _, l := range ls {
+					delete(inFlight, l.Group)
+				}
+				mu.Unlock()
+				if err := tr.AckBatch(gctx, ls); err != nil {
+					return err
+				}
+				mu.Lock()
+				total += len(ls)
+				mu.Unlock()
+				if len(ls) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for gi := range groups {
+		grp := fmt.Sprintf("g%02d", gi)
+		var want []string
+		for i := range perGroup {
+			want = append(want, fmt.Sprintf("%s-%02d", grp, i))
+		}
+		if !slices.Equal(got[grp], want) {
+			t.Errorf("group %s delivered %v, want %v", grp, got[grp], want)
+		}
+	}
+}
+
+// TestClaimInTransactionHoldsGroup checks the shared-transaction mode: a claim made inside an open
+// transaction keeps the group from every other claimer, even after the lease ran out, until the
+// transaction ends; a rollback leaves the message claimable, a commit with the ack removes it.
+func TestClaimInTransactionHoldsGroup(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	clock := transporttest.NewClock(transporttest.Start)
+	tr := open(t, schema, pgtransport.WithClock(clock.Now))
+	defer tr.Close()
+	other := open(t, schema, pgtransport.WithClock(clock.Now))
+	defer other.Close()
+	ctx := context.Background()
+	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Publish(ctx, "G", event("e2"), 0); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, outcome := range []string{"rollback", "commit"} {
+		tx, err := tr.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := tr.ClaimBatchTx(ctx, tx, "w1", time.Second, 0, 10)
+		if err != nil || len(ls) != 1 || ls[0].Event.ID != "e1" {
+			t.Fatalf("%s: ClaimBatchTx = %v, %v; want e1", outcome, ls, err)
+		}
+		clock.Advance(time.Minute) // the lease is long over, but the transaction still holds the row
+		if l, err := other.Claim(ctx, "w2", time.Second, 0); err != nil || l != nil {
+			t.Fatalf("%s: Claim beside an open claim = %v, %v; want nothing", outcome, l, err)
+		}
+		if outcome == "rollback" {
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "H", Event: event("h1")}}); err != nil {
+			t.Fatalf("PublishBatchTx: %v", err)
+		}
+		if err := tr.AckBatchTx(ctx, tx, ls); err != nil {
+			t.Fatalf("AckBatchTx: %v", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// After the rollback e1 was claimable again (the commit round claimed it); after the commit
+	// it is gone, and the message published in the transaction is there.
+	got := map[string]bool{}
+	for {
+		l, err := other.Claim(ctx, "w3", time.Second, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			break
+		}
+		got[l.Event.ID] = true
+		if err := other.Ack(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !got["e2"] || !got["h1"] || got["e1"] || len(got) != 2 {
+		t.Fatalf("after the commit: claimed %v, want e2 and h1", got)
+	}
+}
+
+// TestEmptyGroupLeftByAbortedPublish covers the one way a group row can outlive its messages: an
+// ack that finds a publisher holding the row frees it instead of waiting, and the publisher then
+// rolls back. The next claim deletes the row and reports nothing.
+func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	tr := open(t, schema)
+	defer tr.Close()
+	ctx := context.Background()
+	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tr.Claim(ctx, "w", time.Minute, 0)
+	if err != nil || l == nil {
+		t.Fatalf("Claim = %v, %v", l, err)
+	}
+	tx, err := tr.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Ack(ctx, l); err != nil { // must not wait for the open publish
+		t.Fatalf("Ack beside an open publish: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, tr, "transport_groups"); n != 1 {
+		t.Fatalf("%d group rows after the aborted publish, want the 1 left empty", n)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+		t.Fatalf("Claim = %v, %v; want nothing", l, err)
+	}
+	if n := countRows(t, tr, "transport_groups"); n != 0 {
+		t.Fatalf("%d group rows after the claim, want 0", n)
+	}
+	// The group works as new.
+	if err := tr.Publish(ctx, "G", event("e3"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e3" {
+		t.Fatalf("Claim = %v, %v; want e3", l, err)
+	}
+}
+
+// TestPublishCommittedDuringAck checks the other side of the same race: when the publisher
+// commits, its message is delivered, never stranded without a group row.
+func TestPublishCommittedDuringAck(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	tr := open(t, schema)
+	defer tr.Close()
+	ctx := context.Background()
+	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tr.Claim(ctx, "w", time.Minute, 0)
+	if err != nil || l == nil {
+		t.Fatalf("Claim = %v, %v", l, err)
+	}
+	tx, err := tr.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Ack(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e2" {
+		t.Fatalf("Claim = %v, %v; want e2", l, err)
+	}
+}
+
+// TestSharedTransactionsCrossPublishing runs steps that each claim a group, publish to other
+// groups and ack, all in one transaction, concurrently: every message is delivered, and any abort
+// PostgreSQL chooses to break a lock cycle surfaces as stead.ErrConflict (then retried).
+func TestSharedTransactionsCrossPublishing(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	tr := open(t, schema, pgtransport.WithMaxConns(8))
+	defer tr.Close()
+	ctx := context.Background()
+	const groups, hops = 6, 40
+	var seed []transport.Outgoing
+	for g := range groups {
+		seed = append(seed, transport.Outgoing{Group: fmt.Sprintf("g%d", g), Event: event(fmt.Sprintf("seed-%d", g))})
+	}
+	if err := tr.PublishBatch(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	// Each delivered message publishes one to the next group until hops messages were sent.
+	var (
+		mu        sync.Mutex
+		sent      = groups
+		delivered = map[string]int{}
+		conflicts int
+		ids       int
+	)
+	began := time.Now()
+	g, gctx := errgroup(ctx)
+	for w := range 4 {
+		g.Go(func() error {
+			for {
+				mu.Lock()
+				if len(delivered) >= hops+groups {
+					mu.Unlock()
+					return nil
+				}
+				mu.Unlock()
+				if time.Since(began) > 20*time.Second {
+					return fmt.Errorf("stuck: %d delivered, %d sent, %d conflicts; groups %s; messages %s",
+						len(delivered), sent, conflicts, dump(tr, "transport_groups"), dump(tr, "transport_messages"))
+				}
+				var claimed []transport.Lease
+				var out []transport.Outgoing
+				err := pgx.BeginFunc(gctx, tr.Pool(), func(tx pgx.Tx) error {
+					claimed, out = nil, nil
+					ls, err := tr.ClaimBatchTx(gctx, tx, fmt.Sprintf("w%d", w), time.Minute, 0, 2)
+					if err != nil || len(ls) == 0 {
+						return err
+					}
+					claimed = ls
+					mu.Lock()
+					for _, l := range ls {
+						if sent+len(out) < hops+groups {
+							next := fmt.Sprintf("g%d", (int(l.Group[1]-'0')+1)%groups)
+							ids++ // never reused, even when the transaction fails
+							out = append(out, transport.Outgoing{Group: next, Event: event(fmt.Sprintf("hop-%d", ids))})
+						}
+					}
+					sent += len(out) // reserved; given back if the transaction fails
+					mu.Unlock()
+					if err := tr.PublishBatchTx(gctx, tx, out); err != nil {
+						return err
+					}
+					return tr.AckBatchTx(gctx, tx, ls)
+				})
+				mu.Lock()
+				if err == nil {
+					for _, l := range claimed {
+						delivered[l.Event.ID]++
+					}
+				} else {
+					sent -= len(out)
+				}
+				mu.Unlock()
+				switch {
+				case errors.Is(err, stead.ErrConflict):
+					mu.Lock()
+					conflicts++
+					mu.Unlock()
+				case err != nil:
+					return err
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range delivered {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", id, n)
+		}
+	}
+	t.Logf("%d messages delivered, %d transactions aborted by PostgreSQL and retried", len(delivered), conflicts)
+	if n := countRows(t, tr, "transport_messages"); n != 0 {
+		t.Fatalf("%d messages left", n)
+	}
+}
+
+// group runs goroutines and keeps the first error; its context ends at that error.
+type group struct {
+	wg     sync.WaitGroup
+	once   sync.Once
+	err    error
+	cancel context.CancelFunc
+}
+
+func errgroup(ctx context.Context) (*group, context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	return &group{cancel: cancel}, ctx
+}
+
+func (g *group) Go(fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(); err != nil {
+			g.once.Do(func() { g.err = err; g.cancel() })
+		}
+	}()
+}
+
+func (g *group) Wait() error {
+	g.wg.Wait()
+	g.cancel()
+	return g.err
+}
+
+func countRows(t *testing.T, tr *pgtransport.Transport, table string) int {
+	t.Helper()
+	var n int
+	q := "SELECT count(*) FROM " + pgx.Identifier{tr.Schema(), table}.Sanitize()
+	if err := tr.Pool().QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+func dump(tr *pgtransport.Transport, table string) string {
+	rows, err := tr.Pool().Query(context.Background(), "SELECT to_jsonb(t)::text FROM "+pgx.Identifier{tr.Schema(), table}.Sanitize()+" t")
+	if err != nil {
+		return err.Error()
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprint(out)
+}

@@ -1,0 +1,27 @@
+package sqlitetransport_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/sqlitetransport"
+	"github.com/steadhq/stead/transport/transporttest"
+)
+
+// go test -run '^$' -bench . -benchtime 2000x -count 5 ./transport/sqlitetransport/
+func BenchmarkTransport(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		sync sqlitetransport.Synchronous
+	}{
+		{"normal", sqlitetransport.SyncNormal},
+		{"full", sqlitetransport.SyncFull},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			transporttest.Benchmark(b, func(b *testing.B) transport.Transport {
+				return open(b, filepath.Join(b.TempDir(), "bench.db"), sqlitetransport.WithSynchronous(v.sync))
+			})
+		})
+	}
+}

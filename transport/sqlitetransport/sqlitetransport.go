@@ -1,0 +1,474 @@
+package sqlitetransport
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/sqliteutil"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/internal/wake"
+)
+
+// Synchronous is the durability level of commits.
+type Synchronous string
+
+// The durability levels.
+const (
+	// SyncNormal (the default): a commit survives a crash of the process; the last commits
+	// before a power loss may be lost (the file stays consistent).
+	SyncNormal Synchronous = "NORMAL"
+	// SyncFull: every commit survives power loss; one fsync per operation.
+	SyncFull Synchronous = "FULL"
+)
+
+// Defaults.
+const (
+	DefaultBusyTimeout  = 5 * time.Second
+	DefaultPollInterval = 50 * time.Millisecond
+)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	now  func() time.Time
+	busy time.Duration
+	sync Synchronous
+	poll time.Duration
+}
+
+// WithClock sets the clock leases, parks and the round-robin are measured with (default
+// time.Now).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithBusyTimeout sets how long an operation waits for the write lock held by another process
+// before it fails with stead.ErrUnavailable (default DefaultBusyTimeout; zero fails at once).
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy = d } }
+
+// WithSynchronous sets the durability level (default SyncNormal).
+func WithSynchronous(s Synchronous) Option { return func(c *config) { c.sync = s } }
+
+// WithPollInterval sets how long Wait blocks at most without a wake-up from this process
+// (default DefaultPollInterval): how late a worker notices another process's publish or a lease
+// that ended.
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
+
+// Transport is the SQLite transport. It is safe for concurrent use.
+type Transport struct {
+	cfg    config
+	db     *sqliteutil.DB
+	conn   *sql.Conn     // the writer's one connection, held for the transport's life
+	lock   chan struct{} // one holder of conn at a time; a channel so that waiting honours ctx
+	st     stmts
+	sig    *wake.Signal
+	closed atomic.Bool
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+//go:embed schema.sql
+var schema string
+
+// migrationsTable records which versions of the transport's schema a file has; it sits beside
+// sqlitestore's own when both share a file.
+const migrationsTable = "sqlitetransport_migrations"
+
+// migrations is the transport's schema history. Version 1 is written with IF NOT EXISTS so that
+// files created before the transport recorded versions adopt it unchanged.
+var migrations = []sqliteutil.Migration{{Version: 1, Name: "messages and groups", SQL: schema}}
+
+// Open opens (creating if needed) the SQLite database at path and the transport's tables in it.
+// path ":memory:" gives a private in-memory database, gone at Close. Any file name works,
+// including one holding '?', '#', '%' or spaces.
+func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) {
+	c := config{now: time.Now, busy: DefaultBusyTimeout, sync: SyncNormal, poll: DefaultPollInterval}
+	for _, o := range opts {
+		o(&c)
+	}
+	switch {
+	case c.sync != SyncNormal && c.sync != SyncFull:
+		return nil, check.Invalidf("sqlitetransport: unknown synchronous level %q", c.sync)
+	case c.poll <= 0:
+		return nil, check.Invalidf("sqlitetransport: poll interval %v is not positive", c.poll)
+	}
+	// A busy timeout of zero means "do not wait" here, but "the default" to sqliteutil; to Retry,
+	// which the open runs under too, one nanosecond is the same as no wait.
+	busy := c.busy
+	if busy == 0 {
+		busy = time.Nanosecond
+	}
+	db, err := sqliteutil.Open(ctx, sqliteutil.Config{
+		Path:        path,
+		BusyTimeout: busy,
+		Synchronous: sqliteutil.Synchronous(c.sync),
+		WriterOnly:  true, // every operation writes: no reader pool
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitetransport: %w", sqliteutil.Classify(err))
+	}
+	t := &Transport{cfg: c, db: db, lock: make(chan struct{}, 1), sig: wake.New()}
+	if err := t.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitetransport: open %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func (t *Transport) init(ctx context.Context) error {
+	// Migrate runs its own transaction on the writer pool, so it comes before the connection is
+	// taken out of that pool for good.
+	if err := sqliteutil.Migrate(ctx, t.db.W, t.db.BusyTimeout, migrationsTable, migrations); err != nil {
+		return sqliteutil.Classify(err)
+	}
+	conn, err := t.db.W.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	t.conn = conn
+	if err := t.st.prepare(ctx, conn); err != nil {
+		t.st.close()
+		conn.Close()
+		return classify(err)
+	}
+	return nil
+}
+
+// Close closes the database, waiting for the operation in flight. Later calls fail with
+// stead.ErrClosed.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	t.sig.Close()
+	t.lock <- struct{}{}
+	defer func() { <-t.lock }()
+	t.st.close()
+	err := errors.Join(t.conn.Close(), t.db.Close())
+	if err != nil {
+		return fmt.Errorf("sqlitetransport: close: %w", err)
+	}
+	return nil
+}
+
+var errClosed = fmt.Errorf("sqlitetransport: %w", stead.ErrClosed)
+
+// tx runs fn in one BEGIN IMMEDIATE transaction on the connection and commits it. A transaction
+// that found the database locked by another process is rolled back and run again, within the
+// busy timeout (sqliteutil.Retry): fn must have no effect outside the transaction.
+func (t *Transport) tx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return classify(sqliteutil.Retry(ctx, t.db.BusyTimeout, func() error { return t.attempt(ctx, fn) }))
+}
+
+// attempt is one try of tx; any error rolls the transaction back. The connection does not wait
+// for locks itself (busy timeout 0): a lock held elsewhere fails BEGIN IMMEDIATE at once and
+// Retry waits, honouring ctx. COMMIT runs without ctx: it is local and short, and interrupting
+// it would leave the outcome unknown for no gain.
+func (t *Transport) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
+	select {
+	case t.lock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-t.lock }()
+	if t.closed.Load() {
+		return errClosed
+	}
+	if _, err := t.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return interrupted(ctx, err)
+	}
+	if err := fn(ctx); err != nil {
+		if _, rerr := t.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return interrupted(ctx, err)
+	}
+	if _, err := t.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
+		_, _ = t.conn.ExecContext(context.Background(), "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// interrupted reports ctx's error along with err when ctx ended: SQLite then stopped the
+// statement (SQLITE_INTERRUPT) and the transaction was rolled back, so nothing was written.
+func interrupted(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
+}
+
+// write runs an operation: refuses it after Close, names it in errors.
+func (t *Transport) write(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := t.tx(ctx, fn); err != nil {
+		if errors.Is(err, stead.ErrClosed) || errors.Is(err, stead.ErrInvalid) {
+			return err
+		}
+		return fmt.Errorf("sqlitetransport: %s: %w", op, err)
+	}
+	return nil
+}
+
+// classify maps an error to the stead sentinels with sqliteutil.Classify, keeping it in the
+// chain, except that an error carrying its context's (an operation cut short by ctx, nothing
+// written) is returned as it is: Classify would call a deadline ErrTimeout, which a transport
+// reserves for a write that may have landed.
+func classify(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return sqliteutil.Classify(err)
+}
+
+// micros is a time as stored: unix microseconds.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func (t *Transport) now() time.Time { return t.cfg.now().Truncate(time.Microsecond) }
+
+// Publish implements transport.Transport.
+func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
+	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
+}
+
+// PublishBatch implements transport.Transport in one transaction.
+func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
+	if err := transport.ValidateBatch(msgs); err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	events := make([]string, len(msgs))
+	for i := range msgs {
+		b, err := json.Marshal(msgs[i].Event)
+		if err != nil {
+			return check.Invalidf("message %d: event does not encode: %v", i, err)
+		}
+		events[i] = string(b)
+	}
+	created := false
+	err := t.write(ctx, "publish", func(ctx context.Context) error {
+		created = false
+		for i, m := range msgs {
+			res, err := t.st.createGroup.ExecContext(ctx, m.Group, m.Priority)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				created = true
+			}
+			if _, err := t.st.insertMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && created {
+		t.sig.Notify()
+	}
+	return err
+}
+
+// Claim implements transport.Transport.
+func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
+	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
+	if err != nil || len(ls) == 0 {
+		return nil, err
+	}
+	return &ls[0], nil
+}
+
+// ClaimBatch implements transport.Transport in one transaction.
+func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
+		return nil, err
+	}
+	gen := t.sig.Gen()
+	var out []transport.Lease
+	err := t.write(ctx, "claim", func(ctx context.Context) error {
+		out = out[:0]
+		now := t.now()
+		until := now.Add(visibility)
+		token := transport.NewToken(worker)
+		pick := t.st.pickAny
+		if minPriority > 0 {
+			pick = t.st.pickPrioritised
+		}
+		for len(out) < max {
+			heads, empty, err := t.heads(ctx, pick, micros(now), minPriority, max-len(out))
+			if err != nil {
+				return err
+			}
+			for _, h := range heads {
+				if _, err := t.st.lease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
+					return err
+				}
+				out = append(out, transport.Lease{Message: h, Token: token, Until: until})
+			}
+			// Empty groups (none normally: an ack deletes a drained group) were deleted; look
+			// again for the places they took.
+			if empty == 0 {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		t.sig.Empty(gen)
+	}
+	return out, nil
+}
+
+// heads returns the head message of up to n claimable groups in claim order and deletes any
+// empty group among them, reporting how many.
+func (t *Transport) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
+	rows, err := pick.QueryContext(ctx, now, minPriority, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	var heads []transport.Message
+	var empties []string
+	for rows.Next() {
+		var (
+			group    string
+			priority int
+			seq      sql.NullInt64
+			event    sql.NullString
+		)
+		if err := rows.Scan(&group, &priority, &seq, &event); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		if !seq.Valid {
+			empties = append(empties, group)
+			continue
+		}
+		m := transport.Message{Seq: seq.Int64, Group: group, Priority: priority}
+		if err := json.Unmarshal([]byte(event.String), &m.Event); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("message %d of %q does not decode: %w", seq.Int64, group, err)
+		}
+		heads = append(heads, m)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, 0, err
+	}
+	for _, g := range empties {
+		if _, err := t.st.deleteGroup.ExecContext(ctx, g); err != nil {
+			return nil, 0, err
+		}
+	}
+	return heads, len(empties), nil
+}
+
+// Ack implements transport.Transport.
+func (t *Transport) Ack(ctx context.Context, l *transport.Lease) error {
+	if err := transport.ValidateLease(l); err != nil {
+		return err
+	}
+	return t.AckBatch(ctx, []transport.Lease{*l})
+}
+
+// AckBatch implements transport.Transport in one transaction.
+func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
+	if err := transport.ValidateLeases(ls); err != nil {
+		return err
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	freed := false
+	err := t.write(ctx, "ack", func(ctx context.Context) error {
+		freed = false
+		now := micros(t.now())
+		for _, l := range ls {
+			// Deletes the message only while the lease's token holds the group: a stale lease
+			// deletes nothing and changes nothing else.
+			res, err := t.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
+			// Free the group behind the waiting ones, or delete it if it is drained: the next
+			// publish creates it afresh with its own priority.
+			res, err = t.st.freeIfMore.ExecContext(ctx, now, l.Group)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				freed = true
+				continue
+			}
+			if _, err := t.st.deleteGroup.ExecContext(ctx, l.Group); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && freed {
+		t.sig.Notify()
+	}
+	return err
+}
+
+// Nack implements transport.Transport.
+func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
+	if err := transport.ValidateLease(l); err != nil {
+		return err
+	}
+	if err := transport.ValidateDelay(delay); err != nil {
+		return err
+	}
+	freed := false
+	err := t.write(ctx, "nack", func(ctx context.Context) error {
+		if delay > 0 {
+			_, err := t.st.park.ExecContext(ctx, micros(t.now().Add(delay)), l.Group, l.Token)
+			return err
+		}
+		res, err := t.st.release.ExecContext(ctx, l.Group, l.Token)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		freed = n > 0
+		return nil
+	})
+	if err == nil && freed {
+		t.sig.Notify()
+	}
+	return err
+}
+
+// Wait implements transport.Transport: it wakes on this process's publishes, acks and nacks at
+// once, and after the poll interval otherwise.
+func (t *Transport) Wait(ctx context.Context) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	if err := t.sig.Wait(ctx, t.cfg.poll); err != nil {
+		if errors.Is(err, stead.ErrClosed) {
+			return errClosed
+		}
+		return err
+	}
+	return nil
+}

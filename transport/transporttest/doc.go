@@ -1,0 +1,12 @@
+// Package transporttest is the conformance suite every transport.Transport must pass. A backend's
+// test calls Run with a Factory that builds a fresh, empty transport on the clock it is given:
+//
+//	func TestConformance(t *testing.T) {
+//		transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+//			return memtransport.New(memtransport.WithClock(clock))
+//		})
+//	}
+//
+// The suite drives time through that clock, so leases, parks and fairness are checked without
+// sleeping. It uses the public API only.
+package transporttest
