@@ -587,3 +587,54 @@ func TestRacingBatches(t *testing.T) {
 		}
 	}
 }
+
+// AppendTrace and commits with a trace step race on one execution from two pools: every step
+// gets its own index, the indices are 0..n-1 without gaps, because both take the index from the
+// execution row they lock.
+func TestTraceIndexUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	a, b := twoStores(t, pgstore.WithTraceCap(0))
+	ctx := context.Background()
+	exe := newExe("tr")
+	mustCommit(t, a, exe, stead.Bundle{})
+	const appends, commits = 40, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, appends+commits)
+	for i := range appends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := []*pgstore.Store{a, b}[i%2].AppendTrace(ctx, "tr", stead.TraceStep{EventKind: "append"})
+			errs <- err
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range commits {
+			if _, err := b.Commit(ctx, exe, stead.Bundle{Trace: &stead.TraceStep{EventKind: "commit"}}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	trace, err := a.ReadTrace(ctx, "tr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trace) != appends+commits {
+		t.Fatalf("%d trace steps, want %d", len(trace), appends+commits)
+	}
+	for i, st := range trace {
+		if st.Index != int64(i) {
+			t.Fatalf("step %d has index %d", i, st.Index)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package sqlitestore
 
 import (
-	"syscall"
 	"testing"
 	"time"
 )
@@ -19,12 +18,4 @@ func (m CPUMeter) Report(b *testing.B) {
 	if b.N > 0 {
 		b.ReportMetric(float64(cpuTime()-m.start)/float64(b.N), "cpu-ns/op")
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -44,3 +44,30 @@ func Example() {
 	// committed version 1 with 1 outbox entry
 	// paying 1 true
 }
+
+// Open(":memory:") gives a private database for tests; it is gone at Close.
+func ExampleOpen_memory() {
+	ctx := context.Background()
+	store, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.WithTraceCap(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+
+	exe := &stead.Execution{ID: "t-1", DefinitionID: "demo", Status: stead.StatusRunning}
+	for _, kind := range []string{"A", "B", "C"} {
+		if _, err := store.Commit(ctx, exe, stead.Bundle{Trace: &stead.TraceStep{EventKind: kind}}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	steps, err := store.ReadTrace(ctx, "t-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range steps {
+		fmt.Println(s.Index, s.EventKind)
+	}
+	// Output:
+	// 1 B
+	// 2 C
+}

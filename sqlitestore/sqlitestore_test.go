@@ -1,11 +1,13 @@
 package sqlitestore_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -654,5 +656,48 @@ func TestClaimsExclusiveAcrossStores(t *testing.T) {
 	again, err := b.ClaimOutbox(t.Context(), now.Add(time.Hour), time.Minute, stead.MaxListLimit)
 	if err != nil || len(again) != n {
 		t.Fatalf("after the leases: %d claimed, %v; want %d", len(again), err, n)
+	}
+}
+
+// TestOpenConcurrently opens one new file from several stores at once, as processes starting
+// together do: the WAL switch and the migrations serialise, and every store works.
+func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stead.db")
+	stores := make([]*sqlitestore.Store, 4)
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(t.Context(), path) })
+	}
+	wg.Wait()
+	for i, s := range stores {
+		if errs[i] != nil {
+			t.Fatalf("Open %d: %v", i, errs[i])
+		}
+		defer s.Close()
+		mustCommit(t, s, newExe(fmt.Sprintf("o%d", i)), stead.Bundle{})
+	}
+	p, err := stores[0].List(t.Context(), stead.ListFilter{})
+	if err != nil || len(p.Items) != len(stores) {
+		t.Fatalf("List = %d items, %v", len(p.Items), err)
+	}
+}
+
+// TestOpenDamagedFile opens a file that is not a database: the error is a stead sentinel, never
+// a raw driver error.
+func TestOpenDamagedFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "garbage.db")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlitestore.Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a file that is not a database succeeded")
+	}
+	if !errors.Is(err, stead.ErrUnavailable) {
+		t.Fatalf("Open = %v, want ErrUnavailable", err)
 	}
 }

@@ -23,6 +23,7 @@ type writer struct {
 	closed *atomic.Bool
 
 	conn                    *sql.Conn // nil until first use, and again after it broke
+	opened                  bool
 	begin, commit, rollback *sql.Stmt
 	w                       writeStmts
 	r                       readStmts // memory only
@@ -42,6 +43,11 @@ func (w *writer) acquire(ctx context.Context) error {
 	if w.conn != nil {
 		return nil
 	}
+	if w.memory && w.opened {
+		<-w.sem // a new connection would open a new, empty database
+		return fmt.Errorf("sqlitestore: %w: the in-memory database was lost with its connection", stead.ErrUnavailable)
+	}
+	w.opened = true
 	if err := w.open(ctx); err != nil {
 		w.discard()
 		<-w.sem

@@ -60,13 +60,17 @@ type Transport interface {
 	// keep their order in the slice.
 	PublishBatch(ctx context.Context, msgs []Outgoing) error
 	// Claim leases the head message of a group that has nothing in flight and a priority of at
-	// least minPriority, for visibility. It returns nil, nil when nothing is claimable.
+	// least minPriority, for visibility. Groups are served round-robin: the group waiting
+	// longest since it was last served comes first, whatever its priority (priority filters,
+	// it does not order). A lease ending exactly now still holds. It returns nil, nil when
+	// nothing is claimable.
 	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*Lease, error)
 	// ClaimBatch is Claim for up to max messages (1..MaxBatch) at once, at most one per group.
 	// It returns an empty slice when nothing is claimable.
 	ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]Lease, error)
 	// Ack removes the leased message and frees its group; the group goes behind the groups
-	// that are waiting. A stale lease changes nothing and is not an error.
+	// that are waiting. A lease that ended still acks if no one claimed the group since; one
+	// whose group was claimed again (stale) changes nothing and is not an error.
 	Ack(ctx context.Context, l *Lease) error
 	// AckBatch acks many leases in one write.
 	AckBatch(ctx context.Context, ls []Lease) error

@@ -25,6 +25,8 @@ var (
 	// ErrInvalid: the input was refused before anything was written (bad identifiers, text or
 	// JSON, a structurally invalid record, a bundle item of another account).
 	ErrInvalid = errs.Invalid
+	// ErrClosed: the store was closed.
+	ErrClosed = errs.Closed
 	// ErrCorrupt: stored data breaks an invariant the backend relies on (an unknown enum label,
 	// a negative counter, half a redaction record). It is never the caller's fault.
 	ErrCorrupt = errors.New("stead: turn: stored data is corrupt")

@@ -61,8 +61,8 @@ func main() {
 	b := &bench{ctx: context.Background()}
 	flag.StringVar(&b.dsn, "dsn", pgtest.URL(), "PostgreSQL URL")
 	flag.StringVar(&b.pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
-	flag.IntVar(&b.secs, "seconds", 3, "length of each measurement in seconds")
-	flag.IntVar(&b.rounds, "rounds", 7, "alternating rounds per comparison (the median is reported)")
+	flag.IntVar(&b.secs, "seconds", 2, "length of each measurement in seconds")
+	flag.IntVar(&b.rounds, "rounds", 11, "alternating rounds per comparison (the median is reported)")
 	flag.IntVar(&b.big, "big", 1_000_000, "rows in the big outbox and listing tables")
 	out := flag.String("out", "bench/results/pgstore.md", "where to write the results")
 	flag.StringVar(&b.only, "only", "", "comma-separated subset of: state,complex,load,batch,claim,list (default all)")
@@ -507,76 +507,119 @@ func latencies(n int, fn, after func() error) (time.Duration, time.Duration, err
 	return time.Duration(median(ds)), time.Duration(ds[len(ds)*9/10]), nil
 }
 
+// claimSide is one outbox of the claim comparison: a store on its own schema and its backlog.
+type claimSide struct {
+	pending int
+	s       *pgstore.Store
+	q       string
+	claimed []stead.OutboxEntry
+	calls   []float64 // ClaimOutbox latencies
+	alone   []float64 // the statement alone, rolled back
+}
+
 func (b *bench) claim() error {
 	log.Print("claim")
+	const iterations = 300
 	b.printf("## Claim of 100 outbox rows against the backlog\n\n")
-	b.printf("The outbox is filled with `generate_series`, vacuumed and analyzed; then, %d times, 100 rows are claimed (timed) and acknowledged and 100 new rows appended (not timed), so the backlog stays constant. A claim writes its 100 leases and waits for the WAL flush, which dominates.\n\n", 200)
+	b.printf("Two outboxes, in two schemas of the same database, are filled with `generate_series` (1,000 and %d rows), vacuumed and analyzed. Then, %d times and alternating between the two, 100 rows are claimed (timed) and acknowledged and 100 new rows appended (not timed), so each backlog stays constant; alternating call by call lets the machine's noise hit both alike. A claim writes its 100 leases and waits for the WAL flush, which dominates.\n\n", b.big, iterations)
 	b.printf("The last two columns time the claim statement alone (the SQL of internal/pgstoresql, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
-	b.printf("| pending rows | ClaimOutbox median | ClaimOutbox p90 | statement alone, median | statement alone, p90 |\n|---|---|---|---|---|\n")
-	fill := func(n int) error {
-		_, err := b.admin.Exec(b.ctx, `INSERT INTO `+b.q+`stead_outbox (source_id, target_id, event)
+	small := &claimSide{pending: 1000, s: b.store, q: b.q}
+	bigSchema := b.schema + "_big"
+	big, err := pgstore.Open(b.ctx, b.dsn, pgstore.WithSchema(bigSchema))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		big.Close()
+		if _, err := b.admin.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{bigSchema}.Sanitize()+` CASCADE`); err != nil {
+			log.Printf("drop schema %s: %v", bigSchema, err)
+		}
+	}()
+	sides := []*claimSide{small, {pending: b.big, s: big, q: pgutil.Qualifier(bigSchema)}}
+	fill := func(c *claimSide, n int) error {
+		_, err := b.admin.Exec(b.ctx, `INSERT INTO `+c.q+`stead_outbox (source_id, target_id, event)
 			SELECT 'src-' || (g % 1000), 'dst-' || (g % 1000), '{"id":"e' || g || '","kind":"Tick"}'
 			FROM generate_series(1, $1::int) g`, n)
 		return err
 	}
-	var meds []time.Duration
-	for _, pending := range []int{1000, b.big} {
-		if _, err := b.admin.Exec(b.ctx, `TRUNCATE `+b.q+`stead_outbox`); err != nil {
+	for _, c := range sides {
+		if _, err := b.admin.Exec(b.ctx, `TRUNCATE `+c.q+`stead_outbox`); err != nil {
 			return err
 		}
-		if err := fill(pending); err != nil {
+		if err := fill(c, c.pending); err != nil {
 			return err
 		}
-		if _, err := b.admin.Exec(b.ctx, `VACUUM ANALYZE `+b.q+`stead_outbox`); err != nil {
+		if _, err := b.admin.Exec(b.ctx, `VACUUM ANALYZE `+c.q+`stead_outbox`); err != nil {
 			return err
 		}
-		var claimed []stead.OutboxEntry
-		med, p90, err := latencies(200, func() error {
-			var err error
-			claimed, err = b.store.ClaimOutbox(b.ctx, time.Now(), time.Minute, 100)
-			if err == nil && len(claimed) != 100 {
-				err = fmt.Errorf("claimed %d rows", len(claimed))
+	}
+	for range iterations {
+		for _, c := range sides {
+			start := time.Now()
+			c.claimed, err = c.s.ClaimOutbox(b.ctx, time.Now(), time.Minute, 100)
+			if err == nil && len(c.claimed) != 100 {
+				err = fmt.Errorf("claimed %d rows", len(c.claimed))
 			}
-			return err
-		}, func() error {
-			seqs := make([]int64, len(claimed))
-			for i, e := range claimed {
-				seqs[i] = e.Seq
-			}
-			if err := b.store.AckOutbox(b.ctx, seqs); err != nil {
-				return err
-			}
-			return fill(100)
-		})
-		if err != nil {
-			return err
-		}
-		claimSQL := pgstoresql.Limit(b.sql.ClaimOutbox, 100)
-		smed, sp90, err := latencies(200, func() error {
-			tx, err := b.admin.Begin(b.ctx)
 			if err != nil {
 				return err
 			}
-			defer tx.Rollback(b.ctx) //nolint:errcheck // the point is to roll back
-			now := time.Now()
-			tag, err := tx.Exec(b.ctx, claimSQL, now, now.Add(time.Minute))
-			if err == nil && tag.RowsAffected() != 100 {
-				err = fmt.Errorf("claimed %d rows", tag.RowsAffected())
+			c.calls = append(c.calls, float64(time.Since(start)))
+			seqs := make([]int64, len(c.claimed))
+			for i, e := range c.claimed {
+				seqs[i] = e.Seq
 			}
-			return err
-		}, nil)
-		if err != nil {
-			return err
+			if err := c.s.AckOutbox(b.ctx, seqs); err != nil {
+				return err
+			}
+			if err := fill(c, 100); err != nil {
+				return err
+			}
 		}
-		meds = append(meds, med, smed)
-		b.printf("| %d | %s | %s | %s | %s |\n", pending, med.Round(time.Microsecond), p90.Round(time.Microsecond),
-			smed.Round(time.Microsecond), sp90.Round(time.Microsecond))
+	}
+	for range iterations {
+		for _, c := range sides {
+			d, err := b.claimAlone(c)
+			if err != nil {
+				return err
+			}
+			c.alone = append(c.alone, float64(d))
+		}
+	}
+	b.printf("| pending rows | ClaimOutbox median | ClaimOutbox p90 | statement alone, median | statement alone, p90 |\n|---|---|---|---|---|\n")
+	for _, c := range sides {
+		b.printf("| %d | %s | %s | %s | %s |\n", c.pending, dur(median(c.calls)), dur(pct(c.calls, 90)), dur(median(c.alone)), dur(pct(c.alone, 90)))
 	}
 	b.printf("\nRatio of the medians (%d / 1,000 pending): ClaimOutbox %.2f×, statement alone %.2f× (target: the same time).\n\n",
-		b.big, float64(meds[2])/float64(meds[0]), float64(meds[3])/float64(meds[1]))
-	_, err := b.admin.Exec(b.ctx, `TRUNCATE `+b.q+`stead_outbox`)
+		b.big, median(sides[1].calls)/median(sides[0].calls), median(sides[1].alone)/median(sides[0].alone))
+	_, err = b.admin.Exec(b.ctx, `TRUNCATE `+b.q+`stead_outbox`)
 	return err
 }
+
+// claimAlone times the claim statement in a transaction it then rolls back.
+func (b *bench) claimAlone(c *claimSide) (time.Duration, error) {
+	tx, err := b.admin.Begin(b.ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(b.ctx) //nolint:errcheck // the point is to roll back
+	claimSQL := pgstoresql.Limit(pgstoresql.New(c.s.Schema()).ClaimOutbox, 100)
+	now := time.Now()
+	start := time.Now()
+	tag, err := tx.Exec(b.ctx, claimSQL, now, now.Add(time.Minute))
+	d := time.Since(start)
+	if err == nil && tag.RowsAffected() != 100 {
+		err = fmt.Errorf("claimed %d rows", tag.RowsAffected())
+	}
+	return d, err
+}
+
+func pct(xs []float64, p int) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)*p/100]
+}
+
+func dur(ns float64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
 
 func (b *bench) listing() error {
 	log.Print("listing")

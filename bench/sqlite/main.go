@@ -27,7 +27,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -164,14 +163,6 @@ func start() meter { return meter{time.Now(), cpuTime()} }
 
 func (m meter) done(n int) result {
 	return result{float64(n) / time.Since(m.wall).Seconds(), float64(cpuTime()-m.cpu) / float64(time.Microsecond) / float64(n)}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		log.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func exe() *stead.Execution {

@@ -18,6 +18,8 @@ type PoolConfig struct {
 	MaxConns int32
 	// MinConns keeps that many connections open (default 0).
 	MinConns int32
+	// MinIdleConns keeps that many idle connections ready, opening more as they are taken (default 0).
+	MinIdleConns int32
 	// MaxConnLifetime and MaxConnIdleTime recycle connections (defaults: pgxpool's, 1 h and 30 min).
 	MaxConnLifetime time.Duration
 	MaxConnIdleTime time.Duration
@@ -52,6 +54,9 @@ func Connect(ctx context.Context, dsn string, c PoolConfig) (*pgxpool.Pool, erro
 	}
 	if c.MinConns > 0 {
 		cfg.MinConns = c.MinConns
+	}
+	if c.MinIdleConns > 0 {
+		cfg.MinIdleConns = c.MinIdleConns
 	}
 	if c.MaxConnLifetime > 0 {
 		cfg.MaxConnLifetime = c.MaxConnLifetime

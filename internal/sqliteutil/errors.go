@@ -63,7 +63,8 @@ func Classify(err error) error {
 	}
 	switch Code(err) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
-		sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_PERM, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_NOLFS:
+		sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_PERM, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_NOLFS,
+		sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT: // a damaged file cannot serve; nothing was written
 		return wrap(errs.Unavailable, err)
 	case sqlite3.SQLITE_CONSTRAINT:
 		switch ExtendedCode(err) {

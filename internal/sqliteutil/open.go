@@ -42,6 +42,9 @@ type Config struct {
 	Synchronous Synchronous
 	// Readers bounds the reader pool (default: GOMAXPROCS, at least 2).
 	Readers int
+	// WriterOnly opens no reader pool: R is W, as for Memory. For a component that only ever
+	// writes (the SQLite transport), a reader pool would be connections never used.
+	WriterOnly bool
 }
 
 // DefaultBusyTimeout is the busy timeout when Config leaves it at zero.
@@ -54,7 +57,7 @@ const DefaultBusyTimeout = 5 * time.Second
 // BusyTimeout as the budget. R is a pool
 // of read-only connections that run beside the writer, which WAL allows. For Memory, R and W are
 // the same single connection: a private in-memory database exists only on the connection that
-// created it.
+// created it. With Config.WriterOnly, R is W as well.
 type DB struct {
 	W, R        *sql.DB
 	BusyTimeout time.Duration
@@ -111,7 +114,7 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 		d.W.Close()
 		return nil, fmt.Errorf("open %s: %w", c.Path, Classify(err))
 	}
-	if d.Memory {
+	if d.Memory || c.WriterOnly {
 		d.R, d.Readers = d.W, 1
 		return d, nil
 	}

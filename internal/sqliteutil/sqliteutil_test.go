@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -82,6 +83,50 @@ func TestOpenMemory(t *testing.T) {
 	other := openT(t, Config{Path: Memory})
 	if _, err := other.W.Exec(`SELECT * FROM t`); err == nil {
 		t.Fatal("two in-memory databases share their tables")
+	}
+}
+
+func TestOpenWriterOnly(t *testing.T) {
+	t.Parallel()
+	d := openT(t, Config{Path: filepath.Join(t.TempDir(), "x.db"), WriterOnly: true})
+	if d.R != d.W || d.Readers != 1 || d.Memory {
+		t.Fatalf("WriterOnly: R==W %v, Readers %d, Memory %v; want the writer alone, on a file", d.R == d.W, d.Readers, d.Memory)
+	}
+	if got := pragma(t, d.W, "journal_mode"); got != "wal" {
+		t.Fatalf("journal_mode = %s, want wal", got)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestOpenPathWithURICharacters opens files whose names hold the characters a "file:" URI
+// reserves, and checks that the database lands in the file named, not in a truncated one.
+func TestOpenPathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	tests := []string{"a?mode=ro.db", "b#frag.db", "c%20d.db", "e f.db", "dir with space/g?h#i j.db"}
+	for _, name := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			d := openT(t, Config{Path: path})
+			if _, err := d.W.Exec(`CREATE TABLE t (x)`); err != nil {
+				t.Fatal(err)
+			}
+			var file string
+			if err := d.R.QueryRow(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil {
+				t.Fatal(err)
+			}
+			if file != path {
+				t.Fatalf("database file is %q, want %q", file, path)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("the file named was not created: %v", err)
+			}
+		})
 	}
 }
 

@@ -7,18 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/sqliteutil"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/internal/wake"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Synchronous is the durability level of commits.
@@ -54,7 +50,7 @@ type config struct {
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithBusyTimeout sets how long an operation waits for the write lock held by another process
-// before it fails with stead.ErrUnavailable (default DefaultBusyTimeout).
+// before it fails with stead.ErrUnavailable (default DefaultBusyTimeout; zero fails at once).
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy = d } }
 
 // WithSynchronous sets the durability level (default SyncNormal).
@@ -68,8 +64,8 @@ func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll 
 // Transport is the SQLite transport. It is safe for concurrent use.
 type Transport struct {
 	cfg    config
-	db     *sql.DB
-	conn   *sql.Conn
+	db     *sqliteutil.DB
+	conn   *sql.Conn     // the writer's one connection, held for the transport's life
 	lock   chan struct{} // one holder of conn at a time; a channel so that waiting honours ctx
 	st     stmts
 	sig    *wake.Signal
@@ -81,39 +77,43 @@ var _ transport.Transport = (*Transport)(nil)
 //go:embed schema.sql
 var schema string
 
+// migrationsTable records which versions of the transport's schema a file has; it sits beside
+// sqlitestore's own when both share a file.
+const migrationsTable = "sqlitetransport_migrations"
+
+// migrations is the transport's schema history. Version 1 is written with IF NOT EXISTS so that
+// files created before the transport recorded versions adopt it unchanged.
+var migrations = []sqliteutil.Migration{{Version: 1, Name: "messages and groups", SQL: schema}}
+
 // Open opens (creating if needed) the SQLite database at path and the transport's tables in it.
-// path ":memory:" gives a private in-memory database, gone at Close.
+// path ":memory:" gives a private in-memory database, gone at Close. Any file name works,
+// including one holding '?', '#', '%' or spaces.
 func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, sync: SyncNormal, poll: DefaultPollInterval}
 	for _, o := range opts {
 		o(&c)
 	}
 	switch {
-	case path == "":
-		return nil, check.Invalidf("sqlitetransport: empty database path")
-	case strings.ContainsAny(path, "?\x00"):
-		return nil, check.Invalidf("sqlitetransport: database path %q contains '?' or NUL", path)
-	case c.busy < 0:
-		return nil, check.Invalidf("sqlitetransport: negative busy timeout %v", c.busy)
 	case c.sync != SyncNormal && c.sync != SyncFull:
 		return nil, check.Invalidf("sqlitetransport: unknown synchronous level %q", c.sync)
 	case c.poll <= 0:
 		return nil, check.Invalidf("sqlitetransport: poll interval %v is not positive", c.poll)
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(c.busy.Milliseconds(), 10)+")")
-	if path != ":memory:" {
-		q.Add("_pragma", "journal_mode(WAL)")
+	// A busy timeout of zero means "do not wait" here, but "the default" to sqliteutil; to Retry,
+	// which the open runs under too, one nanosecond is the same as no wait.
+	busy := c.busy
+	if busy == 0 {
+		busy = time.Nanosecond
 	}
-	q.Add("_pragma", "synchronous("+string(c.sync)+")")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sqliteutil.Open(ctx, sqliteutil.Config{
+		Path:        path,
+		BusyTimeout: busy,
+		Synchronous: sqliteutil.Synchronous(c.sync),
+		WriterOnly:  true, // every operation writes: no reader pool
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitetransport: open %s: %w", path, classify(err))
+		return nil, fmt.Errorf("sqlitetransport: %w", sqliteutil.Classify(err))
 	}
-	// One connection: the transport only writes, and SQLite has one writer at a time anyway.
-	db.SetMaxOpenConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
 	t := &Transport{cfg: c, db: db, lock: make(chan struct{}, 1), sig: wake.New()}
 	if err := t.init(ctx); err != nil {
 		db.Close()
@@ -123,18 +123,16 @@ func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) 
 }
 
 func (t *Transport) init(ctx context.Context) error {
-	conn, err := t.db.Conn(ctx)
+	// Migrate runs its own transaction on the writer pool, so it comes before the connection is
+	// taken out of that pool for good.
+	if err := sqliteutil.Migrate(ctx, t.db.W, t.db.BusyTimeout, migrationsTable, migrations); err != nil {
+		return sqliteutil.Classify(err)
+	}
+	conn, err := t.db.W.Conn(ctx)
 	if err != nil {
 		return classify(err)
 	}
 	t.conn = conn
-	if err := t.tx(ctx, func(context.Context) error {
-		_, err := conn.ExecContext(ctx, schema)
-		return err
-	}); err != nil {
-		conn.Close()
-		return err
-	}
 	if err := t.st.prepare(ctx, conn); err != nil {
 		t.st.close()
 		conn.Close()
@@ -162,10 +160,18 @@ func (t *Transport) Close() error {
 
 var errClosed = fmt.Errorf("sqlitetransport: %w", stead.ErrClosed)
 
-// tx runs fn in one BEGIN IMMEDIATE transaction on the connection and commits it; any error
-// rolls it back. COMMIT runs without ctx: it is local and short, and interrupting it would leave
-// the outcome unknown for no gain.
+// tx runs fn in one BEGIN IMMEDIATE transaction on the connection and commits it. A transaction
+// that found the database locked by another process is rolled back and run again, within the
+// busy timeout (sqliteutil.Retry): fn must have no effect outside the transaction.
 func (t *Transport) tx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return classify(sqliteutil.Retry(ctx, t.db.BusyTimeout, func() error { return t.attempt(ctx, fn) }))
+}
+
+// attempt is one try of tx; any error rolls the transaction back. The connection does not wait
+// for locks itself (busy timeout 0): a lock held elsewhere fails BEGIN IMMEDIATE at once and
+// Retry waits, honouring ctx. COMMIT runs without ctx: it is local and short, and interrupting
+// it would leave the outcome unknown for no gain.
+func (t *Transport) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
 	select {
 	case t.lock <- struct{}{}:
 	case <-ctx.Done():
@@ -180,24 +186,24 @@ func (t *Transport) tx(ctx context.Context, fn func(ctx context.Context) error) 
 	}
 	if err := fn(ctx); err != nil {
 		if _, rerr := t.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
-			return errors.Join(classify(err), fmt.Errorf("rollback: %w", rerr))
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
 		return interrupted(ctx, err)
 	}
 	if _, err := t.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
 		_, _ = t.conn.ExecContext(context.Background(), "ROLLBACK")
-		return classify(err)
+		return err
 	}
 	return nil
 }
 
-// interrupted classifies err, reporting ctx's error when ctx ended: SQLite then stopped the
+// interrupted reports ctx's error along with err when ctx ended: SQLite then stopped the
 // statement (SQLITE_INTERRUPT) and the transaction was rolled back, so nothing was written.
 func interrupted(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
-	return classify(err)
+	return err
 }
 
 // write runs an operation: refuses it after Close, names it in errors.
@@ -217,32 +223,15 @@ func (t *Transport) write(ctx context.Context, op string, fn func(ctx context.Co
 	return nil
 }
 
-// classify maps an SQLite error to the stead sentinels, keeping it in the chain. A busy or locked
-// database (after the busy timeout), one that cannot be opened or written, or a full disk is
-// ErrUnavailable: nothing was written. An interrupted statement reports its context's error.
+// classify maps an error to the stead sentinels with sqliteutil.Classify, keeping it in the
+// chain, except that an error carrying its context's (an operation cut short by ctx, nothing
+// written) is returned as it is: Classify would call a deadline ErrTimeout, which a transport
+// reserves for a write that may have landed.
 func classify(err error) error {
-	if err == nil {
-		return nil
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	for _, s := range []error{stead.ErrInvalid, stead.ErrClosed, stead.ErrUnavailable, stead.ErrTimeout, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, s) {
-			return err
-		}
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: database is locked by another connection: %w", stead.ErrUnavailable, err)
-		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
-			sqlite3.SQLITE_PERM, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w: %w", stead.ErrUnavailable, err)
-		}
-	}
-	if errors.Is(err, sql.ErrConnDone) {
-		return fmt.Errorf("%w: %w", stead.ErrClosed, err)
-	}
-	return err
+	return sqliteutil.Classify(err)
 }
 
 // micros is a time as stored: unix microseconds.

@@ -1,12 +1,15 @@
 package sqlitetransport_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +47,10 @@ func TestConformanceInMemory(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, bytes.Repeat([]byte("not a database "), 512), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		path string
@@ -51,11 +58,14 @@ func TestOpenErrors(t *testing.T) {
 		want error
 	}{
 		{"empty path", "", nil, stead.ErrInvalid},
-		{"query in path", filepath.Join(dir, "a.db?mode=ro"), nil, stead.ErrInvalid},
+		{"NUL in path", filepath.Join(dir, "a\x00.db"), nil, stead.ErrInvalid},
+		{"path not UTF-8", filepath.Join(dir, "a\xff.db"), nil, stead.ErrInvalid},
 		{"negative busy timeout", filepath.Join(dir, "b.db"), []sqlitetransport.Option{sqlitetransport.WithBusyTimeout(-time.Second)}, stead.ErrInvalid},
 		{"unknown synchronous", filepath.Join(dir, "c.db"), []sqlitetransport.Option{sqlitetransport.WithSynchronous("OFF")}, stead.ErrInvalid},
+		{"empty synchronous", filepath.Join(dir, "c.db"), []sqlitetransport.Option{sqlitetransport.WithSynchronous("")}, stead.ErrInvalid},
 		{"zero poll", filepath.Join(dir, "d.db"), []sqlitetransport.Option{sqlitetransport.WithPollInterval(0)}, stead.ErrInvalid},
 		{"missing directory", filepath.Join(dir, "no", "such", "dir", "e.db"), nil, stead.ErrUnavailable},
+		{"not a database", garbage, nil, stead.ErrUnavailable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,13 +81,156 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestOpenPathWithURICharacters opens a transport on a file whose name holds characters a "file:"
+// URI reserves ('?' starts a query, '#' a fragment) or that need care in one (space, '%'), in a
+// directory with spaces, and checks that it works, persists across a reopen, and lives in the
+// file named rather than in one cut at the '?' or '#'.
+func TestOpenPathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ dir, file string }{
+		{"plain", "q?mode=ro#x y.db"},
+		{"dir with spaces", "a b?c#d.db"},
+		{"dir with  two  spaces", "100% sure?.db"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dir+"/"+tc.file, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), tc.dir)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tc.file)
+			ctx := context.Background()
+			tr := open(t, path)
+			if err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0); err != nil {
+				t.Fatalf("Publish: %v", err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tr = open(t, path)
+			defer tr.Close()
+			l, err := tr.Claim(ctx, "w", time.Minute, 0)
+			if err != nil || l == nil || l.Event.ID != "e1" {
+				t.Fatalf("Claim after reopen = %+v, %v; want e1", l, err)
+			}
+			if err := tr.Ack(ctx, l); err != nil {
+				t.Fatalf("Ack: %v", err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if !strings.HasPrefix(e.Name(), tc.file) { // the file and its -wal and -shm
+					t.Errorf("%q created beside %q", e.Name(), tc.file)
+				}
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("the file named was not created: %v", err)
+			}
+		})
+	}
+}
+
+// TestOpenAdoptsUnversionedFile opens a file whose transport tables were created before the
+// transport recorded schema versions, and checks that its messages are still served.
+func TestOpenAdoptsUnversionedFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "old.db")
+	ddl, err := os.ReadFile("schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		string(ddl),
+		`INSERT INTO transport_groups (group_id, priority) VALUES ('G', 2)`,
+		`INSERT INTO transport_messages (group_id, event) VALUES ('G', '{"id":"old"}')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr := open(t, path)
+	defer tr.Close()
+	l, err := tr.Claim(context.Background(), "w", time.Minute, 0)
+	if err != nil || l == nil || l.Event.ID != "old" || l.Priority != 2 {
+		t.Fatalf("Claim = %+v, %v; want the old message at priority 2", l, err)
+	}
+}
+
 // TestBusyIsUnavailable holds the write lock from another connection, as another process would,
-// and checks that an operation waits for the busy timeout, then fails with ErrUnavailable having
-// written nothing.
+// and checks that an operation retries within the busy timeout, then fails with ErrUnavailable
+// having written nothing, with the SQLite error kept in the chain. A zero busy timeout fails at
+// once.
 func TestBusyIsUnavailable(t *testing.T) {
 	t.Parallel()
+	tests := []struct {
+		name string
+		busy time.Duration
+		// minWait is the least time spent retrying: the busy timeout less sqliteutil.Retry's
+		// largest pause (50 ms), as Retry gives up rather than sleep past its budget.
+		minWait time.Duration
+	}{
+		{"100ms", 100 * time.Millisecond, 50 * time.Millisecond},
+		{"no wait", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "busy.db")
+			tr := open(t, path, sqlitetransport.WithBusyTimeout(tc.busy))
+			defer tr.Close()
+			ctx := context.Background()
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
+			if !errors.Is(err, stead.ErrUnavailable) {
+				t.Fatalf("Publish while locked = %v, want ErrUnavailable", err)
+			}
+			if waited := time.Since(began); waited < tc.minWait {
+				t.Fatalf("gave up after %v, want at least %v of retrying", waited, tc.minWait)
+			}
+			var se *sqlite.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("the SQLite error is not kept in the chain: %v", err)
+			}
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+				t.Fatalf("Claim = %v, %v; want nothing (the publish wrote nothing)", l, err)
+			}
+		})
+	}
+}
+
+// TestBusyThenFreeSucceeds releases a lock held elsewhere while an operation retries, and checks
+// that the operation then goes through.
+func TestBusyThenFreeSucceeds(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "busy.db")
-	tr := open(t, path, sqlitetransport.WithBusyTimeout(100*time.Millisecond))
+	tr := open(t, path) // busy timeout 5 s
 	defer tr.Close()
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -93,23 +246,20 @@ func TestBusyIsUnavailable(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
-	err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
-	if !errors.Is(err, stead.ErrUnavailable) {
-		t.Fatalf("Publish while locked = %v, want ErrUnavailable", err)
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, err := conn.ExecContext(ctx, "ROLLBACK")
+		released <- err
+	}()
+	if err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0); err != nil {
+		t.Fatalf("Publish once the lock was released = %v", err)
 	}
-	if waited := time.Since(began); waited < 100*time.Millisecond {
-		t.Fatalf("gave up after %v, before the busy timeout", waited)
-	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		t.Fatalf("the SQLite error is not kept in the chain: %v", err)
-	}
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+	if err := <-released; err != nil {
 		t.Fatal(err)
 	}
-	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
-		t.Fatalf("Claim = %v, %v; want nothing (the publish wrote nothing)", l, err)
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e1" {
+		t.Fatalf("Claim = %+v, %v; want e1", l, err)
 	}
 }
 

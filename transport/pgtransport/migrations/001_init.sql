@@ -208,6 +208,7 @@ CREATE OR REPLACE FUNCTION {schema}transport_ack(
 RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     acked text[];
+    acked_seqs bigint[];
     drained text[];
     freed int := 0;
     n int;
@@ -224,14 +225,18 @@ BEGIN
         WHERE m.seq = h.seq AND m.group_id = h.group_id
         RETURNING m.group_id
     )
-    SELECT array_agg(DISTINCT h.group_id) INTO acked FROM held h;
+    SELECT array_agg(h.group_id), array_agg(h.seq) INTO acked, acked_seqs FROM held h;
     IF acked IS NULL THEN
         RETURN 0;
     END IF;
-    -- Groups with messages left go to the back of the round-robin.
+    -- Groups with messages left go to the back of the round-robin. Looking only past the acked
+    -- message skips the index entries of the messages acked before it. A message published
+    -- concurrently with a lower number is not missed: the group then takes the path below,
+    -- whose check looks at every message.
     UPDATE {schema}transport_groups t SET locked_by = NULL, lock_until = p_now
-    WHERE t.group_id = ANY (acked)
-      AND EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = t.group_id);
+    FROM unnest(acked, acked_seqs) AS a(grp, seq)
+    WHERE t.group_id = a.grp
+      AND EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp AND m.seq > a.seq);
     GET DIAGNOSTICS freed = ROW_COUNT;
     IF freed < cardinality(acked) THEN
         -- Drained groups are deleted, but only under a lock no publisher holds: a group a

@@ -1,0 +1,237 @@
+package pgturn_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/pgturn"
+)
+
+// Waiting longer than AcquireTimeout for a connection sends nothing and is ErrUnavailable.
+func TestAcquireTimeoutIsUnavailable(t *testing.T) {
+	t.Parallel()
+	pgtest.Pool(t) // skips when the server is unreachable
+	s, err := pgturn.ConnectWith(t.Context(), pgtest.URL(), pgturn.Config{MaxConns: 1, AcquireTimeout: 100 * time.Millisecond})
+	must(t, err, "connect")
+	defer s.Close()
+	held, err := s.Pool().Acquire(t.Context())
+	must(t, err, "hold the only connection")
+	_, err = s.LoadConversation(t.Context(), "acct", turn.NewID())
+	held.Release()
+	if !errors.Is(err, turn.ErrUnavailable) {
+		t.Fatalf("load with the pool exhausted: %v, want ErrUnavailable", err)
+	}
+}
+
+// statement_timeout firing (here on a lock wait) is ErrTimeout, and the write did not land.
+func TestStatementTimeoutIsTimeout(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	s, err := pgturn.ConnectWith(t.Context(), pgtest.URL(), pgturn.Config{Schema: schema, StatementTimeout: 200 * time.Millisecond})
+	must(t, err, "connect")
+	defer s.Close()
+	ctx := t.Context()
+	must(t, s.Migrate(ctx), "migrate")
+	e := outboxEntry(turn.NewID(), "mailer", "k", at(0))
+	must(t, s.Enqueue(ctx, e), "enqueue")
+	_, err = s.ClaimDue(ctx, at(1), 1, "w")
+	must(t, err, "claim")
+
+	locker := pgtest.Pool(t)
+	tx, err := locker.Begin(ctx)
+	must(t, err, "begin")
+	_, err = tx.Exec(ctx, `SELECT 1 FROM `+schema+`.turn_outbox WHERE outbox_id = $1 FOR UPDATE`, e.OutboxID)
+	must(t, err, "lock the row")
+	err = s.MarkCompleted(ctx, e.OutboxID)
+	must(t, tx.Rollback(ctx), "release the lock")
+	if !errors.Is(err, turn.ErrTimeout) {
+		t.Fatalf("write blocked past statement_timeout: %v, want ErrTimeout", err)
+	}
+	rec, err := s.LoadOutbox(ctx, e.OutboxID)
+	must(t, err, "load")
+	if rec.Entry.Status != turn.OutboxDispatching {
+		t.Fatalf("status %q after the cancelled write, want dispatching", rec.Entry.Status)
+	}
+}
+
+func TestConnectErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		url  string
+		c    pgturn.Config
+		want error
+	}{
+		{"malformed URL", "postgres://%zz", pgturn.Config{}, turn.ErrInvalid},
+		{"unsafe schema", pgtest.URL(), pgturn.Config{Schema: "a;b"}, turn.ErrInvalid},
+		{"idle above max", pgtest.URL(), pgturn.Config{MaxConns: 1, MinIdleConns: 2}, turn.ErrInvalid},
+		{"nothing listening", "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1", pgturn.Config{ConnectAttempts: 1}, turn.ErrUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := pgturn.ConnectWith(t.Context(), tt.url, tt.c)
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("ConnectWith: %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if _, err := pgturn.FromPool(nil); !errors.Is(err, turn.ErrInvalid) {
+		t.Fatalf("FromPool(nil): %v, want ErrInvalid", err)
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	s.Close()
+	s.Close() // idempotent
+	if _, err := s.LoadConversation(t.Context(), "acct", turn.NewID()); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("read after Close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Commit(t.Context(), "acct", turn.Bundle{}); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("commit after Close: %v, want ErrClosed", err)
+	}
+	// FromPool's Close leaves the caller's pool open.
+	if err := s.Pool().Ping(t.Context()); err != nil {
+		t.Fatalf("caller's pool after Close: %v", err)
+	}
+}
+
+// cutProxy forwards connections to PostgreSQL until a client message matches cut; then it
+// forwards that message too if forward is set, and drops the connection at once.
+type cutProxy struct {
+	ln      net.Listener
+	cut     func([]byte) bool
+	forward bool
+	armed   atomic.Bool
+	wg      sync.WaitGroup
+}
+
+func newCutProxy(t *testing.T, cut func([]byte) bool, forward bool) (*cutProxy, string) {
+	t.Helper()
+	target, err := url.Parse(pgtest.URL())
+	must(t, err, "parse test URL")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err, "listen")
+	p := &cutProxy{ln: ln, cut: cut, forward: forward}
+	p.wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target.Host)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			p.wg.Go(func() { p.pipe(client, server) })
+		}
+	})
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	u := *target
+	u.Host = ln.Addr().String()
+	return p, u.String()
+}
+
+func (p *cutProxy) pipe(client, server net.Conn) {
+	defer client.Close()
+	defer server.Close()
+	p.wg.Go(func() { _, _ = io.Copy(client, server); client.Close() })
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if p.armed.Load() && p.cut(chunk) && p.armed.CompareAndSwap(true, false) {
+				if p.forward {
+					_, _ = server.Write(chunk)
+				}
+				return
+			}
+			if _, err := server.Write(chunk); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// The simple-protocol COMMIT pgx sends: 'Q', length 11, "commit\0".
+var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
+
+// A COMMIT that reaches the server but whose answer never comes back is indeterminate: ErrTimeout.
+// Here it did land, which is exactly why the caller must re-read rather than retry.
+func TestLostCommitIsTimeout(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	proxy, proxied := newCutProxy(t, func(b []byte) bool { return bytes.Contains(b, commitMessage) }, true)
+	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
+	must(t, err, "connect")
+	defer s.Close()
+	ctx := t.Context()
+	must(t, s.Migrate(ctx), "migrate")
+	c := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
+	proxy.armed.Store(true)
+	if err := s.CreateConversation(ctx, c); !errors.Is(err, turn.ErrTimeout) {
+		t.Fatalf("write whose COMMIT got no answer: %v, want ErrTimeout", err)
+	}
+	direct := newStoreOn(t, schema)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := direct.LoadConversation(ctx, "acct", c.ID)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, turn.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("the committed conversation: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A connection lost before COMMIT was sent rolls the transaction back: ErrUnavailable, nothing
+// written, safe to retry.
+func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	proxy, proxied := newCutProxy(t, func(b []byte) bool { return bytes.Contains(b, []byte("INSERT INTO")) }, false)
+	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
+	must(t, err, "connect")
+	defer s.Close()
+	ctx := t.Context()
+	must(t, s.Migrate(ctx), "migrate")
+	c := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
+	proxy.armed.Store(true)
+	if err := s.CreateConversation(ctx, c); !errors.Is(err, turn.ErrUnavailable) {
+		t.Fatalf("write whose connection dropped before COMMIT: %v, want ErrUnavailable", err)
+	}
+	if _, err := newStoreOn(t, schema).LoadConversation(ctx, "acct", c.ID); !errors.Is(err, turn.ErrNotFound) {
+		t.Fatalf("conversation after the lost write: %v, want ErrNotFound", err)
+	}
+	must(t, s.CreateConversation(ctx, c), "retry")
+}
+
+// newStoreOn returns a store on an existing schema, on a pool of its own.
+func newStoreOn(t *testing.T, schema string) *pgturn.Store {
+	t.Helper()
+	s, err := pgturn.FromPool(pgtest.Pool(t), pgturn.WithSchema(schema))
+	must(t, err, "store")
+	return s
+}

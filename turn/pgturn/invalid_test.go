@@ -1,0 +1,129 @@
+package pgturn_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead/turn"
+)
+
+// Bad input is refused with ErrInvalid before it reaches the database: never a driver error,
+// never a panic, and nothing written.
+func TestBadInputIsInvalid(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	conv := turn.NewID()
+	must(t, s.CreateConversation(ctx, turn.Conversation{ID: conv, AccountID: "acct", CreatedAt: at(0)}), "conversation")
+	key := turn.CaseKey{Workflow: "trip", CaseID: "c"}
+	huge := json.RawMessage(`"` + strings.Repeat("x", turn.MaxPayload) + `"`)
+	good := card("acct", conv, turn.CaseRef{Workflow: "trip", CaseID: "c", ExpectedRevision: 1}, at(1))
+	withCard := func(mod func(*turn.Interaction)) turn.Interaction {
+		c := good
+		c.ID = turn.NewID()
+		mod(&c)
+		return c
+	}
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"empty account", func() error { _, err := s.LoadConversation(ctx, "", conv); return err }},
+		{"NUL in account", func() error { _, err := s.LoadConversation(ctx, "ac\x00ct", conv); return err }},
+		{"invalid UTF-8 account", func() error { _, err := s.LoadConversation(ctx, "ac\xffct", conv); return err }},
+		{"oversized account", func() error { _, err := s.LoadConversation(ctx, strings.Repeat("a", 513), conv); return err }},
+		{"zero id", func() error { _, err := s.LoadTurn(ctx, "acct", turn.ID{}); return err }},
+		{"negative limit", func() error { _, err := s.LoadRecentTurns(ctx, "acct", conv, -1); return err }},
+		{"negative cursor", func() error { _, err := s.ReadFrom(ctx, "acct", -1, 10); return err }},
+		{"NUL in metadata", func() error {
+			return s.CreateConversation(ctx, turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0), Metadata: json.RawMessage(`{"a":"\u0000"}`)})
+		}},
+		{"malformed metadata", func() error {
+			return s.CreateConversation(ctx, turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0), Metadata: json.RawMessage(`{`)})
+		}},
+		{"oversized payload", func() error {
+			b := eventBatch("acct", key, 1, 1, at(0))
+			b.Events[0].Payload = huge
+			_, err := s.AppendEvents(ctx, b)
+			return err
+		}},
+		{"empty event batch", func() error {
+			_, err := s.AppendEvents(ctx, turn.EventBatch{AccountID: "acct", CaseKey: key, CommandID: turn.NewID(), Revision: 1})
+			return err
+		}},
+		{"negative revision", func() error {
+			return s.InsertInteraction(ctx, withCard(func(c *turn.Interaction) { c.CaseRef.ExpectedRevision = -1 }))
+		}},
+		{"card not active", func() error {
+			return s.InsertInteraction(ctx, withCard(func(c *turn.Interaction) { c.Status = turn.InteractionResolved }))
+		}},
+		{"unknown kind", func() error {
+			return s.InsertInteraction(ctx, withCard(func(c *turn.Interaction) { c.Kind = "telepathy" }))
+		}},
+		{"year 10000", func() error {
+			return s.InsertInteraction(ctx, withCard(func(c *turn.Interaction) { c.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }))
+		}},
+		{"outbox not pending", func() error {
+			e := outboxEntry(turn.NewID(), "mailer", "k", at(0))
+			e.Status = turn.OutboxDispatching
+			return s.Enqueue(ctx, e)
+		}},
+		{"attempt count out of range", func() error {
+			e := outboxEntry(turn.NewID(), "mailer", "k2", at(0))
+			e.AttemptCount = math.MaxInt32 + 1
+			return s.Enqueue(ctx, e)
+		}},
+		{"empty worker id", func() error { _, err := s.ClaimDue(ctx, at(0), 1, ""); return err }},
+		{"empty erasure authority", func() error { _, err := s.RedactPayload(ctx, "acct", turn.NewID(), ""); return err }},
+		{"unknown phase", func() error { _, err := s.SetTurnPhase(ctx, "acct", turn.NewID(), "teleported"); return err }},
+		{"bundle item of another account", func() error {
+			_, err := s.Commit(ctx, "acct", turn.Bundle{Events: []turn.EventBatch{eventBatch("other", key, 1, 1, at(0))}})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, turn.ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", err)
+			}
+		})
+	}
+	// Nothing was written by any of them.
+	var rows int
+	must(t, s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM `+s.Schema()+`.turn_interactions)
+		+ (SELECT count(*) FROM `+s.Schema()+`.turn_events) + (SELECT count(*) FROM `+s.Schema()+`.turn_outbox)
+		+ (SELECT count(*) FROM `+s.Schema()+`.turn_conversations) - 1`).Scan(&rows), "count")
+	if rows != 0 {
+		t.Fatalf("%d rows written by refused calls", rows)
+	}
+}
+
+// Huge limits and cursors saturate rather than overflow.
+func TestHugeLimitsSaturate(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	key := turn.CaseKey{Workflow: "trip", CaseID: "c"}
+	_, err := s.AppendEvents(ctx, eventBatch("acct", key, 1, 3, at(0)))
+	must(t, err, "append")
+	page, err := s.ReadFrom(ctx, "acct", turn.Start, math.MaxInt)
+	must(t, err, "read with a huge limit")
+	if len(page.Events) != 3 {
+		t.Fatalf("%d events, want 3", len(page.Events))
+	}
+	page, err = s.ReadFrom(ctx, "acct", math.MaxInt64, math.MaxInt)
+	must(t, err, "read past the end")
+	if len(page.Events) != 0 || page.Next != math.MaxInt64 {
+		t.Fatalf("page past the end %+v", page)
+	}
+	if _, err := s.ClaimDue(ctx, at(0), math.MaxInt, "w"); err != nil {
+		t.Fatalf("claim with a huge limit: %v", err)
+	}
+	if _, err := s.LoadRecentTurns(ctx, "acct", turn.NewID(), math.MaxInt); !errors.Is(err, turn.ErrNotFound) {
+		t.Fatalf("recent turns of an unknown conversation: %v", err)
+	}
+}
