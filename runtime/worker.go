@@ -41,8 +41,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 }
 
 // Run works until ctx is done, then stops claiming, lets the steps in flight finish (bounded by
-// ShutdownTimeout) and returns nil. It first delivers leftovers of earlier runs (recovery). It
-// returns an error only if it cannot start.
+// ShutdownTimeout) and returns nil. It first delivers leftovers of earlier runs (recovery).
+// Failures of the store or the transport while running are logged and retried after
+// RetryDelay, never returned: a worker outlives an outage of its database.
 func (w *Worker) Run(ctx context.Context) error {
 	// In-flight work runs on a context that outlives ctx by at most ShutdownTimeout, so a stop
 	// request never cuts a step between its commit and its acknowledgements.
