@@ -303,6 +303,7 @@ func TestAdmit(t *testing.T) {
 		{"suspended", exe(stead.StatusSuspended), false, tick, doPark},
 		{"pending start", exe(stead.StatusPending), false, start, doStep},
 		{"pending tick", exe(stead.StatusPending), false, tick, doAck},
+		{"pending cancel", exe(stead.StatusPending), false, cancel, doStep},
 		{"cancelling tick", exe(stead.StatusCancelling), false, tick, doAck},
 		{"cancelling cancel", exe(stead.StatusCancelling), false, cancel, doStep},
 		{"running", exe(stead.StatusRunning), false, tick, doStep},
