@@ -5,10 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
+	"github.com/steadhq/stead/internal/migration"
 	"sync/atomic"
 	"time"
 
@@ -109,28 +106,8 @@ var migrationFiles embed.FS
 // migrationTable records which migrations of this package a schema has.
 const migrationTable = "stead_store_migrations"
 
-// migrations returns the embedded migrations in order; each file is named NNN_name.sql.
-func migrations() []pgutil.Migration {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded at build time
-	}
-	var ms []pgutil.Migration
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), ".sql")
-		num, rest, _ := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			panic("pgstore: migration file without a number: " + e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			panic(err)
-		}
-		ms = append(ms, pgutil.Migration{Version: v, Name: rest, SQL: string(b)})
-	}
-	return ms
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]pgutil.Migration, error) { return migration.Load(migrationFiles, "migrations") }
 
 // Migrate brings the schema to the version this package expects. It is idempotent and safe to
 // run from many processes at once: an advisory lock serialises them, and the ones that wait find
@@ -139,7 +116,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if s.closed.Load() {
 		return stead.ErrClosed
 	}
-	if err := pgutil.Migrate(ctx, s.pool, s.cfg.schema, migrationTable, migrations()); err != nil {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	if err := pgutil.Migrate(ctx, s.pool, s.cfg.schema, migrationTable, ms); err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	return nil
@@ -151,17 +132,14 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if s.closed.Load() {
 		return stead.ErrClosed
 	}
-	ms := migrations()
-	want := ms[len(ms)-1].Version
-	var have int
-	err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+
-		pgutil.Qualifier(s.cfg.schema)+migrationTable).Scan(&have)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-		have, err = 0, nil
-	}
+	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("pgstore: check schema version: %w", pgutil.Classify(err))
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	want := ms[len(ms)-1].Version
+	have, err := pgutil.AppliedVersion(ctx, s.pool, s.cfg.schema, migrationTable)
+	if err != nil {
+		return fmt.Errorf("pgstore: check schema version: %w", err)
 	}
 	if have < want {
 		return fmt.Errorf("pgstore: schema %q is at version %d, this build needs %d: run Migrate", s.cfg.schema, have, want)

@@ -6,9 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"strconv"
-	"strings"
+	"github.com/steadhq/stead/internal/migration"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,28 +76,8 @@ var migrationFS embed.FS
 // MigrationsTable records which schema migrations a database has applied.
 const MigrationsTable = "sqlitestore_migrations"
 
-// migrations returns the embedded schema steps; a file NNN_name.sql is version NNN.
-func migrations() ([]sqliteutil.Migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	ms := make([]sqliteutil.Migration, 0, len(names))
-	for _, n := range names { // fs.Glob returns them sorted
-		base := strings.TrimSuffix(strings.TrimPrefix(n, "migrations/"), ".sql")
-		num, name, _ := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, fmt.Errorf("migration file %s: no version number", n)
-		}
-		body, err := migrationFS.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, sqliteutil.Migration{Version: v, Name: name, SQL: string(body)})
-	}
-	return ms, nil
-}
+// migrations returns the embedded schema steps in version order.
+func migrations() ([]sqliteutil.Migration, error) { return migration.Load(migrationFS, "migrations") }
 
 // Open opens the SQLite database at path, creating the file and the schema if needed, and
 // returns a Store on it. path ":memory:" opens a private in-memory database (see the package

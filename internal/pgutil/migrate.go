@@ -2,10 +2,13 @@ package pgutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/steadhq/stead/internal/migration"
 )
 
 // migrateLockKey is the first half of the advisory lock every stead migration takes ("stea").
@@ -13,11 +16,7 @@ const migrateLockKey int32 = 0x73746561
 
 // Migration is one versioned step of a schema. SQL may hold several statements and uses the
 // {schema} placeholder in front of every object name (see Expand).
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
+type Migration = migration.Migration
 
 // Migrate applies the migrations not yet recorded in the component's version table, in order, in
 // one transaction that first takes a transaction-scoped advisory lock keyed by the schema (one lock
@@ -68,4 +67,20 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema, table string, ms [
 		return fmt.Errorf("migrate %s: %w", table, Classify(err))
 	}
 	return nil
+}
+
+// AppliedVersion returns the highest migration version recorded in the component's version
+// table, or 0 when the table does not exist yet. It runs no DDL, for deployments that migrate
+// separately and only want to check the schema on start.
+func AppliedVersion(ctx context.Context, pool *pgxpool.Pool, schema, table string) (int, error) {
+	var have int
+	err := pool.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+Qualifier(schema)+pgx.Identifier{table}.Sanitize()).Scan(&have)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table: never migrated
+		return 0, nil
+	}
+	if err != nil {
+		return 0, Classify(err)
+	}
+	return have, nil
 }

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/steadhq/stead/internal/migration"
 )
 
 // Migration is one versioned step of a schema. SQL may hold several statements.
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
+type Migration = migration.Migration
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 

@@ -299,8 +299,8 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.db")
 	ms := []Migration{
-		{1, "one", `CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);`},
-		{2, "two", `ALTER TABLE a ADD COLUMN y TEXT; UPDATE a SET y = 'v';`},
+		{Version: 1, Name: "one", SQL: `CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);`},
+		{Version: 2, Name: "two", SQL: `ALTER TABLE a ADD COLUMN y TEXT; UPDATE a SET y = 'v';`},
 	}
 	// Many databases on one file migrate at once: each migration runs once.
 	var wg sync.WaitGroup
@@ -333,7 +333,7 @@ func TestMigrate(t *testing.T) {
 	if err := Migrate(t.Context(), dbs[0].W, time.Second, "bad name", ms); err == nil {
 		t.Fatal("an unsafe table name was accepted")
 	}
-	bad := append(ms, Migration{3, "broken", `CREATE TABLE a (x)`})
+	bad := append(ms, Migration{Version: 3, Name: "broken", SQL: `CREATE TABLE a (x)`})
 	if err := Migrate(t.Context(), dbs[0].W, time.Second, "m", bad); err == nil {
 		t.Fatal("a failing migration succeeded")
 	}

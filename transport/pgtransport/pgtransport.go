@@ -7,10 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
+	"github.com/steadhq/stead/internal/migration"
 	"sync"
 	"sync/atomic"
 
@@ -147,27 +144,8 @@ var migrationFiles embed.FS
 // migrationTable records which migrations of this package a schema has.
 const migrationTable = "stead_transport_migrations"
 
-func migrations() []pgutil.Migration {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	var ms []pgutil.Migration
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), ".sql")
-		num, rest, _ := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			panic("pgtransport: migration file without a number: " + e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			panic(err)
-		}
-		ms = append(ms, pgutil.Migration{Version: v, Name: rest, SQL: string(b)})
-	}
-	return ms
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]pgutil.Migration, error) { return migration.Load(migrationFiles, "migrations") }
 
 // Migrate brings the schema to the version this package expects. It is idempotent and safe to
 // run from many processes at once. Open and New call it unless WithoutMigrate is given.
@@ -175,20 +153,25 @@ func (t *Transport) Migrate(ctx context.Context) error {
 	if t.closed.Load() {
 		return errClosed
 	}
-	if err := pgutil.Migrate(ctx, t.pool, t.cfg.schema, migrationTable, migrations()); err != nil {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("pgtransport: %w", err)
+	}
+	if err := pgutil.Migrate(ctx, t.pool, t.cfg.schema, migrationTable, ms); err != nil {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
 	return nil
 }
 
 func (t *Transport) checkMigrated(ctx context.Context) error {
-	ms := migrations()
-	want := ms[len(ms)-1].Version
-	var have int
-	err := t.pool.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+
-		pgutil.Qualifier(t.cfg.schema)+migrationTable).Scan(&have)
+	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("pgtransport: check schema version (run the migration first?): %w", pgutil.Classify(err))
+		return fmt.Errorf("pgtransport: %w", err)
+	}
+	want := ms[len(ms)-1].Version
+	have, err := pgutil.AppliedVersion(ctx, t.pool, t.cfg.schema, migrationTable)
+	if err != nil {
+		return fmt.Errorf("pgtransport: check schema version (run the migration first?): %w", err)
 	}
 	if have != want {
 		return fmt.Errorf("pgtransport: schema is at version %d, this package needs %d: run the migration", have, want)
