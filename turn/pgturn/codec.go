@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -165,4 +166,30 @@ func outboxStatus(s string) (turn.OutboxStatus, error) {
 		return "", corrupt("unknown outbox status %q", s)
 	}
 	return v, nil
+}
+
+// collect scans every row of a query into a fresh Row (through dest) and converts it to its record
+// with conv, mapping driver errors to the turn sentinels. An error from the query itself is taken
+// as err so that a call reads collect(q.Query(...)).
+func collect[Row, Rec any](rows pgx.Rows, err error, dest func(*Row) []any, conv func(*Row) (Rec, error)) ([]Rec, error) {
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := []Rec{}
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(dest(&r)...); err != nil {
+			return nil, classify(err)
+		}
+		rec, err := conv(&r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
 }

@@ -55,26 +55,7 @@ func redaction(at *time.Time, authority *string) (*turn.Redaction, error) {
 }
 
 func collectEvents(rows pgx.Rows, err error) ([]turn.Event, error) {
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := []turn.Event{}
-	for rows.Next() {
-		var r eventRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, classify(err)
-		}
-		e, err := r.event()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+	return collect(rows, err, (*eventRow).dest, (*eventRow).event)
 }
 
 // A cursor is only safe if an account's events become visible in sequence order: were two

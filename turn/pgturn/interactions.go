@@ -66,26 +66,7 @@ func (r *interactionRow) record() (turn.InteractionRecord, error) {
 }
 
 func collectInteractions(rows pgx.Rows, err error) ([]turn.InteractionRecord, error) {
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := []turn.InteractionRecord{}
-	for rows.Next() {
-		var r interactionRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, classify(err)
-		}
-		rec, err := r.record()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+	return collect(rows, err, (*interactionRow).dest, (*interactionRow).record)
 }
 
 const sqlGetInteraction = `

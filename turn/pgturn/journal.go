@@ -50,26 +50,7 @@ func (r *journalRow) entry() (turn.JournalEntry, error) {
 }
 
 func collectJournal(rows pgx.Rows, err error) ([]turn.JournalEntry, error) {
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := []turn.JournalEntry{}
-	for rows.Next() {
-		var r journalRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, classify(err)
-		}
-		e, err := r.entry()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+	return collect(rows, err, (*journalRow).dest, (*journalRow).entry)
 }
 
 const sqlLoadCommand = `

@@ -52,26 +52,7 @@ func (r *outboxRow) record() (turn.OutboxRecord, error) {
 }
 
 func collectOutbox(rows pgx.Rows, err error) ([]turn.OutboxRecord, error) {
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := []turn.OutboxRecord{}
-	for rows.Next() {
-		var r outboxRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, classify(err)
-		}
-		rec, err := r.record()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+	return collect(rows, err, (*outboxRow).dest, (*outboxRow).record)
 }
 
 const sqlLoadOutbox = `SELECT ` + outboxColumns + ` FROM {schema}turn_outbox WHERE outbox_id = $1`
