@@ -36,9 +36,9 @@ type Store struct {
 	processed map[string]map[string]struct{} // execution id -> event ids
 	timers    map[timerKey]time.Time
 	trace     map[string]*ring
-	outbox    []*outboxRow // ascending seq
-	spawns    []*spawnRow  // ascending seq
-	lastSeq   int64        // outbox; sequence numbers are never reused
+	outbox    queue[stead.OutboxEntry]
+	spawns    queue[stead.SpawnEntry]
+	lastSeq   int64 // outbox; sequence numbers are never reused
 	lastSpawn int64
 }
 
@@ -51,16 +51,6 @@ type ring struct {
 	steps []stead.TraceStep
 }
 
-type outboxRow struct {
-	e        stead.OutboxEntry
-	leaseEnd time.Time // claimable when not after now
-}
-
-type spawnRow struct {
-	e        stead.SpawnEntry
-	leaseEnd time.Time
-}
-
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
@@ -69,6 +59,8 @@ func New(opts ...Option) *Store {
 		processed: make(map[string]map[string]struct{}),
 		timers:    make(map[timerKey]time.Time),
 		trace:     make(map[string]*ring),
+		outbox:    queue[stead.OutboxEntry]{clone: cloneOutbox},
+		spawns:    queue[stead.SpawnEntry]{clone: cloneSpawn},
 	}
 	for _, o := range opts {
 		o(s)
@@ -94,7 +86,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.exes, s.processed, s.timers, s.trace, s.outbox, s.spawns = nil, nil, nil, nil, nil, nil
+	s.exes, s.processed, s.timers, s.trace, s.outbox.rows, s.spawns.rows = nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -262,16 +254,7 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	out := []stead.OutboxEntry{}
-	for _, r := range s.outbox {
-		if len(out) == limit {
-			break
-		}
-		if source == "" || r.e.Source == source {
-			out = append(out, cloneOutbox(r.e))
-		}
-	}
-	return out, nil
+	return s.outbox.pending(limit, func(e stead.OutboxEntry) bool { return source == "" || e.Source == source }), nil
 }
 
 // PendingSpawns implements stead.Reader.
@@ -284,16 +267,7 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	out := []stead.SpawnEntry{}
-	for _, r := range s.spawns {
-		if len(out) == limit {
-			break
-		}
-		if parentID == "" || r.e.ParentID == parentID {
-			out = append(out, cloneSpawn(r.e))
-		}
-	}
-	return out, nil
+	return s.spawns.pending(limit, func(e stead.SpawnEntry) bool { return parentID == "" || e.ParentID == parentID }), nil
 }
 
 func checkScan(field, id string, limit int) (int, error) {
@@ -393,9 +367,7 @@ func (s *Store) apply(exe *stead.Execution, b *stead.Bundle) []int64 {
 		s.lastSeq++
 		ev := em.Event
 		ev.Data = slices.Clone(ev.Data)
-		s.outbox = append(s.outbox, &outboxRow{e: stead.OutboxEntry{
-			Seq: s.lastSeq, Source: exe.ID, Target: em.Target, Event: ev,
-		}})
+		s.outbox.push(s.lastSeq, stead.OutboxEntry{Seq: s.lastSeq, Source: exe.ID, Target: em.Target, Event: ev})
 		seqs = append(seqs, s.lastSeq)
 	}
 	if b.ProcessedEventID != "" {
@@ -408,10 +380,10 @@ func (s *Store) apply(exe *stead.Execution, b *stead.Bundle) []int64 {
 	}
 	for _, sp := range b.Spawns {
 		s.lastSpawn++
-		s.spawns = append(s.spawns, &spawnRow{e: stead.SpawnEntry{
+		s.spawns.push(s.lastSpawn, stead.SpawnEntry{
 			Seq: s.lastSpawn, ParentID: exe.ID, ChildID: sp.ChildID, RootPath: sp.RootPath,
 			Context: slices.Clone([]byte(sp.Context)),
-		}})
+		})
 	}
 	for _, op := range b.Timers {
 		k := timerKey{exe.ID, op.Path}
@@ -485,8 +457,8 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 			delete(s.timers, k)
 		}
 	}
-	s.outbox = slices.DeleteFunc(s.outbox, func(r *outboxRow) bool { return r.e.Target == id })
-	s.spawns = slices.DeleteFunc(s.spawns, func(r *spawnRow) bool { return r.e.ParentID == id })
+	s.outbox.drop(func(e stead.OutboxEntry) bool { return e.Target == id })
+	s.spawns.drop(func(e stead.SpawnEntry) bool { return e.ParentID == id })
 	return ok, nil
 }
 
@@ -511,18 +483,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	now = leaseClock(now)
-	out := []stead.OutboxEntry{}
-	for _, r := range s.outbox {
-		if len(out) == limit {
-			break
-		}
-		if !r.leaseEnd.After(now) {
-			r.leaseEnd = leaseClock(now.Add(lease))
-			out = append(out, cloneOutbox(r.e))
-		}
-	}
-	return out, nil
+	return s.outbox.claim(now, lease, limit), nil
 }
 
 // ClaimSpawns implements stead.Relay.
@@ -535,18 +496,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	now = leaseClock(now)
-	out := []stead.SpawnEntry{}
-	for _, r := range s.spawns {
-		if len(out) == limit {
-			break
-		}
-		if !r.leaseEnd.After(now) {
-			r.leaseEnd = leaseClock(now.Add(lease))
-			out = append(out, cloneSpawn(r.e))
-		}
-	}
-	return out, nil
+	return s.spawns.claim(now, lease, limit), nil
 }
 
 func checkAcks(seqs []int64) (map[int64]bool, error) {
@@ -570,7 +520,7 @@ func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.outbox = slices.DeleteFunc(s.outbox, func(r *outboxRow) bool { return acked[r.e.Seq] })
+	s.outbox.ack(acked)
 	return nil
 }
 
@@ -584,7 +534,7 @@ func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.spawns = slices.DeleteFunc(s.spawns, func(r *spawnRow) bool { return acked[r.e.Seq] })
+	s.spawns.ack(acked)
 	return nil
 }
 
