@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/pgbenchwork"
 	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/internal/pgtest"
@@ -238,18 +239,6 @@ func pgbenchSQL(stmt string, args ...string) string {
 	return strings.Join(strings.Fields(s), " ") + ";\n"
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // compare alternates a and b for the configured rounds and returns both medians and the median
 // of the per-round ratios a/b.
 func (b *bench) compare(a, c func() (float64, error)) (ma, mc, ratio float64, as, cs []float64, err error) {
@@ -271,7 +260,7 @@ func (b *bench) compare(a, c func() (float64, error)) (ma, mc, ratio float64, as
 		as, cs = append(as, x), append(cs, y)
 		ratios = append(ratios, x/y)
 	}
-	return median(as), median(cs), median(ratios), as, cs, nil
+	return benchutil.Median(as), benchutil.Median(cs), benchutil.Median(ratios), as, cs, nil
 }
 
 func verdict(ok bool) string {
@@ -504,7 +493,7 @@ func latencies(n int, fn, after func() error) (time.Duration, time.Duration, err
 		}
 	}
 	slices.Sort(ds)
-	return time.Duration(median(ds)), time.Duration(ds[len(ds)*9/10]), nil
+	return time.Duration(benchutil.Median(ds)), time.Duration(ds[len(ds)*9/10]), nil
 }
 
 // claimSide is one outbox of the claim comparison: a store on its own schema and its backlog.
@@ -587,10 +576,10 @@ func (b *bench) claim() error {
 	}
 	b.printf("| pending rows | ClaimOutbox median | ClaimOutbox p90 | statement alone, median | statement alone, p90 |\n|---|---|---|---|---|\n")
 	for _, c := range sides {
-		b.printf("| %d | %s | %s | %s | %s |\n", c.pending, dur(median(c.calls)), dur(pct(c.calls, 90)), dur(median(c.alone)), dur(pct(c.alone, 90)))
+		b.printf("| %d | %s | %s | %s | %s |\n", c.pending, dur(benchutil.Median(c.calls)), dur(pct(c.calls, 90)), dur(benchutil.Median(c.alone)), dur(pct(c.alone, 90)))
 	}
 	b.printf("\nRatio of the medians (%d / 1,000 pending): ClaimOutbox %.2f×, statement alone %.2f× (target: the same time).\n\n",
-		b.big, median(sides[1].calls)/median(sides[0].calls), median(sides[1].alone)/median(sides[0].alone))
+		b.big, benchutil.Median(sides[1].calls)/benchutil.Median(sides[0].calls), benchutil.Median(sides[1].alone)/benchutil.Median(sides[0].alone))
 	_, err = b.admin.Exec(b.ctx, `TRUNCATE `+b.q+`stead_outbox`)
 	return err
 }
@@ -680,7 +669,7 @@ func (b *bench) listing() error {
 			}
 			first, deepest = append(first, float64(m1)), append(deepest, float64(m2))
 		}
-		m1, m2 := time.Duration(median(first)), time.Duration(median(deepest))
+		m1, m2 := time.Duration(benchutil.Median(first)), time.Duration(benchutil.Median(deepest))
 		b.printf("| %s | %s | %s | %.2f× |\n", c.name, m1.Round(time.Microsecond), m2.Round(time.Microsecond), float64(m2)/float64(m1))
 	}
 	b.printf("\nWith a filter, PostgreSQL may walk the primary key and skip the rows that do not match rather than use the filter's index; a page then costs in proportion to how many rows it skips around it (the local density of matches), still not to how deep it is.\n\n")

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/sqliteutil"
 	"github.com/steadhq/stead/sqlitestore"
 )
@@ -114,12 +115,12 @@ func main() {
 			}
 			cliCol := "n/a"
 			if cli != "" {
-				cliCol = fmt.Sprintf("%.0f", median(cliRates))
+				cliCol = fmt.Sprintf("%.0f", benchutil.Median(cliRates))
 			}
-			rate := func(rs []result) float64 { return median(mapf(rs, func(r result) float64 { return r.rate })) }
-			cpu := func(rs []result) float64 { return median(mapf(rs, func(r result) float64 { return r.cpu })) }
+			rate := func(rs []result) float64 { return benchutil.Median(mapf(rs, func(r result) float64 { return r.rate })) }
+			cpu := func(rs []result) float64 { return benchutil.Median(mapf(rs, func(r result) float64 { return r.cpu })) }
 			line := fmt.Sprintf("| %s | %s | %d | %.0f | %.0f | **%.2f** | %.1f | %.1f | **%.2f** | %.0f | %s |\n", level, bundle, n,
-				rate(store), rate(bare), median(ratios), cpu(store), cpu(bare), median(cpuRatios), rate(tx), cliCol)
+				rate(store), rate(bare), benchutil.Median(ratios), cpu(store), cpu(bare), benchutil.Median(cpuRatios), rate(tx), cliCol)
 			fmt.Print(line)
 			rep.WriteString(line)
 		}
@@ -357,18 +358,6 @@ func mapf[T, U any](xs []T, f func(T) U) []U {
 		out[i] = f(x)
 	}
 	return out
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func loadavg() string {

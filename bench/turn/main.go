@@ -24,12 +24,12 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/pgtest"
 )
 
@@ -118,7 +118,7 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 	fmt.Fprintf(&b, "Command (from the repository root): `%s`\n\n", cmd)
 	fmt.Fprintf(&b, "Produced %s at commit %s on PostgreSQL %s, GOMAXPROCS %d (the machine shared with other work); every figure is the median of %d rounds, each round running pgbench and then the Go benchmarks (`go test -run '^$' -bench '%s' -benchtime %s ./turn/pgturn`) against the same server.\n\n",
 		time.Now().UTC().Format(time.RFC3339), commit(), version, runtime.GOMAXPROCS(0), count, benchmarks, benchtime)
-	m1, m8 := median(insert1), median(insert8)
+	m1, m8 := benchutil.Median(insert1), benchutil.Median(insert8)
 	fmt.Fprintf(&b, "## The ceiling: pgbench, single-row INSERT (prepared, autocommit)\n\n")
 	fmt.Fprintf(&b, "| clients | µs per INSERT | INSERTs/s |\n|---|---:|---:|\n")
 	fmt.Fprintf(&b, "| 1 | %.0f | %.0f |\n| 8 | %.0f (wall time per insert) | %.0f |\n\n", m1, 1e6/m1, m8, 1e6/m8)
@@ -126,12 +126,12 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 	fmt.Fprintf(&b, "The ratio is the operation's time over the time of one single-row INSERT by pgbench with as many clients (1, or 8 for the 8 concurrent dispatchers) in the same round, the median of the %d per-round ratios (the machine's load drifts between rounds; within a round both see the same): how many durable single-row inserts one operation costs.\n\n", count)
 	fmt.Fprintf(&b, "| benchmark | µs/op (median) | ops/s | per item | × pgbench INSERT |\n|---|---:|---:|---:|---:|\n")
 	for _, name := range order {
-		us := median(goRuns[name])
+		us := benchutil.Median(goRuns[name])
 		clients := "1 client"
 		if strings.Contains(name, "dispatchers=8") {
 			clients = "8 clients"
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %.2f (%s) |\n", name, us, 1e6/us, perItem(name, us), median(ratios[name]), clients)
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %.2f (%s) |\n", name, us, 1e6/us, perItem(name, us), benchutil.Median(ratios[name]), clients)
 	}
 	fmt.Fprintf(&b, "\nWhat each operation is:\n\n")
 	fmt.Fprintf(&b, "- CommitBundle/events=N: one `Commit` of a bundle with a batch of N events, an outbox entry, the replay record and the turn's phase: BEGIN and the four statements in one round trip (a pgx batch), COMMIT in a second: one durable commit.\n")
@@ -213,18 +213,6 @@ func perItem(name string, us float64) string {
 		}
 	}
 	return "—"
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func fmtList(xs []float64) string {

@@ -1,0 +1,18 @@
+// Package benchutil holds the small statistics the benchmark harnesses under bench/ share.
+package benchutil
+
+import "slices"
+
+// Median returns the median of xs (the mean of the two middle values for an even count), or 0
+// for none. xs is not modified.
+func Median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
