@@ -60,16 +60,11 @@ func New(schema string) Statements {
 		Versions: x(`SELECT id, version FROM {schema}stead_executions
 			WHERE id = ANY($1::text[])`),
 		Load: x(`SELECT data FROM {schema}stead_executions WHERE id = $1::text`),
-		LoadForEvent: x(`SELECT e.data, EXISTS (SELECT 1 FROM {schema}stead_processed_events p
-				WHERE p.execution_id = e.id AND p.event_id = $2::text)
-			FROM {schema}stead_executions e WHERE e.id = $1::text`),
-		// WITH ORDINALITY keeps the answer aligned with the request, missing executions included.
-		LoadForEvents: x(`SELECT r.ord, e.data, e.id IS NOT NULL AND EXISTS (
-				SELECT 1 FROM {schema}stead_processed_events p
-				WHERE p.execution_id = r.id AND p.event_id = r.event_id)
-			FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(id, event_id, ord)
-			LEFT JOIN {schema}stead_executions e ON e.id = r.id
-			ORDER BY r.ord`),
+		// The loads run in functions whose plans are pinned to the primary keys (migration 003).
+		LoadForEvent: x(`SELECT r_data, r_processed FROM {schema}stead_load_for_event($1::text, $2::text)`),
+		// One row per pair, in the order of the arrays, missing executions included (NULL data).
+		LoadForEvents: x(`SELECT r_ord, r_data, r_processed
+			FROM {schema}stead_load_for_events($1::text[], $2::text[])`),
 		IsProcessed: x(`SELECT EXISTS (SELECT 1 FROM {schema}stead_processed_events
 			WHERE execution_id = $1::text AND event_id = $2::text)`),
 		ReadTrace: x(`SELECT idx, entry FROM {schema}stead_trace

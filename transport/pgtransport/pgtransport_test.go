@@ -199,50 +199,121 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 	}
 }
 
+// claimForms are the two paths transport_claim takes: a single message (scalar statements) and a
+// batch (set-based). Tests of claim behaviour run on both.
+var claimForms = []struct {
+	name  string
+	claim func(ctx context.Context, tr *pgtransport.Transport) (*transport.Lease, error)
+}{
+	{"single", func(ctx context.Context, tr *pgtransport.Transport) (*transport.Lease, error) {
+		return tr.Claim(ctx, "w", time.Minute, 0)
+	}},
+	{"batch", func(ctx context.Context, tr *pgtransport.Transport) (*transport.Lease, error) {
+		ls, err := tr.ClaimBatch(ctx, "w", time.Minute, 0, 2)
+		if err != nil || len(ls) == 0 {
+			return nil, err
+		}
+		if len(ls) > 1 {
+			return nil, fmt.Errorf("claimed %d leases, want at most 1", len(ls))
+		}
+		return &ls[0], nil
+	}},
+}
+
 // TestEmptyGroupLeftByAbortedPublish covers the one way a group row can outlive its messages: an
 // ack that finds a publisher holding the row frees it instead of waiting, and the publisher then
 // rolls back. The next claim deletes the row and reports nothing.
 func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	tr := open(t, schema)
-	defer tr.Close()
-	ctx := context.Background()
-	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
-		t.Fatal(err)
+	for _, form := range claimForms {
+		t.Run(form.name, func(t *testing.T) {
+			t.Parallel()
+			schema := pgtest.Schema(t)
+			tr := open(t, schema)
+			defer tr.Close()
+			ctx := context.Background()
+			if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
+				t.Fatal(err)
+			}
+			l, err := form.claim(ctx, tr)
+			if err != nil || l == nil {
+				t.Fatalf("Claim = %v, %v", l, err)
+			}
+			tx, err := tr.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Ack(ctx, l); err != nil { // must not wait for the open publish
+				t.Fatalf("Ack beside an open publish: %v", err)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := countRows(t, tr, "transport_groups"); n != 1 {
+				t.Fatalf("%d group rows after the aborted publish, want the 1 left empty", n)
+			}
+			if l, err := form.claim(ctx, tr); err != nil || l != nil {
+				t.Fatalf("Claim = %v, %v; want nothing", l, err)
+			}
+			if n := countRows(t, tr, "transport_groups"); n != 0 {
+				t.Fatalf("%d group rows after the claim, want 0", n)
+			}
+			// The group works as new.
+			if err := tr.Publish(ctx, "G", event("e3"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := form.claim(ctx, tr); err != nil || l == nil || l.Event.ID != "e3" {
+				t.Fatalf("Claim = %v, %v; want e3", l, err)
+			}
+		})
 	}
-	l, err := tr.Claim(ctx, "w", time.Minute, 0)
-	if err != nil || l == nil {
-		t.Fatalf("Claim = %v, %v", l, err)
-	}
-	tx, err := tr.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Ack(ctx, l); err != nil { // must not wait for the open publish
-		t.Fatalf("Ack beside an open publish: %v", err)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := countRows(t, tr, "transport_groups"); n != 1 {
-		t.Fatalf("%d group rows after the aborted publish, want the 1 left empty", n)
-	}
-	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
-		t.Fatalf("Claim = %v, %v; want nothing", l, err)
-	}
-	if n := countRows(t, tr, "transport_groups"); n != 0 {
-		t.Fatalf("%d group rows after the claim, want 0", n)
-	}
-	// The group works as new.
-	if err := tr.Publish(ctx, "G", event("e3"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e3" {
-		t.Fatalf("Claim = %v, %v; want e3", l, err)
+}
+
+// TestClaimUpdatesInPlace checks the point of migration 003: a claim (and a park) changes only
+// columns no index covers, so PostgreSQL rewrites the group row in place (a HOT update) without
+// new index entries; only the ack, which moves the group in the round-robin, touches the index.
+// pg_stat_xact_user_tables counts the current transaction's updates as they happen.
+func TestClaimUpdatesInPlace(t *testing.T) {
+	t.Parallel()
+	for _, form := range []struct {
+		name string
+		max  int
+	}{{"single", 1}, {"batch", 3}} {
+		t.Run(form.name, func(t *testing.T) {
+			t.Parallel()
+			schema := pgtest.Schema(t)
+			tr := open(t, schema)
+			defer tr.Close()
+			ctx := context.Background()
+			for _, g := range []string{"A", "B", "C"} {
+				if err := tr.Publish(ctx, g, event(g+"1"), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx, err := tr.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // the test only reads counters
+			ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, form.max)
+			if err != nil || len(ls) != form.max {
+				t.Fatalf("ClaimBatchTx = %d leases, %v; want %d", len(ls), err, form.max)
+			}
+			if err := tr.NackTx(ctx, tx, &ls[0], time.Hour); err != nil { // a park
+				t.Fatal(err)
+			}
+			var upd, hot int64
+			if err := tx.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
+				WHERE schemaname = $1 AND relname = 'transport_groups'`, schema).Scan(&upd, &hot); err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(form.max + 1); upd != want || hot != want {
+				t.Fatalf("%d updates of which %d in place, want %d and %d", upd, hot, want, want)
+			}
+		})
 	}
 }
 
