@@ -58,13 +58,17 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 // commitOne sends one execution through stead_commit_state (state only) or stead_commit_bundle,
 // and reports whether it won its CAS and, if so, the seqs of its emits in order.
 func (s *Store) commitOne(ctx context.Context, q querier, row *encoded) (bool, []int64, error) {
+	sql, args := s.commitOneSQL(row)
+	return scanCommitOne(row, q.QueryRow(ctx, sql, args...))
+}
+
+// commitOneSQL is the statement and the arguments of commitOne.
+func (s *Store) commitOneSQL(row *encoded) (string, []any) {
 	b := row.bundle
 	if b.StateOnly() {
-		var won bool
-		err := q.QueryRow(ctx, s.sql.CommitState, row.id, row.definitionID, row.status,
+		return s.sql.CommitState, []any{row.id, row.definitionID, row.status,
 			row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt,
-			row.finishedAt, row.data, row.old, b.ProcessedEventID).Scan(&won)
-		return won, nil, err
+			row.finishedAt, row.data, row.old, b.ProcessedEventID}
 	}
 	var t timerArgs
 	t.add(0, b.Timers)
@@ -73,13 +77,22 @@ func (s *Store) commitOne(ctx context.Context, q querier, row *encoded) (bool, [
 	for i := range b.Emits {
 		targets[i] = b.Emits[i].Target
 	}
-	var seqs pgtype.FlatArray[int64] // NULL when the CAS was lost
-	err := q.QueryRow(ctx, s.sql.CommitBundle, row.id, row.definitionID, row.status,
+	return s.sql.CommitBundle, []any{row.id, row.definitionID, row.status,
 		row.outcome, row.activePath, row.parentID, row.createdAt, row.updatedAt,
 		row.finishedAt, row.data, row.old, b.ProcessedEventID, targets, row.events,
 		spawnChildren, spawnRootPaths, spawnContexts, t.armPath, t.armFireAt, t.disarmPath,
-		row.trace, int64(s.cfg.traceCap)).Scan(&seqs)
-	if err != nil || seqs == nil {
+		row.trace, int64(s.cfg.traceCap)}
+}
+
+// scanCommitOne reads the answer of commitOneSQL.
+func scanCommitOne(row *encoded, r pgx.Row) (bool, []int64, error) {
+	if row.bundle.StateOnly() {
+		var won bool
+		err := r.Scan(&won)
+		return won, nil, err
+	}
+	var seqs pgtype.FlatArray[int64] // NULL when the CAS was lost
+	if err := r.Scan(&seqs); err != nil || seqs == nil {
 		return false, nil, err
 	}
 	slices.Sort(seqs)
@@ -87,6 +100,49 @@ func (s *Store) commitOne(ctx context.Context, q querier, row *encoded) (bool, [
 		return true, nil, nil
 	}
 	return true, seqs, nil
+}
+
+// QueueCommit queues the commit of exe and its step's bundle on b, for a caller that sends
+// several statements of one transaction in one round trip: typically a runtime that claimed a
+// message in that transaction and queues the commit and the message's acknowledgement together
+// (pgtransport's queue methods), then commits the transaction if the commit won.
+//
+// The commit is validated now; an invalid one is an error wrapping stead.ErrInvalid and queues
+// nothing. res is filled in when the batch's results are read (pgx.BatchResults.Close): Seqs as
+// Commit returns them and a bumped exe.Version on success, or Err = *stead.ConflictError on a
+// lost CAS (with Found -1: the version found is not looked up inside a batch). A database error
+// comes from Close. If the caller's transaction then rolls back, the version is ahead of the
+// database: decrement it (see UndoVersions).
+func (s *Store) QueueCommit(b *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
+	if b == nil || exe == nil || res == nil {
+		return check.Invalidf("pgstore: queue commit: batch, execution and result must not be nil")
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("pgstore: queue commit: %w", stead.ErrClosed)
+	}
+	row, err := encodeRow(exe)
+	if err == nil {
+		err = row.encodeBundle(&bundle)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: queue commit: %w", err)
+	}
+	sql, args := s.commitOneSQL(&row)
+	b.Queue(sql, args...).QueryRow(func(r pgx.Row) error {
+		won, seqs, err := scanCommitOne(&row, r)
+		if err != nil {
+			return fmt.Errorf("pgstore: commit: %w", pgutil.Classify(err))
+		}
+		*res = stead.CommitResult{}
+		if !won {
+			res.Err = &stead.ConflictError{ID: row.id, Expected: row.old, Found: -1}
+			return nil
+		}
+		res.Seqs = seqs
+		exe.Version = row.old + 1
+		return nil
+	})
+	return nil
 }
 
 // CommitBatch applies many commits in one transaction and one round-trip (see stead.Writer).

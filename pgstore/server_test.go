@@ -638,3 +638,95 @@ func TestTraceIndexUnderConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueCommit runs QueueCommit inside a transaction: a won commit fills in its result and
+// bumps the version when the batch is read, a lost one reports the conflict and writes nothing,
+// and invalid input queues nothing.
+func TestQueueCommit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		bundle stead.Bundle
+		seqs   int
+	}{
+		{"state only", stead.Bundle{ProcessedEventID: "ev"}, 0},
+		{"with emits", stead.Bundle{ProcessedEventID: "ev", Emits: []stead.Emit{
+			{Target: "x", Event: stead.Event{ID: "e1", Kind: "K"}},
+			{Target: "y", Event: stead.Event{ID: "e2", Kind: "K"}}}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			ctx := context.Background()
+			exe := newExe("q")
+			mustCommit(t, s, exe, stead.Bundle{})
+			stale := exe.Clone()
+
+			var res stead.CommitResult
+			err := pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+				b := &pgx.Batch{}
+				if err := s.QueueCommit(b, exe, tt.bundle, &res); err != nil {
+					return err
+				}
+				if b.Len() != 1 {
+					t.Fatalf("queued %d statements, want 1", b.Len())
+				}
+				return tx.SendBatch(ctx, b).Close()
+			})
+			if err != nil || res.Err != nil || len(res.Seqs) != tt.seqs || exe.Version != 2 {
+				t.Fatalf("won commit: err %v, result %+v, version %d", err, res, exe.Version)
+			}
+			if _, processed, err := s.LoadForEvent(ctx, "q", "ev"); err != nil || !processed {
+				t.Fatalf("after the won commit: processed %v, %v", processed, err)
+			}
+
+			// The stale copy loses: a conflict in the result, the version untouched, nothing written.
+			res = stead.CommitResult{}
+			err = pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+				b := &pgx.Batch{}
+				if err := s.QueueCommit(b, stale, stead.Bundle{ProcessedEventID: "ev2"}, &res); err != nil {
+					return err
+				}
+				return tx.SendBatch(ctx, b).Close()
+			})
+			var ce *stead.ConflictError
+			if err != nil || !errors.As(res.Err, &ce) || ce.Expected != 1 || stale.Version != 1 {
+				t.Fatalf("lost commit: err %v, result %+v, version %d", err, res, stale.Version)
+			}
+			if _, processed, _ := s.LoadForEvent(ctx, "q", "ev2"); processed {
+				t.Fatal("the lost commit wrote its dedupe marker")
+			}
+		})
+	}
+}
+
+func TestQueueCommitInvalid(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	var res stead.CommitResult
+	tests := []struct {
+		name   string
+		b      *pgx.Batch
+		exe    *stead.Execution
+		bundle stead.Bundle
+		res    *stead.CommitResult
+	}{
+		{"nil batch", nil, newExe("a"), stead.Bundle{}, &res},
+		{"nil execution", &pgx.Batch{}, nil, stead.Bundle{}, &res},
+		{"nil result", &pgx.Batch{}, newExe("a"), stead.Bundle{}, nil},
+		{"empty id", &pgx.Batch{}, newExe(""), stead.Bundle{}, &res},
+		{"NUL in event id", &pgx.Batch{}, newExe("a"), stead.Bundle{ProcessedEventID: "e\x00"}, &res},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.QueueCommit(tt.b, tt.exe, tt.bundle, tt.res)
+			if !errors.Is(err, stead.ErrInvalid) {
+				t.Fatalf("QueueCommit = %v, want ErrInvalid", err)
+			}
+			if tt.b != nil && tt.b.Len() != 0 {
+				t.Fatalf("queued %d statements for invalid input", tt.b.Len())
+			}
+		})
+	}
+}

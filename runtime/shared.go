@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -17,6 +18,7 @@ type TxStore interface {
 	Pool() *pgxpool.Pool
 	LoadForEventsTx(ctx context.Context, tx pgx.Tx, refs []stead.EventRef) ([]stead.Loaded, error)
 	CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error)
+	QueueCommit(b *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error
 }
 
 // TxTransport is a transport that can enlist in a caller's PostgreSQL transaction
@@ -26,6 +28,9 @@ type TxTransport interface {
 	AckBatchTx(ctx context.Context, tx pgx.Tx, leases []transport.Lease) error
 	PublishBatchTx(ctx context.Context, tx pgx.Tx, msgs []transport.Outgoing) error
 	NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error
+	QueuePublish(b *pgx.Batch, msgs []transport.Outgoing) error
+	QueueAck(b *pgx.Batch, ls []transport.Lease) error
+	QueueNack(b *pgx.Batch, l *transport.Lease, delay time.Duration) error
 }
 
 type sharedTx struct {
@@ -74,6 +79,9 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		return len(leases), nil
 	}
 	p := w.plan(leases, loaded)
+	if len(leases) == 1 {
+		return 1, w.sharedOne(ctx, work, tx, leases[0], &p)
+	}
 	emits := make([][]stead.Emit, len(p.items))
 	for k := range p.items {
 		emits[k] = p.items[k].Bundle.Emits
@@ -138,4 +146,78 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		}
 	}
 	return len(leases), nil
+}
+
+// sharedOne ends the transaction of a single message in two round trips instead of four: the
+// commit of its step, the publish of what the step emitted and the message's ack (or its nack
+// when it was not stepped) go to the server together in one pgx.Batch, then COMMIT. A lost CAS
+// rolls the whole transaction back, which hands the message back at once: the redelivery a lost
+// CAS asks for, and the other statements of the batch are undone with it.
+func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport.Lease, p *batchPlan) error {
+	s := w.shared
+	b := &pgx.Batch{}
+	var res stead.CommitResult
+	var d *delivery
+	switch {
+	case len(p.items) == 1:
+		it := &p.items[0]
+		// The transport's queue is the outbox: the emits are published in the transaction.
+		var out []transport.Outgoing
+		for _, e := range it.Bundle.Emits {
+			if e.Target != "" {
+				out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: it.Execution.Priority})
+			}
+		}
+		it.Bundle.Emits = nil
+		l := []transport.Lease{lease}
+		err := s.store.QueueCommit(b, it.Execution, it.Bundle, &res)
+		if err == nil {
+			err = s.tr.QueuePublish(b, out)
+		}
+		if err != nil {
+			// An invalid step (nothing was queued for it, or the emits do not encode).
+			w.log.Warn("commit failed", slog.String("execution", l[0].Group), slog.Any("err", err))
+			*b = pgx.Batch{}
+			if err := s.tr.QueueNack(b, &l[0], w.cfg.RetryDelay); err != nil {
+				return err
+			}
+			break
+		}
+		if err := s.tr.QueueAck(b, l); err != nil {
+			return err
+		}
+		d = &delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]}
+	case len(p.acks) == 1:
+		if err := s.tr.QueueAck(b, p.acks); err != nil {
+			return err
+		}
+	case len(p.later) == 1:
+		if err := s.tr.QueueNack(b, &p.later[0].lease, w.delay(p.later[0].v)); err != nil {
+			return err
+		}
+	}
+	if err := tx.SendBatch(work, b).Close(); err != nil {
+		w.log.Warn("step in transaction failed", slog.Any("err", err))
+		sleep(ctx, w.cfg.RetryDelay)
+		return nil
+	}
+	if errors.Is(res.Err, stead.ErrConflict) {
+		w.log.Debug("lost the version race; redelivering", slog.Any("err", res.Err))
+		return nil
+	}
+	if err := tx.Commit(work); err != nil {
+		// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).
+		w.log.Warn("commit failed", slog.Any("err", err))
+		return nil
+	}
+	if d == nil {
+		return nil
+	}
+	w.committed(d.exe, d.ev)
+	if len(d.b.Spawns) > 0 {
+		if err := w.deliver(work, []delivery{*d}); err != nil {
+			w.log.Warn("child creation deferred to the relay", slog.Any("err", err))
+		}
+	}
+	return nil
 }

@@ -91,11 +91,20 @@ func (t *Transport) PublishBatchTx(ctx context.Context, tx pgx.Tx, msgs []transp
 }
 
 func (t *Transport) publish(ctx context.Context, q querier, msgs []transport.Outgoing) error {
-	if err := transport.ValidateBatch(msgs); err != nil {
+	args, err := t.publishArgs(msgs)
+	if err != nil || args == nil {
 		return err
 	}
+	return t.published(q.QueryRow(ctx, t.sql.publish, args...))
+}
+
+// publishArgs validates msgs and returns the publish's arguments, nil for nothing to publish.
+func (t *Transport) publishArgs(msgs []transport.Outgoing) ([]any, error) {
+	if err := transport.ValidateBatch(msgs); err != nil {
+		return nil, err
+	}
 	if len(msgs) == 0 {
-		return nil
+		return nil, nil
 	}
 	groups := make([]string, len(msgs))
 	events := make([]string, len(msgs))
@@ -103,12 +112,17 @@ func (t *Transport) publish(ctx context.Context, q querier, msgs []transport.Out
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i].Event)
 		if err != nil {
-			return fmt.Errorf("%w: message %d: event does not encode: %v", stead.ErrInvalid, i, err)
+			return nil, fmt.Errorf("%w: message %d: event does not encode: %v", stead.ErrInvalid, i, err)
 		}
 		groups[i], events[i], prios[i] = msgs[i].Group, string(b), int32(msgs[i].Priority)
 	}
+	return []any{groups, events, prios, t.notifyChannel()}, nil
+}
+
+// published reads the answer of a publish.
+func (t *Transport) published(r pgx.Row) error {
 	var created bool
-	if err := q.QueryRow(ctx, t.sql.publish, groups, events, prios, t.notifyChannel()).Scan(&created); err != nil {
+	if err := r.Scan(&created); err != nil {
 		return fail("publish", err)
 	}
 	if created {
@@ -210,11 +224,26 @@ func (t *Transport) AckBatchTx(ctx context.Context, tx pgx.Tx, ls []transport.Le
 }
 
 func (t *Transport) ack(ctx context.Context, q querier, ls []transport.Lease) error {
-	if err := transport.ValidateLeases(ls); err != nil {
+	args, err := ackArgs(ls)
+	if err != nil || args == nil {
 		return err
 	}
+	return t.acked(q.QueryRow(ctx, t.sql.ack, append(args, t.now(), "")...))
+}
+
+// ackArgs validates ls and returns the ack's arguments but the clock and the channel, nil for
+// nothing to ack.
+//
+// An ack tells only this process's waiters that it freed a group with messages (the empty
+// channel): on a busy fleet nearly every ack does, and a NOTIFY per ack would serialise the
+// commits of every worker on PostgreSQL's notification lock. Waiters elsewhere find the group at
+// their next poll, or the acking worker itself takes it with its next claim.
+func ackArgs(ls []transport.Lease) ([]any, error) {
+	if err := transport.ValidateLeases(ls); err != nil {
+		return nil, err
+	}
 	if len(ls) == 0 {
-		return nil
+		return nil, nil
 	}
 	groups := make([]string, len(ls))
 	seqs := make([]int64, len(ls))
@@ -222,12 +251,13 @@ func (t *Transport) ack(ctx context.Context, q querier, ls []transport.Lease) er
 	for i := range ls {
 		groups[i], seqs[i], tokens[i] = ls[i].Group, ls[i].Seq, ls[i].Token
 	}
-	// An ack tells only this process's waiters that it freed a group with messages: on a busy
-	// fleet nearly every ack does, and a NOTIFY per ack would serialise the commits of every
-	// worker on PostgreSQL's notification lock. Waiters elsewhere find the group at their next
-	// poll, or the acking worker itself takes it with its next claim.
+	return []any{groups, seqs, tokens}, nil
+}
+
+// acked reads the answer of an ack.
+func (t *Transport) acked(r pgx.Row) error {
 	var freed int
-	if err := q.QueryRow(ctx, t.sql.ack, groups, seqs, tokens, t.now(), "").Scan(&freed); err != nil {
+	if err := r.Scan(&freed); err != nil {
 		return fail("ack", err)
 	}
 	if freed > 0 {
@@ -250,23 +280,79 @@ func (t *Transport) NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, d
 }
 
 func (t *Transport) nack(ctx context.Context, q querier, l *transport.Lease, delay time.Duration) error {
-	if err := transport.ValidateLease(l); err != nil {
+	args, err := t.nackArgs(l, delay)
+	if err != nil {
 		return err
 	}
+	return t.nacked(q.QueryRow(ctx, t.sql.nack, args...))
+}
+
+// nackArgs validates the nack and returns its arguments.
+func (t *Transport) nackArgs(l *transport.Lease, delay time.Duration) ([]any, error) {
+	if err := transport.ValidateLease(l); err != nil {
+		return nil, err
+	}
 	if err := transport.ValidateDelay(delay); err != nil {
-		return err
+		return nil, err
 	}
 	var park *time.Time
 	if delay > 0 {
 		p := t.now().Add(delay)
 		park = &p
 	}
+	return []any{l.Group, l.Token, park, t.notifyChannel()}, nil
+}
+
+// nacked reads the answer of a nack.
+func (t *Transport) nacked(r pgx.Row) error {
 	var released bool
-	if err := q.QueryRow(ctx, t.sql.nack, l.Group, l.Token, park, t.notifyChannel()).Scan(&released); err != nil {
+	if err := r.Scan(&released); err != nil {
 		return fail("nack", err)
 	}
 	if released {
 		t.sig.Notify()
 	}
+	return nil
+}
+
+// QueuePublish, QueueAck and QueueNack are PublishBatchTx, AckBatchTx and NackTx queued on b
+// instead of sent, for a caller that sends several statements of one transaction in one round
+// trip (pgx.Batch): typically a runtime that queues a step's commit (pgstore's QueueCommit), the
+// events the step emitted and the acknowledgement of the message it claimed in the transaction,
+// then commits if the step's commit won. Each validates its input now (an invalid one is an
+// error wrapping stead.ErrInvalid, and queues nothing) and queues one statement, or none when
+// there is nothing to do; its outcome is an error of the batch's Close.
+func (t *Transport) QueuePublish(b *pgx.Batch, msgs []transport.Outgoing) error {
+	return t.queue(b, func() ([]any, error) { return t.publishArgs(msgs) }, t.sql.publish, t.published)
+}
+
+// QueueAck: see QueuePublish.
+func (t *Transport) QueueAck(b *pgx.Batch, ls []transport.Lease) error {
+	return t.queue(b, func() ([]any, error) {
+		args, err := ackArgs(ls)
+		if err != nil || args == nil {
+			return nil, err
+		}
+		return append(args, t.now(), ""), nil
+	}, t.sql.ack, t.acked)
+}
+
+// QueueNack: see QueuePublish.
+func (t *Transport) QueueNack(b *pgx.Batch, l *transport.Lease, delay time.Duration) error {
+	return t.queue(b, func() ([]any, error) { return t.nackArgs(l, delay) }, t.sql.nack, t.nacked)
+}
+
+func (t *Transport) queue(b *pgx.Batch, args func() ([]any, error), sql string, read func(pgx.Row) error) error {
+	if b == nil {
+		return fmt.Errorf("pgtransport: %w: batch is nil", stead.ErrInvalid)
+	}
+	if t.closed.Load() {
+		return errClosed
+	}
+	a, err := args()
+	if err != nil || a == nil {
+		return err
+	}
+	b.Queue(sql, a...).QueryRow(read)
 	return nil
 }

@@ -499,3 +499,105 @@ func dump(tr *pgtransport.Transport, table string) string {
 	}
 	return fmt.Sprint(out)
 }
+
+// TestQueueInTransaction sends a claimed message's ack, a publish and a nack queued in pgx
+// batches inside the claiming transactions, the way the runtime's shared-transaction mode does.
+func TestQueueInTransaction(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	tr := open(t, schema)
+	defer tr.Close()
+	ctx := context.Background()
+	for _, id := range []string{"a1", "a2"} {
+		if err := tr.Publish(ctx, "A", event(id), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inTx := func(queue func(b *pgx.Batch, l *transport.Lease) error) string {
+		t.Helper()
+		var id string
+		err := pgx.BeginFunc(ctx, tr.Pool(), func(tx pgx.Tx) error {
+			ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+			if err != nil || len(ls) != 1 {
+				return fmt.Errorf("claim in tx: %d leases, %v", len(ls), err)
+			}
+			id = ls[0].Event.ID
+			b := &pgx.Batch{}
+			if err := queue(b, &ls[0]); err != nil {
+				return err
+			}
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	// Nacked in the batch: the message comes back at once.
+	if id := inTx(func(b *pgx.Batch, l *transport.Lease) error { return tr.QueueNack(b, l, 0) }); id != "a1" {
+		t.Fatalf("claimed %s, want a1", id)
+	}
+	// Acked with a publish beside it.
+	id := inTx(func(b *pgx.Batch, l *transport.Lease) error {
+		if err := tr.QueuePublish(b, []transport.Outgoing{{Group: "B", Event: event("b1")}}); err != nil {
+			return err
+		}
+		return tr.QueueAck(b, []transport.Lease{*l})
+	})
+	if id != "a1" {
+		t.Fatalf("claimed %s after the nack, want a1 again", id)
+	}
+	var got []string
+	for {
+		l, err := tr.Claim(ctx, "w", time.Minute, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			break
+		}
+		got = append(got, l.Event.ID)
+		if err := tr.Ack(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"a2", "b1"}; !slices.Equal(got, want) {
+		t.Fatalf("left after the batches: %v, want %v", got, want)
+	}
+}
+
+func TestQueueInvalid(t *testing.T) {
+	t.Parallel()
+	tr := open(t, pgtest.Schema(t))
+	defer tr.Close()
+	good := transport.Lease{Message: transport.Message{Seq: 1, Group: "G"}, Token: "w:1"}
+	tests := []struct {
+		name  string
+		queue func(b *pgx.Batch) error
+		want  error // nil: valid, nothing to do
+	}{
+		{"nil batch", func(*pgx.Batch) error { return tr.QueueAck(nil, []transport.Lease{good}) }, stead.ErrInvalid},
+		{"ack without token", func(b *pgx.Batch) error {
+			return tr.QueueAck(b, []transport.Lease{{Message: transport.Message{Seq: 1, Group: "G"}}})
+		}, stead.ErrInvalid},
+		{"publish to an empty group", func(b *pgx.Batch) error {
+			return tr.QueuePublish(b, []transport.Outgoing{{Event: event("e")}})
+		}, stead.ErrInvalid},
+		{"negative nack delay", func(b *pgx.Batch) error { return tr.QueueNack(b, &good, -time.Second) }, stead.ErrInvalid},
+		{"nothing to ack", func(b *pgx.Batch) error { return tr.QueueAck(b, nil) }, nil},
+		{"nothing to publish", func(b *pgx.Batch) error { return tr.QueuePublish(b, nil) }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &pgx.Batch{}
+			err := tc.queue(b)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("queue = %v, want %v", err, tc.want)
+			}
+			if b.Len() != 0 {
+				t.Fatalf("queued %d statements", b.Len())
+			}
+		})
+	}
+}
