@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/errs"
 	"github.com/steadhq/stead/internal/pgutil"
@@ -26,8 +27,8 @@ func newStatements(schema string) statements {
 		// Every parameter is cast, so the statements also work unprepared (WithPgBouncer), when
 		// the server is not asked for their types.
 		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4::text)`,
-		claim: `SELECT r_group, r_priority, r_seq, r_event FROM ` + q +
-			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int)`,
+		claim: `SELECT r_group, r_priority, r_seq, r_event, r_key FROM ` + q +
+			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text)`,
 		ack:  `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`,
 		nack: `SELECT ` + q + `transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`,
 	}
@@ -170,7 +171,8 @@ func (t *Transport) claim(ctx context.Context, q querier, worker string, visibil
 	now := t.now()
 	until := now.Add(visibility)
 	token := transport.NewToken(worker)
-	rows, err := q.Query(ctx, t.sql.claim, now, until, token, minPriority, max)
+	after := t.cursor.from()
+	rows, err := q.Query(ctx, t.sql.claim, now, until, token, minPriority, max, after.key, after.group)
 	if err != nil {
 		return nil, fail("claim", err)
 	}
@@ -179,8 +181,10 @@ func (t *Transport) claim(ctx context.Context, q querier, worker string, visibil
 		group, event string
 		priority     int32
 		seq          int64
+		key          pgtype.Timestamptz
+		last         place
 	)
-	_, err = pgx.ForEachRow(rows, []any{&group, &priority, &seq, &event}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&group, &priority, &seq, &event, &key}, func() error {
 		l := transport.Lease{
 			Message: transport.Message{Seq: seq, Group: group, Priority: int(priority)},
 			Token:   token, Until: until,
@@ -189,6 +193,9 @@ func (t *Transport) claim(ctx context.Context, q querier, worker string, visibil
 			return fmt.Errorf("message %d of %q does not decode: %w", seq, group, err)
 		}
 		out = append(out, l)
+		if p := (place{key, pgtype.Text{String: group, Valid: true}}); p.after(last) {
+			last = p
+		}
 		return nil
 	})
 	if err != nil {
@@ -196,6 +203,8 @@ func (t *Transport) claim(ctx context.Context, q querier, worker string, visibil
 	}
 	if len(out) == 0 {
 		t.sig.Empty(gen)
+	} else if minPriority == 0 {
+		t.cursor.moveTo(last)
 	}
 	slices.SortFunc(out, func(a, b transport.Lease) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil

@@ -27,6 +27,7 @@ type Transport struct {
 	sql      statements
 	channel  string // the NOTIFY channel of this schema
 	sig      *wake.Signal
+	cursor   cursor // where claims resume the round-robin
 	closed   atomic.Bool
 
 	// The listener starts with the first Wait and stops with Close.

@@ -601,3 +601,77 @@ func TestQueueInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupBehindCursorIsServed checks that a group that goes back behind the claimers' cursor (a
+// nack hands it back to the head of the round-robin; a shared transaction that claimed it rolls
+// back) is served again while other groups keep the claimers busy after the cursor.
+func TestGroupBehindCursorIsServed(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"nack", "rollback"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			tr := open(t, pgtest.Schema(t))
+			defer tr.Close()
+			ctx := context.Background()
+			var msgs []transport.Outgoing
+			for g := range 300 {
+				for i := range 2 {
+					msgs = append(msgs, transport.Outgoing{Group: fmt.Sprintf("g%03d", g), Event: event(fmt.Sprintf("g%03d-%d", g, i))})
+				}
+			}
+			if err := tr.PublishBatch(ctx, msgs); err != nil {
+				t.Fatal(err)
+			}
+			// Serve a few groups, then put the next one back behind the cursor.
+			for range 5 {
+				l, err := tr.Claim(ctx, "w", time.Minute, 0)
+				if err != nil || l == nil {
+					t.Fatalf("Claim = %v, %v", l, err)
+				}
+				if err := tr.Ack(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var back string
+			switch how {
+			case "nack":
+				l, err := tr.Claim(ctx, "w", time.Minute, 0)
+				if err != nil || l == nil {
+					t.Fatalf("Claim = %v, %v", l, err)
+				}
+				back = l.Event.ID
+				if err := tr.Nack(ctx, l, 0); err != nil {
+					t.Fatal(err)
+				}
+			case "rollback":
+				tx, err := tr.Pool().Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+				if err != nil || len(ls) != 1 {
+					t.Fatalf("ClaimBatchTx = %v, %v", ls, err)
+				}
+				back = ls[0].Event.ID
+				if err := tx.Rollback(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// 2*rescanEvery claims, all with more groups waiting after the cursor.
+			for i := range 2 * 64 {
+				l, err := tr.Claim(ctx, "w", time.Minute, 0)
+				if err != nil || l == nil {
+					t.Fatalf("Claim = %v, %v", l, err)
+				}
+				if err := tr.Ack(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				if l.Event.ID == back {
+					t.Logf("%s served again after %d claims", back, i+1)
+					return
+				}
+			}
+			t.Fatalf("%s not served again within %d claims", back, 2*64)
+		})
+	}
+}
