@@ -21,12 +21,20 @@
 //     whose version matches and writes the side effects of those winners only, so a loser writes
 //     nothing while the others land. A batch of one takes the single-commit path.
 //   - A lost compare-and-swap costs one more round-trip, to report the version found.
-//   - LoadForEvent and LoadForEvents read the executions and their dedupe markers in one query.
+//   - LoadForEvent and LoadForEvents read the executions and their dedupe markers in one query,
+//     through the stead_load_for_event(s) functions.
+//
+// The functions on this path plan their statements once per connection (a generic plan) and may
+// use only index scans and nested loops: each statement is a primary-key lookup whatever the
+// tables hold, and a plan chosen from the statistics of a young or never-analysed table (a hash
+// over a sequential scan of a table that gains a row per event) would otherwise stay for the
+// life of the connection.
 //
 // # Schema
 //
 // Tables stead_executions, stead_outbox, stead_processed_events, stead_timers, stead_spawns and
-// stead_trace, the functions stead_commit_state and stead_commit_bundle, and the version table
+// stead_trace, the functions stead_commit_state, stead_commit_bundle, stead_load_for_event and
+// stead_load_for_events, and the version table
 // stead_store_migrations, in
 // the schema of WithSchema or else the search_path. The execution is stored whole as JSON text;
 // its status, outcome, active path, parent id, version and times are also kept in columns so that
@@ -59,5 +67,6 @@
 //
 // CommitBatchTx and LoadForEventsTx run on a caller's pgx.Tx, so a runtime can claim work,
 // commit the steps it produced and acknowledge the work in one transaction (see UndoVersions for
-// a rollback).
+// a rollback). QueueCommit puts a commit on a caller's pgx.Batch instead, so that it travels in
+// one round trip with other statements of the transaction (pgtransport's QueueAck, for one).
 package pgstore

@@ -78,7 +78,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// SharedTx runs claim, load, commit, publish and acknowledgement in one PostgreSQL transaction.
 	// The store and the transport must live in the same database and support it (pgstore and
-	// pgtransport do); NewWorker refuses otherwise.
+	// pgtransport do); NewWorker refuses otherwise. A transaction that claimed a single message
+	// sends its commit, emits and ack in one round trip and commits only if the step won its
+	// compare-and-swap; a lost one rolls back, which hands the message back at once.
 	SharedTx bool
 	// Clock returns the current time (default time.Now). Tests inject one to fire timers.
 	Clock func() time.Time

@@ -9,7 +9,8 @@
 //     workers at once;
 //   - within a group, messages are claimed in publish order (FIFO);
 //   - groups are served fairly: a group that was just served goes behind every group that is
-//     waiting, so one busy execution cannot starve the others;
+//     waiting, so one busy execution cannot starve the others (a group joining the round-robin
+//     may wait a bounded number of claims more, see Transport.Claim);
 //   - a lease that is neither acked nor nacked before it ends makes its message claimable again
 //     (at-least-once delivery; the store's dedupe and version check make the step idempotent);
 //   - a nack with a delay parks the group until the delay has passed;

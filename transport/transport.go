@@ -62,8 +62,10 @@ type Transport interface {
 	// Claim leases the head message of a group that has nothing in flight and a priority of at
 	// least minPriority, for visibility. Groups are served round-robin: the group waiting
 	// longest since it was last served comes first, whatever its priority (priority filters,
-	// it does not order). A lease ending exactly now still holds. It returns nil, nil when
-	// nothing is claimable.
+	// it does not order). A backend may trade strictness for speed by a bounded amount: a group
+	// that joins the round-robin while others wait (new, handed back, its lease or park over) may
+	// be served a bounded number of claims late (pgtransport: within 64 claims of each process).
+	// A lease ending exactly now still holds. It returns nil, nil when nothing is claimable.
 	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*Lease, error)
 	// ClaimBatch is Claim for up to max messages (1..MaxBatch) at once, at most one per group.
 	// It returns an empty slice when nothing is claimable.

@@ -7,10 +7,24 @@
 //
 // Messages live in transport_messages; every group with messages has a row in transport_groups
 // that carries the lease (the token of the claim that holds it and when the lease ends) and the
-// group's place in the round-robin. Each operation is one round-trip to a server-side function:
-// transport_publish, transport_claim (FOR NO KEY UPDATE SKIP LOCKED, so claimers never wait for
-// each other), transport_ack and transport_nack. Time is the client's clock, passed in; the
-// database's clock is never read.
+// group's place in the round-robin (when it was last served). Each operation is one round-trip to
+// a server-side function: transport_publish, transport_claim (FOR NO KEY UPDATE SKIP LOCKED, so
+// claimers never wait for each other), transport_ack and transport_nack. Time is the client's
+// clock, passed in; the database's clock is never read.
+//
+// What keeps the hot path cheap, each measured (bench/results/runtime.md):
+//
+//   - Only the round-robin place is indexed, and only an ack moves it: a claim or a park changes
+//     unindexed columns, which PostgreSQL updates in place (HOT) without new index entries.
+//   - Every ack still leaves a dead entry in front of the live ones in the round-robin index, so
+//     a Transport remembers where its last claim was in the round-robin and the next claim starts
+//     there instead of walking the dead entries from the head. One claim in 64, and any claim that
+//     finds nothing after that place, starts from the head, where groups handed back by a nack, a
+//     lease or park that ran out or a rolled-back claim wait.
+//   - The functions plan generically, once per connection, and may use only index scans and
+//     nested loops: a plan made from the statistics of a young table stays for the life of the
+//     connection, and a hash over a sequential scan there grew with the queue.
+//   - A claim or an ack of one message takes scalar statements instead of the set-based form.
 //
 // An idle worker does not poll: Wait listens on a dedicated connection (LISTEN/NOTIFY) and wakes
 // within milliseconds of a publish, from any process, that makes a group claimable (it creates
@@ -27,6 +41,8 @@
 // ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx run in a transaction the caller owns, so a
 // worker whose store lives in the same database (pgstore) can claim, commit a step and ack it in
 // one transaction: one commit instead of three, and the ack lands if and only if the step does.
+// QueuePublish, QueueAck and QueueNack put the same statements on a pgx.Batch instead, so that a
+// step's commit (pgstore's QueueCommit), its emits and its ack reach the server in one round trip.
 // A claim inside an open transaction keeps its group rows locked until that transaction ends:
 // other claimers skip them (SKIP LOCKED), so while the step runs no one else can take the group,
 // whatever the lease says; a rollback leaves the groups exactly as they were, the messages
