@@ -220,6 +220,33 @@ var claimForms = []struct {
 	}},
 }
 
+// ackBesideOpenPublish publishes e1 to group G, claims it, opens a transaction that publishes e2
+// to G, and acks e1 while that publish is still open: the ack finds the group held by the
+// publisher and must free it rather than wait. It returns the open transaction.
+func ackBesideOpenPublish(t *testing.T, tr *pgtransport.Transport,
+	claim func(context.Context, *pgtransport.Transport) (*transport.Lease, error)) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := claim(ctx, tr)
+	if err != nil || l == nil {
+		t.Fatalf("Claim = %v, %v", l, err)
+	}
+	tx, err := tr.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Ack(ctx, l); err != nil {
+		t.Fatalf("Ack beside an open publish: %v", err)
+	}
+	return tx
+}
+
 // TestEmptyGroupLeftByAbortedPublish covers the one way a group row can outlive its messages: an
 // ack that finds a publisher holding the row frees it instead of waiting, and the publisher then
 // rolls back. The next claim deletes the row and reports nothing.
@@ -232,23 +259,7 @@ func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 			tr := open(t, schema)
 			defer tr.Close()
 			ctx := context.Background()
-			if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
-				t.Fatal(err)
-			}
-			l, err := form.claim(ctx, tr)
-			if err != nil || l == nil {
-				t.Fatalf("Claim = %v, %v", l, err)
-			}
-			tx, err := tr.Pool().Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.Ack(ctx, l); err != nil { // must not wait for the open publish
-				t.Fatalf("Ack beside an open publish: %v", err)
-			}
+			tx := ackBesideOpenPublish(t, tr, form.claim)
 			if err := tx.Rollback(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -325,23 +336,7 @@ func TestPublishCommittedDuringAck(t *testing.T) {
 	tr := open(t, schema)
 	defer tr.Close()
 	ctx := context.Background()
-	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
-		t.Fatal(err)
-	}
-	l, err := tr.Claim(ctx, "w", time.Minute, 0)
-	if err != nil || l == nil {
-		t.Fatalf("Claim = %v, %v", l, err)
-	}
-	tx, err := tr.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Ack(ctx, l); err != nil {
-		t.Fatal(err)
-	}
+	tx := ackBesideOpenPublish(t, tr, claimForms[0].claim)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
