@@ -14,7 +14,9 @@ import (
 // A partial batch waits up to BatchWait for more, so that under a trickle of events one flush
 // still serves several steps, while an idle worker adds no latency at all.
 func (w *Worker) claimBatch(ctx, work context.Context) ([]transport.Lease, error) {
-	leases, err := w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, 0, w.cfg.BatchSize)
+	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
+		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
+	})
 	if err != nil || len(leases) == 0 || len(leases) >= w.cfg.BatchSize || w.cfg.BatchWait <= 0 {
 		return leases, err
 	}

@@ -76,6 +76,15 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight steps may take to finish once Run's context is
 	// done (default 30 s). Work cut off by it is redelivered after Visibility.
 	ShutdownTimeout time.Duration
+	// PriorityShare is the share of claims (0 to 1, default 0) that first ask the transport only
+	// for executions of priority PriorityThreshold or more, and fall back to any priority when
+	// none of those is waiting. At 0 a priority does not change the order of service; at 1
+	// executions at or above the threshold are always served first, and keep the others waiting
+	// for as long as they have events.
+	PriorityShare float64
+	// PriorityThreshold is the lowest priority PriorityShare favours (1..stead.MaxPriority,
+	// default 1).
+	PriorityThreshold int
 	// SharedTx runs claim, load, commit, publish and acknowledgement in one PostgreSQL transaction.
 	// The store and the transport must live in the same database and support it (pgstore and
 	// pgtransport do); NewWorker refuses otherwise. A transaction that claimed a single message
@@ -109,6 +118,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Concurrency < 0 || c.BatchSize < 0 || c.BatchSize > stead.MaxBatch {
 		return c, fmt.Errorf("runtime: concurrency %d or batch size %d out of range (batch at most %d)",
 			c.Concurrency, c.BatchSize, stead.MaxBatch)
+	}
+	if !(c.PriorityShare >= 0 && c.PriorityShare <= 1) { // written so that NaN fails too
+		return c, fmt.Errorf("runtime: priority share %v is not between 0 and 1", c.PriorityShare)
+	}
+	if c.PriorityThreshold < 0 || c.PriorityThreshold > stead.MaxPriority {
+		return c, fmt.Errorf("runtime: priority threshold %d outside 1..%d", c.PriorityThreshold, stead.MaxPriority)
+	}
+	if c.PriorityThreshold == 0 {
+		c.PriorityThreshold = 1
 	}
 	if c.Name == "" {
 		host, _ := os.Hostname()

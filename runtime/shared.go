@@ -63,7 +63,9 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(work)) }()
-	leases, err := s.tr.ClaimBatchTx(work, tx, w.cfg.Name, w.cfg.Visibility, 0, w.cfg.BatchSize)
+	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
+		return s.tr.ClaimBatchTx(work, tx, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
+	})
 	if err != nil || len(leases) == 0 {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -211,12 +212,30 @@ func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Executi
 // one claims and handles a single message in its own transactions; it returns how many it
 // handled (0 or 1).
 func (w *Worker) one(work context.Context) (int, error) {
-	l, err := w.tr.Claim(work, w.cfg.Name, w.cfg.Visibility, 0)
-	if err != nil || l == nil {
+	ls, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
+		l, err := w.tr.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority)
+		if l == nil {
+			return nil, err
+		}
+		return []transport.Lease{*l}, err
+	})
+	if err != nil || len(ls) == 0 {
 		return 0, err
 	}
-	w.handle(work, l)
+	w.handle(work, &ls[0])
 	return 1, nil
+}
+
+// prioritised runs claim with the minimum priority the PriorityShare policy draws, and once more
+// with none if that found nothing to claim.
+func (w *Worker) prioritised(claim func(minPriority int) ([]transport.Lease, error)) ([]transport.Lease, error) {
+	if w.cfg.PriorityShare > 0 && rand.Float64() < w.cfg.PriorityShare {
+		ls, err := claim(w.cfg.PriorityThreshold)
+		if err != nil || len(ls) > 0 {
+			return ls, err
+		}
+	}
+	return claim(0)
 }
 
 func (w *Worker) handle(ctx context.Context, l *transport.Lease) {

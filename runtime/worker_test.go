@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -346,6 +348,11 @@ func TestNewWorkerRefusesBadConfig(t *testing.T) {
 		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }},
 		{"huge batch", func(c *Config) { c.BatchSize = stead.MaxBatch + 1 }},
 		{"shared tx on memory", func(c *Config) { c.SharedTx = true }},
+		{"negative priority share", func(c *Config) { c.PriorityShare = -0.1 }},
+		{"priority share over 1", func(c *Config) { c.PriorityShare = 1.5 }},
+		{"NaN priority share", func(c *Config) { c.PriorityShare = math.NaN() }},
+		{"priority threshold too high", func(c *Config) { c.PriorityThreshold = stead.MaxPriority + 1 }},
+		{"negative priority threshold", func(c *Config) { c.PriorityThreshold = -1 }},
 	} {
 		cfg := good
 		tc.mod(&cfg)
@@ -456,4 +463,53 @@ func TestGracefulShutdown(t *testing.T) {
 		})
 	})
 	settleGoroutines(t, before)
+}
+
+// TestPriorityShare checks the claim policy: with PriorityShare 1 an execution at the threshold
+// is served before a backlog of ordinary ones that the round-robin would serve first; with 0 its
+// priority changes nothing.
+func TestPriorityShare(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		share     float64
+		batch     int
+		wantFirst bool
+	}{
+		{"always, unbatched", 1, 1, true},
+		{"always, batched", 1, 4, true},
+		{"never", 0, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			low := ids("a-low", 20)
+			h.create(low...)
+			// Created last and named to sort last: the round-robin serves it last.
+			if _, err := h.client.CreateBatch(context.Background(), []NewExecution{{DefinitionID: "counter", ID: "z-high", Priority: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var order []string
+			cfg := h.config()
+			cfg.Concurrency, cfg.BatchSize, cfg.BatchWait = 1, tc.batch, -1
+			cfg.PriorityShare, cfg.PriorityThreshold = tc.share, 2
+			cfg.OnCommit = func(exe *stead.Execution, _ stead.Event, _ time.Time) {
+				mu.Lock()
+				order = append(order, exe.ID)
+				mu.Unlock()
+			}
+			h.start(cfg)
+			eventually(t, 10*time.Second, "every start committed", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(order) == len(low)+1
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if first := order[0] == "z-high"; first != tc.wantFirst {
+				t.Fatalf("service order %v: high priority first = %v, want %v", order, first, tc.wantFirst)
+			}
+		})
+	}
 }

@@ -55,6 +55,8 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"bad status", []string{"inspect", "--store", db, "--status", "sleeping"}, 2, "--status"},
 		{"bad concurrency", []string{"bench", "--concurrency", "x"}, 2, "--concurrency"},
 		{"bad log level", []string{"run", "--store", db, "--log-level", "loud"}, 2, "--log-level"},
+		{"priority share over 1", []string{"run", "--store", db, "--priority-share", "1.5"}, 2, "--priority-share"},
+		{"priority threshold 0", []string{"run", "--store", db, "--priority-threshold", "0"}, 2, "--priority-threshold"},
 		{"schema on sqlite", []string{"migrate", "--store", db, "--schema", "x"}, 1, "PostgreSQL only"},
 		{"unsafe schema", []string{"migrate", "--store", pgtest.URL(), "--schema", "x; drop"}, 1, "invalid"},
 	} {

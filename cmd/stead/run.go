@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/internal/backend"
 	"github.com/steadhq/stead/runtime"
@@ -25,6 +26,8 @@ func newRun() *cobra.Command {
 		logJSON   bool
 		noNotify  bool
 		trace     bool
+		prioShare float64
+		prioMin   int
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
@@ -38,6 +41,13 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 			level, err := parseLevel(logLevel)
 			if err != nil {
 				return err
+			}
+			// Checked before the store is opened, so that a bad flag creates no database file.
+			if !(prioShare >= 0 && prioShare <= 1) {
+				return usageError{fmt.Errorf("--priority-share %v: want a number from 0 to 1", prioShare)}
+			}
+			if prioMin < 1 || prioMin > stead.MaxPriority {
+				return usageError{fmt.Errorf("--priority-threshold %d: want 1 to %d", prioMin, stead.MaxPriority)}
 			}
 			var opts []chart.Option
 			if trace {
@@ -63,6 +73,7 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 			w, err := runtime.NewWorker(runtime.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, SharedTx: sharedTx,
+				PriorityShare: prioShare, PriorityThreshold: prioMin,
 				Logger: slog.New(h),
 			})
 			if err != nil {
@@ -78,6 +89,8 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 	cmd.Flags().DurationVar(&batchWait, "batch-wait", runtime.DefaultBatchWait, "how long a partial batch may wait for more messages")
 	cmd.Flags().BoolVar(&sharedTx, "shared-tx", false, "PostgreSQL only: claim, commit and ack in one transaction")
 	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
+	cmd.Flags().Float64Var(&prioShare, "priority-share", 0, "share of claims (0 to 1) that first look for executions at --priority-threshold or above")
+	cmd.Flags().IntVar(&prioMin, "priority-threshold", 1, "lowest priority --priority-share favours")
 	cmd.Flags().BoolVar(&trace, "trace", false, "record a trace step for every step (stead inspect shows it)")
 	cmd.Flags().StringVar(&name, "name", "", "worker name in leases and logs (default host-pid)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
