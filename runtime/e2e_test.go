@@ -679,3 +679,77 @@ func TestParkAndRetry(t *testing.T) {
 		})
 	}
 }
+
+// interfering commits a change to an execution from outside the worker, once per execution,
+// between the worker's load and its commit, so that the worker's commit loses the
+// compare-and-swap and the event must be redelivered.
+type interfering struct {
+	runtime.Machine
+	store     stead.Store
+	seen      sync.Map // execution id → struct{}
+	conflicts atomic.Int64
+}
+
+func (m *interfering) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+	if ev.Kind == "work" {
+		if _, done := m.seen.LoadOrStore(exe.ID, struct{}{}); !done {
+			cur, err := m.store.Load(context.Background(), exe.ID)
+			if err == nil {
+				if _, err = m.store.Commit(context.Background(), cur, stead.Bundle{}); err == nil {
+					m.conflicts.Add(1)
+				}
+			}
+		}
+	}
+	return m.Machine.Step(exe, ev, now)
+}
+
+// TestLostCASRedeliversOnEveryBackend checks, in every mode, that a step whose commit loses the
+// compare-and-swap is redelivered and applied once: in the shared-transaction mode the loss rolls
+// back the transaction that also held the message's ack.
+func TestLostCASRedeliversOnEveryBackend(t *testing.T) {
+	t.Parallel()
+	for _, c := range backendCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, _, _ := openCase(t, c)
+			machines, err := effectsMachine(nil, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &interfering{Machine: machines["effects"], store: b.Store}
+			const work = 3
+			exes := seedEffects(t, b, 6, work)
+			w, err := runtime.NewWorker(runtime.Config{Store: b.Store, Transport: b.Transport,
+				Machines: runtime.Machines{"effects": m}, Concurrency: 2, BatchSize: c.batch,
+				SharedTx: c.shared, IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx) }()
+			waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) })
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range exes {
+				exe, err := b.Store.Load(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n struct{ N float64 }
+				if err := json.Unmarshal(exe.Context, &n); err != nil {
+					t.Fatal(err)
+				}
+				if int(n.N) != work {
+					t.Errorf("%s: n=%v, want %d (each work event applied once)", id, n.N, work)
+				}
+			}
+			if got := m.conflicts.Load(); got != int64(len(exes)) {
+				t.Errorf("%d conflicts injected, want %d", got, len(exes))
+			}
+		})
+	}
+}

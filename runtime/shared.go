@@ -171,21 +171,21 @@ func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport
 			}
 		}
 		it.Bundle.Emits = nil
-		l := []transport.Lease{lease}
 		err := s.store.QueueCommit(b, it.Execution, it.Bundle, &res)
 		if err == nil {
 			err = s.tr.QueuePublish(b, out)
 		}
 		if err != nil {
-			// An invalid step (nothing was queued for it, or the emits do not encode).
-			w.log.Warn("commit failed", slog.String("execution", l[0].Group), slog.Any("err", err))
+			// An invalid step (the store refused it, or its emits do not encode): drop what was
+			// queued and hand the message back for a retry.
+			w.log.Warn("commit failed", slog.String("execution", lease.Group), slog.Any("err", err))
 			*b = pgx.Batch{}
-			if err := s.tr.QueueNack(b, &l[0], w.cfg.RetryDelay); err != nil {
+			if err := s.tr.QueueNack(b, &lease, w.cfg.RetryDelay); err != nil {
 				return err
 			}
 			break
 		}
-		if err := s.tr.QueueAck(b, l); err != nil {
+		if err := s.tr.QueueAck(b, []transport.Lease{lease}); err != nil {
 			return err
 		}
 		d = &delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]}
