@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/transport/pgtransport"
 )
 
@@ -40,5 +42,55 @@ func Example_sharedTransaction() {
 		if claimed == 0 {
 			_ = tr.Wait(ctx) // LISTEN/NOTIFY, with a poll as a fallback
 		}
+	}
+}
+
+// One message's step with its writes in one round trip: the store's commit and the transport's
+// ack are queued on a pgx.Batch inside the transaction that claimed the message, and the
+// transaction commits only if the step won its compare-and-swap. A lost one rolls everything
+// back, which hands the message back at once.
+func Example_pipelinedStep() {
+	ctx := context.Background()
+	url := "postgres://app@db:5432/app"
+	store, err := pgstore.Open(ctx, url, pgstore.WithSchema("stead"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	tr, err := pgtransport.New(ctx, store.Pool(), pgtransport.WithSchema("stead"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer tr.Close()
+
+	err = pgx.BeginFunc(ctx, store.Pool(), func(tx pgx.Tx) error {
+		leases, err := tr.ClaimBatchTx(ctx, tx, "worker-1", 30*time.Second, 0, 1)
+		if err != nil || len(leases) == 0 {
+			return err
+		}
+		l := leases[0]
+		loaded, err := store.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: l.Group, EventID: l.Event.ID}})
+		if err != nil || loaded[0].Execution == nil || loaded[0].Processed {
+			return err // (a real worker acks a message it must drop)
+		}
+		next := loaded[0].Execution.Clone()
+		// ... step next with the engine ...
+		b := &pgx.Batch{}
+		var res stead.CommitResult
+		if err := store.QueueCommit(b, next, stead.Bundle{ProcessedEventID: l.Event.ID}, &res); err != nil {
+			return err
+		}
+		if err := tr.QueueAck(b, leases); err != nil {
+			return err
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return res.Err // a *stead.ConflictError rolls the transaction back
+	})
+	if err != nil {
+		fmt.Println(err)
 	}
 }
