@@ -1,17 +1,13 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/pgutil"
 )
 
@@ -44,37 +40,9 @@ func PgbenchCeiling(ctx context.Context, dsn, schema string, clients, rows int, 
 		}
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+q)
-	dir, err := os.MkdirTemp("", "stead-pgbench")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "update.sql")
-	body := fmt.Sprintf("\\set id random(1, %d)\nUPDATE %s SET n = n + 1 WHERE id = :id;\n", rows, q)
-	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
-		return 0, err
-	}
-	threads := min(clients, 4)
-	cmd := exec.CommandContext(ctx, bin, "-n", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(threads),
-		"-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", script, dsn)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("pgbench: %w: %s", err, lastLine(out.Bytes()))
-	}
-	m := tpsRE.FindSubmatch(out.Bytes())
-	if m == nil {
-		return 0, fmt.Errorf("pgbench: no tps in its output: %s", lastLine(out.Bytes()))
-	}
-	return strconv.ParseFloat(string(m[1]), 64)
-}
-
-var tpsRE = regexp.MustCompile(`tps = ([0-9.]+)`)
-
-func lastLine(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = b[i+1:]
-	}
-	return string(b)
+	res, err := benchutil.Pgbench{
+		Bin: bin, DSN: dsn, Clients: clients, Seconds: int(d.Seconds()),
+		Script: fmt.Sprintf("\\set id random(1, %d)\nUPDATE %s SET n = n + 1 WHERE id = :id;\n", rows, q),
+	}.Run(ctx)
+	return res.TPS, err
 }

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -178,56 +177,11 @@ func (b *bench) measure(callers int, fn func(w, i int) error) (float64, error) {
 	return float64(n.Load()) / time.Since(start).Seconds(), nil
 }
 
-var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
-var txLine = regexp.MustCompile(`number of transactions actually processed: (\d+)`)
-var failedLine = regexp.MustCompile(`number of failed transactions: (\d+)`)
-
 // runPgbench runs script on callers clients and returns its tps and transaction count.
 func (b *bench) runPgbench(script string, callers int, vars map[string]string) (float64, int64, error) {
-	f, err := os.CreateTemp("", "pgstore-*.sql")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(script); err != nil {
-		return 0, 0, err
-	}
-	f.Close()
-	cfg, err := pgx.ParseConfig(b.dsn)
-	if err != nil {
-		return 0, 0, err
-	}
-	args := []string{"-n", "-M", "prepared", "-f", f.Name(), "-c", strconv.Itoa(callers), "-j", strconv.Itoa(callers),
-		"-T", strconv.Itoa(b.secs), "-h", cfg.Host, "-p", strconv.Itoa(int(cfg.Port)), "-U", cfg.User}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range vars {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
-		args = append(args, "-D", k+"="+vars[k])
-	}
-	args = append(args, cfg.Database)
-	cmd := exec.CommandContext(b.ctx, b.pgbench, args...)
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+cfg.Password)
-	outb, err := cmd.CombinedOutput()
-	out := string(outb)
-	if err != nil {
-		return 0, 0, fmt.Errorf("pgbench: %v\n%s", err, out)
-	}
-	m := tpsLine.FindStringSubmatch(out)
-	t := txLine.FindStringSubmatch(out)
-	if m == nil || t == nil {
-		return 0, 0, fmt.Errorf("pgbench output not understood:\n%s", out)
-	}
-	if fl := failedLine.FindStringSubmatch(out); fl != nil && fl[1] != "0" {
-		return 0, 0, fmt.Errorf("pgbench had failed transactions:\n%s", out)
-	}
-	tps, _ := strconv.ParseFloat(m[1], 64)
-	tx, _ := strconv.ParseInt(t[1], 10, 64)
-	return tps, tx, nil
+	res, err := benchutil.Pgbench{Bin: b.pgbench, DSN: b.dsn, Script: script, Clients: callers,
+		Threads: callers, Seconds: b.secs, Prepared: true, Vars: vars}.Run(b.ctx)
+	return res.TPS, res.Transactions, err
 }
 
 // pgbenchSQL turns a store statement into a pgbench script line: each $n becomes args[n-1].

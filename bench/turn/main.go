@@ -72,13 +72,7 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 		return err
 	}
 	defer conn.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-	script, err := os.CreateTemp("", "pgbench-insert-*.sql")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(script.Name())
-	fmt.Fprintf(script, "INSERT INTO %s.t (v) VALUES (1);\n", schema)
-	script.Close()
+	script := fmt.Sprintf("INSERT INTO %s.t (v) VALUES (1);\n", schema)
 
 	insert1 := []float64{} // pgbench, 1 client: µs per INSERT
 	insert8 := []float64{} // pgbench, 8 clients: µs of wall time per INSERT
@@ -87,11 +81,11 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 	var order []string
 	for round := 1; round <= count; round++ {
 		fmt.Fprintf(os.Stderr, "round %d/%d: pgbench\n", round, count)
-		tps1, err := pgbench(url, script.Name(), 1, pgbenchTime)
+		tps1, err := pgbench(url, script, 1, pgbenchTime)
 		if err != nil {
 			return err
 		}
-		tps8, err := pgbench(url, script.Name(), 8, pgbenchTime)
+		tps8, err := pgbench(url, script, 8, pgbenchTime)
 		if err != nil {
 			return err
 		}
@@ -149,22 +143,12 @@ func run(count int, benchtime string, pgbenchTime int, out string) error {
 	return nil
 }
 
-var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
-
-// pgbench runs the insert script with the given number of clients and returns transactions/s.
+// pgbench runs the insert script (its text) with the given number of clients and returns
+// transactions/s.
 func pgbench(url, script string, clients, seconds int) (float64, error) {
-	cmd := exec.Command("pgbench", "-n", "-M", "prepared", "-f", script, "-c", strconv.Itoa(clients),
-		"-j", strconv.Itoa(min(clients, 2)), "-T", strconv.Itoa(seconds), url)
-	var outb, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &outb, &errb
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("pgbench: %w: %s", err, errb.String())
-	}
-	m := tpsLine.FindSubmatch(outb.Bytes())
-	if m == nil {
-		return 0, fmt.Errorf("pgbench printed no tps: %s", outb.String())
-	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	res, err := benchutil.Pgbench{DSN: url, Script: script, Clients: clients, Threads: min(clients, 2),
+		Seconds: seconds, Prepared: true}.Run(context.Background())
+	return res.TPS, err
 }
 
 type result struct {

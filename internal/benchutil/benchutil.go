@@ -1,4 +1,5 @@
-// Package benchutil holds the small statistics the benchmark harnesses under bench/ share.
+// Package benchutil holds what the benchmark harnesses under bench/ share: the median of rounds
+// and the pgbench runner of the ceilings they compare with.
 package benchutil
 
 import "slices"

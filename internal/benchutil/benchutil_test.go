@@ -1,6 +1,9 @@
 package benchutil
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestMedian(t *testing.T) {
 	tests := []struct {
@@ -19,5 +22,39 @@ func TestMedian(t *testing.T) {
 				t.Fatalf("Median reordered its input: %v", in)
 			}
 		}
+	}
+}
+
+func TestParsePgbench(t *testing.T) {
+	const report = `transaction type: script.sql
+scaling factor: 1
+query mode: prepared
+number of clients: 8
+number of threads: 2
+maximum number of tries: 1
+duration: 8 s
+number of transactions actually processed: 26290
+number of failed transactions: %s (0.000%%)
+latency average = 1.521 ms
+initial connection time = 17.841 ms
+tps = 5264.086337 (without initial connection time)
+`
+	tests := []struct {
+		name    string
+		out     string
+		want    PgbenchResult
+		wantErr bool
+	}{
+		{"report", fmt.Sprintf(report, "0"), PgbenchResult{TPS: 5264.086337, Transactions: 26290}, false},
+		{"failed transactions", fmt.Sprintf(report, "3"), PgbenchResult{}, true},
+		{"no report", "pgbench: error: connection refused", PgbenchResult{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParsePgbench(tc.out)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("ParsePgbench = %+v, %v; want %+v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
 	}
 }
