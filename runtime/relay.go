@@ -46,13 +46,7 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 	var out []transport.Outgoing
 	var seqs []int64
 	for _, d := range all {
-		for _, e := range d.b.Emits {
-			if e.Target != "" {
-				// Children inherit their parent's priority, so the emitter's is the target's in
-				// every tree the engine builds; the relay looks it up for leftovers.
-				out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: d.exe.Priority})
-			}
-		}
+		out = addressed(out, d.b.Emits, d.exe.Priority)
 		seqs = append(seqs, d.seqs...)
 	}
 	for len(out) > 0 {
@@ -68,6 +62,18 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addressed appends to out the emits of a step that address an execution, at the emitter's
+// priority: children inherit their parent's priority, so the emitter's is the target's in every
+// tree the engine builds (the relay looks the target's up for leftovers).
+func addressed(out []transport.Outgoing, emits []stead.Emit, priority int) []transport.Outgoing {
+	for _, e := range emits {
+		if e.Target != "" {
+			out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: priority})
+		}
+	}
+	return out
 }
 
 // spawnChildren creates the children the parents' steps asked for, acknowledges the intents, and

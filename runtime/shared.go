@@ -100,11 +100,7 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		}
 		for k, r := range results {
 			if r.Err == nil && k < len(p.items) {
-				for _, e := range emits[k] {
-					if e.Target != "" {
-						out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p.items[k].Execution.Priority})
-					}
-				}
+				out = addressed(out, emits[k], p.items[k].Execution.Priority)
 			}
 		}
 		ds = w.sortResults(leases, &p, results)
@@ -135,6 +131,13 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		w.log.Warn("commit failed", slog.Any("err", err))
 		return len(leases), nil
 	}
+	w.spawnCommitted(work, ds)
+	return len(leases), nil
+}
+
+// spawnCommitted reports the steps a shared transaction committed and creates the children they
+// spawned (their emits were published in the transaction already).
+func (w *Worker) spawnCommitted(work context.Context, ds []delivery) {
 	var spawning []delivery
 	for _, d := range ds {
 		w.committed(d.exe, d.ev)
@@ -147,7 +150,6 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 			w.log.Warn("child creation deferred to the relay", slog.Any("err", err))
 		}
 	}
-	return len(leases), nil
 }
 
 // sharedOne ends the transaction of a single message in two round trips instead of four: the
@@ -159,17 +161,12 @@ func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport
 	s := w.shared
 	b := &pgx.Batch{}
 	var res stead.CommitResult
-	var d *delivery
+	var ds []delivery
 	switch {
 	case len(p.items) == 1:
 		it := &p.items[0]
 		// The transport's queue is the outbox: the emits are published in the transaction.
-		var out []transport.Outgoing
-		for _, e := range it.Bundle.Emits {
-			if e.Target != "" {
-				out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: it.Execution.Priority})
-			}
-		}
+		out := addressed(nil, it.Bundle.Emits, it.Execution.Priority)
 		it.Bundle.Emits = nil
 		err := s.store.QueueCommit(b, it.Execution, it.Bundle, &res)
 		if err == nil {
@@ -188,7 +185,7 @@ func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport
 		if err := s.tr.QueueAck(b, []transport.Lease{lease}); err != nil {
 			return err
 		}
-		d = &delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]}
+		ds = append(ds, delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]})
 	case len(p.acks) == 1:
 		if err := s.tr.QueueAck(b, p.acks); err != nil {
 			return err
@@ -212,14 +209,6 @@ func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport
 		w.log.Warn("commit failed", slog.Any("err", err))
 		return nil
 	}
-	if d == nil {
-		return nil
-	}
-	w.committed(d.exe, d.ev)
-	if len(d.b.Spawns) > 0 {
-		if err := w.deliver(work, []delivery{*d}); err != nil {
-			w.log.Warn("child creation deferred to the relay", slog.Any("err", err))
-		}
-	}
+	w.spawnCommitted(work, ds)
 	return nil
 }

@@ -213,11 +213,7 @@ func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Executi
 // handled (0 or 1).
 func (w *Worker) one(work context.Context) (int, error) {
 	ls, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		l, err := w.tr.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority)
-		if l == nil {
-			return nil, err
-		}
-		return []transport.Lease{*l}, err
+		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, 1)
 	})
 	if err != nil || len(ls) == 0 {
 		return 0, err
