@@ -236,35 +236,34 @@ func (w *Worker) prioritised(claim func(minPriority int) ([]transport.Lease, err
 
 func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
 	ev := l.Event
-	log := w.log.With(slog.String("execution", l.Group), slog.String("event", ev.ID), slog.String("kind", ev.Kind))
 	exe, processed, err := w.store.LoadForEvent(ctx, l.Group, ev.ID)
 	if errors.Is(err, stead.ErrNotFound) {
 		exe, err = nil, nil
 	}
 	if err != nil {
-		log.Warn("load failed", slog.Any("err", err))
+		w.logLease(ctx, slog.LevelWarn, l, "load failed", slog.Any("err", err))
 		w.nack(ctx, l, w.cfg.RetryDelay)
 		return
 	}
 	v, why := w.admit(exe, processed, ev)
 	if v != doStep {
-		log.Debug("not stepped", slog.String("why", why))
+		w.logLease(ctx, slog.LevelDebug, l, "not stepped", slog.String("why", why))
 		w.settle(ctx, l, v)
 		return
 	}
 	next, b, err := w.step(exe, ev)
 	if err != nil {
-		log.Error("step failed", slog.Any("err", err))
+		w.logLease(ctx, slog.LevelError, l, "step failed", slog.Any("err", err))
 		w.nack(ctx, l, w.cfg.RetryDelay)
 		return
 	}
 	seqs, err := w.store.Commit(ctx, next, b)
 	if err != nil {
 		if errors.Is(err, stead.ErrConflict) {
-			log.Debug("lost the version race; redelivering", slog.Any("err", err))
+			w.logLease(ctx, slog.LevelDebug, l, "lost the version race; redelivering", slog.Any("err", err))
 			w.nack(ctx, l, 0)
 		} else {
-			log.Warn("commit failed", slog.Any("err", err))
+			w.logLease(ctx, slog.LevelWarn, l, "commit failed", slog.Any("err", err))
 			w.nack(ctx, l, w.cfg.RetryDelay)
 		}
 		return
@@ -273,11 +272,23 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
 	// The step is durable: from here on a failure only delays delivery (the relay retries), so the
 	// message is acknowledged whatever happens.
 	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: seqs}}); err != nil {
-		log.Warn("delivery deferred to the relay", slog.Any("err", err))
+		w.logLease(ctx, slog.LevelWarn, l, "delivery deferred to the relay", slog.Any("err", err))
 	}
 	if err := w.tr.Ack(ctx, l); err != nil {
-		log.Warn("ack failed; the message will be redelivered and dropped as processed", slog.Any("err", err))
+		w.logLease(ctx, slog.LevelWarn, l, "ack failed; the message will be redelivered and dropped as processed", slog.Any("err", err))
 	}
+}
+
+// logLease logs msg with the lease's execution, event id and kind. The attributes are built only
+// when the line is written: with a logger that formats them up front (slog.Logger.With), every
+// message paid for lines that are almost never written.
+func (w *Worker) logLease(ctx context.Context, level slog.Level, l *transport.Lease, msg string, args ...any) {
+	if !w.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := append([]any{slog.String("execution", l.Group), slog.String("event", l.Event.ID),
+		slog.String("kind", l.Event.Kind)}, args...)
+	w.log.Log(ctx, level, msg, attrs...)
 }
 
 func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
