@@ -10,17 +10,13 @@ import (
 
 // LoadConversation implements turn.ConversationReader.
 func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.Conversation{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.Conversation{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if c, ok := sh.conversations[id]; ok {
-			return copyConversation(c), nil
-		}
+	if c, ok := sh.conversations[id]; ok {
+		return copyConversation(c), nil
 	}
 	return turn.Conversation{}, notFound("conversation", id)
 }
@@ -31,20 +27,11 @@ func (s *Store) turnOf(row turnRow) turn.Turn {
 
 // LoadRecentTurns implements turn.ConversationReader.
 func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateLimit(limit))
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return nil, notFound("conversation", conversation)
-	}
 	if _, ok := sh.conversations[conversation]; !ok {
 		return nil, notFound("conversation", conversation)
 	}
@@ -66,34 +53,26 @@ func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversatio
 
 // LoadTurn implements turn.ConversationReader.
 func (s *Store) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.Turn{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.Turn{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if row, ok := sh.turns[id]; ok {
-			return s.turnOf(row), nil
-		}
+	if row, ok := sh.turns[id]; ok {
+		return s.turnOf(row), nil
 	}
 	return turn.Turn{}, notFound("turn", id)
 }
 
 // TurnPhase implements turn.ConversationReader.
 func (s *Store) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.PhaseMarker{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.PhaseMarker{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if row, ok := sh.turns[id]; ok {
-			return row.marker, nil
-		}
+	if row, ok := sh.turns[id]; ok {
+		return row.marker, nil
 	}
 	return turn.PhaseMarker{}, notFound("turn", id)
 }

@@ -10,17 +10,13 @@ import (
 
 // LoadInteraction implements turn.InteractionReader.
 func (s *Store) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.InteractionRecord{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if rec, ok := sh.interactions[id]; ok {
-			return copyRecord(rec), nil
-		}
+	if rec, ok := sh.interactions[id]; ok {
+		return copyRecord(rec), nil
 	}
 	return turn.InteractionRecord{}, notFound("interaction", id)
 }
@@ -32,19 +28,15 @@ func sortRecords(recs []turn.InteractionRecord) {
 }
 
 func (s *Store) listOpen(ctx context.Context, account string, keep func(turn.Interaction) bool) ([]turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := []turn.InteractionRecord{}
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, rec := range sh.interactions {
-			if rec.Interaction.Status.Open() && keep(rec.Interaction) {
-				out = append(out, copyRecord(rec))
-			}
+	for _, rec := range sh.interactions {
+		if rec.Interaction.Status.Open() && keep(rec.Interaction) {
+			out = append(out, copyRecord(rec))
 		}
 	}
 	sortRecords(out)
@@ -66,23 +58,11 @@ func (s *Store) ListOpenForCase(ctx context.Context, account string, key turn.Ca
 
 // BlockingAnsweredAt implements turn.InteractionReader.
 func (s *Store) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, revision turn.Revision) (bool, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return false, err
-	}
-	if err := key.Validate(); err != nil {
-		return false, err
-	}
-	if err := turn.ValidateRevision("revision", revision); err != nil {
-		return false, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, key.Validate(), turn.ValidateRevision("revision", revision))
+	if err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return false, nil
-	}
 	for _, id := range sh.byCase[key] {
 		it := sh.interactions[id].Interaction
 		if bound, ok := it.BoundRevision(); ok && bound == revision && it.Blocking && it.Status.Answered() {
@@ -163,23 +143,11 @@ func (s *Store) insert(u *undo, it turn.Interaction, replace bool, now time.Time
 
 // BeginResolution implements turn.InteractionWriter.
 func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if err := turn.ValidateText("option id", optionID); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if !expected.Valid() {
-		return turn.InteractionRecord{}, invalidf("unknown interaction status %q", expected)
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateText("option id", optionID), validStatus(expected))
+	if err != nil {
 		return turn.InteractionRecord{}, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return turn.InteractionRecord{}, notFound("interaction", id)
-	}
 	rec, ok := sh.interactions[id]
 	switch {
 	case !ok:
@@ -195,6 +163,13 @@ func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID,
 	rec.ResolvedByTurn = resolvedBy
 	sh.interactions[id] = rec
 	return copyRecord(rec), nil
+}
+
+func validStatus(st turn.InteractionStatus) error {
+	if !st.Valid() {
+		return invalidf("unknown interaction status %q", st)
+	}
+	return nil
 }
 
 // FinishResolution implements turn.InteractionWriter.

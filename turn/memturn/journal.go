@@ -10,35 +10,27 @@ import (
 
 // LoadCommand implements turn.JournalReader.
 func (s *Store) LoadCommand(ctx context.Context, account string, command turn.ID) (turn.JournalEntry, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.JournalEntry{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.JournalEntry{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if e, ok := sh.journal[command]; ok {
-			return copyEntry(e), nil
-		}
+	if e, ok := sh.journal[command]; ok {
+		return copyEntry(e), nil
 	}
 	return turn.JournalEntry{}, notFound("command", command)
 }
 
 func (s *Store) commands(ctx context.Context, account string, turnID turn.ID, keep func(turn.JournalStatus) bool) ([]turn.JournalEntry, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := []turn.JournalEntry{}
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, e := range sh.journal {
-			if e.TurnID == turnID && keep(e.Status) {
-				out = append(out, copyEntry(e))
-			}
+	for _, e := range sh.journal {
+		if e.TurnID == turnID && keep(e.Status) {
+			out = append(out, copyEntry(e))
 		}
 	}
 	slices.SortFunc(out, func(a, b turn.JournalEntry) int {
@@ -97,17 +89,11 @@ func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Adm
 
 // MarkExecuting implements turn.JournalWriter.
 func (s *Store) MarkExecuting(ctx context.Context, account string, command turn.ID) error {
-	if err := turn.ValidateAccount(account); err != nil {
-		return err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return notFound("command", command)
-	}
 	e, ok := sh.journal[command]
 	switch {
 	case !ok:

@@ -101,6 +101,28 @@ func (s *Store) shardOf(u *undo, account string, create bool) *shard {
 	return sh
 }
 
+// lockShard opens a call scoped to one account: it checks the account, then the caller's other
+// argument checks in order, takes the lock and returns the account's shard. An account that has
+// stored nothing gets an empty shard, on which every lookup simply finds nothing. Unless it
+// returns an error, the caller holds s.mu and must unlock it.
+func (s *Store) lockShard(ctx context.Context, account string, checks ...error) (*shard, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return nil, err
+	}
+	for _, err := range checks {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	if sh := s.shards[account]; sh != nil {
+		return sh, nil
+	}
+	return &shard{}, nil
+}
+
 // put sets m[k] = v and records how to restore the previous entry (or its absence).
 func put[K comparable, V any](u *undo, m map[K]V, k K, v V) {
 	old, had := m[k]
