@@ -3,6 +3,7 @@ package pgturn
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -166,6 +167,16 @@ func outboxStatus(s string) (turn.OutboxStatus, error) {
 		return "", corrupt("unknown outbox status %q", s)
 	}
 	return v, nil
+}
+
+// scanOne scans the single row of a lookup into dest: no row is ErrNotFound for what id, and a
+// driver error is classified.
+func scanOne(row pgx.Row, what string, id any, dest ...any) error {
+	err := row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(what, id)
+	}
+	return classify(err)
 }
 
 // collect scans every row of a query into a fresh Row (through dest) and converts it to its record

@@ -2,11 +2,9 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
 )
@@ -25,12 +23,8 @@ func (s *Store) loadConversation(ctx context.Context, q querier, account string,
 	c := turn.Conversation{ID: id, AccountID: account}
 	var created time.Time
 	var meta []byte
-	err := q.QueryRow(ctx, s.sql(sqlLoadConversation), account, id).Scan(&created, &meta)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, notFound("conversation", id)
-	}
-	if err != nil {
-		return c, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadConversation), account, id), "conversation", id, &created, &meta); err != nil {
+		return c, err
 	}
 	c.CreatedAt, c.Metadata = created.UTC(), readDoc(meta)
 	return c, nil
@@ -139,12 +133,8 @@ WHERE t.account_id = $1 AND t.turn_id = $2`
 
 func (s *Store) loadTurn(ctx context.Context, q querier, account string, id turn.ID) (turn.Turn, error) {
 	var r turnRow
-	err := q.QueryRow(ctx, s.sql(sqlLoadTurn), account, id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.Turn{}, notFound("turn", id)
-	}
-	if err != nil {
-		return turn.Turn{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadTurn), account, id), "turn", id, r.dest()...); err != nil {
+		return turn.Turn{}, err
 	}
 	return r.turn()
 }
@@ -202,14 +192,11 @@ WHERE account_id = $1 AND turn_id = $2`
 func (s *Store) turnPhase(ctx context.Context, q querier, account string, id turn.ID) (turn.PhaseMarker, error) {
 	m := turn.PhaseMarker{AccountID: account, TurnID: id}
 	var ph string
-	err := q.QueryRow(ctx, s.sql(sqlTurnPhase), account, id).Scan(&m.ConversationID, &ph, &m.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return m, notFound("turn", id)
-	}
-	if err != nil {
-		return m, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlTurnPhase), account, id), "turn", id, &m.ConversationID, &ph, &m.UpdatedAt); err != nil {
+		return m, err
 	}
 	m.UpdatedAt = m.UpdatedAt.UTC()
+	var err error
 	m.Phase, err = phase(ph)
 	return m, err
 }
@@ -236,13 +223,10 @@ func (s *Store) phaseStep(what, account string, id turn.ID, p turn.Phase, at tim
 		read: func(r results) error {
 			var moved bool
 			m := turn.PhaseMarker{AccountID: account, TurnID: id, Phase: p, UpdatedAt: at}
-			err := r.QueryRow().Scan(&moved, &m.ConversationID)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				return notFound("turn", id)
-			case err != nil:
-				return classify(err)
-			case !moved:
+			if err := scanOne(r.QueryRow(), "turn", id, &moved, &m.ConversationID); err != nil {
+				return err
+			}
+			if !moved {
 				return conflict("turn %s is in a terminal phase", id)
 			}
 			if out != nil {

@@ -2,7 +2,6 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -75,12 +74,8 @@ WHERE account_id = $1 AND interaction_id = $2`
 
 func (s *Store) getInteraction(ctx context.Context, q querier, account string, id turn.ID) (turn.InteractionRecord, error) {
 	var r interactionRow
-	err := q.QueryRow(ctx, s.sql(sqlGetInteraction), account, id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.InteractionRecord{}, notFound("interaction", id)
-	}
-	if err != nil {
-		return turn.InteractionRecord{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlGetInteraction), account, id), "interaction", id, r.dest()...); err != nil {
+		return turn.InteractionRecord{}, err
 	}
 	return r.record()
 }
@@ -207,12 +202,8 @@ func (s *Store) beginStep(account string, id turn.ID, expected turn.InteractionS
 	return step{sql: s.sql(sqlBeginResolution), args: args, read: func(r results) error {
 		var begun bool
 		var row interactionRow
-		err := r.QueryRow().Scan(append([]any{&begun}, row.dest()...)...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("interaction", id)
-		}
-		if err != nil {
-			return classify(err)
+		if err := scanOne(r.QueryRow(), "interaction", id, append([]any{&begun}, row.dest()...)...); err != nil {
+			return err
 		}
 		rec, err := row.record()
 		if err != nil {
@@ -276,12 +267,8 @@ func (s *Store) finishStep(what, account string, id turn.ID, o turn.ResolutionOu
 	return step{what: what, sql: s.sql(sql), args: args, read: func(r results) error {
 		var settled bool
 		var row interactionRow
-		err := r.QueryRow().Scan(append([]any{&settled}, row.dest()...)...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("interaction", id)
-		}
-		if err != nil {
-			return classify(err)
+		if err := scanOne(r.QueryRow(), "interaction", id, append([]any{&settled}, row.dest()...)...); err != nil {
+			return err
 		}
 		rec, err := row.record()
 		if err != nil {
