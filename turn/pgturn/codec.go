@@ -204,3 +204,6 @@ func collect[Row, Rec any](rows pgx.Rows, err error, dest func(*Row) []any, conv
 	}
 	return out, nil
 }
+
+// asIs is the conversion for a row that is its own record.
+func asIs[Row any](r *Row) (Row, error) { return *r, nil }

@@ -245,27 +245,25 @@ WHERE p.phase NOT IN ('delivered', 'failed') AND ($1 = '' OR p.account_id = $1)
 ORDER BY t.received_at, p.turn_id, p.account_id
 LIMIT $2`
 
+// markerRow is a phase marker as listed, its phase still a label.
+type markerRow struct {
+	m     turn.PhaseMarker
+	phase string
+}
+
+func (r *markerRow) dest() []any {
+	return []any{&r.m.AccountID, &r.m.ConversationID, &r.m.TurnID, &r.phase, &r.m.UpdatedAt}
+}
+
+func (r *markerRow) marker() (turn.PhaseMarker, error) {
+	m := r.m
+	m.UpdatedAt = m.UpdatedAt.UTC()
+	var err error
+	m.Phase, err = phase(r.phase)
+	return m, err
+}
+
 func (s *Store) listUnfinishedTurns(ctx context.Context, q querier, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
 	rows, err := q.Query(ctx, s.sql(sqlListUnfinishedTurns), scope.AccountID, clampLimit(limit))
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := []turn.PhaseMarker{}
-	for rows.Next() {
-		var m turn.PhaseMarker
-		var ph string
-		if err := rows.Scan(&m.AccountID, &m.ConversationID, &m.TurnID, &ph, &m.UpdatedAt); err != nil {
-			return nil, classify(err)
-		}
-		m.UpdatedAt = m.UpdatedAt.UTC()
-		if m.Phase, err = phase(ph); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+	return collect(rows, err, (*markerRow).dest, (*markerRow).marker)
 }
