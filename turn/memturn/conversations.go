@@ -124,7 +124,7 @@ func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) err
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, c.AccountID, true)
+	sh := s.ensureShard(nil, c.AccountID)
 	if _, ok := sh.conversations[c.ID]; ok {
 		return conflict("conversation %s exists", c.ID)
 	}
@@ -141,10 +141,7 @@ func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, t.AccountID(), false)
-	if sh == nil {
-		return notFound("conversation", t.Input.ConversationID)
-	}
+	sh := s.shardOf(t.AccountID())
 	if _, ok := sh.conversations[t.Input.ConversationID]; !ok {
 		return notFound("conversation", t.Input.ConversationID)
 	}
@@ -173,10 +170,7 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return notFound("turn", t.TurnID)
-	}
+	sh := s.shardOf(account)
 	row, ok := sh.turns[t.TurnID]
 	switch {
 	case !ok:
@@ -218,10 +212,7 @@ func validatePhaseUpdate(account string, id turn.ID, phase turn.Phase) error {
 }
 
 func (s *Store) setPhase(u *undo, account string, id turn.ID, phase turn.Phase, now time.Time) (turn.PhaseMarker, error) {
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return turn.PhaseMarker{}, notFound("turn", id)
-	}
+	sh := s.shardOf(account)
 	row, ok := sh.turns[id]
 	if !ok {
 		return turn.PhaseMarker{}, notFound("turn", id)

@@ -99,7 +99,7 @@ func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID,
 // append checks every id (against the stored events and within the batch) before writing any,
 // then hands out sequences in batch order.
 func (s *Store) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
-	sh := s.shardOf(u, b.AccountID, true)
+	sh := s.ensureShard(u, b.AccountID)
 	seen := make(map[turn.ID]bool, len(b.Events))
 	for _, e := range b.Events {
 		if _, ok := sh.eventIndex[e.EventID]; ok || seen[e.EventID] {

@@ -107,7 +107,7 @@ func (s *Store) insert(u *undo, it turn.Interaction, replace bool, now time.Time
 	if it.Status != turn.InteractionActive {
 		return nil, turn.InvalidRecord("interaction %s is inserted %s, not active", it.ID, it.Status)
 	}
-	sh := s.shardOf(u, it.AccountID, true)
+	sh := s.ensureShard(u, it.AccountID)
 	if _, ok := sh.interactions[it.ID]; ok {
 		return nil, conflict("interaction %s exists", it.ID)
 	}
@@ -190,10 +190,7 @@ func (s *Store) FinishResolution(ctx context.Context, account string, id turn.ID
 // finish settles a resolving card. A card already settled exactly this way is accepted
 // unchanged (a retried finish); so is restoring a card that is active with no answer.
 func (s *Store) finish(u *undo, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return turn.InteractionRecord{}, notFound("interaction", id)
-	}
+	sh := s.shardOf(account)
 	rec, ok := sh.interactions[id]
 	if !ok {
 		return turn.InteractionRecord{}, notFound("interaction", id)
@@ -268,10 +265,7 @@ func validateInvalidation(account string, key turn.CaseKey, reason turn.Invalida
 // path) it takes every active card. Resolving cards are never touched.
 func (s *Store) invalidate(u *undo, account string, key turn.CaseKey, newRevision *turn.Revision, reason turn.InvalidationReason, now time.Time) []turn.ID {
 	out := []turn.ID{}
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return out
-	}
+	sh := s.shardOf(account)
 	var hit []turn.InteractionRecord
 	for _, id := range sh.byCase[key] {
 		rec := sh.interactions[id]

@@ -67,7 +67,7 @@ func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Adm
 	if err := s.lock(ctx); err != nil {
 		return turn.Admission{}, err
 	}
-	sh := s.shardOf(nil, e.AccountID, true)
+	sh := s.ensureShard(nil, e.AccountID)
 	if id, ok := sh.journalKeys[e.IdempotencyKey]; ok {
 		stored := copyEntry(sh.journal[id])
 		s.mu.Unlock()
@@ -126,10 +126,7 @@ func (s *Store) CompleteCommand(ctx context.Context, account string, command tur
 // complete moves the entry to the outcome's status if the journal allows it; the same outcome
 // recorded again is accepted unchanged.
 func (s *Store) complete(u *undo, account string, command turn.ID, outcome turn.JournalOutcome, now time.Time) error {
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return notFound("command", command)
-	}
+	sh := s.shardOf(account)
 	e, ok := sh.journal[command]
 	if !ok {
 		return notFound("command", command)

@@ -57,6 +57,6 @@ func (s *Store) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
 }
 
 func (s *Store) putReplay(u *undo, r turn.ReplayRecord) {
-	sh := s.shardOf(u, r.AccountID, true)
+	sh := s.ensureShard(u, r.AccountID)
 	put(u, sh.replay, r.TurnID, copyReplay(r))
 }
