@@ -3,6 +3,7 @@ package memturn
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead/turn"
@@ -106,7 +107,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScop
 		if c := byTimeThenID(a.user.ReceivedAt, a.user.Input.TurnID, b.user.ReceivedAt, b.user.Input.TurnID); c != 0 {
 			return c
 		}
-		return compareStrings(a.marker.AccountID, b.marker.AccountID)
+		return strings.Compare(a.marker.AccountID, b.marker.AccountID)
 	})
 	out := []turn.PhaseMarker{}
 	for _, row := range firstN(rows, limit) {

@@ -3,6 +3,7 @@ package memturn
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead/turn"
@@ -316,7 +317,7 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error)
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
-		if c := compareStrings(a.account, b.account); c != 0 {
+		if c := strings.Compare(a.account, b.account); c != 0 {
 			return c
 		}
 		return a.id.Compare(b.id)
