@@ -297,21 +297,12 @@ func NewStores(b Backend) Stores {
 // Check reports the first role without an implementation, in the order conversations,
 // interactions, journal, events, outbox, replay, commits, as a *MissingStoreError.
 func (s Stores) Check() error {
-	for _, r := range []struct {
-		name string
-		set  bool
-	}{
-		{"conversations", s.Conversations != nil},
-		{"interactions", s.Interactions != nil},
-		{"journal", s.Journal != nil},
-		{"events", s.Events != nil},
-		{"outbox", s.Outbox != nil},
-		{"replay", s.Replay != nil},
-		{"commits", s.Commits != nil},
-	} {
-		if !r.set {
-			return &MissingStoreError{Role: r.name}
-		}
+	// ReadOnly keeps exactly the reader roles that are set, so it checks those; commits last.
+	if err := s.ReadOnly().Check(); err != nil {
+		return err
+	}
+	if s.Commits == nil {
+		return &MissingStoreError{Role: "commits"}
 	}
 	return nil
 }
@@ -360,7 +351,8 @@ type ReadOnlyStores struct {
 	Replay        ReplayReader
 }
 
-// Check reports the first role without an implementation, in the order of Stores.Check.
+// Check reports the first role without an implementation, in the order of Stores.Check, as a
+// *MissingStoreError.
 func (s ReadOnlyStores) Check() error {
 	for _, r := range []struct {
 		name string

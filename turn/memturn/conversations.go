@@ -3,6 +3,7 @@ package memturn
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead/turn"
@@ -10,17 +11,13 @@ import (
 
 // LoadConversation implements turn.ConversationReader.
 func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.Conversation{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.Conversation{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if c, ok := sh.conversations[id]; ok {
-			return copyConversation(c), nil
-		}
+	if c, ok := sh.conversations[id]; ok {
+		return copyConversation(c), nil
 	}
 	return turn.Conversation{}, notFound("conversation", id)
 }
@@ -31,20 +28,11 @@ func (s *Store) turnOf(row turnRow) turn.Turn {
 
 // LoadRecentTurns implements turn.ConversationReader.
 func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateLimit(limit))
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return nil, notFound("conversation", conversation)
-	}
 	if _, ok := sh.conversations[conversation]; !ok {
 		return nil, notFound("conversation", conversation)
 	}
@@ -66,34 +54,26 @@ func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversatio
 
 // LoadTurn implements turn.ConversationReader.
 func (s *Store) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.Turn{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.Turn{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if row, ok := sh.turns[id]; ok {
-			return s.turnOf(row), nil
-		}
+	if row, ok := sh.turns[id]; ok {
+		return s.turnOf(row), nil
 	}
 	return turn.Turn{}, notFound("turn", id)
 }
 
 // TurnPhase implements turn.ConversationReader.
 func (s *Store) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.PhaseMarker{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.PhaseMarker{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if row, ok := sh.turns[id]; ok {
-			return row.marker, nil
-		}
+	if row, ok := sh.turns[id]; ok {
+		return row.marker, nil
 	}
 	return turn.PhaseMarker{}, notFound("turn", id)
 }
@@ -127,7 +107,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScop
 		if c := byTimeThenID(a.user.ReceivedAt, a.user.Input.TurnID, b.user.ReceivedAt, b.user.Input.TurnID); c != 0 {
 			return c
 		}
-		return compareStrings(a.marker.AccountID, b.marker.AccountID)
+		return strings.Compare(a.marker.AccountID, b.marker.AccountID)
 	})
 	out := []turn.PhaseMarker{}
 	for _, row := range firstN(rows, limit) {
@@ -145,7 +125,7 @@ func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) err
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, c.AccountID, true)
+	sh := s.ensureShard(nil, c.AccountID)
 	if _, ok := sh.conversations[c.ID]; ok {
 		return conflict("conversation %s exists", c.ID)
 	}
@@ -162,10 +142,7 @@ func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, t.AccountID(), false)
-	if sh == nil {
-		return notFound("conversation", t.Input.ConversationID)
-	}
+	sh := s.shardOf(t.AccountID())
 	if _, ok := sh.conversations[t.Input.ConversationID]; !ok {
 		return notFound("conversation", t.Input.ConversationID)
 	}
@@ -194,10 +171,7 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return notFound("turn", t.TurnID)
-	}
+	sh := s.shardOf(account)
 	row, ok := sh.turns[t.TurnID]
 	switch {
 	case !ok:
@@ -239,10 +213,7 @@ func validatePhaseUpdate(account string, id turn.ID, phase turn.Phase) error {
 }
 
 func (s *Store) setPhase(u *undo, account string, id turn.ID, phase turn.Phase, now time.Time) (turn.PhaseMarker, error) {
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return turn.PhaseMarker{}, notFound("turn", id)
-	}
+	sh := s.shardOf(account)
 	row, ok := sh.turns[id]
 	if !ok {
 		return turn.PhaseMarker{}, notFound("turn", id)

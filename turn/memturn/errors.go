@@ -2,7 +2,6 @@ package memturn
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/turn"
@@ -17,5 +16,3 @@ func conflict(format string, args ...any) error {
 }
 
 func invalidf(format string, args ...any) error { return check.Invalidf(format, args...) }
-
-func compareStrings(a, b string) int { return strings.Compare(a, b) }

@@ -10,28 +10,18 @@ import (
 
 // ListSince implements turn.EventReader.
 func (s *Store) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := key.Validate(); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, key.Validate(), turn.ValidateLimit(limit))
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := []turn.Event{}
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, e := range sh.stream {
-			if len(out) >= limit {
-				break
-			}
-			if e.CaseKey == key && e.CaseRevision > since {
-				out = append(out, copyEvent(e))
-			}
+	for _, e := range sh.stream {
+		if len(out) >= limit {
+			break
+		}
+		if e.CaseKey == key && e.CaseRevision > since {
+			out = append(out, copyEvent(e))
 		}
 	}
 	return out, nil
@@ -39,24 +29,12 @@ func (s *Store) ListSince(ctx context.Context, account string, key turn.CaseKey,
 
 // ReadFrom implements turn.EventReader.
 func (s *Store) ReadFrom(ctx context.Context, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.EventPage{}, err
-	}
-	if err := turn.ValidateCursor(after); err != nil {
-		return turn.EventPage{}, err
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return turn.EventPage{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateCursor(after), turn.ValidateLimit(limit))
+	if err != nil {
 		return turn.EventPage{}, err
 	}
 	defer s.mu.Unlock()
 	page := turn.EventPage{Events: []turn.Event{}, Next: after}
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return page, nil
-	}
 	i := sort.Search(len(sh.stream), func(i int) bool { return sh.stream[i].Sequence > int64(after) })
 	for ; i < len(sh.stream) && len(page.Events) < limit; i++ {
 		page.Events = append(page.Events, copyEvent(sh.stream[i]))
@@ -69,19 +47,15 @@ func (s *Store) ReadFrom(ctx context.Context, account string, after turn.Cursor,
 
 // LoadEvents implements turn.EventReader.
 func (s *Store) LoadEvents(ctx context.Context, account string, ids []turn.ID) ([]turn.Event, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := []turn.Event{}
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, id := range ids {
-			if i, ok := sh.eventIndex[id]; ok {
-				out = append(out, copyEvent(sh.stream[i]))
-			}
+	for _, id := range ids {
+		if i, ok := sh.eventIndex[id]; ok {
+			out = append(out, copyEvent(sh.stream[i]))
 		}
 	}
 	return out, nil
@@ -89,22 +63,15 @@ func (s *Store) LoadEvents(ctx context.Context, account string, ids []turn.ID) (
 
 // CountEvents implements turn.EventReader.
 func (s *Store) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return 0, err
-	}
-	if err := key.Validate(); err != nil {
-		return 0, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, key.Validate())
+	if err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
 	var n int64
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, e := range sh.stream {
-			if e.CaseKey == key {
-				n++
-			}
+	for _, e := range sh.stream {
+		if e.CaseKey == key {
+			n++
 		}
 	}
 	return n, nil
@@ -132,7 +99,7 @@ func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID,
 // append checks every id (against the stored events and within the batch) before writing any,
 // then hands out sequences in batch order.
 func (s *Store) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
-	sh := s.shardOf(u, b.AccountID, true)
+	sh := s.ensureShard(u, b.AccountID)
 	seen := make(map[turn.ID]bool, len(b.Events))
 	for _, e := range b.Events {
 		if _, ok := sh.eventIndex[e.EventID]; ok || seen[e.EventID] {
@@ -164,20 +131,11 @@ func (s *Store) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
 // RedactPayload implements turn.EventWriter. The first erasure is the one on record: a repeat
 // returns it and changes nothing.
 func (s *Store) RedactPayload(ctx context.Context, account string, event turn.ID, authority string) (turn.Redaction, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.Redaction{}, err
-	}
-	if err := turn.ValidateKey("authority", authority); err != nil {
-		return turn.Redaction{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateKey("authority", authority))
+	if err != nil {
 		return turn.Redaction{}, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return turn.Redaction{}, notFound("event", event)
-	}
 	i, ok := sh.eventIndex[event]
 	if !ok {
 		return turn.Redaction{}, notFound("event", event)

@@ -3,6 +3,7 @@ package memturn
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead/turn"
@@ -10,17 +11,13 @@ import (
 
 // LoadInteraction implements turn.InteractionReader.
 func (s *Store) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.InteractionRecord{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if rec, ok := sh.interactions[id]; ok {
-			return copyRecord(rec), nil
-		}
+	if rec, ok := sh.interactions[id]; ok {
+		return copyRecord(rec), nil
 	}
 	return turn.InteractionRecord{}, notFound("interaction", id)
 }
@@ -32,19 +29,15 @@ func sortRecords(recs []turn.InteractionRecord) {
 }
 
 func (s *Store) listOpen(ctx context.Context, account string, keep func(turn.Interaction) bool) ([]turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := []turn.InteractionRecord{}
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, rec := range sh.interactions {
-			if rec.Interaction.Status.Open() && keep(rec.Interaction) {
-				out = append(out, copyRecord(rec))
-			}
+	for _, rec := range sh.interactions {
+		if rec.Interaction.Status.Open() && keep(rec.Interaction) {
+			out = append(out, copyRecord(rec))
 		}
 	}
 	sortRecords(out)
@@ -66,23 +59,11 @@ func (s *Store) ListOpenForCase(ctx context.Context, account string, key turn.Ca
 
 // BlockingAnsweredAt implements turn.InteractionReader.
 func (s *Store) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, revision turn.Revision) (bool, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return false, err
-	}
-	if err := key.Validate(); err != nil {
-		return false, err
-	}
-	if err := turn.ValidateRevision("revision", revision); err != nil {
-		return false, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, key.Validate(), turn.ValidateRevision("revision", revision))
+	if err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return false, nil
-	}
 	for _, id := range sh.byCase[key] {
 		it := sh.interactions[id].Interaction
 		if bound, ok := it.BoundRevision(); ok && bound == revision && it.Blocking && it.Status.Answered() {
@@ -127,7 +108,7 @@ func (s *Store) insert(u *undo, it turn.Interaction, replace bool, now time.Time
 	if it.Status != turn.InteractionActive {
 		return nil, turn.InvalidRecord("interaction %s is inserted %s, not active", it.ID, it.Status)
 	}
-	sh := s.shardOf(u, it.AccountID, true)
+	sh := s.ensureShard(u, it.AccountID)
 	if _, ok := sh.interactions[it.ID]; ok {
 		return nil, conflict("interaction %s exists", it.ID)
 	}
@@ -163,23 +144,11 @@ func (s *Store) insert(u *undo, it turn.Interaction, replace bool, now time.Time
 
 // BeginResolution implements turn.InteractionWriter.
 func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if err := turn.ValidateText("option id", optionID); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if !expected.Valid() {
-		return turn.InteractionRecord{}, invalidf("unknown interaction status %q", expected)
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateText("option id", optionID), validStatus(expected))
+	if err != nil {
 		return turn.InteractionRecord{}, err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return turn.InteractionRecord{}, notFound("interaction", id)
-	}
 	rec, ok := sh.interactions[id]
 	switch {
 	case !ok:
@@ -195,6 +164,13 @@ func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID,
 	rec.ResolvedByTurn = resolvedBy
 	sh.interactions[id] = rec
 	return copyRecord(rec), nil
+}
+
+func validStatus(st turn.InteractionStatus) error {
+	if !st.Valid() {
+		return invalidf("unknown interaction status %q", st)
+	}
+	return nil
 }
 
 // FinishResolution implements turn.InteractionWriter.
@@ -215,10 +191,7 @@ func (s *Store) FinishResolution(ctx context.Context, account string, id turn.ID
 // finish settles a resolving card. A card already settled exactly this way is accepted
 // unchanged (a retried finish); so is restoring a card that is active with no answer.
 func (s *Store) finish(u *undo, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return turn.InteractionRecord{}, notFound("interaction", id)
-	}
+	sh := s.shardOf(account)
 	rec, ok := sh.interactions[id]
 	if !ok {
 		return turn.InteractionRecord{}, notFound("interaction", id)
@@ -293,10 +266,7 @@ func validateInvalidation(account string, key turn.CaseKey, reason turn.Invalida
 // path) it takes every active card. Resolving cards are never touched.
 func (s *Store) invalidate(u *undo, account string, key turn.CaseKey, newRevision *turn.Revision, reason turn.InvalidationReason, now time.Time) []turn.ID {
 	out := []turn.ID{}
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return out
-	}
+	sh := s.shardOf(account)
 	var hit []turn.InteractionRecord
 	for _, id := range sh.byCase[key] {
 		rec := sh.interactions[id]
@@ -347,7 +317,7 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error)
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
-		if c := compareStrings(a.account, b.account); c != 0 {
+		if c := strings.Compare(a.account, b.account); c != 0 {
 			return c
 		}
 		return a.id.Compare(b.id)

@@ -10,35 +10,27 @@ import (
 
 // LoadCommand implements turn.JournalReader.
 func (s *Store) LoadCommand(ctx context.Context, account string, command turn.ID) (turn.JournalEntry, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.JournalEntry{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.JournalEntry{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if e, ok := sh.journal[command]; ok {
-			return copyEntry(e), nil
-		}
+	if e, ok := sh.journal[command]; ok {
+		return copyEntry(e), nil
 	}
 	return turn.JournalEntry{}, notFound("command", command)
 }
 
 func (s *Store) commands(ctx context.Context, account string, turnID turn.ID, keep func(turn.JournalStatus) bool) ([]turn.JournalEntry, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := []turn.JournalEntry{}
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, e := range sh.journal {
-			if e.TurnID == turnID && keep(e.Status) {
-				out = append(out, copyEntry(e))
-			}
+	for _, e := range sh.journal {
+		if e.TurnID == turnID && keep(e.Status) {
+			out = append(out, copyEntry(e))
 		}
 	}
 	slices.SortFunc(out, func(a, b turn.JournalEntry) int {
@@ -75,7 +67,7 @@ func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Adm
 	if err := s.lock(ctx); err != nil {
 		return turn.Admission{}, err
 	}
-	sh := s.shardOf(nil, e.AccountID, true)
+	sh := s.ensureShard(nil, e.AccountID)
 	if id, ok := sh.journalKeys[e.IdempotencyKey]; ok {
 		stored := copyEntry(sh.journal[id])
 		s.mu.Unlock()
@@ -97,17 +89,11 @@ func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Adm
 
 // MarkExecuting implements turn.JournalWriter.
 func (s *Store) MarkExecuting(ctx context.Context, account string, command turn.ID) error {
-	if err := turn.ValidateAccount(account); err != nil {
-		return err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	sh := s.shardOf(nil, account, false)
-	if sh == nil {
-		return notFound("command", command)
-	}
 	e, ok := sh.journal[command]
 	switch {
 	case !ok:
@@ -140,10 +126,7 @@ func (s *Store) CompleteCommand(ctx context.Context, account string, command tur
 // complete moves the entry to the outcome's status if the journal allows it; the same outcome
 // recorded again is accepted unchanged.
 func (s *Store) complete(u *undo, account string, command turn.ID, outcome turn.JournalOutcome, now time.Time) error {
-	sh := s.shardOf(u, account, false)
-	if sh == nil {
-		return notFound("command", command)
-	}
+	sh := s.shardOf(account)
 	e, ok := sh.journal[command]
 	if !ok {
 		return notFound("command", command)

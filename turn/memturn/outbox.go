@@ -133,11 +133,21 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 	return out, nil
 }
 
-// settle loads a row for a settlement, after the AfterOutboxDispatch fault point.
-func (s *Store) settle(ctx context.Context, id turn.ID, apply func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error)) error {
+// outboxChange decides a change to one row: the row to store, whether to store it, or a
+// refusal.
+type outboxChange func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error)
+
+// settle is update for a settlement, which reports on a dispatch: it runs after the
+// AfterOutboxDispatch fault point.
+func (s *Store) settle(ctx context.Context, id turn.ID, apply outboxChange) error {
 	if err := s.faults.take(AfterOutboxDispatch); err != nil {
 		return err
 	}
+	return s.update(ctx, id, apply)
+}
+
+// update loads the row under the lock and stores what apply returns when apply says to write.
+func (s *Store) update(ctx context.Context, id turn.ID, apply outboxChange) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -238,22 +248,15 @@ func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) erro
 			return err
 		}
 	}
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	rec, ok := s.outbox[id]
-	if !ok {
-		return notFound("outbox row", id)
-	}
-	if rec.Entry.Status.Terminal() {
-		return conflict("outbox row %s is %s and cannot be rescheduled", id, rec.Entry.Status)
-	}
-	rec.Entry.Status = turn.OutboxPending
-	rec.Entry.NextAttemptAt = tm(next)
-	rec.Claim = nil
-	s.storeOutbox(nil, rec)
-	return nil
+	return s.update(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
+		if rec.Entry.Status.Terminal() {
+			return rec, false, conflict("outbox row %s is %s and cannot be rescheduled", id, rec.Entry.Status)
+		}
+		rec.Entry.Status = turn.OutboxPending
+		rec.Entry.NextAttemptAt = tm(next)
+		rec.Claim = nil
+		return rec, true, nil
+	})
 }
 
 // ReleaseExpiredClaims implements turn.OutboxWriter.

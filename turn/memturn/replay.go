@@ -9,39 +9,28 @@ import (
 
 // LoadReplay implements turn.ReplayReader.
 func (s *Store) LoadReplay(ctx context.Context, account string, turnID turn.ID) (turn.ReplayRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.ReplayRecord{}, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
 		return turn.ReplayRecord{}, err
 	}
 	defer s.mu.Unlock()
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		if r, ok := sh.replay[turnID]; ok {
-			return copyReplay(r), nil
-		}
+	if r, ok := sh.replay[turnID]; ok {
+		return copyReplay(r), nil
 	}
 	return turn.ReplayRecord{}, notFound("replay record of turn", turnID)
 }
 
 // ReplaysForConversation implements turn.ReplayReader.
 func (s *Store) ReplaysForConversation(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.ReplayRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
+	sh, err := s.lockShard(ctx, account, turn.ValidateLimit(limit))
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	var all []turn.ReplayRecord
-	if sh := s.shardOf(nil, account, false); sh != nil {
-		for _, r := range sh.replay {
-			if r.ConversationID == conversation {
-				all = append(all, r)
-			}
+	for _, r := range sh.replay {
+		if r.ConversationID == conversation {
+			all = append(all, r)
 		}
 	}
 	slices.SortFunc(all, func(a, b turn.ReplayRecord) int {
@@ -68,6 +57,6 @@ func (s *Store) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
 }
 
 func (s *Store) putReplay(u *undo, r turn.ReplayRecord) {
-	sh := s.shardOf(u, r.AccountID, true)
+	sh := s.ensureShard(u, r.AccountID)
 	put(u, sh.replay, r.TurnID, copyReplay(r))
 }

@@ -79,14 +79,22 @@ func (s *Store) Stores() turn.Stores { return turn.NewStores(s) }
 
 func (s *Store) now() time.Time { return turn.ClockTime(s.clock()) }
 
-// shardOf returns the account's shard, creating it (undoably) when create is set; nil when it
-// does not exist and create is not set.
-func (s *Store) shardOf(u *undo, account string, create bool) *shard {
-	sh := s.shards[account]
-	if sh != nil || !create {
+// shardOf returns the account's shard. An account that has stored nothing gets an empty shard,
+// on which every lookup simply finds nothing; a write goes to a shard found by a lookup or made
+// by ensureShard.
+func (s *Store) shardOf(account string) *shard {
+	if sh := s.shards[account]; sh != nil {
 		return sh
 	}
-	sh = &shard{
+	return &shard{}
+}
+
+// ensureShard returns the account's shard, creating it (undoably) if the account has none.
+func (s *Store) ensureShard(u *undo, account string) *shard {
+	if sh := s.shards[account]; sh != nil {
+		return sh
+	}
+	sh := &shard{
 		conversations: map[turn.ID]turn.Conversation{},
 		turns:         map[turn.ID]turnRow{},
 		interactions:  map[turn.ID]turn.InteractionRecord{},
@@ -99,6 +107,24 @@ func (s *Store) shardOf(u *undo, account string, create bool) *shard {
 	s.shards[account] = sh
 	u.add(func() { delete(s.shards, account) })
 	return sh
+}
+
+// lockShard opens a call scoped to one account: it checks the account, then the caller's other
+// argument checks in order, takes the lock and returns the account's shard (shardOf). Unless it
+// returns an error, the caller holds s.mu and must unlock it.
+func (s *Store) lockShard(ctx context.Context, account string, checks ...error) (*shard, error) {
+	if err := turn.ValidateAccount(account); err != nil {
+		return nil, err
+	}
+	for _, err := range checks {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	return s.shardOf(account), nil
 }
 
 // put sets m[k] = v and records how to restore the previous entry (or its absence).

@@ -3,6 +3,7 @@ package pgturn
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -168,6 +169,16 @@ func outboxStatus(s string) (turn.OutboxStatus, error) {
 	return v, nil
 }
 
+// scanOne scans the single row of a lookup into dest: no row is ErrNotFound for what id, and a
+// driver error is classified.
+func scanOne(row pgx.Row, what string, id any, dest ...any) error {
+	err := row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(what, id)
+	}
+	return classify(err)
+}
+
 // collect scans every row of a query into a fresh Row (through dest) and converts it to its record
 // with conv, mapping driver errors to the turn sentinels. An error from the query itself is taken
 // as err so that a call reads collect(q.Query(...)).
@@ -193,3 +204,6 @@ func collect[Row, Rec any](rows pgx.Rows, err error, dest func(*Row) []any, conv
 	}
 	return out, nil
 }
+
+// asIs is the conversion for a row that is its own record.
+func asIs[Row any](r *Row) (Row, error) { return *r, nil }

@@ -2,11 +2,9 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
 )
@@ -25,12 +23,8 @@ func (s *Store) loadConversation(ctx context.Context, q querier, account string,
 	c := turn.Conversation{ID: id, AccountID: account}
 	var created time.Time
 	var meta []byte
-	err := q.QueryRow(ctx, s.sql(sqlLoadConversation), account, id).Scan(&created, &meta)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, notFound("conversation", id)
-	}
-	if err != nil {
-		return c, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadConversation), account, id), "conversation", id, &created, &meta); err != nil {
+		return c, err
 	}
 	c.CreatedAt, c.Metadata = created.UTC(), readDoc(meta)
 	return c, nil
@@ -139,12 +133,8 @@ WHERE t.account_id = $1 AND t.turn_id = $2`
 
 func (s *Store) loadTurn(ctx context.Context, q querier, account string, id turn.ID) (turn.Turn, error) {
 	var r turnRow
-	err := q.QueryRow(ctx, s.sql(sqlLoadTurn), account, id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.Turn{}, notFound("turn", id)
-	}
-	if err != nil {
-		return turn.Turn{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadTurn), account, id), "turn", id, r.dest()...); err != nil {
+		return turn.Turn{}, err
 	}
 	return r.turn()
 }
@@ -202,14 +192,11 @@ WHERE account_id = $1 AND turn_id = $2`
 func (s *Store) turnPhase(ctx context.Context, q querier, account string, id turn.ID) (turn.PhaseMarker, error) {
 	m := turn.PhaseMarker{AccountID: account, TurnID: id}
 	var ph string
-	err := q.QueryRow(ctx, s.sql(sqlTurnPhase), account, id).Scan(&m.ConversationID, &ph, &m.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return m, notFound("turn", id)
-	}
-	if err != nil {
-		return m, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlTurnPhase), account, id), "turn", id, &m.ConversationID, &ph, &m.UpdatedAt); err != nil {
+		return m, err
 	}
 	m.UpdatedAt = m.UpdatedAt.UTC()
+	var err error
 	m.Phase, err = phase(ph)
 	return m, err
 }
@@ -236,13 +223,10 @@ func (s *Store) phaseStep(what, account string, id turn.ID, p turn.Phase, at tim
 		read: func(r results) error {
 			var moved bool
 			m := turn.PhaseMarker{AccountID: account, TurnID: id, Phase: p, UpdatedAt: at}
-			err := r.QueryRow().Scan(&moved, &m.ConversationID)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				return notFound("turn", id)
-			case err != nil:
-				return classify(err)
-			case !moved:
+			if err := scanOne(r.QueryRow(), "turn", id, &moved, &m.ConversationID); err != nil {
+				return err
+			}
+			if !moved {
 				return conflict("turn %s is in a terminal phase", id)
 			}
 			if out != nil {
@@ -261,27 +245,25 @@ WHERE p.phase NOT IN ('delivered', 'failed') AND ($1 = '' OR p.account_id = $1)
 ORDER BY t.received_at, p.turn_id, p.account_id
 LIMIT $2`
 
+// markerRow is a phase marker as listed, its phase still a label.
+type markerRow struct {
+	m     turn.PhaseMarker
+	phase string
+}
+
+func (r *markerRow) dest() []any {
+	return []any{&r.m.AccountID, &r.m.ConversationID, &r.m.TurnID, &r.phase, &r.m.UpdatedAt}
+}
+
+func (r *markerRow) marker() (turn.PhaseMarker, error) {
+	m := r.m
+	m.UpdatedAt = m.UpdatedAt.UTC()
+	var err error
+	m.Phase, err = phase(r.phase)
+	return m, err
+}
+
 func (s *Store) listUnfinishedTurns(ctx context.Context, q querier, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
 	rows, err := q.Query(ctx, s.sql(sqlListUnfinishedTurns), scope.AccountID, clampLimit(limit))
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := []turn.PhaseMarker{}
-	for rows.Next() {
-		var m turn.PhaseMarker
-		var ph string
-		if err := rows.Scan(&m.AccountID, &m.ConversationID, &m.TurnID, &ph, &m.UpdatedAt); err != nil {
-			return nil, classify(err)
-		}
-		m.UpdatedAt = m.UpdatedAt.UTC()
-		if m.Phase, err = phase(ph); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	return out, nil
+	return collect(rows, err, (*markerRow).dest, (*markerRow).marker)
 }

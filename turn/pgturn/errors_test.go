@@ -180,13 +180,8 @@ var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
 // Here it did land, which is exactly why the caller must re-read rather than retry.
 func TestLostCommitIsTimeout(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	proxy, proxied := newCutProxy(t, func(b []byte) bool { return bytes.Contains(b, commitMessage) }, true)
-	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
-	must(t, err, "connect")
-	defer s.Close()
+	s, proxy, schema := cutStore(t, func(b []byte) bool { return bytes.Contains(b, commitMessage) }, true)
 	ctx := t.Context()
-	must(t, s.Migrate(ctx), "migrate")
 	c := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
 	proxy.armed.Store(true)
 	if err := s.CreateConversation(ctx, c); !errors.Is(err, turn.ErrTimeout) {
@@ -210,13 +205,8 @@ func TestLostCommitIsTimeout(t *testing.T) {
 // written, safe to retry.
 func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	proxy, proxied := newCutProxy(t, func(b []byte) bool { return bytes.Contains(b, []byte("INSERT INTO")) }, false)
-	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
-	must(t, err, "connect")
-	defer s.Close()
+	s, proxy, schema := cutStore(t, func(b []byte) bool { return bytes.Contains(b, []byte("INSERT INTO")) }, false)
 	ctx := t.Context()
-	must(t, s.Migrate(ctx), "migrate")
 	c := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
 	proxy.armed.Store(true)
 	if err := s.CreateConversation(ctx, c); !errors.Is(err, turn.ErrUnavailable) {
@@ -226,6 +216,19 @@ func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
 		t.Fatalf("conversation after the lost write: %v, want ErrNotFound", err)
 	}
 	must(t, s.CreateConversation(ctx, c), "retry")
+}
+
+// cutStore returns a store, migrated on a fresh schema, that reaches PostgreSQL only through a
+// cutProxy (not yet armed); it returns the proxy and the schema with it.
+func cutStore(t *testing.T, cut func([]byte) bool, forward bool) (*pgturn.Store, *cutProxy, string) {
+	t.Helper()
+	schema := pgtest.Schema(t)
+	proxy, proxied := newCutProxy(t, cut, forward)
+	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
+	must(t, err, "connect")
+	t.Cleanup(func() { s.Close() })
+	must(t, s.Migrate(t.Context()), "migrate")
+	return s, proxy, schema
 }
 
 // newStoreOn returns a store on an existing schema, on a pool of its own.

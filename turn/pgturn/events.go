@@ -2,7 +2,6 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -200,12 +199,8 @@ func (s *Store) redactStep(account string, id turn.ID, authority string, at time
 	return step{sql: s.sql(sqlRedactPayload), args: []any{account, id, authority, at}, read: func(r results) error {
 		var redactedAt *time.Time
 		var by *string
-		err := r.QueryRow().Scan(&redactedAt, &by)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("event", id)
-		}
-		if err != nil {
-			return classify(err)
+		if err := scanOne(r.QueryRow(), "event", id, &redactedAt, &by); err != nil {
+			return err
 		}
 		red, err := redaction(redactedAt, by)
 		if err != nil {

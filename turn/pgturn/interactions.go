@@ -2,7 +2,6 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -75,12 +74,8 @@ WHERE account_id = $1 AND interaction_id = $2`
 
 func (s *Store) getInteraction(ctx context.Context, q querier, account string, id turn.ID) (turn.InteractionRecord, error) {
 	var r interactionRow
-	err := q.QueryRow(ctx, s.sql(sqlGetInteraction), account, id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.InteractionRecord{}, notFound("interaction", id)
-	}
-	if err != nil {
-		return turn.InteractionRecord{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlGetInteraction), account, id), "interaction", id, r.dest()...); err != nil {
+		return turn.InteractionRecord{}, err
 	}
 	return r.record()
 }
@@ -207,12 +202,8 @@ func (s *Store) beginStep(account string, id turn.ID, expected turn.InteractionS
 	return step{sql: s.sql(sqlBeginResolution), args: args, read: func(r results) error {
 		var begun bool
 		var row interactionRow
-		err := r.QueryRow().Scan(append([]any{&begun}, row.dest()...)...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("interaction", id)
-		}
-		if err != nil {
-			return classify(err)
+		if err := scanOne(r.QueryRow(), "interaction", id, append([]any{&begun}, row.dest()...)...); err != nil {
+			return err
 		}
 		rec, err := row.record()
 		if err != nil {
@@ -276,12 +267,8 @@ func (s *Store) finishStep(what, account string, id turn.ID, o turn.ResolutionOu
 	return step{what: what, sql: s.sql(sql), args: args, read: func(r results) error {
 		var settled bool
 		var row interactionRow
-		err := r.QueryRow().Scan(append([]any{&settled}, row.dest()...)...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("interaction", id)
-		}
-		if err != nil {
-			return classify(err)
+		if err := scanOne(r.QueryRow(), "interaction", id, append([]any{&settled}, row.dest()...)...); err != nil {
+			return err
 		}
 		rec, err := row.record()
 		if err != nil {
@@ -344,28 +331,20 @@ func retireStep(what, sql string, args []any, retired *[]turn.ID) step {
 	}}
 }
 
+type retiredCard struct {
+	id turn.ID
+	at time.Time
+}
+
+func (r *retiredCard) dest() []any { return []any{&r.id, &r.at} }
+
 // collectRetired returns the ids in list order, (created_at, id): RETURNING has no order.
 func collectRetired(rows pgx.Rows, err error) ([]turn.ID, error) {
+	got, err := collect(rows, err, (*retiredCard).dest, asIs[retiredCard])
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
-	type retired struct {
-		id turn.ID
-		at time.Time
-	}
-	defer rows.Close()
-	var got []retired
-	for rows.Next() {
-		var r retired
-		if err := rows.Scan(&r.id, &r.at); err != nil {
-			return nil, classify(err)
-		}
-		got = append(got, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	slices.SortFunc(got, func(a, b retired) int {
+	slices.SortFunc(got, func(a, b retiredCard) int {
 		if c := a.at.Compare(b.at); c != 0 {
 			return c
 		}
@@ -389,20 +368,9 @@ RETURNING account_id, interaction_id`
 func (s *Store) expireStep(now time.Time, out *[]expiredCard) step {
 	return step{sql: s.sql(sqlExpireDue), args: []any{now}, read: func(r results) error {
 		rows, err := r.Query()
+		cards, err := collect(rows, err, (*expiredCard).dest, asIs[expiredCard])
 		if err != nil {
-			return classify(err)
-		}
-		defer rows.Close()
-		var cards []expiredCard
-		for rows.Next() {
-			var e expiredCard
-			if err := rows.Scan(&e.account, &e.id); err != nil {
-				return classify(err)
-			}
-			cards = append(cards, e)
-		}
-		if err := rows.Err(); err != nil {
-			return classify(err)
+			return err
 		}
 		slices.SortFunc(cards, func(a, b expiredCard) int {
 			if c := strings.Compare(a.account, b.account); c != 0 {
@@ -419,3 +387,5 @@ type expiredCard struct {
 	account string
 	id      turn.ID
 }
+
+func (e *expiredCard) dest() []any { return []any{&e.account, &e.id} }

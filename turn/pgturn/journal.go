@@ -58,12 +58,8 @@ SELECT ` + journalColumns + ` FROM {schema}turn_journal WHERE account_id = $1 AN
 
 func (s *Store) loadCommand(ctx context.Context, q querier, account string, id turn.ID) (turn.JournalEntry, error) {
 	var r journalRow
-	err := q.QueryRow(ctx, s.sql(sqlLoadCommand), account, id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.JournalEntry{}, notFound("command", id)
-	}
-	if err != nil {
-		return turn.JournalEntry{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadCommand), account, id), "command", id, r.dest()...); err != nil {
+		return turn.JournalEntry{}, err
 	}
 	return r.entry()
 }
@@ -230,13 +226,10 @@ func (s *Store) completeStep(what, account string, id turn.ID, o turn.JournalOut
 			var moved bool
 			var st string
 			var prior []byte
-			err := r.QueryRow().Scan(&moved, &st, &prior)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				return notFound("command", id)
-			case err != nil:
-				return classify(err)
-			case moved:
+			if err := scanOne(r.QueryRow(), "command", id, &moved, &st, &prior); err != nil {
+				return err
+			}
+			if moved {
 				return nil
 			}
 			status, err := journalStatus(st)

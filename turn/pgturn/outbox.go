@@ -2,7 +2,6 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -59,12 +58,8 @@ const sqlLoadOutbox = `SELECT ` + outboxColumns + ` FROM {schema}turn_outbox WHE
 
 func (s *Store) loadOutbox(ctx context.Context, q querier, id turn.ID) (turn.OutboxRecord, error) {
 	var r outboxRow
-	err := q.QueryRow(ctx, s.sql(sqlLoadOutbox), id).Scan(r.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.OutboxRecord{}, notFound("outbox", id)
-	}
-	if err != nil {
-		return turn.OutboxRecord{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadOutbox), id), "outbox", id, r.dest()...); err != nil {
+		return turn.OutboxRecord{}, err
 	}
 	return r.record()
 }

@@ -2,7 +2,6 @@ package pgturn
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
@@ -45,12 +44,8 @@ const sqlLoadReplay = `SELECT record FROM {schema}turn_replays WHERE account_id 
 
 func (s *Store) loadReplay(ctx context.Context, q querier, account string, id turn.ID) (turn.ReplayRecord, error) {
 	var body []byte
-	err := q.QueryRow(ctx, s.sql(sqlLoadReplay), account, id).Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return turn.ReplayRecord{}, notFound("replay record of turn", id)
-	}
-	if err != nil {
-		return turn.ReplayRecord{}, classify(err)
+	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadReplay), account, id), "replay record of turn", id, &body); err != nil {
+		return turn.ReplayRecord{}, err
 	}
 	return readReplay(body)
 }

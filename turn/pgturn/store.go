@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead/internal/errs"
 	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/turn"
 )
 
 // Store is the PostgreSQL backend of every turn store role. It is safe for concurrent use, and
@@ -130,9 +131,9 @@ func (s *Store) open() error {
 	return nil
 }
 
-// now is the instant the store stamps: UTC, at PostgreSQL's microsecond resolution, so that what
-// is written compares equal to what is read back.
-func (s *Store) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
+// now is the instant the store stamps: UTC, at PostgreSQL's microsecond resolution
+// (turn.ClockTime), so that what is written compares equal to what is read back.
+func (s *Store) now() time.Time { return turn.ClockTime(s.clock()) }
 
 // acquire takes a pooled connection, waiting at most the acquire timeout. A wait that runs out
 // sent nothing, so it is ErrUnavailable whatever cut it short.
