@@ -63,6 +63,20 @@ func New(opts ...Option) *Transport {
 	return t
 }
 
+// lock takes t's mutex for an operation, unless ctx is done or t is closed: then it returns the
+// error and leaves the mutex free. On success the caller unlocks.
+func (t *Transport) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return errClosed
+	}
+	return nil
+}
+
 // Publish implements transport.Transport.
 func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
 	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
@@ -73,14 +87,10 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing)
 	if err := transport.ValidateBatch(msgs); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.lock(ctx); err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
-	}
 	created := false
 	for _, o := range msgs {
 		g := t.groups[o.Group]
@@ -111,15 +121,11 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	gen := t.sig.Gen()
+	if err := t.lock(ctx); err != nil {
 		return nil, err
 	}
-	gen := t.sig.Gen()
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return nil, errClosed
-	}
 	now := t.now()
 	token := transport.NewToken(worker)
 	until := now.Add(visibility)
@@ -182,14 +188,10 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	if err := transport.ValidateLeases(ls); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.lock(ctx); err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
-	}
 	now := t.now()
 	freed := false
 	for i := range ls {
@@ -223,14 +225,10 @@ func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Dur
 	if err := transport.ValidateDelay(delay); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.lock(ctx); err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
-	}
 	g := t.held(l)
 	if g == nil {
 		return nil
