@@ -167,6 +167,27 @@ func TestOpenAdoptsUnversionedFile(t *testing.T) {
 	}
 }
 
+// holdWriteLock takes the write lock of the file at path from a connection of its own, as
+// another process would, and returns that connection: the caller ends the lock with ROLLBACK.
+// The connection is closed when the test ends.
+func holdWriteLock(t *testing.T, path string) *sql.Conn {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // TestBusyIsUnavailable holds the write lock from another connection, as another process would,
 // and checks that an operation retries within the busy timeout, then fails with ErrUnavailable
 // having written nothing, with the SQLite error kept in the chain. A zero busy timeout fails at
@@ -190,21 +211,9 @@ func TestBusyIsUnavailable(t *testing.T) {
 			tr := open(t, path, sqlitetransport.WithBusyTimeout(tc.busy))
 			defer tr.Close()
 			ctx := context.Background()
-			db, err := sql.Open("sqlite", "file:"+path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			conn, err := db.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-				t.Fatal(err)
-			}
+			conn := holdWriteLock(t, path)
 			began := time.Now()
-			err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
+			err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
 			if !errors.Is(err, stead.ErrUnavailable) {
 				t.Fatalf("Publish while locked = %v, want ErrUnavailable", err)
 			}
@@ -233,19 +242,7 @@ func TestBusyThenFreeSucceeds(t *testing.T) {
 	tr := open(t, path) // busy timeout 5 s
 	defer tr.Close()
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriteLock(t, path)
 	released := make(chan error, 1)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
@@ -428,22 +425,10 @@ func TestContextEndsWaitForLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ctx.db")
 	tr := open(t, path) // busy timeout 5 s
 	defer tr.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriteLock(t, path)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
+	err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Publish past its deadline = %v, want context.DeadlineExceeded", err)
 	}
