@@ -55,79 +55,15 @@ func TestTwoPoolsNeverShareAMessage(t *testing.T) {
 	a, b := open(t, schema), open(t, schema)
 	defer a.Close()
 	defer b.Close()
-	ctx := context.Background()
-	const groups, perGroup = 20, 10
-	var msgs []transport.Outgoing
-	for i := range perGroup {
-		for g := range groups {
-			msgs = append(msgs, transport.Outgoing{Group: fmt.Sprintf("g%02d", g), Event: event(fmt.Sprintf("g%02d-%02d", g, i))})
-		}
-	}
-	if err := a.PublishBatch(ctx, msgs); err != nil {
-		t.Fatalf("PublishBatch: %v", err)
-	}
-	var (
-		mu       sync.Mutex
-		inFlight = map[string]bool{}
-		got      = map[string][]string{}
-		total    int
-	)
-	g, gctx := errgroup(ctx)
+	var claimers []transporttest.Claimer
 	for w := range 8 {
 		tr := a
 		if w%2 == 1 {
 			tr = b
 		}
-		g.Go(func() error {
-			for {
-				mu.Lock()
-				finished := total >= groups*perGroup
-				mu.Unlock()
-				if finished {
-					return nil
-				}
-				ls, err := tr.ClaimBatch(gctx, fmt.Sprintf("w%d", w), time.Hour, 0, 1+w%3)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				for _, l := range ls {
-					if inFlight[l.Group] {
-						mu.Unlock()
-						return fmt.Errorf("%s claimed while %s is in flight", l.Event.ID, l.Group)
-					}
-					inFlight[l.Group] = true
-					got[l.Group] = append(got[l.Group], l.Event.ID)
-				}
-				for _, l := range ls {
-					delete(inFlight, l.Group)
-				}
-				mu.Unlock()
-				if err := tr.AckBatch(gctx, ls); err != nil {
-					return err
-				}
-				mu.Lock()
-				total += len(ls)
-				mu.Unlock()
-				if len(ls) == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
-		})
+		claimers = append(claimers, transporttest.Claimer{T: tr, Max: 1 + w%3})
 	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	for gi := range groups {
-		grp := fmt.Sprintf("g%02d", gi)
-		var want []string
-		for i := range perGroup {
-			want = append(want, fmt.Sprintf("%s-%02d", grp, i))
-		}
-		if !slices.Equal(got[grp], want) {
-			t.Errorf("group %s delivered %v, want %v", grp, got[grp], want)
-		}
-	}
+	transporttest.Shared(t, 20, 10, claimers...)
 }
 
 // TestClaimInTransactionHoldsGroup checks the shared-transaction mode: a claim made inside an open

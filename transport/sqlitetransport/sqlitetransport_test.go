@@ -5,12 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -268,83 +265,11 @@ func TestTwoProcessesNeverShareAMessage(t *testing.T) {
 	a, b := open(t, path), open(t, path)
 	defer a.Close()
 	defer b.Close()
-	ctx := context.Background()
-	const groups, perGroup = 10, 10
-	var msgs []transport.Outgoing
-	for i := range perGroup {
-		for g := range groups {
-			msgs = append(msgs, transport.Outgoing{Group: fmt.Sprintf("g%d", g), Event: transporttest.Event(fmt.Sprintf("g%d-%02d", g, i))})
-		}
-	}
-	if err := a.PublishBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu       sync.Mutex
-		inFlight = map[string]bool{}
-		got      = map[string][]string{}
-		total    int
-		wg       sync.WaitGroup
-	)
-	errc := make(chan error, 4)
+	claimers := make([]transporttest.Claimer, 4)
 	for w, tr := range []*sqlitetransport.Transport{a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				finished := total >= groups*perGroup
-				mu.Unlock()
-				if finished {
-					return
-				}
-				ls, err := tr.ClaimBatch(ctx, fmt.Sprintf("w%d", w), time.Hour, 0, 2)
-				if err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				for _, l := range ls {
-					if inFlight[l.Group] {
-						mu.Unlock()
-						errc <- fmt.Errorf("%s claimed while %s is in flight", l.Event.ID, l.Group)
-						return
-					}
-					inFlight[l.Group] = true
-					got[l.Group] = append(got[l.Group], l.Event.ID)
-				}
-				for _, l := range ls {
-					delete(inFlight, l.Group)
-				}
-				mu.Unlock()
-				if err := tr.AckBatch(ctx, ls); err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				total += len(ls)
-				mu.Unlock()
-				if len(ls) == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
-		}()
+		claimers[w] = transporttest.Claimer{T: tr, Max: 2}
 	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
-	for g := range groups {
-		grp := fmt.Sprintf("g%d", g)
-		var want []string
-		for i := range perGroup {
-			want = append(want, fmt.Sprintf("%s-%02d", grp, i))
-		}
-		if !slices.Equal(got[grp], want) {
-			t.Errorf("group %s delivered %v, want %v", grp, got[grp], want)
-		}
-	}
+	transporttest.Shared(t, 10, 10, claimers...)
 }
 
 // TestReopenKeepsMessagesAndSeqs checks that messages survive a close, and that sequence numbers
