@@ -117,18 +117,8 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 	// After the rollback e1 was claimable again (the commit round claimed it); after the commit
 	// it is gone, and the message published in the transaction is there.
 	got := map[string]bool{}
-	for {
-		l, err := other.Claim(ctx, "w3", time.Second, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l == nil {
-			break
-		}
-		got[l.Event.ID] = true
-		if err := other.Ack(ctx, l); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range drain(t, other, "w3", time.Second) {
+		got[id] = true
 	}
 	if !got["e2"] || !got["h1"] || got["e1"] || len(got) != 2 {
 		t.Fatalf("after the commit: claimed %v, want e2 and h1", got)
@@ -409,6 +399,26 @@ func (g *group) Wait() error {
 	return g.err
 }
 
+// drain claims and acks as worker until nothing is claimable, and returns the event ids in the
+// order they were claimed.
+func drain(t *testing.T, tr *pgtransport.Transport, worker string, visibility time.Duration) []string {
+	t.Helper()
+	var ids []string
+	for {
+		l, err := tr.Claim(context.Background(), worker, visibility, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			return ids
+		}
+		ids = append(ids, l.Event.ID)
+		if err := tr.Ack(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func countRows(t *testing.T, tr *pgtransport.Transport, table string) int {
 	t.Helper()
 	var n int
@@ -478,20 +488,7 @@ func TestQueueInTransaction(t *testing.T) {
 	if id != "a1" {
 		t.Fatalf("claimed %s after the nack, want a1 again", id)
 	}
-	var got []string
-	for {
-		l, err := tr.Claim(ctx, "w", time.Minute, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l == nil {
-			break
-		}
-		got = append(got, l.Event.ID)
-		if err := tr.Ack(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	got := drain(t, tr, "w", time.Minute)
 	slices.Sort(got)
 	if want := []string{"a2", "b1"}; !slices.Equal(got, want) {
 		t.Fatalf("left after the batches: %v, want %v", got, want)
