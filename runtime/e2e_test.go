@@ -347,6 +347,15 @@ type workerProcess struct {
 
 func startWorkerProcess(t *testing.T, spec, schema, effects, name string) *workerProcess {
 	t.Helper()
+	// Create the ledger, in WAL mode, before any process opens it: two processes that do both
+	// at once can fail the switch to WAL with SQLITE_BUSY, whatever their busy timeout.
+	ledger, err := openLedger(effects)
+	if err != nil {
+		t.Fatalf("create the effects ledger: %v", err)
+	}
+	if err := ledger.db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelperStore+"="+spec, envHelperSchema+"="+schema,
 		envHelperEffects+"="+effects, envHelperName+"="+name)
