@@ -137,16 +137,10 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 	if ev.Kind == chart.KindStart {
 		return ev, check.Invalidf("send %q: the start event is sent by Create", id)
 	}
-	if err := check.ID("event kind", ev.Kind); err != nil {
-		return ev, err
-	}
 	if ev.ID == "" {
 		ev.ID = NewEventID()
 	}
-	if err := check.ID("event id", ev.ID); err != nil {
-		return ev, err
-	}
-	if err := check.JSON("event data", ev.Data); err != nil {
+	if err := ev.Validate(); err != nil {
 		return ev, err
 	}
 	if ev.CreatedAt.IsZero() {

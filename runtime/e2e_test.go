@@ -347,6 +347,15 @@ type workerProcess struct {
 
 func startWorkerProcess(t *testing.T, spec, schema, effects, name string) *workerProcess {
 	t.Helper()
+	// Create the ledger, in WAL mode, before any process opens it: two processes that do both
+	// at once can fail the switch to WAL with SQLITE_BUSY, whatever their busy timeout.
+	ledger, err := openLedger(effects)
+	if err != nil {
+		t.Fatalf("create the effects ledger: %v", err)
+	}
+	if err := ledger.db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelperStore+"="+spec, envHelperSchema+"="+schema,
 		envHelperEffects+"="+effects, envHelperName+"="+name)
@@ -488,6 +497,24 @@ func allDone(b *backend.Backend, exes []string) bool {
 	return true
 }
 
+// runUntilAllDone runs a worker with cfg until every execution of exes is done, then stops it
+// and fails the test if Run returned an error.
+func runUntilAllDone(t *testing.T, b *backend.Backend, exes []string, cfg runtime.Config) {
+	t.Helper()
+	w, err := runtime.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWorkerProcessKilled kills a worker process with SIGKILL in the middle of a run, starts
 // another, and checks that no event was lost and none applied twice. The second process is then
 // stopped with SIGTERM and must exit cleanly (graceful shutdown of a real process).
@@ -556,19 +583,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 				t.Fatal(err)
 			}
 			exes := seedEffects(t, b, 5, 5)
-			ctx, stop := context.WithCancel(context.Background())
-			w, err := runtime.NewWorker(runtime.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
+			runUntilAllDone(t, b, exes, runtime.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
 				Concurrency: 3, BatchSize: c.batch, SharedTx: c.shared, IdleWait: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- w.Run(ctx) }()
-			waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) })
-			stop()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
 		})
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -720,20 +736,9 @@ func TestLostCASRedeliversOnEveryBackend(t *testing.T) {
 			m := &interfering{Machine: machines["effects"], store: b.Store}
 			const work = 3
 			exes := seedEffects(t, b, 6, work)
-			w, err := runtime.NewWorker(runtime.Config{Store: b.Store, Transport: b.Transport,
+			runUntilAllDone(t, b, exes, runtime.Config{Store: b.Store, Transport: b.Transport,
 				Machines: runtime.Machines{"effects": m}, Concurrency: 2, BatchSize: c.batch,
 				SharedTx: c.shared, IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- w.Run(ctx) }()
-			waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) })
-			stop()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
 			for _, id := range exes {
 				exe, err := b.Store.Load(context.Background(), id)
 				if err != nil {

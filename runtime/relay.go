@@ -235,16 +235,9 @@ func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
 			if e.Target == "" {
 				continue
 			}
-			p, ok := priority[e.Target]
-			if !ok {
-				exe, err := w.store.Load(ctx, e.Target)
-				switch {
-				case err == nil:
-					p = exe.Priority
-				case !errors.Is(err, stead.ErrNotFound):
-					return total, fmt.Errorf("load %q for its priority: %w", e.Target, err)
-				}
-				priority[e.Target] = p
+			p, err := w.priorityOf(ctx, priority, e.Target)
+			if err != nil {
+				return total, err
 			}
 			out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p})
 		}
@@ -264,12 +257,32 @@ func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
 	return total, nil
 }
 
+// priorityOf returns the priority to publish to execution id with: its own, or 0 when it no
+// longer exists. known holds the priorities already looked up in this pass, so that a page with
+// many rows for one execution loads it once.
+func (w *Worker) priorityOf(ctx context.Context, known map[string]int, id string) (int, error) {
+	if p, ok := known[id]; ok {
+		return p, nil
+	}
+	p := 0
+	exe, err := w.store.Load(ctx, id)
+	switch {
+	case err == nil:
+		p = exe.Priority
+	case !errors.Is(err, stead.ErrNotFound):
+		return 0, fmt.Errorf("load %q for its priority: %w", id, err)
+	}
+	known[id] = p
+	return p, nil
+}
+
 // SweepTimers publishes a timeout event for every due timer and then deletes the timer, only if
 // its fire time is still the one read (a timer re-armed meanwhile survives). The timeout event id
 // is stable, so two workers sweeping the same timer publish one effect. Run calls it every
 // TimerInterval; it returns how many timers fired.
 func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 	total := 0
+	priority := map[string]int{}
 	for ctx.Err() == nil {
 		due, err := w.store.DueTimers(ctx, w.cfg.Clock(), relayPage)
 		if err != nil {
@@ -280,13 +293,9 @@ func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 		}
 		out := make([]transport.Outgoing, 0, len(due))
 		for _, t := range due {
-			p := 0
-			exe, err := w.store.Load(ctx, t.ExecutionID)
-			switch {
-			case err == nil:
-				p = exe.Priority
-			case !errors.Is(err, stead.ErrNotFound):
-				return total, fmt.Errorf("load %q for its priority: %w", t.ExecutionID, err)
+			p, err := w.priorityOf(ctx, priority, t.ExecutionID)
+			if err != nil {
+				return total, err
 			}
 			out = append(out, transport.Outgoing{Group: t.ExecutionID, Event: chart.TimeoutEvent(t.ExecutionID, t.Path, t.FireAt), Priority: p})
 		}

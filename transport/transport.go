@@ -163,3 +163,14 @@ func ValidateDelay(d time.Duration) error {
 	}
 	return nil
 }
+
+// FirstLease turns the result of a ClaimBatch of max 1 into that of Claim: the one lease, or
+// nil when nothing was claimable or err is not nil. It lets a backend write Claim as
+//
+//	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
+func FirstLease(ls []Lease, err error) (*Lease, error) {
+	if err != nil || len(ls) == 0 {
+		return nil, err
+	}
+	return &ls[0], nil
+}

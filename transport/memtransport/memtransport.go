@@ -63,6 +63,20 @@ func New(opts ...Option) *Transport {
 	return t
 }
 
+// lock takes t's mutex for an operation, unless ctx is done or t is closed: then it returns the
+// error and leaves the mutex free. On success the caller unlocks.
+func (t *Transport) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return errClosed
+	}
+	return nil
+}
+
 // Publish implements transport.Transport.
 func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
 	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
@@ -73,14 +87,10 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing)
 	if err := transport.ValidateBatch(msgs); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.lock(ctx); err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
-	}
 	created := false
 	for _, o := range msgs {
 		g := t.groups[o.Group]
@@ -103,11 +113,7 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing)
 
 // Claim implements transport.Transport.
 func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
-	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
-	if err != nil || len(ls) == 0 {
-		return nil, err
-	}
-	return &ls[0], nil
+	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
 }
 
 // ClaimBatch implements transport.Transport.
@@ -115,15 +121,11 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	gen := t.sig.Gen()
+	if err := t.lock(ctx); err != nil {
 		return nil, err
 	}
-	gen := t.sig.Gen()
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return nil, errClosed
-	}
 	now := t.now()
 	token := transport.NewToken(worker)
 	until := now.Add(visibility)
@@ -186,14 +188,10 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	if err := transport.ValidateLeases(ls); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.lock(ctx); err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
-	}
 	now := t.now()
 	freed := false
 	for i := range ls {
@@ -227,14 +225,10 @@ func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Dur
 	if err := transport.ValidateDelay(delay); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.lock(ctx); err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
-	}
 	g := t.held(l)
 	if g == nil {
 		return nil

@@ -134,11 +134,7 @@ func (t *Transport) published(r pgx.Row) error {
 
 // Claim implements transport.Transport. It is one round-trip.
 func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
-	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
-	if err != nil || len(ls) == 0 {
-		return nil, err
-	}
-	return &ls[0], nil
+	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
 }
 
 // ClaimBatch implements transport.Transport in one round-trip.

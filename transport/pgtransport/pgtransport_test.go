@@ -55,79 +55,15 @@ func TestTwoPoolsNeverShareAMessage(t *testing.T) {
 	a, b := open(t, schema), open(t, schema)
 	defer a.Close()
 	defer b.Close()
-	ctx := context.Background()
-	const groups, perGroup = 20, 10
-	var msgs []transport.Outgoing
-	for i := range perGroup {
-		for g := range groups {
-			msgs = append(msgs, transport.Outgoing{Group: fmt.Sprintf("g%02d", g), Event: event(fmt.Sprintf("g%02d-%02d", g, i))})
-		}
-	}
-	if err := a.PublishBatch(ctx, msgs); err != nil {
-		t.Fatalf("PublishBatch: %v", err)
-	}
-	var (
-		mu       sync.Mutex
-		inFlight = map[string]bool{}
-		got      = map[string][]string{}
-		total    int
-	)
-	g, gctx := errgroup(ctx)
+	var claimers []transporttest.Claimer
 	for w := range 8 {
 		tr := a
 		if w%2 == 1 {
 			tr = b
 		}
-		g.Go(func() error {
-			for {
-				mu.Lock()
-				finished := total >= groups*perGroup
-				mu.Unlock()
-				if finished {
-					return nil
-				}
-				ls, err := tr.ClaimBatch(gctx, fmt.Sprintf("w%d", w), time.Hour, 0, 1+w%3)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				for _, l := range ls {
-					if inFlight[l.Group] {
-						mu.Unlock()
-						return fmt.Errorf("%s claimed while %s is in flight", l.Event.ID, l.Group)
-					}
-					inFlight[l.Group] = true
-					got[l.Group] = append(got[l.Group], l.Event.ID)
-				}
-				for _, l := range ls {
-					delete(inFlight, l.Group)
-				}
-				mu.Unlock()
-				if err := tr.AckBatch(gctx, ls); err != nil {
-					return err
-				}
-				mu.Lock()
-				total += len(ls)
-				mu.Unlock()
-				if len(ls) == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
-		})
+		claimers = append(claimers, transporttest.Claimer{T: tr, Max: 1 + w%3})
 	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	for gi := range groups {
-		grp := fmt.Sprintf("g%02d", gi)
-		var want []string
-		for i := range perGroup {
-			want = append(want, fmt.Sprintf("%s-%02d", grp, i))
-		}
-		if !slices.Equal(got[grp], want) {
-			t.Errorf("group %s delivered %v, want %v", grp, got[grp], want)
-		}
-	}
+	transporttest.Shared(t, 20, 10, claimers...)
 }
 
 // TestClaimInTransactionHoldsGroup checks the shared-transaction mode: a claim made inside an open
@@ -181,18 +117,8 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 	// After the rollback e1 was claimable again (the commit round claimed it); after the commit
 	// it is gone, and the message published in the transaction is there.
 	got := map[string]bool{}
-	for {
-		l, err := other.Claim(ctx, "w3", time.Second, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l == nil {
-			break
-		}
-		got[l.Event.ID] = true
-		if err := other.Ack(ctx, l); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range drain(t, other, "w3", time.Second) {
+		got[id] = true
 	}
 	if !got["e2"] || !got["h1"] || got["e1"] || len(got) != 2 {
 		t.Fatalf("after the commit: claimed %v, want e2 and h1", got)
@@ -473,6 +399,26 @@ func (g *group) Wait() error {
 	return g.err
 }
 
+// drain claims and acks as worker until nothing is claimable, and returns the event ids in the
+// order they were claimed.
+func drain(t *testing.T, tr *pgtransport.Transport, worker string, visibility time.Duration) []string {
+	t.Helper()
+	var ids []string
+	for {
+		l, err := tr.Claim(context.Background(), worker, visibility, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			return ids
+		}
+		ids = append(ids, l.Event.ID)
+		if err := tr.Ack(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func countRows(t *testing.T, tr *pgtransport.Transport, table string) int {
 	t.Helper()
 	var n int
@@ -542,20 +488,7 @@ func TestQueueInTransaction(t *testing.T) {
 	if id != "a1" {
 		t.Fatalf("claimed %s after the nack, want a1 again", id)
 	}
-	var got []string
-	for {
-		l, err := tr.Claim(ctx, "w", time.Minute, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l == nil {
-			break
-		}
-		got = append(got, l.Event.ID)
-		if err := tr.Ack(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	got := drain(t, tr, "w", time.Minute)
 	slices.Sort(got)
 	if want := []string{"a2", "b1"}; !slices.Equal(got, want) {
 		t.Fatalf("left after the batches: %v, want %v", got, want)

@@ -285,11 +285,7 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing)
 
 // Claim implements transport.Transport.
 func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
-	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
-	if err != nil || len(ls) == 0 {
-		return nil, err
-	}
-	return &ls[0], nil
+	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
 }
 
 // ClaimBatch implements transport.Transport in one transaction.

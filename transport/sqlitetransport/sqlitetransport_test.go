@@ -5,12 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -167,6 +164,27 @@ func TestOpenAdoptsUnversionedFile(t *testing.T) {
 	}
 }
 
+// holdWriteLock takes the write lock of the file at path from a connection of its own, as
+// another process would, and returns that connection: the caller ends the lock with ROLLBACK.
+// The connection is closed when the test ends.
+func holdWriteLock(t *testing.T, path string) *sql.Conn {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // TestBusyIsUnavailable holds the write lock from another connection, as another process would,
 // and checks that an operation retries within the busy timeout, then fails with ErrUnavailable
 // having written nothing, with the SQLite error kept in the chain. A zero busy timeout fails at
@@ -190,21 +208,9 @@ func TestBusyIsUnavailable(t *testing.T) {
 			tr := open(t, path, sqlitetransport.WithBusyTimeout(tc.busy))
 			defer tr.Close()
 			ctx := context.Background()
-			db, err := sql.Open("sqlite", "file:"+path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			conn, err := db.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-				t.Fatal(err)
-			}
+			conn := holdWriteLock(t, path)
 			began := time.Now()
-			err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
+			err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
 			if !errors.Is(err, stead.ErrUnavailable) {
 				t.Fatalf("Publish while locked = %v, want ErrUnavailable", err)
 			}
@@ -233,19 +239,7 @@ func TestBusyThenFreeSucceeds(t *testing.T) {
 	tr := open(t, path) // busy timeout 5 s
 	defer tr.Close()
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriteLock(t, path)
 	released := make(chan error, 1)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
@@ -271,83 +265,11 @@ func TestTwoProcessesNeverShareAMessage(t *testing.T) {
 	a, b := open(t, path), open(t, path)
 	defer a.Close()
 	defer b.Close()
-	ctx := context.Background()
-	const groups, perGroup = 10, 10
-	var msgs []transport.Outgoing
-	for i := range perGroup {
-		for g := range groups {
-			msgs = append(msgs, transport.Outgoing{Group: fmt.Sprintf("g%d", g), Event: transporttest.Event(fmt.Sprintf("g%d-%02d", g, i))})
-		}
-	}
-	if err := a.PublishBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu       sync.Mutex
-		inFlight = map[string]bool{}
-		got      = map[string][]string{}
-		total    int
-		wg       sync.WaitGroup
-	)
-	errc := make(chan error, 4)
+	claimers := make([]transporttest.Claimer, 4)
 	for w, tr := range []*sqlitetransport.Transport{a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				finished := total >= groups*perGroup
-				mu.Unlock()
-				if finished {
-					return
-				}
-				ls, err := tr.ClaimBatch(ctx, fmt.Sprintf("w%d", w), time.Hour, 0, 2)
-				if err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				for _, l := range ls {
-					if inFlight[l.Group] {
-						mu.Unlock()
-						errc <- fmt.Errorf("%s claimed while %s is in flight", l.Event.ID, l.Group)
-						return
-					}
-					inFlight[l.Group] = true
-					got[l.Group] = append(got[l.Group], l.Event.ID)
-				}
-				for _, l := range ls {
-					delete(inFlight, l.Group)
-				}
-				mu.Unlock()
-				if err := tr.AckBatch(ctx, ls); err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				total += len(ls)
-				mu.Unlock()
-				if len(ls) == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
-		}()
+		claimers[w] = transporttest.Claimer{T: tr, Max: 2}
 	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
-	for g := range groups {
-		grp := fmt.Sprintf("g%d", g)
-		var want []string
-		for i := range perGroup {
-			want = append(want, fmt.Sprintf("%s-%02d", grp, i))
-		}
-		if !slices.Equal(got[grp], want) {
-			t.Errorf("group %s delivered %v, want %v", grp, got[grp], want)
-		}
-	}
+	transporttest.Shared(t, 10, 10, claimers...)
 }
 
 // TestReopenKeepsMessagesAndSeqs checks that messages survive a close, and that sequence numbers
@@ -428,22 +350,10 @@ func TestContextEndsWaitForLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ctx.db")
 	tr := open(t, path) // busy timeout 5 s
 	defer tr.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriteLock(t, path)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
+	err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Publish past its deadline = %v, want context.DeadlineExceeded", err)
 	}

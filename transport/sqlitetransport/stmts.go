@@ -13,6 +13,8 @@ type stmts struct {
 	lease, ackMessage          *sql.Stmt
 	freeIfMore, deleteGroup    *sql.Stmt
 	park, release              *sql.Stmt
+
+	prepared []*sql.Stmt // every statement above that prepare made, for close
 }
 
 // The claim order: a free group's key is when it was last served (never: lowest), an expired
@@ -54,18 +56,13 @@ func (s *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 			return err
 		}
 		*p.st = st
+		s.prepared = append(s.prepared, st)
 	}
 	return nil
 }
 
-func (s *stmts) all() []*sql.Stmt {
-	return []*sql.Stmt{s.createGroup, s.insertMessage, s.pickAny, s.pickPrioritised, s.lease, s.ackMessage, s.freeIfMore, s.deleteGroup, s.park, s.release}
-}
-
 func (s *stmts) close() {
-	for _, st := range s.all() {
-		if st != nil {
-			st.Close()
-		}
+	for _, st := range s.prepared {
+		st.Close()
 	}
 }
