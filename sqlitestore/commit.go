@@ -33,7 +33,7 @@ func plan(exe *stead.Execution, b *stead.Bundle) (*step, error) {
 	// column, without touching the caller's execution before the commit is known to have landed.
 	probe := *exe
 	probe.Version++
-	data, err := encodeRecord(&probe)
+	data, err := stead.EncodeExecution(&probe)
 	if err != nil {
 		return nil, err
 	}
