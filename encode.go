@@ -34,6 +34,21 @@ func EncodeExecution(e *Execution) ([]byte, error) {
 	return b, nil
 }
 
+// EncodeNextVersion validates e and returns the record a commit of e stores: e encoded at version
+// e.Version+1, so that the record's version equals the stored column. e itself is not changed, so
+// a refused or lost commit leaves the caller's execution exactly as it was.
+func EncodeNextVersion(e *Execution) ([]byte, error) {
+	if e == nil {
+		return nil, check.Invalidf("execution is nil")
+	}
+	if e.Version < 0 { // the encoded copy carries Version+1, which Validate would accept
+		return nil, check.Invalidf("execution %q: negative version %d", e.ID, e.Version)
+	}
+	next := *e
+	next.Version++
+	return EncodeExecution(&next)
+}
+
 // DecodeExecution is the inverse of EncodeExecution.
 func DecodeExecution(b []byte) (*Execution, error) {
 	var e Execution

@@ -329,15 +329,7 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 // validate refuses what any backend would refuse, encoding the execution as the SQL backends
 // store it so the record size limit is the same everywhere.
 func validate(exe *stead.Execution, b *stead.Bundle) error {
-	if exe == nil {
-		return check.Invalidf("execution is nil")
-	}
-	if exe.Version < 0 {
-		return check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
-	}
-	probe := *exe
-	probe.Version++
-	if _, err := stead.EncodeExecution(&probe); err != nil {
+	if _, err := stead.EncodeNextVersion(exe); err != nil {
 		return err
 	}
 	return b.Validate()

@@ -229,14 +229,10 @@ func (r *encoded) encodeBundle(b *stead.Bundle) error {
 // List report the same instants.
 func encodeRow(exe *stead.Execution) (encoded, error) {
 	c := *exe
-	c.Version = exe.Version + 1
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(micros)
 	c.UpdatedAt = c.UpdatedAt.UTC().Truncate(micros)
 	c.FinishedAt = c.FinishedAt.UTC().Truncate(micros)
-	if exe.Version < 0 {
-		return encoded{}, check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
-	}
-	data, err := stead.EncodeExecution(&c)
+	data, err := stead.EncodeNextVersion(&c)
 	if err != nil {
 		return encoded{}, err
 	}
