@@ -118,6 +118,14 @@ func (ev *Event) Validate() error {
 	return check.JSON("event data", ev.Data)
 }
 
+// Validate checks an event reference, as LoadForEvent, LoadForEvents and IsProcessed take it.
+func (r EventRef) Validate() error {
+	if err := check.ID("execution id", r.ExecutionID); err != nil {
+		return err
+	}
+	return check.ID("event id", r.EventID)
+}
+
 // Validate checks every item of the bundle and returns an error wrapping ErrInvalid for the first
 // one a store would refuse.
 func (b *Bundle) Validate() error {
