@@ -1,7 +1,6 @@
 package stead
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/steadhq/stead/internal/check"
@@ -119,6 +118,14 @@ func (ev *Event) Validate() error {
 	return check.JSON("event data", ev.Data)
 }
 
+// Validate checks an event reference, as LoadForEvent, LoadForEvents and IsProcessed take it.
+func (r EventRef) Validate() error {
+	if err := check.ID("execution id", r.ExecutionID); err != nil {
+		return err
+	}
+	return check.ID("event id", r.EventID)
+}
+
 // Validate checks every item of the bundle and returns an error wrapping ErrInvalid for the first
 // one a store would refuse.
 func (b *Bundle) Validate() error {
@@ -189,29 +196,4 @@ func (t *TraceStep) Validate() error {
 		}
 	}
 	return check.JSON("trace context", t.Context)
-}
-
-// EncodeExecution validates e and returns its JSON encoding, the form every SQL backend stores.
-// The caller bumps the version first, so the encoded version equals the stored column.
-func EncodeExecution(e *Execution) ([]byte, error) {
-	if err := e.Validate(); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, check.Invalidf("execution %q does not encode: %v", e.ID, err)
-	}
-	if len(b) > MaxRecord {
-		return nil, check.Invalidf("execution %q encodes to %d bytes, more than %d", e.ID, len(b), MaxRecord)
-	}
-	return b, nil
-}
-
-// DecodeExecution is the inverse of EncodeExecution.
-func DecodeExecution(b []byte) (*Execution, error) {
-	var e Execution
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("stead: decode execution: %w", err)
-	}
-	return &e, nil
 }

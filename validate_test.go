@@ -136,6 +136,29 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
+func TestEncodeNextVersion(t *testing.T) {
+	e := validExecution()
+	e.Version = 3
+	b, err := stead.EncodeNextVersion(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := stead.DecodeExecution(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 4 || e.Version != 3 {
+		t.Fatalf("encoded version %d from version %d, want 4 from an untouched 3", got.Version, e.Version)
+	}
+	e.Version = -1 // -1+1 would pass Validate
+	if _, err := stead.EncodeNextVersion(e); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("negative version: %v, want ErrInvalid", err)
+	}
+	if _, err := stead.EncodeNextVersion(nil); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("nil execution: %v, want ErrInvalid", err)
+	}
+}
+
 func TestConflictErrorIs(t *testing.T) {
 	var err error = &stead.ConflictError{ID: "x", Expected: 1, Found: 2}
 	if !errors.Is(err, stead.ErrConflict) || errors.Is(err, stead.ErrNotFound) {

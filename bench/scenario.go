@@ -10,12 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/runtime"
 	"github.com/steadhq/stead/transport"
 )
@@ -199,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}()
-	cpu0 := processCPU()
+	cpu0 := benchutil.CPUTime()
 	start := time.Now()
 	werr := make(chan error, 1)
 	go func() { werr <- w.Run(runCtx) }()
@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	case <-ctx.Done():
 	}
 	res.Elapsed = time.Since(start)
-	res.CPU = processCPU() - cpu0
+	res.CPU = benchutil.CPUTime() - cpu0
 	if res.Partial {
 		res.Events = int(done.Load())
 	}
@@ -300,15 +300,6 @@ func (l *latencies) quantile(q float64) time.Duration {
 	}
 	slices.Sort(l.d)
 	return l.d[min(len(l.d)-1, int(q*float64(len(l.d))))]
-}
-
-// processCPU is the CPU time (user and system) the process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // tricklePrefix marks the events of the trickle phase.

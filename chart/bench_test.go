@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/benchutil"
 )
 
 func benchEngine(b *testing.B, src string, extra map[string]Action) (*Engine, *stead.Execution) {
@@ -21,7 +22,7 @@ func benchEngine(b *testing.B, src string, extra map[string]Action) (*Engine, *s
 func benchSteps(b *testing.B, eng *Engine, exe *stead.Execution, kind string, wantPaths ...string) {
 	ev := stead.Event{ID: "event-0001", Kind: kind}
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	b.ResetTimer()
 	for b.Loop() {
 		next, _, err := eng.Step(exe, ev, t0)
@@ -34,7 +35,7 @@ func benchSteps(b *testing.B, eng *Engine, exe *stead.Execution, kind string, wa
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "transitions/s")
 	// On a shared machine wall time includes waiting for a core; CPU time is what the steps
 	// (and the garbage collector they cause) actually cost.
-	if cpu := cpuTime() - cpu0; cpu > 0 {
+	if cpu := benchutil.CPUTime() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(b.N)/cpu.Seconds(), "transitions/cpu-s")
 	}
 	for _, p := range wantPaths {

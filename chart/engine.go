@@ -912,27 +912,9 @@ func (s *stepper) context() *ctxState {
 	return s.ctx
 }
 
-func (s *stepper) history() map[string]string {
-	if !s.ownHist {
-		h := make(map[string]string, len(s.out.History)+1)
-		for k, v := range s.out.History {
-			h[k] = v
-		}
-		s.out.History, s.ownHist = h, true
-	}
-	return s.out.History
-}
+func (s *stepper) history() map[string]string { return writable(&s.out.History, &s.ownHist) }
 
-func (s *stepper) invokeSeq() map[string]int {
-	if !s.ownSeq {
-		m := make(map[string]int, len(s.out.InvokeSeq)+1)
-		for k, v := range s.out.InvokeSeq {
-			m[k] = v
-		}
-		s.out.InvokeSeq, s.ownSeq = m, true
-	}
-	return s.out.InvokeSeq
-}
+func (s *stepper) invokeSeq() map[string]int { return writable(&s.out.InvokeSeq, &s.ownSeq) }
 
 // dropTimer forgets an armed timer.
 func (s *stepper) dropTimer(path string) {
@@ -946,26 +928,23 @@ func (s *stepper) dropTimer(path string) {
 	delete(s.timers(), path)
 }
 
-func (s *stepper) timers() map[string]time.Time {
-	if !s.ownTimers {
-		m := make(map[string]time.Time, len(s.out.Timers)+1)
-		for k, v := range s.out.Timers {
-			m[k] = v
-		}
-		s.out.Timers, s.ownTimers = m, true
-	}
-	return s.out.Timers
-}
+func (s *stepper) timers() map[string]time.Time { return writable(&s.out.Timers, &s.ownTimers) }
 
 func (s *stepper) children() map[string]stead.ChildState {
-	if !s.ownChild {
-		m := make(map[string]stead.ChildState, len(s.out.Children))
-		for k, v := range s.out.Children {
-			m[k] = v
+	return writable(&s.out.Children, &s.ownChild)
+}
+
+// writable returns *m for the step to write into. The first call (*own false) replaces *m with a
+// copy, so the step never writes through a map it shares with its input execution.
+func writable[V any](m *map[string]V, own *bool) map[string]V {
+	if !*own {
+		c := make(map[string]V, len(*m)+1)
+		for k, v := range *m {
+			c[k] = v
 		}
-		s.out.Children, s.ownChild = m, true
+		*m, *own = c, true
 	}
-	return s.out.Children
+	return *m
 }
 
 func (s *stepper) finishStep() error {

@@ -108,7 +108,7 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 
 // LoadForEvent implements stead.Reader.
 func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Execution, bool, error) {
-	if err := checkRef(stead.EventRef{ExecutionID: id, EventID: eventID}); err != nil {
+	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
 		return nil, false, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -123,20 +123,13 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Ex
 	return e.Clone(), done, nil
 }
 
-func checkRef(r stead.EventRef) error {
-	if err := check.ID("execution id", r.ExecutionID); err != nil {
-		return err
-	}
-	return check.ID("event id", r.EventID)
-}
-
 // LoadForEvents implements stead.Reader.
 func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
 	if len(refs) > stead.MaxBatch {
 		return nil, check.Invalidf("%d refs, more than %d", len(refs), stead.MaxBatch)
 	}
 	for i, r := range refs {
-		if err := checkRef(r); err != nil {
+		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("ref %d: %w", i, err)
 		}
 	}
@@ -156,7 +149,7 @@ func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]ste
 
 // IsProcessed implements stead.Reader.
 func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, error) {
-	if err := checkRef(stead.EventRef{ExecutionID: id, EventID: eventID}); err != nil {
+	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
 		return false, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -329,15 +322,7 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 // validate refuses what any backend would refuse, encoding the execution as the SQL backends
 // store it so the record size limit is the same everywhere.
 func validate(exe *stead.Execution, b *stead.Bundle) error {
-	if exe == nil {
-		return check.Invalidf("execution is nil")
-	}
-	if exe.Version < 0 {
-		return check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
-	}
-	probe := *exe
-	probe.Version++
-	if _, err := stead.EncodeExecution(&probe); err != nil {
+	if _, err := stead.EncodeNextVersion(exe); err != nil {
 		return err
 	}
 	return b.Validate()

@@ -57,10 +57,7 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
-			exes := make([]*stead.Execution, callers)
-			for i := range exes {
-				exes[i] = pgbenchwork.Execution(fmt.Sprint("w", i))
-			}
+			exes := pgbenchwork.Executions("w", callers)
 			fanOut(b, callers, func(w, i int) error {
 				exes[w].UpdatedAt = time.Now()
 				_, err := s.Commit(context.Background(), exes[w], stead.Bundle{ProcessedEventID: fmt.Sprint("ev", i)})
@@ -75,10 +72,7 @@ func BenchmarkCommitComplex(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
-			exes := make([]*stead.Execution, callers)
-			for i := range exes {
-				exes[i] = pgbenchwork.Execution(fmt.Sprint("w", i))
-			}
+			exes := pgbenchwork.Executions("w", callers)
 			fanOut(b, callers, func(w, i int) error {
 				_, err := s.Commit(context.Background(), exes[w], pgbenchwork.ComplexBundle(i))
 				return err
@@ -93,10 +87,9 @@ func BenchmarkCommitComplexPerStatement(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			s := newStore(b, pgstore.WithMaxConns(int32(callers)), pgstore.WithTraceCap(200))
-			exes := make([]*stead.Execution, callers)
-			for i := range exes {
-				exes[i] = pgbenchwork.Execution(fmt.Sprint("w", i))
-				if err := stead.Save(context.Background(), s, exes[i]); err != nil {
+			exes := pgbenchwork.Executions("w", callers)
+			for _, e := range exes {
+				if err := stead.Save(context.Background(), s, e); err != nil {
 					b.Fatal(err)
 				}
 			}

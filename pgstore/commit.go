@@ -212,16 +212,25 @@ func (r *encoded) encodeBundle(b *stead.Bundle) error {
 		r.events[i] = string(enc)
 	}
 	if b.Trace != nil {
-		t := *b.Trace
-		t.Index = 0 // the store assigns it
-		t.At = t.At.UTC().Truncate(micros)
-		enc, err := json.Marshal(&t)
+		enc, err := encodeStep(*b.Trace)
 		if err != nil {
-			return check.Invalidf("trace step does not encode: %v", err)
+			return err
 		}
-		r.trace = pgtype.Text{String: string(enc), Valid: true}
+		r.trace = pgtype.Text{String: enc, Valid: true}
 	}
 	return nil
+}
+
+// encodeStep encodes a trace step without its index, which the store assigns and keeps in a
+// column, and with its time as PostgreSQL keeps it (UTC, microseconds).
+func encodeStep(t stead.TraceStep) (string, error) {
+	t.Index = 0
+	t.At = t.At.UTC().Truncate(micros)
+	b, err := json.Marshal(&t)
+	if err != nil {
+		return "", check.Invalidf("trace step does not encode: %v", err)
+	}
+	return string(b), nil
 }
 
 // encodeRow validates exe and encodes it at its next version, without touching exe. Times are
@@ -229,14 +238,10 @@ func (r *encoded) encodeBundle(b *stead.Bundle) error {
 // List report the same instants.
 func encodeRow(exe *stead.Execution) (encoded, error) {
 	c := *exe
-	c.Version = exe.Version + 1
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(micros)
 	c.UpdatedAt = c.UpdatedAt.UTC().Truncate(micros)
 	c.FinishedAt = c.FinishedAt.UTC().Truncate(micros)
-	if exe.Version < 0 {
-		return encoded{}, check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
-	}
-	data, err := stead.EncodeExecution(&c)
+	data, err := stead.EncodeNextVersion(&c)
 	if err != nil {
 		return encoded{}, err
 	}

@@ -35,7 +35,7 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 
 // LoadForEvent loads the execution and whether it already processed eventID, in one query.
 func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Execution, bool, error) {
-	if err := checkRef(id, eventID); err != nil {
+	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
 		return nil, false, fmt.Errorf("pgstore: load for event: %w", err)
 	}
 	var data []byte
@@ -79,7 +79,7 @@ func (s *Store) loadForEvents(ctx context.Context, tx pgx.Tx, refs []stead.Event
 	ids := make([]string, len(refs))
 	events := make([]string, len(refs))
 	for i, r := range refs {
-		if err := checkRef(r.ExecutionID, r.EventID); err != nil {
+		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("pgstore: %s: ref %d: %w", op, i, err)
 		}
 		ids[i], events[i] = r.ExecutionID, r.EventID
@@ -120,7 +120,7 @@ func (s *Store) loadForEvents(ctx context.Context, tx pgx.Tx, refs []stead.Event
 
 // IsProcessed reports whether the execution recorded eventID as processed.
 func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, error) {
-	if err := checkRef(id, eventID); err != nil {
+	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
 		return false, fmt.Errorf("pgstore: is processed: %w", err)
 	}
 	var ok bool
@@ -269,13 +269,6 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 		return s.querySpawns(ctx, "pending spawns", pgstoresql.Limit(s.sql.PendingSpawns[0], n))
 	}
 	return s.querySpawns(ctx, "pending spawns", pgstoresql.Limit(s.sql.PendingSpawns[1], n), parentID)
-}
-
-func checkRef(id, eventID string) error {
-	if err := check.ID("execution id", id); err != nil {
-		return err
-	}
-	return check.ID("event id", eventID)
 }
 
 func checkLimit(limit int) (int, error) {

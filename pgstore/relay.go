@@ -93,15 +93,13 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 	if err := step.Validate(); err != nil {
 		return 0, fmt.Errorf("pgstore: append trace: %w", err)
 	}
-	step.Index = 0
-	step.At = step.At.UTC().Truncate(micros)
-	entry, err := json.Marshal(&step)
+	entry, err := encodeStep(step)
 	if err != nil {
-		return 0, check.Invalidf("pgstore: append trace: step does not encode: %v", err)
+		return 0, fmt.Errorf("pgstore: append trace: %w", err)
 	}
 	var idx int64
 	err = s.with(ctx, "append trace", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.AppendTrace, id, string(entry), int64(s.cfg.traceCap)).Scan(&idx)
+		return q.QueryRow(ctx, s.sql.AppendTrace, id, entry, int64(s.cfg.traceCap)).Scan(&idx)
 	})
 	if err != nil {
 		return 0, notFound(err, id)

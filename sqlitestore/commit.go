@@ -23,24 +23,14 @@ type step struct {
 
 // plan validates exe and b and encodes what the commit writes. Nothing of exe is changed.
 func plan(exe *stead.Execution, b *stead.Bundle) (*step, error) {
-	if exe == nil {
-		return nil, check.Invalidf("execution is nil")
-	}
-	if exe.Version < 0 { // the encoded copy carries Version+1, which Validate would accept
-		return nil, check.Invalidf("execution %q: negative version %d", exe.ID, exe.Version)
-	}
-	// Encode a shallow copy carrying the new version, so the stored record's version equals the
-	// column, without touching the caller's execution before the commit is known to have landed.
-	probe := *exe
-	probe.Version++
-	data, err := encodeRecord(&probe)
+	data, err := stead.EncodeNextVersion(exe)
 	if err != nil {
 		return nil, err
 	}
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}
-	p := &step{exe: exe, next: probe.Version, data: data, b: b}
+	p := &step{exe: exe, next: exe.Version + 1, data: data, b: b}
 	if len(b.Emits) > 0 {
 		p.events = make([][]byte, len(b.Emits))
 		for i := range b.Emits {

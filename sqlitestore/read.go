@@ -40,16 +40,9 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	return decode(id, data)
 }
 
-func checkRef(r stead.EventRef) error {
-	if err := check.ID("execution id", r.ExecutionID); err != nil {
-		return err
-	}
-	return check.ID("event id", r.EventID)
-}
-
 // LoadForEvent implements stead.Reader: one statement reads the record and the marker.
 func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Execution, bool, error) {
-	if err := checkRef(stead.EventRef{ExecutionID: id, EventID: eventID}); err != nil {
+	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
 		return nil, false, err
 	}
 	var (
@@ -80,7 +73,7 @@ func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]ste
 		return nil, check.Invalidf("%d refs, more than %d", len(refs), stead.MaxBatch)
 	}
 	for i, r := range refs {
-		if err := checkRef(r); err != nil {
+		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("ref %d: %w", i, err)
 		}
 	}
@@ -125,7 +118,7 @@ func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]ste
 
 // IsProcessed implements stead.Reader.
 func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, error) {
-	if err := checkRef(stead.EventRef{ExecutionID: id, EventID: eventID}); err != nil {
+	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
 		return false, err
 	}
 	var ok bool

@@ -279,10 +279,7 @@ func (b *bench) pgbenchStateOnly(callers int) (float64, error) {
 
 func (b *bench) storeStateOnly(callers int) (float64, error) {
 	run := b.runID.Add(1)
-	exes := make([]*stead.Execution, callers)
-	for w := range exes {
-		exes[w] = pgbenchwork.Execution(fmt.Sprintf("go-%d-%d", run, w))
-	}
+	exes := pgbenchwork.Executions(fmt.Sprintf("go-%d-", run), callers)
 	return b.measure(callers, func(w, i int) error {
 		exes[w].UpdatedAt = time.Now()
 		_, err := b.store.Commit(b.ctx, exes[w], stead.Bundle{ProcessedEventID: strconv.Itoa(i)})
@@ -324,10 +321,7 @@ func (b *bench) complexCommit() error {
 			ms, mp, ratio, ss, ps, err := b.compare(
 				func() (float64, error) {
 					run := b.runID.Add(1)
-					exes := make([]*stead.Execution, callers)
-					for w := range exes {
-						exes[w] = pgbenchwork.Execution(fmt.Sprintf("cx-%d-%d", run, w))
-					}
+					exes := pgbenchwork.Executions(fmt.Sprintf("cx-%d-", run), callers)
 					return b.measure(callers, func(w, i int) error {
 						_, err := s.Commit(b.ctx, exes[w], pgbenchwork.ComplexBundle(i))
 						return err
@@ -335,10 +329,9 @@ func (b *bench) complexCommit() error {
 				},
 				func() (float64, error) {
 					run := b.runID.Add(1)
-					exes := make([]*stead.Execution, callers)
-					for w := range exes {
-						exes[w] = pgbenchwork.Execution(fmt.Sprintf("ps-%d-%d", run, w))
-						if err := stead.Save(b.ctx, s, exes[w]); err != nil {
+					exes := pgbenchwork.Executions(fmt.Sprintf("ps-%d-", run), callers)
+					for _, e := range exes {
+						if err := stead.Save(b.ctx, s, e); err != nil {
 							return 0, err
 						}
 					}

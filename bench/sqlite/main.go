@@ -160,10 +160,10 @@ type meter struct {
 	cpu  time.Duration
 }
 
-func start() meter { return meter{time.Now(), cpuTime()} }
+func start() meter { return meter{time.Now(), benchutil.CPUTime()} }
 
 func (m meter) done(n int) result {
-	return result{float64(n) / time.Since(m.wall).Seconds(), float64(cpuTime()-m.cpu) / float64(time.Microsecond) / float64(n)}
+	return result{float64(n) / time.Since(m.wall).Seconds(), float64(benchutil.CPUTime()-m.cpu) / float64(time.Microsecond) / float64(n)}
 }
 
 func exe() *stead.Execution {

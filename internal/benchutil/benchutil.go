@@ -1,5 +1,6 @@
-// Package benchutil holds what the benchmark harnesses under bench/ share: the median of rounds
-// and the pgbench runner of the ceilings they compare with.
+// Package benchutil holds what the benchmark harnesses under bench/ and the package benchmarks
+// share: the median of rounds, the process CPU time and the pgbench runner of the ceilings they
+// compare with.
 package benchutil
 
 import "slices"

@@ -3,7 +3,10 @@
 // values without an import cycle; users see them re-exported as stead.ErrNotFound and friends.
 package errs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// NotFound: the record does not exist (or belongs to another tenant).
@@ -21,3 +24,17 @@ var (
 	// Closed: the store was closed.
 	Closed = errors.New("stead: closed")
 )
+
+// Classified reports whether err already wraps one of the sentinels: a classifier returns such an
+// error as it is, so a layer above never overrides what a layer below decided.
+func Classified(err error) bool {
+	for _, s := range [...]error{NotFound, Conflict, AlreadyExists, Unavailable, Timeout, Invalid, Closed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Wrap returns err marked with sentinel, keeping both in the chain.
+func Wrap(sentinel, err error) error { return fmt.Errorf("%w: %w", sentinel, err) }

@@ -24,6 +24,15 @@ func Execution(id string) *stead.Execution {
 		History: map[string]string{"order": "order.payment"}, CreatedAt: now, UpdatedAt: now}
 }
 
+// Executions returns n executions (one per caller), with ids prefix+"0", prefix+"1" and so on.
+func Executions(prefix string, n int) []*stead.Execution {
+	exes := make([]*stead.Execution, n)
+	for i := range exes {
+		exes[i] = Execution(fmt.Sprint(prefix, i))
+	}
+	return exes
+}
+
 // ComplexBundle is the complex step of the issue: 2 emits, a dedupe marker, 1 timer and a trace
 // step. i makes the ids unique.
 func ComplexBundle(i int) stead.Bundle {

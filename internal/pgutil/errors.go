@@ -3,7 +3,6 @@ package pgutil
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 
@@ -25,51 +24,47 @@ func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, s := range []error{errs.NotFound, errs.Conflict, errs.AlreadyExists, errs.Unavailable, errs.Timeout, errs.Invalid, errs.Closed} {
-		if errors.Is(err, s) {
-			return err
-		}
+	if errs.Classified(err) {
+		return err
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "57014": // query_canceled: statement_timeout or cancel request
-			return wrap(errs.Timeout, err)
+			return errs.Wrap(errs.Timeout, err)
 		case pgErr.Code == "23505" || pgErr.Code == "23P01" || pgErr.Code == "40001" || pgErr.Code == "40P01":
-			return wrap(errs.Conflict, err)
+			return errs.Wrap(errs.Conflict, err)
 		case strings.HasPrefix(pgErr.Code, "23") || strings.HasPrefix(pgErr.Code, "22"):
-			return wrap(errs.Invalid, err)
+			return errs.Wrap(errs.Invalid, err)
 		case strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") ||
 			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03":
-			return wrap(errs.Unavailable, err)
+			return errs.Wrap(errs.Unavailable, err)
 		}
 		return err
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
-		return wrap(errs.Unavailable, err)
+		return errs.Wrap(errs.Unavailable, err)
 	}
 	if strings.Contains(err.Error(), "closed pool") {
-		return wrap(errs.Closed, err)
+		return errs.Wrap(errs.Closed, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		if pgconn.SafeToRetry(err) {
-			return wrap(errs.Unavailable, err) // e.g. the pool acquire timed out: nothing sent
+			return errs.Wrap(errs.Unavailable, err) // e.g. the pool acquire timed out: nothing sent
 		}
-		return wrap(errs.Timeout, err)
+		return errs.Wrap(errs.Timeout, err)
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
 	if pgconn.SafeToRetry(err) {
-		return wrap(errs.Unavailable, err)
+		return errs.Wrap(errs.Unavailable, err)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || pgconn.Timeout(err) || strings.Contains(err.Error(), "conn closed") ||
 		strings.Contains(err.Error(), "unexpected EOF") {
-		return wrap(errs.Timeout, err)
+		return errs.Wrap(errs.Timeout, err)
 	}
 	return err
 }
-
-func wrap(sentinel, err error) error { return fmt.Errorf("%w: %w", sentinel, err) }

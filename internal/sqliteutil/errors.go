@@ -56,35 +56,31 @@ func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, s := range []error{errs.NotFound, errs.Conflict, errs.AlreadyExists, errs.Unavailable, errs.Timeout, errs.Invalid, errs.Closed} {
-		if errors.Is(err, s) {
-			return err
-		}
+	if errs.Classified(err) {
+		return err
 	}
 	switch Code(err) {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
 		sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_PERM, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_NOLFS,
 		sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT: // a damaged file cannot serve; nothing was written
-		return wrap(errs.Unavailable, err)
+		return errs.Wrap(errs.Unavailable, err)
 	case sqlite3.SQLITE_CONSTRAINT:
 		switch ExtendedCode(err) {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return wrap(errs.Conflict, err)
+			return errs.Wrap(errs.Conflict, err)
 		}
-		return wrap(errs.Invalid, err)
+		return errs.Wrap(errs.Invalid, err)
 	case sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_MISMATCH:
-		return wrap(errs.Invalid, err)
+		return errs.Wrap(errs.Invalid, err)
 	}
 	if errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "sql: database is closed") {
-		return wrap(errs.Closed, err)
+		return errs.Wrap(errs.Closed, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return wrap(errs.Timeout, err)
+		return errs.Wrap(errs.Timeout, err)
 	}
 	return err
 }
-
-func wrap(sentinel, err error) error { return fmt.Errorf("%w: %w", sentinel, err) }
 
 // Retry runs fn until it returns something other than a busy error (IsBusy), for at most budget
 // in all, backing off between attempts. SQLite's own busy handler already waits inside each

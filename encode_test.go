@@ -1,4 +1,4 @@
-package sqlitestore
+package stead
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/steadhq/stead"
 )
 
 // Strings that exercise every escaping rule of encoding/json.
@@ -40,7 +38,7 @@ func randomTime(r *rand.Rand) time.Time {
 	return time.Unix(r.Int64N(4e9), r.Int64N(1e9)).In(time.Local)
 }
 
-func randomExe(r *rand.Rand) *stead.Execution {
+func randomExe(r *rand.Rand) *Execution {
 	str := func() string { return trickyStrings[r.IntN(len(trickyStrings))] }
 	id := func() string { return "id-" + str() + fmt.Sprint(r.IntN(100)) }
 	raw := func() json.RawMessage {
@@ -49,8 +47,8 @@ func randomExe(r *rand.Rand) *stead.Execution {
 		}
 		return json.RawMessage(trickyJSON[r.IntN(len(trickyJSON))])
 	}
-	statuses := []stead.Status{stead.StatusPending, stead.StatusRunning, stead.StatusDone, stead.StatusFailed}
-	e := &stead.Execution{
+	statuses := []Status{StatusPending, StatusRunning, StatusDone, StatusFailed}
+	e := &Execution{
 		ID: id(), DefinitionID: id(), Status: statuses[r.IntN(len(statuses))],
 		Outcome: str(), Error: str(), ActivePath: str(), Context: raw(),
 		ParentID: str(), ChildID: str(), RootPath: str(),
@@ -69,9 +67,9 @@ func randomExe(r *rand.Rand) *stead.Execution {
 		}
 	}
 	if n := r.IntN(4); n > 0 {
-		e.Children = map[string]stead.ChildState{}
+		e.Children = map[string]ChildState{}
 		for range n {
-			e.Children[id()] = stead.ChildState{RootPath: str(), Finished: r.IntN(2) == 0, Outcome: str(), Result: raw(), Key: str()}
+			e.Children[id()] = ChildState{RootPath: str(), Finished: r.IntN(2) == 0, Outcome: str(), Result: raw(), Key: str()}
 		}
 	}
 	if n := r.IntN(3); n > 0 {
@@ -87,15 +85,15 @@ func randomExe(r *rand.Rand) *stead.Execution {
 		}
 	}
 	for range r.IntN(3) {
-		e.Deferred = append(e.Deferred, stead.Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r)})
+		e.Deferred = append(e.Deferred, Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r)})
 	}
 	if r.IntN(5) == 0 {
-		e.Deferred = []stead.Event{} // empty but not nil: omitted all the same
+		e.Deferred = []Event{} // empty but not nil: omitted all the same
 	}
 	return e
 }
 
-// TestRecordEncodingMatchesJSON holds encodeRecord to json.Marshal's exact bytes.
+// TestRecordEncodingMatchesJSON holds appendExecution and EncodeExecution to json.Marshal's exact bytes.
 func TestRecordEncodingMatchesJSON(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -110,23 +108,19 @@ func TestRecordEncodingMatchesJSON(t *testing.T) {
 			t.Fatalf("case %d differs:\n got %s\nwant %s", i, got, want)
 		}
 		if err := e.Validate(); err == nil {
-			enc, err := stead.EncodeExecution(e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := encodeRecord(e)
-			if err != nil || !bytes.Equal(rec, enc) {
-				t.Fatalf("case %d: encodeRecord = %s, %v; EncodeExecution = %s", i, rec, err, enc)
+			enc, err := EncodeExecution(e)
+			if err != nil || !bytes.Equal(enc, want) {
+				t.Fatalf("case %d: EncodeExecution = %s, %v; json.Marshal = %s", i, enc, err, want)
 			}
 		}
 	}
 }
 
-// TestRecordEncodingCoversEveryField sets every field of stead.Execution, found by reflection and
+// TestRecordEncodingCoversEveryField sets every field of Execution, found by reflection and
 // recursively, so that a field added to the vocabulary fails here until appendExecution writes it.
 func TestRecordEncodingCoversEveryField(t *testing.T) {
 	t.Parallel()
-	var e stead.Execution
+	var e Execution
 	fill(t, reflect.ValueOf(&e).Elem(), "Execution")
 	want, err := json.Marshal(&e)
 	if err != nil {
@@ -134,7 +128,7 @@ func TestRecordEncodingCoversEveryField(t *testing.T) {
 	}
 	got, err := appendExecution(nil, &e)
 	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("a field of stead.Execution is not encoded like encoding/json does:\n got %s (%v)\nwant %s", got, err, want)
+		t.Fatalf("a field of Execution is not encoded like encoding/json does:\n got %s (%v)\nwant %s", got, err, want)
 	}
 }
 
@@ -189,12 +183,12 @@ func fill(t *testing.T, v reflect.Value, path string) {
 func TestRecordEncodingRefusesWhatJSONRefuses(t *testing.T) {
 	t.Parallel()
 	for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		e := &stead.Execution{ID: "a", DefinitionID: "d", Status: stead.StatusRunning, CreatedAt: at}
+		e := &Execution{ID: "a", DefinitionID: "d", Status: StatusRunning, CreatedAt: at}
 		if _, err := json.Marshal(e); err == nil {
 			t.Fatalf("json.Marshal accepted %v", at)
 		}
-		if _, err := encodeRecord(e); err == nil {
-			t.Fatalf("encodeRecord accepted %v", at)
+		if _, err := EncodeExecution(e); err == nil {
+			t.Fatalf("EncodeExecution accepted %v", at)
 		}
 	}
 }
@@ -205,16 +199,16 @@ func FuzzRecordEncoding(f *testing.F) {
 		f.Add(s, trickyJSON[i%len(trickyJSON)], int64(i))
 	}
 	f.Fuzz(func(t *testing.T, s, doc string, n int64) {
-		e := &stead.Execution{
-			ID: s, DefinitionID: s, Status: stead.Status(s), Outcome: s, History: map[string]string{s: s, "k": s},
-			Children:  map[string]stead.ChildState{s: {RootPath: s, Outcome: s, Key: s}},
+		e := &Execution{
+			ID: s, DefinitionID: s, Status: Status(s), Outcome: s, History: map[string]string{s: s, "k": s},
+			Children:  map[string]ChildState{s: {RootPath: s, Outcome: s, Key: s}},
 			InvokeSeq: map[string]int{s: int(n)}, Version: n, CreatedAt: time.Unix(n%(1<<33), n%1e9),
 			Timers:   map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
-			Deferred: []stead.Event{{ID: s, Kind: s}},
+			Deferred: []Event{{ID: s, Kind: s}},
 		}
 		if json.Valid([]byte(doc)) {
 			e.Context = json.RawMessage(doc)
-			e.Children[s] = stead.ChildState{RootPath: s, Result: json.RawMessage(doc)}
+			e.Children[s] = ChildState{RootPath: s, Result: json.RawMessage(doc)}
 			e.Deferred[0].Data = json.RawMessage(doc)
 		}
 		want, werr := json.Marshal(e)

@@ -1,23 +1,26 @@
-package sqlitestore
+package stead
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
-	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
 )
 
-// encodeRecord validates e and returns its JSON encoding: the same bytes as json.Marshal(e) (so
-// the same as stead.EncodeExecution), written without reflection. Encoding the record is the
-// store's own largest cost in a state-only commit; the reflective encoder made it about a quarter
-// of the commit's CPU time. TestRecordEncodingMatchesJSON and FuzzRecordEncoding hold the two
-// encoders to identical output: a field added to stead.Execution fails them until it is added
-// here.
-func encodeRecord(e *stead.Execution) ([]byte, error) {
+// EncodeExecution validates e and returns its JSON encoding, the form every SQL backend stores.
+// The caller bumps the version first, so the encoded version equals the stored column.
+//
+// The bytes are those of json.Marshal(e), written without reflection by appendExecution:
+// encoding the record is a store's own largest cost in a state-only commit (the reflective
+// encoder was about a quarter of a SQLite commit's CPU time), and json.Marshal would validate
+// every embedded document a second time after Validate. TestRecordEncodingMatchesJSON and
+// FuzzRecordEncoding hold the two encoders to identical output: a field added to Execution
+// fails them until it is added to appendExecution.
+func EncodeExecution(e *Execution) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
@@ -25,14 +28,38 @@ func encodeRecord(e *stead.Execution) ([]byte, error) {
 	if err != nil {
 		return nil, check.Invalidf("execution %q does not encode: %v", e.ID, err)
 	}
-	if len(b) > stead.MaxRecord {
-		return nil, check.Invalidf("execution %q encodes to %d bytes, more than %d", e.ID, len(b), stead.MaxRecord)
+	if len(b) > MaxRecord {
+		return nil, check.Invalidf("execution %q encodes to %d bytes, more than %d", e.ID, len(b), MaxRecord)
 	}
 	return b, nil
 }
 
-// appendExecution follows the field order and the omitempty/omitzero tags of stead.Execution.
-func appendExecution(b []byte, e *stead.Execution) ([]byte, error) {
+// EncodeNextVersion validates e and returns the record a commit of e stores: e encoded at version
+// e.Version+1, so that the record's version equals the stored column. e itself is not changed, so
+// a refused or lost commit leaves the caller's execution exactly as it was.
+func EncodeNextVersion(e *Execution) ([]byte, error) {
+	if e == nil {
+		return nil, check.Invalidf("execution is nil")
+	}
+	if e.Version < 0 { // the encoded copy carries Version+1, which Validate would accept
+		return nil, check.Invalidf("execution %q: negative version %d", e.ID, e.Version)
+	}
+	next := *e
+	next.Version++
+	return EncodeExecution(&next)
+}
+
+// DecodeExecution is the inverse of EncodeExecution.
+func DecodeExecution(b []byte) (*Execution, error) {
+	var e Execution
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("stead: decode execution: %w", err)
+	}
+	return &e, nil
+}
+
+// appendExecution follows the field order and the omitempty/omitzero tags of Execution.
+func appendExecution(b []byte, e *Execution) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
 	b = appendString(b, e.ID)
