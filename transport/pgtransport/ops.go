@@ -229,21 +229,20 @@ func (t *Transport) AckBatchTx(ctx context.Context, tx pgx.Tx, ls []transport.Le
 }
 
 func (t *Transport) ack(ctx context.Context, q querier, ls []transport.Lease) error {
-	args, err := ackArgs(ls)
+	args, err := t.ackArgs(ls)
 	if err != nil || args == nil {
 		return err
 	}
-	return t.acked(q.QueryRow(ctx, t.sql.ack, append(args, t.now(), "")...))
+	return t.acked(q.QueryRow(ctx, t.sql.ack, args...))
 }
 
-// ackArgs validates ls and returns the ack's arguments but the clock and the channel, nil for
-// nothing to ack.
+// ackArgs validates ls and returns the ack's arguments, nil for nothing to ack.
 //
 // An ack tells only this process's waiters that it freed a group with messages (the empty
 // channel): on a busy fleet nearly every ack does, and a NOTIFY per ack would serialise the
 // commits of every worker on PostgreSQL's notification lock. Waiters elsewhere find the group at
 // their next poll, or the acking worker itself takes it with its next claim.
-func ackArgs(ls []transport.Lease) ([]any, error) {
+func (t *Transport) ackArgs(ls []transport.Lease) ([]any, error) {
 	if err := transport.ValidateLeases(ls); err != nil {
 		return nil, err
 	}
@@ -256,7 +255,7 @@ func ackArgs(ls []transport.Lease) ([]any, error) {
 	for i := range ls {
 		groups[i], seqs[i], tokens[i] = ls[i].Group, ls[i].Seq, ls[i].Token
 	}
-	return []any{groups, seqs, tokens}, nil
+	return []any{groups, seqs, tokens, t.now(), ""}, nil
 }
 
 // acked reads the answer of an ack.
@@ -333,13 +332,7 @@ func (t *Transport) QueuePublish(b *pgx.Batch, msgs []transport.Outgoing) error 
 
 // QueueAck: see QueuePublish.
 func (t *Transport) QueueAck(b *pgx.Batch, ls []transport.Lease) error {
-	return t.queue(b, func() ([]any, error) {
-		args, err := ackArgs(ls)
-		if err != nil || args == nil {
-			return nil, err
-		}
-		return append(args, t.now(), ""), nil
-	}, t.sql.ack, t.acked)
+	return t.queue(b, func() ([]any, error) { return t.ackArgs(ls) }, t.sql.ack, t.acked)
 }
 
 // QueueNack: see QueuePublish.
