@@ -25,10 +25,7 @@ func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle
 	if exe == nil {
 		return nil, check.Invalidf("pgstore: commit: execution is nil")
 	}
-	row, err := encodeRow(exe)
-	if err == nil {
-		err = row.encodeBundle(&b)
-	}
+	row, err := encodeRow(exe, &b)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: commit: %w", err)
 	}
@@ -120,10 +117,7 @@ func (s *Store) QueueCommit(b *pgx.Batch, exe *stead.Execution, bundle stead.Bun
 	if s.closed.Load() {
 		return fmt.Errorf("pgstore: queue commit: %w", stead.ErrClosed)
 	}
-	row, err := encodeRow(exe)
-	if err == nil {
-		err = row.encodeBundle(&bundle)
-	}
+	row, err := encodeRow(exe, &bundle)
 	if err != nil {
 		return fmt.Errorf("pgstore: queue commit: %w", err)
 	}
@@ -233,10 +227,10 @@ func encodeStep(t stead.TraceStep) (string, error) {
 	return string(b), nil
 }
 
-// encodeRow validates exe and encodes it at its next version, without touching exe. Times are
-// truncated to microseconds (what PostgreSQL keeps) and kept in UTC in the blob too, so Load and
-// List report the same instants.
-func encodeRow(exe *stead.Execution) (encoded, error) {
+// encodeRow validates exe and the bundle of its step and encodes them, exe at its next version,
+// without touching exe. Times are truncated to microseconds (what PostgreSQL keeps) and kept in
+// UTC in the blob too, so Load and List report the same instants.
+func encodeRow(exe *stead.Execution, b *stead.Bundle) (encoded, error) {
 	c := *exe
 	c.CreatedAt = c.CreatedAt.UTC().Truncate(micros)
 	c.UpdatedAt = c.UpdatedAt.UTC().Truncate(micros)
@@ -245,12 +239,16 @@ func encodeRow(exe *stead.Execution) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
-	return encoded{
+	r := encoded{
 		exe: exe, id: c.ID, definitionID: c.DefinitionID, status: string(c.Status),
 		outcome: c.Outcome, activePath: c.ActivePath, parentID: c.ParentID,
 		createdAt: timestamptz(c.CreatedAt), updatedAt: timestamptz(c.UpdatedAt),
 		finishedAt: timestamptz(c.FinishedAt), data: string(data), old: exe.Version,
-	}, nil
+	}
+	if err := r.encodeBundle(b); err != nil {
+		return encoded{}, err
+	}
+	return r, nil
 }
 
 // batchArgs are the array parameters of the CommitBatch statement (internal/pgstoresql).
@@ -378,10 +376,7 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 			continue
 		}
 		seen[it.Execution.ID] = true
-		r, err := encodeRow(it.Execution)
-		if err == nil {
-			err = r.encodeBundle(&items[i].Bundle)
-		}
+		r, err := encodeRow(it.Execution, &items[i].Bundle)
 		if err != nil {
 			results[i].Err = fmt.Errorf("pgstore: %s: %w", op, err)
 			continue
