@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
 
 var (
@@ -48,7 +48,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 						cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 					}
 					if m.pg {
-						cfg.Store, cfg.Schema = pgtest.URL(), pgtest.Schema(b)
+						cfg.Store, cfg.Schema = pgdbtest.URL(), pgdbtest.Schema(b)
 					} else {
 						cfg.Store = filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.db", i))
 					}

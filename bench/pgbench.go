@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/internal/benchutil"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // PgbenchCeiling runs pgbench with `clients` connections for d, each transaction one
@@ -20,7 +20,7 @@ func PgbenchCeiling(ctx context.Context, dsn, schema string, clients, rows int, 
 	if err != nil {
 		return 0, fmt.Errorf("pgbench not installed: %w", err)
 	}
-	if err := pgutil.CheckSchema(schema); err != nil || schema == "" {
+	if err := pgdb.CheckSchema(schema); err != nil || schema == "" {
 		return 0, fmt.Errorf("pgbench: need a plain schema name, got %q", schema)
 	}
 	conn, err := pgx.Connect(ctx, dsn)

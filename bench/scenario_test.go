@@ -10,7 +10,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/backend"
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
 
 // TestRunDrainsTheBacklog runs the scenario small and checks that it processed every event of
@@ -33,7 +33,7 @@ func TestRunDrainsTheBacklog(t *testing.T) {
 			cfg := Config{Executions: 30, EventsPer: 6, Concurrency: 3, BatchSize: tc.batch, SharedTx: tc.shared,
 				Notify: true, Trickle: 5}
 			if tc.pg {
-				cfg.Store, cfg.Schema = pgtest.URL(), pgtest.Schema(t)
+				cfg.Store, cfg.Schema = pgdbtest.URL(), pgdbtest.Schema(t)
 			} else {
 				cfg.Store = filepath.Join(t.TempDir(), "b.db")
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/pgbenchwork"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgstore"
 )
 
@@ -93,7 +93,7 @@ func BenchmarkCommitComplexPerStatement(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			q := pgutil.Qualifier(s.Schema())
+			q := pgdb.Qualifier(s.Schema())
 			fanOut(b, callers, func(w, i int) error {
 				return pgbenchwork.PerStatementCommit(context.Background(), s.Pool(), q, exes[w], pgbenchwork.ComplexBundle(i), 200)
 			})
@@ -122,13 +122,13 @@ func BenchmarkLoadForEvent(b *testing.B) {
 func BenchmarkList(b *testing.B) {
 	s := newStore(b)
 	ctx := context.Background()
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO `+pgutil.Qualifier(s.Schema())+`stead_executions
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO `+pgdb.Qualifier(s.Schema())+`stead_executions
 		(id, definition_id, status, active_path, version, data)
 		SELECT format('exe-%s', lpad(g::text, 8, '0')), 'order', 'running', 'a.b', 1, '{}'
 		FROM generate_series(1, 20000) g`); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `ANALYZE `+pgutil.Qualifier(s.Schema())+`stead_executions`); err != nil {
+	if _, err := s.Pool().Exec(ctx, `ANALYZE `+pgdb.Qualifier(s.Schema())+`stead_executions`); err != nil {
 		b.Fatal(err)
 	}
 	f := stead.ListFilter{DefinitionID: "order", Limit: 100}
@@ -191,7 +191,7 @@ func BenchmarkClaimOutbox(b *testing.B) {
 		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
 			s := newStore(b)
 			ctx := context.Background()
-			q := pgutil.Qualifier(s.Schema())
+			q := pgdb.Qualifier(s.Schema())
 			fill := func(n int) error {
 				_, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`stead_outbox (source_id, target_id, event)
 					SELECT 'src', 'dst', '{"id":"e","kind":"K"}' FROM generate_series(1, $1::int)`, n)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // Commit writes exe and every side effect of its step in one transaction (see stead.Writer).
@@ -125,7 +125,7 @@ func (s *Store) QueueCommit(b *pgx.Batch, exe *stead.Execution, bundle stead.Bun
 	b.Queue(sql, args...).QueryRow(func(r pgx.Row) error {
 		won, seqs, err := scanCommitOne(&row, r)
 		if err != nil {
-			return fmt.Errorf("pgstore: commit: %w", pgutil.Classify(err))
+			return fmt.Errorf("pgstore: commit: %w", pgdb.Classify(err))
 		}
 		*res = stead.CommitResult{}
 		if !won {
@@ -421,7 +421,7 @@ func (s *Store) commitBatch(ctx context.Context, op string, tx pgx.Tx, items []s
 			return nil, fmt.Errorf("pgstore: %s: %w", op, stead.ErrClosed)
 		}
 		if err = run(tx); err != nil {
-			err = fmt.Errorf("pgstore: %s: %w", op, pgutil.Classify(err))
+			err = fmt.Errorf("pgstore: %s: %w", op, pgdb.Classify(err))
 		}
 	} else {
 		err = s.with(ctx, op, run)

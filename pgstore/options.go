@@ -3,7 +3,7 @@ package pgstore
 import (
 	"time"
 
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // DefaultTraceCap is how many trace steps each execution keeps unless WithTraceCap says otherwise.
@@ -14,7 +14,7 @@ type Option func(*config)
 
 type config struct {
 	schema         string
-	pool           pgutil.PoolConfig
+	pool           pgdb.Config
 	acquireTimeout time.Duration
 	traceCap       int
 	migrate        bool

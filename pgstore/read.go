@@ -15,7 +15,7 @@ import (
 	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/internal/listing"
 	"github.com/steadhq/stead/internal/pgstoresql"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // Load returns the execution, or an error wrapping stead.ErrNotFound.
@@ -113,7 +113,7 @@ func (s *Store) loadForEvents(ctx context.Context, tx pgx.Tx, refs []stead.Event
 		return nil, fmt.Errorf("pgstore: %s: %w", op, stead.ErrClosed)
 	}
 	if err := run(tx); err != nil {
-		return nil, fmt.Errorf("pgstore: %s: %w", op, pgutil.Classify(err))
+		return nil, fmt.Errorf("pgstore: %s: %w", op, pgdb.Classify(err))
 	}
 	return out, nil
 }

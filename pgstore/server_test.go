@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/pgtest"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
 )
 
@@ -22,7 +22,7 @@ import (
 func twoStores(t *testing.T, opts ...pgstore.Option) (*pgstore.Store, *pgstore.Store) {
 	t.Helper()
 	a := newStore(t, opts...)
-	b, err := pgstore.Open(context.Background(), pgtest.URL(), append([]pgstore.Option{pgstore.WithSchema(a.Schema()), pgstore.WithoutMigrate()}, opts...)...)
+	b, err := pgstore.Open(context.Background(), pgdbtest.URL(), append([]pgstore.Option{pgstore.WithSchema(a.Schema()), pgstore.WithoutMigrate()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestFailedBundleLeavesNothingVisible(t *testing.T) {
 	mustCommit(t, a, exe, stead.Bundle{})
 	// Plant a trace row where the commit's trace step will go, so that the last write of the
 	// bundle fails on the primary key after every other write of the step has been made.
-	if _, err := a.Pool().Exec(ctx, `INSERT INTO `+pgutil.Qualifier(a.Schema())+`stead_trace VALUES ('x', 0, '{}')`); err != nil {
+	if _, err := a.Pool().Exec(ctx, `INSERT INTO `+pgdb.Qualifier(a.Schema())+`stead_trace VALUES ('x', 0, '{}')`); err != nil {
 		t.Fatal(err)
 	}
 	exe.Status = stead.StatusDone
@@ -220,15 +220,15 @@ func TestCommitSeenAtOnceByAnotherPool(t *testing.T) {
 
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
+	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
-	shared := pgtest.NewName(t)
-	t.Cleanup(func() { pgtest.Drop(t, pool, shared) })
+	shared := pgdbtest.NewName(t)
+	t.Cleanup(func() { pgdbtest.Drop(t, pool, shared) })
 	var own []string
 	for range 8 {
-		name := pgtest.NewName(t)
+		name := pgdbtest.NewName(t)
 		own = append(own, name)
-		t.Cleanup(func() { pgtest.Drop(t, pool, name) })
+		t.Cleanup(func() { pgdbtest.Drop(t, pool, name) })
 	}
 	// 8 goroutines migrate one fresh schema while 8 more each migrate a fresh schema of their own.
 	var wg sync.WaitGroup
@@ -305,7 +305,7 @@ func lockRow(t *testing.T, s *pgstore.Store, id string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgutil.Qualifier(s.Schema())+`stead_executions WHERE id = $1 FOR UPDATE`, id); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgdb.Qualifier(s.Schema())+`stead_executions WHERE id = $1 FOR UPDATE`, id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -379,9 +379,9 @@ func TestTimeouts(t *testing.T) {
 
 func TestOpenRefusesUnsafeSchema(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
+	pool := pgdbtest.Pool(t)
 	for _, name := range []string{"a;drop table x", "1abc", "pg_catalog", `a"b`, "with space", "x\x00"} {
-		if _, err := pgstore.Open(context.Background(), pgtest.URL(), pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
+		if _, err := pgstore.Open(context.Background(), pgdbtest.URL(), pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
 			t.Errorf("Open(%q) = %v, want ErrInvalid", name, err)
 		}
 		if _, err := pgstore.New(pool, pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
@@ -398,11 +398,11 @@ func TestOpenRefusesUnsafeSchema(t *testing.T) {
 
 func TestWithoutMigrate(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
+	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
-	name := pgtest.NewName(t)
-	t.Cleanup(func() { pgtest.Drop(t, pool, name) })
-	if _, err := pgstore.Open(ctx, pgtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
+	name := pgdbtest.NewName(t)
+	t.Cleanup(func() { pgdbtest.Drop(t, pool, name) })
+	if _, err := pgstore.Open(ctx, pgdbtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
 		t.Fatal("Open WithoutMigrate accepted an empty schema")
 	}
 	s, err := pgstore.New(pool, pgstore.WithSchema(name))
@@ -418,7 +418,7 @@ func TestWithoutMigrate(t *testing.T) {
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Fatalf("after Migrate: %v", err)
 	}
-	o, err := pgstore.Open(ctx, pgtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate())
+	o, err := pgstore.Open(ctx, pgdbtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate())
 	if err != nil {
 		t.Fatalf("Open WithoutMigrate after Migrate: %v", err)
 	}

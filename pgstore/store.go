@@ -5,7 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/steadhq/stead/internal/migration"
+	"io/fs"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +15,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/internal/pgstoresql"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // Store is the PostgreSQL execution store. It is safe for concurrent use, and any number of
@@ -39,7 +39,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
-	pool, err := pgutil.Connect(ctx, dsn, cfg.pool)
+	pool, err := pgdb.Open(ctx, dsn, cfg.pool)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
@@ -75,7 +75,7 @@ func checkSchema(schema string) error {
 	if schema == "" {
 		return nil
 	}
-	if err := pgutil.CheckSchema(schema); err != nil {
+	if err := pgdb.CheckSchema(schema); err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	return nil
@@ -107,7 +107,13 @@ var migrationFiles embed.FS
 const migrationTable = "stead_store_migrations"
 
 // migrations returns the embedded migrations in version order.
-func migrations() ([]pgutil.Migration, error) { return migration.Load(migrationFiles, "migrations") }
+func migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is always there
+	}
+	return sub
+}
 
 // Migrate brings the schema to the version this package expects. It is idempotent and safe to
 // run from many processes at once: an advisory lock serialises them, and the ones that wait find
@@ -116,11 +122,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if s.closed.Load() {
 		return stead.ErrClosed
 	}
-	ms, err := migrations()
-	if err != nil {
-		return fmt.Errorf("pgstore: %w", err)
-	}
-	if err := pgutil.Migrate(ctx, s.pool, s.cfg.schema, migrationTable, ms); err != nil {
+	if err := pgdb.Migrate(ctx, s.pool, s.cfg.schema, migrationTable, migrations()); err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	return nil
@@ -132,12 +134,11 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if s.closed.Load() {
 		return stead.ErrClosed
 	}
-	ms, err := migrations()
+	want, err := pgdb.LatestVersion(migrations())
 	if err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
-	want := ms[len(ms)-1].Version
-	have, err := pgutil.AppliedVersion(ctx, s.pool, s.cfg.schema, migrationTable)
+	have, err := pgdb.AppliedVersion(ctx, s.pool, s.cfg.schema, migrationTable)
 	if err != nil {
 		return fmt.Errorf("pgstore: check schema version: %w", err)
 	}
@@ -159,7 +160,7 @@ type querier interface {
 // call costs one round-trip and every read ends its transaction, seeing all earlier commits.
 //
 // Failing to get a connection is ErrUnavailable (nothing was sent); errors from fn are
-// classified by pgutil.Classify and wrapped with op.
+// classified by pgdb.Classify and wrapped with op.
 func (s *Store) with(ctx context.Context, op string, fn func(q querier) error) error {
 	if s.closed.Load() {
 		return fmt.Errorf("pgstore: %s: %w", op, stead.ErrClosed)
@@ -182,14 +183,14 @@ func (s *Store) with(ctx context.Context, op string, fn func(q querier) error) e
 	}
 	defer conn.Release()
 	if err := fn(conn); err != nil {
-		return fmt.Errorf("pgstore: %s: %w", op, pgutil.Classify(err))
+		return fmt.Errorf("pgstore: %s: %w", op, pgdb.Classify(err))
 	}
 	return nil
 }
 
 // unavailable classifies a failure to obtain a connection: whatever went wrong, nothing was sent.
 func unavailable(err error) error {
-	c := pgutil.Classify(err)
+	c := pgdb.Classify(err)
 	if errors.Is(c, stead.ErrUnavailable) || errors.Is(c, stead.ErrClosed) {
 		return c
 	}

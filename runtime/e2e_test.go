@@ -21,7 +21,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/internal/backend"
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/runtime"
 	_ "modernc.org/sqlite" // the effects ledger of the process tests
 )
@@ -152,7 +152,7 @@ type backendCase struct {
 
 func sqliteSpec(t *testing.T) (string, string) { return filepath.Join(t.TempDir(), "stead.db"), "" }
 
-func pgSpec(t *testing.T) (string, string) { return pgtest.URL(), pgtest.Schema(t) }
+func pgSpec(t *testing.T) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(t) }
 
 var backendCases = []backendCase{
 	{"sqlite unbatched", sqliteSpec, false, 1},

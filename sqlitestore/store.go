@@ -6,14 +6,14 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/steadhq/stead/internal/migration"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/sqliteutil"
+	"github.com/steadhq/stead/sqlitedb"
 )
 
 // DefaultTraceCap is how many trace steps per execution a store keeps unless WithTraceCap says
@@ -21,22 +21,22 @@ import (
 const DefaultTraceCap = 200
 
 // Synchronous is the durability level of commits; see the package documentation.
-type Synchronous = sqliteutil.Synchronous
+type Synchronous = sqlitedb.Synchronous
 
 // The durability levels.
 const (
 	// SyncNormal (the default): a commit survives a crash of the process; the last commits before
 	// a power loss may be lost.
-	SyncNormal = sqliteutil.SyncNormal
+	SyncNormal = sqlitedb.SyncNormal
 	// SyncFull: every commit survives power loss; one fsync per transaction.
-	SyncFull = sqliteutil.SyncFull
+	SyncFull = sqlitedb.SyncFull
 )
 
 // Option configures Open.
 type Option func(*config)
 
 type config struct {
-	db       sqliteutil.Config
+	db       sqlitedb.Config
 	traceCap int
 }
 
@@ -56,7 +56,7 @@ func WithReaders(n int) Option { return func(c *config) { c.db.Readers = n } }
 
 // Store is a stead.Store on one SQLite database. It is safe for concurrent use.
 type Store struct {
-	db       *sqliteutil.DB
+	db       *sqlitedb.DB
 	traceCap int
 	closed   atomic.Bool
 
@@ -77,26 +77,28 @@ var migrationFS embed.FS
 const MigrationsTable = "sqlitestore_migrations"
 
 // migrations returns the embedded schema steps in version order.
-func migrations() ([]sqliteutil.Migration, error) { return migration.Load(migrationFS, "migrations") }
+func migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is always there
+	}
+	return sub
+}
 
 // Open opens the SQLite database at path, creating the file and the schema if needed, and
 // returns a Store on it. path ":memory:" opens a private in-memory database (see the package
 // documentation). Every process that opens the file migrates it to the schema of its build;
 // a file whose schema is newer than the build is refused.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	c := config{db: sqliteutil.Config{Path: path}, traceCap: DefaultTraceCap}
+	c := config{db: sqlitedb.Config{Path: path}, traceCap: DefaultTraceCap}
 	for _, o := range opts {
 		o(&c)
 	}
-	ms, err := migrations()
+	db, err := sqlitedb.Open(ctx, c.db)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	db, err := sqliteutil.Open(ctx, c.db)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
-	}
-	if err := sqliteutil.Migrate(ctx, db.W, db.BusyTimeout, MigrationsTable, ms); err != nil {
+	if err := sqlitedb.Migrate(ctx, db, MigrationsTable, migrations()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
@@ -105,13 +107,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.rsem = make(chan struct{}, db.Readers)
 	if err := s.wr.acquire(ctx); err != nil { // open the writer now, so that Open reports its errors
 		s.Close()
-		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
+		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqlitedb.Classify(err))
 	}
 	s.wr.release()
 	if !db.Memory {
 		if err := s.r.prepare(ctx, db.R); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("sqlitestore: prepare: %w", sqliteutil.Classify(err))
+			return nil, fmt.Errorf("sqlitestore: prepare: %w", sqlitedb.Classify(err))
 		}
 	}
 	return s, nil
@@ -192,7 +194,7 @@ func (s *Store) read(ctx context.Context, fn func(*readStmts) error) error {
 }
 
 func (s *Store) retry(ctx context.Context, fn func() error) error {
-	return sqliteutil.Retry(ctx, s.db.BusyTimeout, fn)
+	return sqlitedb.Retry(ctx, s.db.BusyTimeout, fn)
 }
 
 func (s *Store) classify(err error) error {
@@ -205,7 +207,7 @@ func (s *Store) classify(err error) error {
 	if s.closed.Load() { // a call that raced Close found its statements or pool closed
 		return fmt.Errorf("sqlitestore: %w: %w", stead.ErrClosed, err)
 	}
-	return fmt.Errorf("sqlitestore: %w", sqliteutil.Classify(err))
+	return fmt.Errorf("sqlitestore: %w", sqlitedb.Classify(err))
 }
 
 func isSentinel(err error) bool {

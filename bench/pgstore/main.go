@@ -34,8 +34,8 @@ import (
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/pgbenchwork"
 	"github.com/steadhq/stead/internal/pgstoresql"
-	"github.com/steadhq/stead/internal/pgtest"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
 )
 
@@ -59,7 +59,7 @@ type bench struct {
 
 func main() {
 	b := &bench{ctx: context.Background()}
-	flag.StringVar(&b.dsn, "dsn", pgtest.URL(), "PostgreSQL URL")
+	flag.StringVar(&b.dsn, "dsn", pgdbtest.URL(), "PostgreSQL URL")
 	flag.StringVar(&b.pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	flag.IntVar(&b.secs, "seconds", 2, "length of each measurement in seconds")
 	flag.IntVar(&b.rounds, "rounds", 11, "alternating rounds per comparison (the median is reported)")
@@ -76,7 +76,7 @@ func (b *bench) run(outPath string) error {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	b.schema = "stead_bench_" + hex.EncodeToString(rnd[:])
-	b.q = pgutil.Qualifier(b.schema)
+	b.q = pgdb.Qualifier(b.schema)
 	b.sql = pgstoresql.New(b.schema)
 	var err error
 	if b.admin, err = pgxpool.New(b.ctx, b.dsn); err != nil {
@@ -471,7 +471,7 @@ func (b *bench) claim() error {
 			log.Printf("drop schema %s: %v", bigSchema, err)
 		}
 	}()
-	sides := []*claimSide{small, {pending: b.big, s: big, q: pgutil.Qualifier(bigSchema)}}
+	sides := []*claimSide{small, {pending: b.big, s: big, q: pgdb.Qualifier(bigSchema)}}
 	fill := func(c *claimSide, n int) error {
 		_, err := b.admin.Exec(b.ctx, `INSERT INTO `+c.q+`stead_outbox (source_id, target_id, event)
 			SELECT 'src-' || (g % 1000), 'dst-' || (g % 1000), '{"id":"e' || g || '","kind":"Tick"}'

@@ -31,7 +31,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/benchutil"
-	"github.com/steadhq/stead/internal/sqliteutil"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 )
 
@@ -76,9 +76,9 @@ func main() {
 	fmt.Fprintf(&rep, "| synchronous | bundle | N | store (commits/s) | bare loop (commits/s) | store / bare, wall | store (CPU us/commit) | bare loop (CPU us/commit) | store / bare, CPU | database/sql Tx loop (commits/s) | sqlite3 shell (commits/s) |\n")
 	fmt.Fprintf(&rep, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 
-	for _, level := range []sqliteutil.Synchronous{sqliteutil.SyncNormal, sqliteutil.SyncFull} {
+	for _, level := range []sqlitedb.Synchronous{sqlitedb.SyncNormal, sqlitedb.SyncFull} {
 		n := *nNorm
-		if level == sqliteutil.SyncFull {
+		if level == sqlitedb.SyncFull {
 			n = *nFull
 		}
 		for _, dedupe := range []bool{false, true} {
@@ -187,7 +187,7 @@ func record(v int64) []byte {
 	return b
 }
 
-func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe bool) (result, error) {
+func runStore(ctx context.Context, path string, level sqlitedb.Synchronous, n int, dedupe bool) (result, error) {
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level))
 	if err != nil {
 		return result{}, err
@@ -211,11 +211,11 @@ func runStore(ctx context.Context, path string, level sqliteutil.Synchronous, n 
 }
 
 // runBare runs the store's statements with database/sql on a database opened exactly as the store
-// opens it (sqliteutil.Open: one writer connection, the same pragmas), with the schema the store
+// opens it (sqlitedb.Open: one writer connection, the same pragmas), with the schema the store
 // creates. Unless idiomatic, it runs them as the store does: prepared on one pinned connection,
 // BEGIN IMMEDIATE and COMMIT included. Idiomatic uses db.BeginTx (whose BEGIN is IMMEDIATE by
 // the _txlock the writer pool is opened with), tx.Stmt and tx.Commit.
-func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n int, dedupe, idiomatic bool) (result, error) {
+func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int, dedupe, idiomatic bool) (result, error) {
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level)) // creates the schema
 	if err != nil {
 		return result{}, err
@@ -224,7 +224,7 @@ func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n i
 		return result{}, err
 	}
 	s.Close()
-	db, err := sqliteutil.Open(ctx, sqliteutil.Config{Path: path, Synchronous: level})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
 	if err != nil {
 		return result{}, err
 	}
@@ -296,7 +296,7 @@ func runBare(ctx context.Context, path string, level sqliteutil.Synchronous, n i
 
 // runCLI feeds the same transactions to the sqlite3 shell as one script and times it, less the
 // time the shell takes to run an empty script on the same file.
-func runCLI(ctx context.Context, cli, path string, level sqliteutil.Synchronous, n int, dedupe bool) (float64, error) {
+func runCLI(ctx context.Context, cli, path string, level sqlitedb.Synchronous, n int, dedupe bool) (float64, error) {
 	s, err := sqlitestore.Open(ctx, path)
 	if err != nil {
 		return 0, err

@@ -30,7 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/internal/benchutil"
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
 
 const benchmarks = `^(BenchmarkCommitBundle|BenchmarkReadFrom|BenchmarkClaimDue|BenchmarkBeginCommand)$`
@@ -49,7 +49,7 @@ func main() {
 
 func run(count int, benchtime string, pgbenchTime int, out string) error {
 	ctx := context.Background()
-	url := pgtest.URL()
+	url := pgdbtest.URL()
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		return fmt.Errorf("pgbench is not on the PATH (apt-get install postgresql-client): %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
 
 // cli runs the CLI in-process and returns its exit code, stdout and stderr.
@@ -58,7 +58,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"priority share over 1", []string{"run", "--store", db, "--priority-share", "1.5"}, 2, "--priority-share"},
 		{"priority threshold 0", []string{"run", "--store", db, "--priority-threshold", "0"}, 2, "--priority-threshold"},
 		{"schema on sqlite", []string{"migrate", "--store", db, "--schema", "x"}, 1, "PostgreSQL only"},
-		{"unsafe schema", []string{"migrate", "--store", pgtest.URL(), "--schema", "x; drop"}, 1, "invalid"},
+		{"unsafe schema", []string{"migrate", "--store", pgdbtest.URL(), "--schema", "x; drop"}, 1, "invalid"},
 	} {
 		code, out, errOut := cli(t, context.Background(), tc.args...)
 		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
@@ -143,8 +143,8 @@ func TestStartSendRunInspect(t *testing.T) {
 
 func TestMigratePostgres(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	code, out, errOut := cli(t, context.Background(), "migrate", "--store", pgtest.URL(), "--schema", schema)
+	schema := pgdbtest.Schema(t)
+	code, out, errOut := cli(t, context.Background(), "migrate", "--store", pgdbtest.URL(), "--schema", schema)
 	if code != 0 || !strings.Contains(out, "postgres") {
 		t.Fatalf("migrate: %d %q %q", code, out, errOut)
 	}

@@ -26,7 +26,10 @@ func TestLoadRefusesBadNames(t *testing.T) {
 		"no number":       {"m/init.sql": {}},
 		"zero":            {"m/000_init.sql": {}},
 		"no name":         {"m/001.sql": {}},
-		"repeated number": {"m/001_a.sql": {}, "m/1_b.sql": {}},
+		"repeated number": {"m/001_a.sql": {}, "m/001_b.sql": {}},
+		"two digits":      {"m/01_init.sql": {}},
+		"four digits":     {"m/0001_init.sql": {}},
+		"upper case":      {"m/001_Init.sql": {}},
 	} {
 		if _, err := Load(fsys, "m"); err == nil {
 			t.Errorf("%s: Load accepted it", name)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // Statements holds every SQL text of a store, with the schema filled in once at construction.
@@ -47,7 +47,7 @@ func Limit(sql string, n int) string {
 
 // New returns the statements for schema ("" for the search_path).
 func New(schema string) Statements {
-	x := func(sql string) string { return pgutil.Expand(sql, schema) }
+	x := func(sql string) string { return pgdb.Expand(sql, schema) }
 	return Statements{
 		CommitState: x(`SELECT {schema}stead_commit_state($1::text, $2::text, $3::text, $4::text,
 			$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,

@@ -3,7 +3,7 @@ package pgtransport_test
 import (
 	"testing"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/transporttest"
@@ -20,7 +20,7 @@ func BenchmarkTransport(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			transporttest.Benchmark(b, func(b *testing.B) transport.Transport {
-				return open(b, pgtest.Schema(b), append([]pgtransport.Option{pgtransport.WithMaxConns(8)}, v.opts...)...)
+				return open(b, pgdbtest.Schema(b), append([]pgtransport.Option{pgtransport.WithMaxConns(8)}, v.opts...)...)
 			})
 		})
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/transporttest"
 )
@@ -15,7 +15,7 @@ import (
 // returned (and closed its connection) by the time Close returns.
 func TestCloseStopsListener(t *testing.T) {
 	t.Parallel()
-	tr, err := Open(context.Background(), pgtest.URL(), WithSchema(pgtest.Schema(t)), WithPollInterval(time.Hour))
+	tr, err := Open(context.Background(), pgdbtest.URL(), WithSchema(pgdbtest.Schema(t)), WithPollInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestCloseStopsListener(t *testing.T) {
 // and that no listener starts afterwards.
 func TestCloseWithoutListener(t *testing.T) {
 	t.Parallel()
-	tr, err := Open(context.Background(), pgtest.URL(), WithSchema(pgtest.Schema(t)))
+	tr, err := Open(context.Background(), pgdbtest.URL(), WithSchema(pgdbtest.Schema(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,8 @@ func TestCloseWithoutListener(t *testing.T) {
 // that notifications flow again once it has reconnected.
 func TestListenerReconnects(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	tr, err := Open(context.Background(), pgtest.URL(), WithSchema(schema), WithPollInterval(time.Hour))
+	schema := pgdbtest.Schema(t)
+	tr, err := Open(context.Background(), pgdbtest.URL(), WithSchema(schema), WithPollInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestListenerReconnects(t *testing.T) {
 	// Once reconnected, a publish from elsewhere wakes a waiter again. Publish until one does:
 	// the reconnect takes up to a second.
 	clock := transporttest.NewClock(transporttest.Start)
-	other, err := Open(ctx, pgtest.URL(), WithSchema(schema), WithClock(clock.Now))
+	other, err := Open(ctx, pgdbtest.URL(), WithSchema(schema), WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func quoteIdent(s string) string { return `"` + s + `"` }
 // poll interval is an hour, so only the notification can end the wait before the deadline.
 func TestWaitWakesOnNotify(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	waiter := openInternal(t, schema, WithPollInterval(time.Hour))
 	defer waiter.Close()
 	publisher := openInternal(t, schema)
@@ -182,7 +182,7 @@ func TestWaitWakesOnNotify(t *testing.T) {
 
 func openInternal(t *testing.T, schema string, opts ...Option) *Transport {
 	t.Helper()
-	tr, err := Open(context.Background(), pgtest.URL(), append([]Option{WithSchema(schema), WithMaxConns(4)}, opts...)...)
+	tr, err := Open(context.Background(), pgdbtest.URL(), append([]Option{WithSchema(schema), WithMaxConns(4)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

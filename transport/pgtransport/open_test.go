@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/transporttest"
 )
 
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
-	pgtest.Pool(t) // skip (or fail under STEAD_REQUIRE_POSTGRES) without a server
+	pgdbtest.Pool(t) // skip (or fail under STEAD_REQUIRE_POSTGRES) without a server
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -23,8 +23,8 @@ func TestOpenErrors(t *testing.T) {
 		opts []pgtransport.Option
 		want error
 	}{
-		{"unsafe schema", pgtest.URL(), []pgtransport.Option{pgtransport.WithSchema(`x"; DROP TABLE y; --`)}, stead.ErrInvalid},
-		{"reserved schema", pgtest.URL(), []pgtransport.Option{pgtransport.WithSchema("pg_catalog")}, stead.ErrInvalid},
+		{"unsafe schema", pgdbtest.URL(), []pgtransport.Option{pgtransport.WithSchema(`x"; DROP TABLE y; --`)}, stead.ErrInvalid},
+		{"reserved schema", pgdbtest.URL(), []pgtransport.Option{pgtransport.WithSchema("pg_catalog")}, stead.ErrInvalid},
 		{"malformed URL", "postgres://%zz", nil, stead.ErrInvalid},
 		{"unreachable server", "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1",
 			[]pgtransport.Option{pgtransport.WithConnectRetry(1, time.Millisecond)}, stead.ErrUnavailable},
@@ -45,15 +45,15 @@ func TestOpenErrors(t *testing.T) {
 
 func TestWithoutMigrate(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	ctx := context.Background()
-	if tr, err := pgtransport.Open(ctx, pgtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithoutMigrate()); err == nil {
+	if tr, err := pgtransport.Open(ctx, pgdbtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithoutMigrate()); err == nil {
 		tr.Close()
 		t.Fatal("Open without migrate on an empty schema succeeded")
 	}
 	tr := open(t, schema) // migrates
 	tr.Close()
-	tr, err := pgtransport.Open(ctx, pgtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
+	tr, err := pgtransport.Open(ctx, pgdbtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
 	if err != nil {
 		t.Fatalf("Open without migrate on a migrated schema: %v", err)
 	}
@@ -64,16 +64,16 @@ func TestWithoutMigrate(t *testing.T) {
 // lets one migrate and the others find nothing to do.
 func TestConcurrentMigrations(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
-	schema := pgtest.NewName(t)
-	t.Cleanup(func() { pgtest.Drop(t, pool, schema) })
+	pool := pgdbtest.Pool(t)
+	schema := pgdbtest.NewName(t)
+	t.Cleanup(func() { pgdbtest.Drop(t, pool, schema) })
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
 	for range 6 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr, err := pgtransport.Open(context.Background(), pgtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithMaxConns(2))
+			tr, err := pgtransport.Open(context.Background(), pgdbtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithMaxConns(2))
 			if err == nil {
 				err = tr.Publish(context.Background(), "G", transporttest.Event("e"), 0)
 				tr.Close()
@@ -94,7 +94,7 @@ func TestConcurrentMigrations(t *testing.T) {
 // fails with ErrUnavailable, having sent nothing.
 func TestAcquireTimeout(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	tr := open(t, schema, pgtransport.WithMaxConns(1), pgtransport.WithAcquireTimeout(50*time.Millisecond))
 	defer tr.Close()
 	ctx := context.Background()
@@ -115,8 +115,8 @@ func TestAcquireTimeout(t *testing.T) {
 // TestNewOnSharedPool checks New on the application's pool: Close leaves the pool open.
 func TestNewOnSharedPool(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	pool := pgtest.Pool(t)
+	schema := pgdbtest.Schema(t)
+	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
 	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema))
 	if err != nil {

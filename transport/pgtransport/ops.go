@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/errs"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/transport"
 )
 
@@ -22,7 +22,7 @@ type statements struct {
 }
 
 func newStatements(schema string) statements {
-	q := pgutil.Qualifier(schema)
+	q := pgdb.Qualifier(schema)
 	return statements{
 		// Every parameter is cast, so the statements also work unprepared (WithPgBouncer), when
 		// the server is not asked for their types.

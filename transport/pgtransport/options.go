@@ -3,7 +3,7 @@ package pgtransport
 import (
 	"time"
 
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // DefaultPollInterval is how often an idle Wait re-checks without a notification.
@@ -14,7 +14,7 @@ type Option func(*config)
 
 type config struct {
 	schema         string
-	pool           pgutil.PoolConfig
+	pool           pgdb.Config
 	acquireTimeout time.Duration
 	migrate        bool
 	now            func() time.Time

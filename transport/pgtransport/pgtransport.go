@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/steadhq/stead/internal/migration"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/internal/wake"
 )
@@ -49,7 +49,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Transport, error) {
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
-	pool, err := pgutil.Connect(ctx, dsn, cfg.pool)
+	pool, err := pgdb.Open(ctx, dsn, cfg.pool)
 	if err != nil {
 		return nil, fmt.Errorf("pgtransport: open: %w", err)
 	}
@@ -76,7 +76,7 @@ func checkSchema(schema string) error {
 	if schema == "" {
 		return nil
 	}
-	if err := pgutil.CheckSchema(schema); err != nil {
+	if err := pgdb.CheckSchema(schema); err != nil {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
 	return nil
@@ -146,7 +146,13 @@ var migrationFiles embed.FS
 const migrationTable = "stead_transport_migrations"
 
 // migrations returns the embedded migrations in version order.
-func migrations() ([]pgutil.Migration, error) { return migration.Load(migrationFiles, "migrations") }
+func migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is always there
+	}
+	return sub
+}
 
 // Migrate brings the schema to the version this package expects. It is idempotent and safe to
 // run from many processes at once. Open and New call it unless WithoutMigrate is given.
@@ -154,23 +160,18 @@ func (t *Transport) Migrate(ctx context.Context) error {
 	if t.closed.Load() {
 		return errClosed
 	}
-	ms, err := migrations()
-	if err != nil {
-		return fmt.Errorf("pgtransport: %w", err)
-	}
-	if err := pgutil.Migrate(ctx, t.pool, t.cfg.schema, migrationTable, ms); err != nil {
+	if err := pgdb.Migrate(ctx, t.pool, t.cfg.schema, migrationTable, migrations()); err != nil {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
 	return nil
 }
 
 func (t *Transport) checkMigrated(ctx context.Context) error {
-	ms, err := migrations()
+	want, err := pgdb.LatestVersion(migrations())
 	if err != nil {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
-	want := ms[len(ms)-1].Version
-	have, err := pgutil.AppliedVersion(ctx, t.pool, t.cfg.schema, migrationTable)
+	have, err := pgdb.AppliedVersion(ctx, t.pool, t.cfg.schema, migrationTable)
 	if err != nil {
 		return fmt.Errorf("pgtransport: check schema version (run the migration first?): %w", err)
 	}
@@ -187,5 +188,5 @@ func fail(op string, err error) error {
 	if errors.Is(err, stead.ErrInvalid) {
 		return err
 	}
-	return fmt.Errorf("pgtransport: %s: %w", op, pgutil.Classify(err))
+	return fmt.Errorf("pgtransport: %s: %w", op, pgdb.Classify(err))
 }

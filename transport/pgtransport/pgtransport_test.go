@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/transporttest"
@@ -20,7 +20,7 @@ import (
 // open returns a transport on a fresh schema (dropped when the test ends), closed by the test.
 func open(t testing.TB, schema string, opts ...pgtransport.Option) *pgtransport.Transport {
 	t.Helper()
-	tr, err := pgtransport.Open(context.Background(), pgtest.URL(),
+	tr, err := pgtransport.Open(context.Background(), pgdbtest.URL(),
 		append([]pgtransport.Option{pgtransport.WithSchema(schema), pgtransport.WithMaxConns(4)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -31,7 +31,7 @@ func open(t testing.TB, schema string, opts ...pgtransport.Option) *pgtransport.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
-		return open(t, pgtest.Schema(t), pgtransport.WithClock(clock))
+		return open(t, pgdbtest.Schema(t), pgtransport.WithClock(clock))
 	})
 }
 
@@ -40,7 +40,7 @@ func TestConformance(t *testing.T) {
 func TestConformancePgBouncerMode(t *testing.T) {
 	t.Parallel()
 	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
-		return open(t, pgtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithPgBouncer())
+		return open(t, pgdbtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithPgBouncer())
 	})
 }
 
@@ -51,7 +51,7 @@ func event(id string) stead.Event { return transporttest.Event(id) }
 // and never while another message of its group is in flight.
 func TestTwoPoolsNeverShareAMessage(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	a, b := open(t, schema), open(t, schema)
 	defer a.Close()
 	defer b.Close()
@@ -71,7 +71,7 @@ func TestTwoPoolsNeverShareAMessage(t *testing.T) {
 // transaction ends; a rollback leaves the message claimable, a commit with the ack removes it.
 func TestClaimInTransactionHoldsGroup(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	clock := transporttest.NewClock(transporttest.Start)
 	tr := open(t, schema, pgtransport.WithClock(clock.Now))
 	defer tr.Close()
@@ -181,7 +181,7 @@ func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 	for _, form := range claimForms {
 		t.Run(form.name, func(t *testing.T) {
 			t.Parallel()
-			schema := pgtest.Schema(t)
+			schema := pgdbtest.Schema(t)
 			tr := open(t, schema)
 			defer tr.Close()
 			ctx := context.Background()
@@ -221,7 +221,7 @@ func TestClaimUpdatesInPlace(t *testing.T) {
 	}{{"single", 1}, {"batch", 3}} {
 		t.Run(form.name, func(t *testing.T) {
 			t.Parallel()
-			schema := pgtest.Schema(t)
+			schema := pgdbtest.Schema(t)
 			tr := open(t, schema)
 			defer tr.Close()
 			ctx := context.Background()
@@ -258,7 +258,7 @@ func TestClaimUpdatesInPlace(t *testing.T) {
 // commits, its message is delivered, never stranded without a group row.
 func TestPublishCommittedDuringAck(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	tr := open(t, schema)
 	defer tr.Close()
 	ctx := context.Background()
@@ -276,7 +276,7 @@ func TestPublishCommittedDuringAck(t *testing.T) {
 // PostgreSQL chooses to break a lock cycle surfaces as stead.ErrConflict (then retried).
 func TestSharedTransactionsCrossPublishing(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	tr := open(t, schema, pgtransport.WithMaxConns(8))
 	defer tr.Close()
 	ctx := context.Background()
@@ -445,7 +445,7 @@ func dump(tr *pgtransport.Transport, table string) string {
 // batches inside the claiming transactions, the way the runtime's shared-transaction mode does.
 func TestQueueInTransaction(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	tr := open(t, schema)
 	defer tr.Close()
 	ctx := context.Background()
@@ -497,7 +497,7 @@ func TestQueueInTransaction(t *testing.T) {
 
 func TestQueueInvalid(t *testing.T) {
 	t.Parallel()
-	tr := open(t, pgtest.Schema(t))
+	tr := open(t, pgdbtest.Schema(t))
 	defer tr.Close()
 	good := transport.Lease{Message: transport.Message{Seq: 1, Group: "G"}, Token: "w:1"}
 	tests := []struct {
@@ -538,7 +538,7 @@ func TestGroupBehindCursorIsServed(t *testing.T) {
 	for _, how := range []string{"nack", "rollback"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
-			tr := open(t, pgtest.Schema(t))
+			tr := open(t, pgdbtest.Schema(t))
 			defer tr.Close()
 			ctx := context.Background()
 			var msgs []transport.Outgoing

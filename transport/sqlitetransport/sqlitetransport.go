@@ -3,16 +3,17 @@ package sqlitetransport
 import (
 	"context"
 	"database/sql"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync/atomic"
 	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/sqliteutil"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/internal/wake"
 )
@@ -64,7 +65,7 @@ func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll 
 // Transport is the SQLite transport. It is safe for concurrent use.
 type Transport struct {
 	cfg    config
-	db     *sqliteutil.DB
+	db     *sqlitedb.DB
 	conn   *sql.Conn     // the writer's one connection, held for the transport's life
 	lock   chan struct{} // one holder of conn at a time; a channel so that waiting honours ctx
 	st     stmts
@@ -74,8 +75,8 @@ type Transport struct {
 
 var _ transport.Transport = (*Transport)(nil)
 
-//go:embed schema.sql
-var schema string
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
 
 // migrationsTable records which versions of the transport's schema a file has; it sits beside
 // sqlitestore's own when both share a file.
@@ -83,7 +84,13 @@ const migrationsTable = "sqlitetransport_migrations"
 
 // migrations is the transport's schema history. Version 1 is written with IF NOT EXISTS so that
 // files created before the transport recorded versions adopt it unchanged.
-var migrations = []sqliteutil.Migration{{Version: 1, Name: "messages and groups", SQL: schema}}
+var migrations = func() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is always there
+	}
+	return sub
+}()
 
 // Open opens (creating if needed) the SQLite database at path and the transport's tables in it.
 // path ":memory:" gives a private in-memory database, gone at Close. Any file name works,
@@ -105,14 +112,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) 
 	if busy == 0 {
 		busy = time.Nanosecond
 	}
-	db, err := sqliteutil.Open(ctx, sqliteutil.Config{
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{
 		Path:        path,
 		BusyTimeout: busy,
-		Synchronous: sqliteutil.Synchronous(c.sync),
-		WriterOnly:  true, // every operation writes: no reader pool
+		Synchronous: sqlitedb.Synchronous(c.sync),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitetransport: %w", sqliteutil.Classify(err))
+		return nil, fmt.Errorf("sqlitetransport: %w", sqlitedb.Classify(err))
 	}
 	t := &Transport{cfg: c, db: db, lock: make(chan struct{}, 1), sig: wake.New()}
 	if err := t.init(ctx); err != nil {
@@ -125,8 +131,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) 
 func (t *Transport) init(ctx context.Context) error {
 	// Migrate runs its own transaction on the writer pool, so it comes before the connection is
 	// taken out of that pool for good.
-	if err := sqliteutil.Migrate(ctx, t.db.W, t.db.BusyTimeout, migrationsTable, migrations); err != nil {
-		return sqliteutil.Classify(err)
+	if err := sqlitedb.Migrate(ctx, t.db, migrationsTable, migrations); err != nil {
+		return sqlitedb.Classify(err)
 	}
 	conn, err := t.db.W.Conn(ctx)
 	if err != nil {
@@ -162,9 +168,9 @@ var errClosed = fmt.Errorf("sqlitetransport: %w", stead.ErrClosed)
 
 // tx runs fn in one BEGIN IMMEDIATE transaction on the connection and commits it. A transaction
 // that found the database locked by another process is rolled back and run again, within the
-// busy timeout (sqliteutil.Retry): fn must have no effect outside the transaction.
+// busy timeout (sqlitedb.Retry): fn must have no effect outside the transaction.
 func (t *Transport) tx(ctx context.Context, fn func(ctx context.Context) error) error {
-	return classify(sqliteutil.Retry(ctx, t.db.BusyTimeout, func() error { return t.attempt(ctx, fn) }))
+	return classify(sqlitedb.Retry(ctx, t.db.BusyTimeout, func() error { return t.attempt(ctx, fn) }))
 }
 
 // attempt is one try of tx; any error rolls the transaction back. The connection does not wait
@@ -223,7 +229,7 @@ func (t *Transport) write(ctx context.Context, op string, fn func(ctx context.Co
 	return nil
 }
 
-// classify maps an error to the stead sentinels with sqliteutil.Classify, keeping it in the
+// classify maps an error to the stead sentinels with sqlitedb.Classify, keeping it in the
 // chain, except that an error carrying its context's (an operation cut short by ctx, nothing
 // written) is returned as it is: Classify would call a deadline ErrTimeout, which a transport
 // reserves for a write that may have landed.
@@ -231,7 +237,7 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return sqliteutil.Classify(err)
+	return sqlitedb.Classify(err)
 }
 
 // micros is a time as stored: unix microseconds.

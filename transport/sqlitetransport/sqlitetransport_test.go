@@ -135,7 +135,7 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 func TestOpenAdoptsUnversionedFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "old.db")
-	ddl, err := os.ReadFile("schema.sql")
+	ddl, err := os.ReadFile("migrations/001_init.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 	tests := []struct {
 		name string
 		busy time.Duration
-		// minWait is the least time spent retrying: the busy timeout less sqliteutil.Retry's
+		// minWait is the least time spent retrying: the busy timeout less sqlitedb.Retry's
 		// largest pause (50 ms), as Retry gives up rather than sleep past its budget.
 		minWait time.Duration
 	}{

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // Defaults of Config, chosen for a service handling turns: a small pool with one connection kept
@@ -58,7 +58,7 @@ type Config struct {
 	// PgBouncer uses only unnamed prepared statements, as transaction pooling requires.
 	PgBouncer bool
 	// ConnectAttempts and ConnectDelay retry the first connection, so a service started beside
-	// its database waits for it (defaults pgutil.DefaultConnectAttempts, DefaultConnectDelay).
+	// its database waits for it (defaults pgdb.DefaultConnectAttempts, DefaultConnectDelay).
 	ConnectAttempts int
 	ConnectDelay    time.Duration
 }
@@ -85,7 +85,7 @@ func (c Config) Validate() error {
 		return check.Invalidf("pgturn: MinIdleConns %d exceeds MaxConns %d", min, max)
 	}
 	if c.Schema != "" {
-		if err := pgutil.CheckSchema(c.Schema); err != nil {
+		if err := pgdb.CheckSchema(c.Schema); err != nil {
 			return fmt.Errorf("pgturn: %w", err)
 		}
 	}
@@ -114,10 +114,10 @@ func (c Config) acquireTimeout() time.Duration {
 	return c.AcquireTimeout
 }
 
-// poolConfig translates c for pgutil.Connect.
-func (c Config) poolConfig() pgutil.PoolConfig {
+// poolConfig translates c for pgdb.Connect.
+func (c Config) poolConfig() pgdb.Config {
 	minIdle, max := c.bounds()
-	return pgutil.PoolConfig{
+	return pgdb.Config{
 		MaxConns:         max,
 		MinIdleConns:     minIdle,
 		MaxConnIdleTime:  orDefault(c.MaxConnIdleTime, DefaultMaxConnIdleTime),

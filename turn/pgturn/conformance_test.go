@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
 	"github.com/steadhq/stead/turn/turntest"
@@ -13,8 +13,8 @@ import (
 // newStore returns a store on a fresh, migrated schema of its own, dropped when t ends.
 func newStore(t testing.TB, opts ...pgturn.Option) *pgturn.Store {
 	t.Helper()
-	pool := pgtest.Pool(t)
-	schema := pgtest.Schema(t)
+	pool := pgdbtest.Pool(t)
+	schema := pgdbtest.Schema(t)
 	s, err := pgturn.FromPool(pool, append([]pgturn.Option{pgturn.WithSchema(schema)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

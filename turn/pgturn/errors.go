@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/internal/errs"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -49,7 +49,7 @@ func classify(err error) error {
 		case "23502", "23514": // not_null_violation, check_violation
 			return fmt.Errorf("%w: %w", turn.InvalidRecord("the schema refused a value"), err)
 		}
-		if c := pgutil.Classify(err); c != err {
+		if c := pgdb.Classify(err); c != err {
 			return c
 		}
 		// Any other SQLSTATE is reported under a stable code naming it.
@@ -67,7 +67,7 @@ func classify(err error) error {
 		// commitErr, where it is genuinely indeterminate.
 		return fmt.Errorf("%w: %w", errs.Timeout, err)
 	}
-	c := pgutil.Classify(err)
+	c := pgdb.Classify(err)
 	switch {
 	case errors.Is(c, errs.Timeout):
 		// pgutil reads a connection lost mid-statement as indeterminate because a statement in

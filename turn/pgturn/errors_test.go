@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
 )
@@ -20,8 +20,8 @@ import (
 // Waiting longer than AcquireTimeout for a connection sends nothing and is ErrUnavailable.
 func TestAcquireTimeoutIsUnavailable(t *testing.T) {
 	t.Parallel()
-	pgtest.Pool(t) // skips when the server is unreachable
-	s, err := pgturn.ConnectWith(t.Context(), pgtest.URL(), pgturn.Config{MaxConns: 1, AcquireTimeout: 100 * time.Millisecond})
+	pgdbtest.Pool(t) // skips when the server is unreachable
+	s, err := pgturn.ConnectWith(t.Context(), pgdbtest.URL(), pgturn.Config{MaxConns: 1, AcquireTimeout: 100 * time.Millisecond})
 	must(t, err, "connect")
 	defer s.Close()
 	held, err := s.Pool().Acquire(t.Context())
@@ -36,8 +36,8 @@ func TestAcquireTimeoutIsUnavailable(t *testing.T) {
 // statement_timeout firing (here on a lock wait) is ErrTimeout, and the write did not land.
 func TestStatementTimeoutIsTimeout(t *testing.T) {
 	t.Parallel()
-	schema := pgtest.Schema(t)
-	s, err := pgturn.ConnectWith(t.Context(), pgtest.URL(), pgturn.Config{Schema: schema, StatementTimeout: 200 * time.Millisecond})
+	schema := pgdbtest.Schema(t)
+	s, err := pgturn.ConnectWith(t.Context(), pgdbtest.URL(), pgturn.Config{Schema: schema, StatementTimeout: 200 * time.Millisecond})
 	must(t, err, "connect")
 	defer s.Close()
 	ctx := t.Context()
@@ -47,7 +47,7 @@ func TestStatementTimeoutIsTimeout(t *testing.T) {
 	_, err = s.ClaimDue(ctx, at(1), 1, "w")
 	must(t, err, "claim")
 
-	locker := pgtest.Pool(t)
+	locker := pgdbtest.Pool(t)
 	tx, err := locker.Begin(ctx)
 	must(t, err, "begin")
 	_, err = tx.Exec(ctx, `SELECT 1 FROM `+schema+`.turn_outbox WHERE outbox_id = $1 FOR UPDATE`, e.OutboxID)
@@ -73,8 +73,8 @@ func TestConnectErrors(t *testing.T) {
 		want error
 	}{
 		{"malformed URL", "postgres://%zz", pgturn.Config{}, turn.ErrInvalid},
-		{"unsafe schema", pgtest.URL(), pgturn.Config{Schema: "a;b"}, turn.ErrInvalid},
-		{"idle above max", pgtest.URL(), pgturn.Config{MaxConns: 1, MinIdleConns: 2}, turn.ErrInvalid},
+		{"unsafe schema", pgdbtest.URL(), pgturn.Config{Schema: "a;b"}, turn.ErrInvalid},
+		{"idle above max", pgdbtest.URL(), pgturn.Config{MaxConns: 1, MinIdleConns: 2}, turn.ErrInvalid},
 		{"nothing listening", "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1", pgturn.Config{ConnectAttempts: 1}, turn.ErrUnavailable},
 	}
 	for _, tt := range tests {
@@ -123,7 +123,7 @@ type cutProxy struct {
 
 func newCutProxy(t *testing.T, cut func([]byte) bool, forward bool) (*cutProxy, string) {
 	t.Helper()
-	target, err := url.Parse(pgtest.URL())
+	target, err := url.Parse(pgdbtest.URL())
 	must(t, err, "parse test URL")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err, "listen")
@@ -222,7 +222,7 @@ func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
 // cutProxy (not yet armed); it returns the proxy and the schema with it.
 func cutStore(t *testing.T, cut func([]byte) bool, forward bool) (*pgturn.Store, *cutProxy, string) {
 	t.Helper()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	proxy, proxied := newCutProxy(t, cut, forward)
 	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
 	must(t, err, "connect")
@@ -234,7 +234,7 @@ func cutStore(t *testing.T, cut func([]byte) bool, forward bool) (*pgturn.Store,
 // newStoreOn returns a store on an existing schema, on a pool of its own.
 func newStoreOn(t *testing.T, schema string) *pgturn.Store {
 	t.Helper()
-	s, err := pgturn.FromPool(pgtest.Pool(t), pgturn.WithSchema(schema))
+	s, err := pgturn.FromPool(pgdbtest.Pool(t), pgturn.WithSchema(schema))
 	must(t, err, "store")
 	return s
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
 )
@@ -21,10 +21,10 @@ func at(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
 // race between real transactions.
 func twoStores(t *testing.T) (*pgturn.Store, *pgturn.Store, string) {
 	t.Helper()
-	schema := pgtest.Schema(t)
+	schema := pgdbtest.Schema(t)
 	var out [2]*pgturn.Store
 	for i := range out {
-		s, err := pgturn.FromPool(pgtest.Pool(t), pgturn.WithSchema(schema))
+		s, err := pgturn.FromPool(pgdbtest.Pool(t), pgturn.WithSchema(schema))
 		if err != nil {
 			t.Fatal(err)
 		}

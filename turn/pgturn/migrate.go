@@ -4,9 +4,9 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"github.com/steadhq/stead/internal/migration"
+	"io/fs"
 
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // The SQL lives in migrations/ and is compiled into the binary, so a deployment carries no
@@ -19,7 +19,13 @@ var migrationFiles embed.FS
 const versionTable = "turn_migrations"
 
 // migrations returns the embedded migrations in version order.
-func migrations() ([]pgutil.Migration, error) { return migration.Load(migrationFiles, "migrations") }
+func migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is always there
+	}
+	return sub
+}
 
 // Migrate brings the schema up to date: it creates the configured schema if missing, then applies
 // the versions not yet recorded, in one transaction. It is safe on every start-up and from many
@@ -32,11 +38,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	if err := pgutil.Migrate(ctx, s.pool, s.schema, versionTable, ms); err != nil {
+	if err := pgdb.Migrate(ctx, s.pool, s.schema, versionTable, migrations()); err != nil {
 		return fmt.Errorf("pgturn: %w", err)
 	}
 	return nil

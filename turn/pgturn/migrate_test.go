@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn/pgturn"
 )
 
@@ -13,15 +13,15 @@ import (
 // must succeed, and the schema must come out exactly once.
 func TestMigrateConcurrentlyOnFreshSchema(t *testing.T) {
 	t.Parallel()
-	admin := pgtest.Pool(t)
-	schema := pgtest.NewName(t)
-	t.Cleanup(func() { pgtest.Drop(t, admin, schema) })
+	admin := pgdbtest.Pool(t)
+	schema := pgdbtest.NewName(t)
+	t.Cleanup(func() { pgdbtest.Drop(t, admin, schema) })
 	ctx := context.Background()
 
 	const starters = 8
 	stores := make([]*pgturn.Store, starters)
 	for i := range stores {
-		s, err := pgturn.ConnectWith(ctx, pgtest.URL(), pgturn.Config{Schema: schema, MaxConns: 2})
+		s, err := pgturn.ConnectWith(ctx, pgdbtest.URL(), pgturn.Config{Schema: schema, MaxConns: 2})
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
@@ -89,8 +89,8 @@ func TestMigrateConcurrentlyOnFreshSchema(t *testing.T) {
 // schema that already holds them (a version table lost in a restore, say) changes nothing.
 func TestMigrationsReapplyCleanly(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
-	schema := pgtest.Schema(t)
+	pool := pgdbtest.Pool(t)
+	schema := pgdbtest.Schema(t)
 	ctx := context.Background()
 	s, err := pgturn.FromPool(pool, pgturn.WithSchema(schema))
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/steadhq/stead/internal/pgtest"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
 	"github.com/steadhq/stead/turn/turntest"
@@ -15,10 +15,10 @@ import (
 // in that mode too.
 func TestConformancePgBouncerMode(t *testing.T) {
 	t.Parallel()
-	pgtest.Pool(t) // skips when the server is unreachable
+	pgdbtest.Pool(t) // skips when the server is unreachable
 	turntest.Run(t, func(ctx context.Context) (turn.Stores, error) {
-		schema := pgtest.Schema(t)
-		s, err := pgturn.ConnectWith(ctx, pgtest.URL(), pgturn.Config{Schema: schema, PgBouncer: true, MaxConns: 2, MinIdleConns: -1})
+		schema := pgdbtest.Schema(t)
+		s, err := pgturn.ConnectWith(ctx, pgdbtest.URL(), pgturn.Config{Schema: schema, PgBouncer: true, MaxConns: 2, MinIdleConns: -1})
 		if err != nil {
 			return turn.Stores{}, err
 		}

@@ -3,7 +3,7 @@ package pgturn
 import (
 	"sync"
 
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // statements expands the {schema} placeholder of each statement once per store: SQL is written
@@ -18,7 +18,7 @@ func (st *statements) get(raw string) string {
 	if v, ok := st.cache.Load(raw); ok {
 		return v.(string)
 	}
-	sql := pgutil.Expand(raw, st.schema)
+	sql := pgdb.Expand(raw, st.schema)
 	st.cache.Store(raw, sql)
 	return sql
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead/internal/errs"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -69,7 +69,7 @@ func ConnectWith(ctx context.Context, url string, c Config, opts ...Option) (*St
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	pool, err := pgutil.Connect(ctx, url, c.poolConfig())
+	pool, err := pgdb.Open(ctx, url, c.poolConfig())
 	if err != nil {
 		return nil, fmt.Errorf("pgturn: %w", err)
 	}
@@ -94,7 +94,7 @@ func FromPool(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 		o(s)
 	}
 	if s.schema != "" {
-		if err := pgutil.CheckSchema(s.schema); err != nil {
+		if err := pgdb.CheckSchema(s.schema); err != nil {
 			return nil, fmt.Errorf("pgturn: %w", err)
 		}
 	}
@@ -145,7 +145,7 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	defer cancel()
 	conn, err := s.pool.Acquire(actx)
 	if err != nil {
-		if c := pgutil.Classify(err); errors.Is(c, errs.Closed) {
+		if c := pgdb.Classify(err); errors.Is(c, errs.Closed) {
 			return nil, fmt.Errorf("pgturn: %w", c)
 		}
 		return nil, fmt.Errorf("%w: pgturn: no connection within %s: %w", errs.Unavailable, s.acquireTimeout, err)

@@ -1,4 +1,4 @@
-package pgutil_test
+package pgdb_test
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/internal/errs"
-	"github.com/steadhq/stead/internal/pgtest"
-	"github.com/steadhq/stead/internal/pgutil"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
 
 func TestCheckSchema(t *testing.T) {
@@ -26,7 +27,7 @@ func TestCheckSchema(t *testing.T) {
 		{"x234567890123456789012345678901234567890123456789012345678901234", false}, // 64 bytes
 	}
 	for _, tt := range tests {
-		err := pgutil.CheckSchema(tt.name)
+		err := pgdb.CheckSchema(tt.name)
 		if tt.ok != (err == nil) {
 			t.Errorf("CheckSchema(%q) = %v, want ok=%v", tt.name, err, tt.ok)
 		}
@@ -54,7 +55,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := pgutil.Classify(tt.err)
+			got := pgdb.Classify(tt.err)
 			if !errors.Is(got, tt.want) {
 				t.Fatalf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
 			}
@@ -63,12 +64,12 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
-	if pgutil.Classify(nil) != nil {
+	if pgdb.Classify(nil) != nil {
 		t.Fatal("Classify(nil) != nil")
 	}
 }
 
-func TestConnectRetriesThenUnavailable(t *testing.T) {
+func TestOpenRetriesThenUnavailable(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -77,8 +78,8 @@ func TestConnectRetriesThenUnavailable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	start := time.Now()
-	_, err = pgutil.Connect(context.Background(), "postgres://postgres@"+addr+"/postgres?connect_timeout=2",
-		pgutil.PoolConfig{ConnectAttempts: 3, ConnectDelay: 20 * time.Millisecond})
+	_, err = pgdb.Open(context.Background(), "postgres://postgres@"+addr+"/postgres?connect_timeout=2",
+		pgdb.Config{ConnectAttempts: 3, ConnectDelay: 20 * time.Millisecond})
 	if !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("Connect = %v, want ErrUnavailable", err)
 	}
@@ -87,19 +88,19 @@ func TestConnectRetriesThenUnavailable(t *testing.T) {
 	}
 }
 
-func TestConnectHonoursContext(t *testing.T) {
+func TestOpenHonoursContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := pgutil.Connect(ctx, "postgres://postgres@127.0.0.1:1/postgres",
-		pgutil.PoolConfig{ConnectAttempts: 1000, ConnectDelay: 10 * time.Millisecond})
+	_, err := pgdb.Open(ctx, "postgres://postgres@127.0.0.1:1/postgres",
+		pgdb.Config{ConnectAttempts: 1000, ConnectDelay: 10 * time.Millisecond})
 	if !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("Connect = %v, want ErrUnavailable", err)
 	}
 }
 
-func TestConnectRefusesMalformedURL(t *testing.T) {
-	_, err := pgutil.Connect(context.Background(), "postgres://%zz", pgutil.PoolConfig{})
+func TestOpenRefusesMalformedURL(t *testing.T) {
+	_, err := pgdb.Open(context.Background(), "postgres://%zz", pgdb.Config{})
 	if !errors.Is(err, errs.Invalid) {
 		t.Fatalf("Connect = %v, want ErrInvalid", err)
 	}
@@ -107,18 +108,18 @@ func TestConnectRefusesMalformedURL(t *testing.T) {
 
 func TestMigrateConcurrent(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
-	schema := pgtest.NewName(t)
-	t.Cleanup(func() { pgtest.Drop(t, pool, schema) })
-	ms := []pgutil.Migration{
-		{Version: 1, Name: "widgets", SQL: `CREATE TABLE {schema}widgets (id bigint PRIMARY KEY);
-			CREATE OR REPLACE FUNCTION {schema}widget_count() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM ` + pgutil.Qualifier(schema) + `widgets'`},
-		{Version: 2, Name: "widget names", SQL: `ALTER TABLE {schema}widgets ADD COLUMN name text`},
+	pool := pgdbtest.Pool(t)
+	schema := pgdbtest.NewName(t)
+	t.Cleanup(func() { pgdbtest.Drop(t, pool, schema) })
+	ms := fstest.MapFS{
+		"001_widgets.sql": {Data: []byte(`CREATE TABLE {schema}widgets (id bigint PRIMARY KEY);
+			CREATE OR REPLACE FUNCTION {schema}widget_count() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM ` + pgdb.Qualifier(schema) + `widgets'`)},
+		"002_widget_names.sql": {Data: []byte(`ALTER TABLE {schema}widgets ADD COLUMN name text`)},
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
 	for range 8 {
-		wg.Go(func() { errc <- pgutil.Migrate(context.Background(), pool, schema, "test_migrations", ms) })
+		wg.Go(func() { errc <- pgdb.Migrate(context.Background(), pool, schema, "test_migrations", ms) })
 	}
 	wg.Wait()
 	close(errc)
@@ -128,20 +129,38 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM `+pgutil.Qualifier(schema)+`test_migrations`).Scan(&n); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM `+pgdb.Qualifier(schema)+`test_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 2 {
 		t.Fatalf("recorded %d migrations, want 2", n)
 	}
-	if _, err := pool.Exec(context.Background(), `INSERT INTO `+pgutil.Qualifier(schema)+`widgets (id, name) VALUES (1, 'a')`); err != nil {
+	if _, err := pool.Exec(context.Background(), `INSERT INTO `+pgdb.Qualifier(schema)+`widgets (id, name) VALUES (1, 'a')`); err != nil {
 		t.Fatalf("migrated table unusable: %v", err)
+	}
+	if v, err := pgdb.AppliedVersion(context.Background(), pool, schema, "test_migrations"); err != nil || v != 2 {
+		t.Fatalf("AppliedVersion = %d, %v; want 2", v, err)
+	}
+	if v, err := pgdb.LatestVersion(ms); err != nil || v != 2 {
+		t.Fatalf("LatestVersion = %d, %v; want 2", v, err)
+	}
+	older := fstest.MapFS{"001_widgets.sql": ms["001_widgets.sql"]}
+	if err := pgdb.Migrate(context.Background(), pool, schema, "test_migrations", older); err == nil {
+		t.Fatal("a build that knows fewer migrations than the schema has migrated it")
+	}
+}
+
+func TestOpenRefusesNegativeSettings(t *testing.T) {
+	for _, c := range []pgdb.Config{{MaxConns: -1}, {MinConns: 3, MaxConns: 2}, {StatementTimeout: -time.Second}, {ConnectAttempts: -1}} {
+		if _, err := pgdb.Open(context.Background(), pgdbtest.URL(), c); !errors.Is(err, errs.Invalid) {
+			t.Errorf("Open(%+v) = %v, want ErrInvalid", c, err)
+		}
 	}
 }
 
 func TestMigrateRefusesUnsafeSchema(t *testing.T) {
-	pool := pgtest.Pool(t)
-	err := pgutil.Migrate(context.Background(), pool, `x"; DROP TABLE y; --`, "m", nil)
+	pool := pgdbtest.Pool(t)
+	err := pgdb.Migrate(context.Background(), pool, `x"; DROP TABLE y; --`, "m", fstest.MapFS{})
 	if !errors.Is(err, errs.Invalid) {
 		t.Fatalf("Migrate = %v, want ErrInvalid", err)
 	}

@@ -1,4 +1,4 @@
-package sqliteutil
+package sqlitedb
 
 import (
 	"context"

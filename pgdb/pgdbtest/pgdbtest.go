@@ -1,9 +1,11 @@
-// Package pgtest gives every PostgreSQL test of stead its own fresh schema on a real server.
+// Package pgdbtest gives every PostgreSQL test its own fresh schema on a real server: the tests of
+// stead, and those of a backend written outside this module that runs the conformance suites on
+// PostgreSQL.
 //
 // The server comes from STEAD_TEST_DATABASE_URL (default DefaultURL). When it cannot be reached
 // the test is skipped, unless STEAD_REQUIRE_POSTGRES=1 (set by .ci/run), in which case the test
 // fails: in CI a PostgreSQL test never passes by not running.
-package pgtest
+package pgdbtest
 
 import (
 	"context"

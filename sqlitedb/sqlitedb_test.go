@@ -1,4 +1,4 @@
-package sqliteutil
+package sqlitedb
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/steadhq/stead/internal/errs"
@@ -58,9 +59,6 @@ func TestOpenSetsPragmas(t *testing.T) {
 			if _, err := d.R.Exec(`CREATE TABLE t (x)`); err == nil {
 				t.Error("a reader connection could write")
 			}
-			if d.W.Stats().MaxOpenConnections != 1 {
-				t.Errorf("writer pool allows %d connections, want 1", d.W.Stats().MaxOpenConnections)
-			}
 		})
 	}
 }
@@ -68,14 +66,24 @@ func TestOpenSetsPragmas(t *testing.T) {
 func TestOpenMemory(t *testing.T) {
 	t.Parallel()
 	d := openT(t, Config{Path: Memory})
-	if d.R != d.W || !d.Memory {
-		t.Fatal("an in-memory database must share its one connection")
+	if !d.Memory {
+		t.Fatal("Memory is not set")
 	}
 	if _, err := d.W.Exec(`CREATE TABLE t (x)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.R.Exec(`SELECT * FROM t`); err != nil {
-		t.Fatalf("the table is not visible to readers: %v", err)
+	// Two writer connections (two components) and the readers see one database.
+	c, err := d.W.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(t.Context(), `INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatalf("a second writer connection does not see the table: %v", err)
+	}
+	var n int
+	if err := d.R.QueryRow(`SELECT COUNT(*) FROM t`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("readers see %d rows, %v", n, err)
 	}
 	if got := pragma(t, d.W, "journal_mode"); got != "memory" {
 		t.Fatalf("journal_mode = %s", got)
@@ -86,18 +94,22 @@ func TestOpenMemory(t *testing.T) {
 	}
 }
 
-func TestOpenWriterOnly(t *testing.T) {
+func TestLockQueuesAndHonoursContext(t *testing.T) {
 	t.Parallel()
-	d := openT(t, Config{Path: filepath.Join(t.TempDir(), "x.db"), WriterOnly: true})
-	if d.R != d.W || d.Readers != 1 || d.Memory {
-		t.Fatalf("WriterOnly: R==W %v, Readers %d, Memory %v; want the writer alone, on a file", d.R == d.W, d.Readers, d.Memory)
+	d := openT(t, Config{Path: Memory})
+	if err := d.Lock(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	if got := pragma(t, d.W, "journal_mode"); got != "wal" {
-		t.Fatalf("journal_mode = %s, want wal", got)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := d.Lock(ctx); !errors.Is(err, errs.Unavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock while held = %v, want Unavailable wrapping the deadline", err)
 	}
-	if err := d.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
+	d.Unlock()
+	if err := d.Lock(t.Context()); err != nil {
+		t.Fatalf("Lock after Unlock: %v", err)
 	}
+	d.Unlock()
 }
 
 // TestOpenPathWithURICharacters opens files whose names hold the characters a "file:" URI
@@ -298,9 +310,10 @@ func TestRetry(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.db")
-	ms := []Migration{
-		{Version: 1, Name: "one", SQL: `CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);`},
-		{Version: 2, Name: "two", SQL: `ALTER TABLE a ADD COLUMN y TEXT; UPDATE a SET y = 'v';`},
+	one := fstest.MapFS{"001_one.sql": {Data: []byte(`CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);`)}}
+	two := fstest.MapFS{
+		"001_one.sql": one["001_one.sql"],
+		"002_two.sql": {Data: []byte(`ALTER TABLE a ADD COLUMN y TEXT; UPDATE a SET y = 'v';`)},
 	}
 	// Many databases on one file migrate at once: each migration runs once.
 	var wg sync.WaitGroup
@@ -310,7 +323,7 @@ func TestMigrate(t *testing.T) {
 	}
 	errc := make(chan error, len(dbs))
 	for _, d := range dbs {
-		wg.Go(func() { errc <- Migrate(t.Context(), d.W, d.BusyTimeout, "m", ms) })
+		wg.Go(func() { errc <- Migrate(t.Context(), d, "m", two) })
 	}
 	wg.Wait()
 	close(errc)
@@ -327,14 +340,17 @@ func TestMigrate(t *testing.T) {
 	if err := dbs[0].R.QueryRow(`SELECT COUNT(*) FROM m`).Scan(&versions); err != nil || versions != 2 {
 		t.Fatalf("%d versions recorded, %v", versions, err)
 	}
-	if err := Migrate(t.Context(), dbs[0].W, time.Second, "m", ms[:1]); err == nil {
+	if err := Migrate(t.Context(), dbs[0], "m", one); err == nil {
 		t.Fatal("migrating to an older schema than recorded succeeded")
 	}
-	if err := Migrate(t.Context(), dbs[0].W, time.Second, "bad name", ms); err == nil {
-		t.Fatal("an unsafe table name was accepted")
+	if err := Migrate(t.Context(), dbs[0], "bad name", two); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("an unsafe table name: %v, want Invalid", err)
 	}
-	bad := append(ms, Migration{Version: 3, Name: "broken", SQL: `CREATE TABLE a (x)`})
-	if err := Migrate(t.Context(), dbs[0].W, time.Second, "m", bad); err == nil {
+	bad := fstest.MapFS{"003_broken.sql": {Data: []byte(`CREATE TABLE a (x)`)}}
+	for k, v := range two {
+		bad[k] = v
+	}
+	if err := Migrate(t.Context(), dbs[0], "m", bad); err == nil {
 		t.Fatal("a failing migration succeeded")
 	}
 	if err := dbs[0].R.QueryRow(`SELECT COUNT(*) FROM m`).Scan(&versions); err != nil || versions != 2 {
@@ -347,11 +363,13 @@ func TestDSN(t *testing.T) {
 	tests := []struct{ path, want string }{
 		{"/a/b.db", "file:/a/b.db?_pragma=x%281%29&_txlock=immediate"},
 		{"/a/q?#%.db", "file:/a/q%3f%23%25.db?_pragma=x%281%29&_txlock=immediate"},
-		{Memory, ":memory:?_pragma=x%281%29&_txlock=immediate"},
 	}
 	for _, tt := range tests {
-		if got := dsn(tt.path, []string{"x(1)"}, "_txlock=immediate"); got != tt.want {
+		if got := dsn(tt.path, false, []string{"x(1)"}, "_txlock=immediate"); got != tt.want {
 			t.Errorf("dsn(%q) = %q, want %q", tt.path, got, tt.want)
 		}
+	}
+	if got, want := dsn("/stead-1", true, nil), "file:/stead-1?vfs=memdb&"; got != want {
+		t.Errorf("memory dsn = %q, want %q", got, want)
 	}
 }

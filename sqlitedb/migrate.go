@@ -1,30 +1,40 @@
-package sqliteutil
+package sqlitedb
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+	"io/fs"
 	"regexp"
-	"time"
 
+	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/internal/migration"
 )
 
-// Migration is one versioned step of a schema. SQL may hold several statements.
-type Migration = migration.Migration
-
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
-// Migrate applies the migrations not yet recorded in table, in order, in one write transaction on
-// db (a pool opened by Open, whose transactions begin IMMEDIATE): two processes opening the same
-// file at once serialise on the write lock, the first applies, the second finds nothing to do. A
-// database whose recorded version is newer than the last migration known here is refused, so an
-// old binary never writes to a schema it does not understand.
-func Migrate(ctx context.Context, db *sql.DB, busy time.Duration, table string, ms []Migration) error {
+// Migrate applies the migrations in fsys not yet recorded in the component's version table, in
+// order, in one write transaction under d's write gate: two processes opening the same file at
+// once serialise on SQLite's write lock, the first applies, the second finds nothing to do.
+//
+// The files of fsys are the component's migrations, at its root: <version>_<name>.sql with a
+// three-digit version (001_init.sql). Versions only grow: once released, a migration file never
+// changes. A database whose recorded version is newer than the last file is refused, so an old
+// binary never writes to a schema it does not understand.
+func Migrate(ctx context.Context, d *DB, table string, fsys fs.FS) error {
 	if !tableName.MatchString(table) {
-		return fmt.Errorf("migrate: unsafe table name %q", table)
+		return check.Invalidf("migrate: unsafe version table name %q", table)
 	}
-	err := Retry(ctx, busy, func() error {
+	ms, err := migration.Load(fsys, ".")
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", table, err)
+	}
+	if err := d.Lock(ctx); err != nil {
+		return err
+	}
+	defer d.Unlock()
+	db := d.W
+	busy := d.BusyTimeout
+	err = Retry(ctx, busy, func() error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err

@@ -1,8 +1,10 @@
-package sqliteutil
+package sqlitedb
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"runtime"
@@ -42,27 +44,38 @@ type Config struct {
 	Synchronous Synchronous
 	// Readers bounds the reader pool (default: GOMAXPROCS, at least 2).
 	Readers int
-	// WriterOnly opens no reader pool: R is W, as for Memory. For a component that only ever
-	// writes (the SQLite transport), a reader pool would be connections never used.
-	WriterOnly bool
 }
 
 // DefaultBusyTimeout is the busy timeout when Config leaves it at zero.
 const DefaultBusyTimeout = 5 * time.Second
 
-// DB is one SQLite database opened for stead: W has a single connection whose transactions begin
-// with BEGIN IMMEDIATE (through _txlock, or explicitly), so in-process writers queue on it and a
-// writer never has to upgrade a read lock (the lock-upgrade deadlock that SQLITE_BUSY_SNAPSHOT
-// reports in WAL mode); W does not wait for locks itself: run its transactions under Retry with
-// BusyTimeout as the budget. R is a pool
-// of read-only connections that run beside the writer, which WAL allows. For Memory, R and W are
-// the same single connection: a private in-memory database exists only on the connection that
-// created it. With Config.WriterOnly, R is W as well.
+// DB is one SQLite database opened for stead, shared by every component that keeps its tables in
+// the file: open it once and hand it to sqlitestore.New, sqlitetransport.New and sqliteturn.New.
+// The application owns it and closes it after them.
+//
+// W is the pool writers take their connection from (each component pins one for its life). Its
+// transactions begin with BEGIN IMMEDIATE (through _txlock, or explicitly), so a writer never has
+// to upgrade a read lock (the lock-upgrade deadlock that SQLITE_BUSY_SNAPSHOT reports in WAL
+// mode), and it does not wait for locks inside SQLite: run its transactions under Lock and Retry,
+// with BusyTimeout as Retry's budget. R is a pool of read-only connections that run beside the
+// writer, which WAL allows.
+//
+// SQLite has one writer at a time per file. Lock is the write gate of the process: the writes of
+// every component on d queue on it in request order, instead of meeting in SQLite's busy
+// handler, which sleeps 1, 2, 5 ... 100 ms even when the holder is done within microseconds
+// (measured: that contention cost a worker more than half its throughput). Other processes on the
+// same file still meet the busy handler, bounded by BusyTimeout.
+//
+// Memory opens a database that lives in this process only, shared by d's connections, until
+// Close.
 type DB struct {
 	W, R        *sql.DB
 	BusyTimeout time.Duration
 	Memory      bool
 	Readers     int // the size of R
+
+	gate chan struct{}
+	keep *sql.Conn // Memory: holds the database open between uses
 }
 
 // Open opens (creating if needed) the database described by c and checks that it answers. A path
@@ -90,7 +103,13 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 	if c.Readers <= 0 {
 		c.Readers = max(2, runtime.GOMAXPROCS(0))
 	}
-	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory, Readers: c.Readers}
+	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory, Readers: c.Readers, gate: make(chan struct{}, 1)}
+	path := c.Path
+	if d.Memory {
+		// A plain ":memory:" database exists on one connection only; the memdb VFS shares a
+		// named in-memory database between the connections of one process.
+		path = memoryName()
+	}
 	// The writer has no busy timeout: a BEGIN IMMEDIATE that finds the write lock taken fails at
 	// once with SQLITE_BUSY and Retry waits, polling as SQLite's own handler would but honouring
 	// ctx. Waiting inside SQLite would need ctx bound to the statement, which costs the driver a
@@ -104,23 +123,27 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 		pragmas = append(pragmas, "journal_mode(WAL)")
 	}
 	var err error
-	if d.W, err = sql.Open("sqlite", dsn(c.Path, pragmas, "_txlock=immediate")); err != nil {
+	if d.W, err = sql.Open("sqlite", dsn(path, d.Memory, pragmas, "_txlock=immediate")); err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", errs.Invalid, c.Path, err)
 	}
-	single(d.W)
+	d.W.SetMaxIdleConns(4)
+	d.W.SetConnMaxLifetime(0)
+	d.W.SetConnMaxIdleTime(0)
 	// The first connection switches the file to WAL, which needs an exclusive lock: retry it
 	// like any other write when another process holds the database.
 	if err := Retry(ctx, d.BusyTimeout, func() error { return d.W.PingContext(ctx) }); err != nil {
 		d.W.Close()
 		return nil, fmt.Errorf("open %s: %w", c.Path, Classify(err))
 	}
-	if d.Memory || c.WriterOnly {
-		d.R, d.Readers = d.W, 1
-		return d, nil
+	if d.Memory {
+		if d.keep, err = d.W.Conn(ctx); err != nil {
+			d.W.Close()
+			return nil, fmt.Errorf("open %s: %w", c.Path, Classify(err))
+		}
 	}
 	// Readers do wait inside SQLite (in WAL mode only for rare moments such as a recovery).
 	rp := []string{"busy_timeout(" + strconv.FormatInt(c.BusyTimeout.Milliseconds(), 10) + ")", "foreign_keys(1)", "query_only(1)"}
-	if d.R, err = sql.Open("sqlite", dsn(c.Path, rp)); err != nil {
+	if d.R, err = sql.Open("sqlite", dsn(path, d.Memory, rp)); err != nil {
 		d.W.Close()
 		return nil, fmt.Errorf("%w: open %s: %v", errs.Invalid, c.Path, err)
 	}
@@ -134,20 +157,32 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 	return d, nil
 }
 
-// single makes db a pool of exactly one connection that is never recycled, so that every write
-// queues on it (database/sql hands connections out in request order and honours ctx while
-// waiting) and an in-memory database lives as long as db.
-func single(db *sql.DB) {
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
+// Lock takes the write gate of d (see DB), waiting in request order; it honours ctx. Hold it for
+// one write transaction, including its Retry, and Unlock after.
+func (d *DB) Lock(ctx context.Context) error {
+	select {
+	case d.gate <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case d.gate <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the write gate: %w", errs.Unavailable, ctx.Err())
+	}
 }
 
-// Close closes both pools.
+// Unlock releases the write gate taken by Lock.
+func (d *DB) Unlock() { <-d.gate }
+
+// Close closes both pools. Close the components on d first.
 func (d *DB) Close() error {
+	if d.keep != nil {
+		d.keep.Close()
+	}
 	err := d.W.Close()
-	if d.R != d.W {
+	if d.R != nil {
 		if e := d.R.Close(); err == nil {
 			err = e
 		}
@@ -155,17 +190,24 @@ func (d *DB) Close() error {
 	return err
 }
 
+// memoryName returns a name for a new in-memory database, unique in the process.
+func memoryName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "/stead-" + hex.EncodeToString(b[:])
+}
+
 // dsn builds a modernc.org/sqlite data source name. A file path is written as a "file:" URI with
 // the characters URIs reserve escaped, so that any file name works; the driver reads the
 // underscore parameters and SQLite ignores them.
-func dsn(path string, pragmas []string, extra ...string) string {
+func dsn(path string, memory bool, pragmas []string, extra ...string) string {
 	q := make([]string, 0, len(pragmas)+len(extra))
 	for _, p := range pragmas {
 		q = append(q, "_pragma="+url.QueryEscape(p))
 	}
 	q = append(q, extra...)
-	if path == Memory {
-		return Memory + "?" + strings.Join(q, "&")
+	if memory {
+		return "file:" + path + "?vfs=memdb&" + strings.Join(q, "&")
 	}
 	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 	return "file:" + r.Replace(path) + "?" + strings.Join(q, "&")

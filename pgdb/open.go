@@ -1,4 +1,4 @@
-package pgutil
+package pgdb
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/internal/errs"
 )
 
-// PoolConfig are the pool settings every stead PostgreSQL backend exposes. Zero values take the
-// defaults documented on each field.
-type PoolConfig struct {
+// Config holds the pool settings every stead PostgreSQL package shares, defined once here. Zero
+// values take the defaults documented on each field.
+type Config struct {
 	// MaxConns bounds the pool (default: pgxpool's, the larger of 4 and the number of CPUs).
 	MaxConns int32
 	// MinConns keeps that many connections open (default 0).
@@ -34,18 +35,22 @@ type PoolConfig struct {
 	PgBouncer bool
 }
 
-// Defaults for PoolConfig.
+// Defaults for Config.
 const (
 	DefaultConnectAttempts = 15
 	DefaultConnectDelay    = time.Second
 )
 
-// Connect opens a pool on dsn and waits until one connection succeeds, retrying up to
-// ConnectAttempts times, ConnectDelay apart, so a worker started beside its database waits instead
-// of failing. It honours ctx. After the last attempt the error wraps errs.Unavailable; a malformed
-// dsn wraps errs.Invalid at once.
-func Connect(ctx context.Context, dsn string, c PoolConfig) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+// Open opens a pool on the database at url and waits until one connection succeeds, retrying up
+// to ConnectAttempts times, ConnectDelay apart, so that a worker started beside its database waits
+// instead of failing. It honours ctx. The pool is the caller's: hand it to pgstore.New,
+// pgtransport.New and pgturn.New, and close it after them. After the last attempt the error wraps
+// stead.ErrUnavailable; a malformed url or a negative setting wraps stead.ErrInvalid at once.
+func Open(ctx context.Context, url string, c Config) (*pgxpool.Pool, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w: parse PostgreSQL URL: %v", errs.Invalid, err)
 	}
@@ -102,4 +107,20 @@ func Connect(ctx context.Context, dsn string, c PoolConfig) (*pgxpool.Pool, erro
 	}
 	pool.Close()
 	return nil, fmt.Errorf("%w: connect to PostgreSQL failed after %d attempts: %v", errs.Unavailable, attempts, last)
+}
+
+// Validate refuses negative settings, which pgxpool would otherwise take for "the default" or
+// fail on much later.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxConns < 0, c.MinConns < 0, c.MinIdleConns < 0:
+		return check.Invalidf("pgdb: negative pool size (max %d, min %d, min idle %d)", c.MaxConns, c.MinConns, c.MinIdleConns)
+	case c.MaxConns > 0 && c.MinConns > c.MaxConns:
+		return check.Invalidf("pgdb: min conns %d above max conns %d", c.MinConns, c.MaxConns)
+	case c.MaxConnLifetime < 0, c.MaxConnIdleTime < 0, c.StatementTimeout < 0, c.ConnectDelay < 0:
+		return check.Invalidf("pgdb: negative duration in the pool settings")
+	case c.ConnectAttempts < 0:
+		return check.Invalidf("pgdb: negative connect attempts %d", c.ConnectAttempts)
+	}
+	return nil
 }
