@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/steadhq/stead/internal/errs"
@@ -119,4 +120,34 @@ func Limit(field string, v, def, max int) (int, error) {
 		return def, nil
 	}
 	return v, nil
+}
+
+// MinTime and MaxTime bound every time a store keeps: the range every backend stores exactly
+// (JSON's RFC 3339 years 0000-9999, PostgreSQL's timestamptz, SQLite's integer microseconds),
+// less year 0, which Go's zero time would be confused with.
+var (
+	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// Time checks an optional time and returns it as every backend stores it: in UTC, truncated to
+// microseconds. The zero time stays zero. A time outside [MinTime, MaxTime] once in UTC is invalid,
+// so no offset can carry a time past the check.
+func Time(field string, t time.Time) (time.Time, error) {
+	if t.IsZero() {
+		return time.Time{}, nil
+	}
+	u := t.UTC()
+	if u.Before(MinTime) || u.After(MaxTime) {
+		return time.Time{}, Invalidf("%s %s is outside the years 1 to 9999", field, t.Format(time.RFC3339Nano))
+	}
+	return u.Truncate(time.Microsecond), nil
+}
+
+// RequiredTime is Time for a time that must be set.
+func RequiredTime(field string, t time.Time) (time.Time, error) {
+	if t.IsZero() {
+		return time.Time{}, Invalidf("%s is the zero time", field)
+	}
+	return Time(field, t)
 }

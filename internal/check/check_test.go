@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadhq/stead/internal/errs"
 )
@@ -81,5 +82,39 @@ func TestLimit(t *testing.T) {
 		if err != nil && !errors.Is(err, errs.Invalid) {
 			t.Errorf("Limit(%d) error %v does not wrap ErrInvalid", tt.v, err)
 		}
+	}
+}
+
+func TestTime(t *testing.T) {
+	est := time.FixedZone("EST", -5*3600)
+	tests := []struct {
+		name string
+		in   time.Time
+		want time.Time
+		ok   bool
+	}{
+		{"zero stays zero", time.Time{}, time.Time{}, true},
+		{"truncated to microseconds, in UTC", time.Date(2026, 1, 2, 3, 4, 5, 6789, est), time.Date(2026, 1, 2, 8, 4, 5, 6000, time.UTC), true},
+		{"last instant", MaxTime, MaxTime, true},
+		{"first instant after the zero time", MinTime.Add(time.Microsecond), MinTime.Add(time.Microsecond), true},
+		{"an offset cannot carry a time past the end", time.Date(9999, 12, 31, 23, 0, 0, 0, est), time.Time{}, false},
+		{"year 10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}, false},
+		{"year 300000", time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}, false},
+		{"before year 1", time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC), time.Time{}, false},
+		{"year 1 at +05:00 is year 0 in UTC", time.Date(1, 1, 1, 1, 0, 0, 0, time.FixedZone("", 5*3600)), time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Time("t", tt.in)
+			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, errs.Invalid)) {
+				t.Fatalf("Time(%v) error = %v, want ok=%v", tt.in, err, tt.ok)
+			}
+			if !got.Equal(tt.want) || (!got.IsZero() && got.Location() != time.UTC) {
+				t.Fatalf("Time(%v) = %v, want %v in UTC", tt.in, got, tt.want)
+			}
+		})
+	}
+	if _, err := RequiredTime("now", time.Time{}); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("RequiredTime(zero) = %v, want Invalid", err)
 	}
 }
