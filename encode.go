@@ -11,8 +11,8 @@ import (
 	"github.com/steadhq/stead/internal/check"
 )
 
-// EncodeExecution validates e and returns its JSON encoding, the form every SQL backend stores.
-// The caller bumps the version first, so the encoded version equals the stored column.
+// EncodeExecution validates e and returns its JSON encoding, the form every SQL backend stores
+// (PrepareWrite puts it in Write.Record, at the version the commit stores).
 //
 // The bytes are those of json.Marshal(e), written without reflection by appendExecution:
 // encoding the record is a store's own largest cost in a state-only commit (the reflective
@@ -32,21 +32,6 @@ func EncodeExecution(e *Execution) ([]byte, error) {
 		return nil, check.Invalidf("execution %q encodes to %d bytes, more than %d", e.ID, len(b), MaxRecord)
 	}
 	return b, nil
-}
-
-// EncodeNextVersion validates e and returns the record a commit of e stores: e encoded at version
-// e.Version+1, so that the record's version equals the stored column. e itself is not changed, so
-// a refused or lost commit leaves the caller's execution exactly as it was.
-func EncodeNextVersion(e *Execution) ([]byte, error) {
-	if e == nil {
-		return nil, check.Invalidf("execution is nil")
-	}
-	if e.Version < 0 { // the encoded copy carries Version+1, which Validate would accept
-		return nil, check.Invalidf("execution %q: negative version %d", e.ID, e.Version)
-	}
-	next := *e
-	next.Version++
-	return EncodeExecution(&next)
 }
 
 // DecodeExecution is the inverse of EncodeExecution.

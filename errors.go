@@ -10,7 +10,10 @@ import (
 var (
 	// ErrNotFound: the execution (or row) does not exist.
 	ErrNotFound = errs.NotFound
-	// ErrConflict: the version compare-and-swap was lost. Reload and retry, or drop the work.
+	// ErrConflict: a rule refused the write and nothing was written. A lost version
+	// compare-and-swap is a *ConflictError; a uniqueness rule, or a serialization failure or
+	// deadlock the database resolved by aborting the transaction, match ErrConflict too. Reload
+	// and retry, or drop the work.
 	ErrConflict = errs.Conflict
 	// ErrAlreadyExists: a create found the id taken.
 	ErrAlreadyExists = errs.AlreadyExists

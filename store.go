@@ -2,106 +2,433 @@ package stead
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/steadhq/stead/internal/check"
 )
 
-// Store is the execution store contract. Every backend (memstore, sqlitestore, pgstore) satisfies
-// it, and storetest.Run proves a backend right through this interface alone. A Store is safe for
-// concurrent use by many goroutines; several processes may share one database.
-type Store interface {
-	Reader
-	Writer
-	Relay
-	// Close releases the store's resources. Calls after Close return ErrClosed.
-	Close() error
-}
-
-// Reader is the read half of the store. Every read sees every commit that finished before it began
-// (on PostgreSQL, each read ends its transaction).
+// Store is the execution store: the checked front of a Backend. Every backend package returns
+// one (memstore.New, sqlitestore.New, pgstore.New), and stead.NewStore puts one in front of a
+// backend written elsewhere. storetest.Run proves a backend right through a Store alone.
 //
-// The execution and event ids a read asks about must be non-empty valid identifiers (only the
-// source and parent filters of PendingOutbox and PendingSpawns may be empty, meaning all), and
-// limits are checked like ListFilter.Limit (0 takes DefaultListLimit; negative or above
-// MaxListLimit is ErrInvalid).
-type Reader interface {
-	// Load returns the execution, or an error wrapping ErrNotFound.
-	Load(ctx context.Context, id string) (*Execution, error)
-	// LoadForEvent loads the execution and reports whether it already processed eventID, in one
-	// round-trip. A missing execution is ErrNotFound.
-	LoadForEvent(ctx context.Context, id, eventID string) (exe *Execution, processed bool, err error)
-	// LoadForEvents is LoadForEvent for many pairs at once (at most MaxBatch). The result is
-	// aligned with refs; a missing execution has a nil Execution.
-	LoadForEvents(ctx context.Context, refs []EventRef) ([]Loaded, error)
-	// IsProcessed reports whether the execution recorded eventID as processed.
-	IsProcessed(ctx context.Context, id, eventID string) (bool, error)
-	// List returns one page of summaries, ordered by id byte-wise (as Go compares strings, the
-	// same on every backend), filtered by f.
-	List(ctx context.Context, f ListFilter) (Page, error)
-	// ReadTrace returns the execution's trace steps in index order (empty when there are none,
-	// also for an unknown execution).
-	ReadTrace(ctx context.Context, id string) ([]TraceStep, error)
-	// Timers returns the execution's armed timers ordered by path.
-	Timers(ctx context.Context, id string) ([]Timer, error)
-	// PendingOutbox returns up to limit undelivered outbox entries emitted by source (every
-	// source when empty) in sequence order, claimed or not. It is for inspection; relays claim.
-	PendingOutbox(ctx context.Context, source string, limit int) ([]OutboxEntry, error)
-	// PendingSpawns is PendingOutbox for spawn intents of one parent (every parent when empty).
-	PendingSpawns(ctx context.Context, parentID string, limit int) ([]SpawnEntry, error)
+// A Store validates every argument and normalises every value once, before the backend sees it:
+// bad input is refused with an error wrapping ErrInvalid and nothing is written; times are kept
+// in UTC at microsecond precision; empty JSON documents are nil; limits resolve to their
+// defaults. What it returns is normalised the same way whatever the backend, and it never
+// changes the values it is given. After Close every call returns ErrClosed.
+//
+// A Store is safe for concurrent use by many goroutines; several processes may share one
+// database. Every read sees every commit that finished before it began.
+type Store struct {
+	b      Backend
+	closed atomic.Bool
 }
 
-// Writer is the write half of the store.
-type Writer interface {
-	// Commit writes exe and every side effect of its step in one transaction.
-	//
-	// It is a compare-and-swap on exe.Version: it succeeds only if the stored version equals
-	// exe.Version, and stores exe with Version+1. A new execution (Version 0, no row) is inserted;
-	// Version 0 against an existing row, or Version > 0 against a missing row (a purged execution),
-	// is a conflict. On success exe.Version is the new version and the returned slice holds the
-	// outbox sequence number of each emit, in order. On any error nothing is written and
-	// exe.Version is left as it was; a lost CAS is a *ConflictError matching ErrConflict, bad input
-	// matches ErrInvalid.
-	Commit(ctx context.Context, exe *Execution, b Bundle) ([]int64, error)
-	// CommitBatch applies many commits in one transaction (at most MaxBatch), each with its own
-	// CAS. An item that loses its CAS or is invalid gets its error in its result and writes
-	// nothing; the others land with all their side effects. An execution id may appear once per
-	// batch: its first item is applied as usual, every later item with the same id fails with
-	// ErrInvalid. A non-nil error means the batch as a whole failed: nothing was
-	// written (or, with ErrTimeout, the outcome is unknown) and every version is as it was.
-	CommitBatch(ctx context.Context, items []CommitItem) ([]CommitResult, error)
-	// AppendTrace appends one step to the execution's trace on its own and returns its index.
-	AppendTrace(ctx context.Context, id string, step TraceStep) (int64, error)
-	// Purge deletes the execution if it is stored at expectedVersion, and with it every row that
-	// belongs to it: its dedupe markers, timers, trace, the outbox entries addressed to it and the
-	// spawn intents it issued, in one transaction. It returns false and changes nothing if the
-	// execution exists at another version. For an id with no execution it sweeps any leftovers
-	// and returns false.
-	Purge(ctx context.Context, id string, expectedVersion int64) (bool, error)
+// NewStore returns the checked Store in front of b. It panics if b is nil: that is a programming
+// error, not an input to refuse.
+func NewStore(b Backend) *Store {
+	if b == nil {
+		panic("stead: NewStore of a nil Backend")
+	}
+	return &Store{b: b}
 }
 
-// Relay is the delivery half of the store: outbox entries and spawn intents are claimed with a
-// lease and acknowledged once delivered; due timers are read and deleted once fired.
+// Backend returns the backend behind s, for features only that backend has (running inside the
+// application's database transaction). Such features take their arguments through the same
+// checks as the Store (PrepareWrite and friends).
+func (s *Store) Backend() Backend { return s.b }
+
+// Close closes the backend. Later calls return an error wrapping ErrClosed; closing again is a
+// no-op. It does not close a pool or database handle the application passed to the backend.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.b.Close()
+}
+
+// enter refuses a call on a closed store or with a context that is already done, so that no
+// backend has to.
+func (s *Store) enter(ctx context.Context, op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("stead: %s: %w", op, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stead: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Load returns the execution, or an error wrapping ErrNotFound.
+func (s *Store) Load(ctx context.Context, id string) (*Execution, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "load"); err != nil {
+		return nil, err
+	}
+	exe, err := s.b.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return loaded(exe, id)
+}
+
+// LoadForEvent loads the execution and reports whether it already processed eventID, in one
+// round-trip. A missing execution is ErrNotFound.
+func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (exe *Execution, processed bool, err error) {
+	ref := EventRef{ExecutionID: id, EventID: eventID}
+	if err := ref.Validate(); err != nil {
+		return nil, false, err
+	}
+	if err := s.enter(ctx, "load for event"); err != nil {
+		return nil, false, err
+	}
+	exe, processed, err = s.b.LoadForEvent(ctx, ref)
+	if err != nil {
+		return nil, false, err
+	}
+	exe, err = loaded(exe, id)
+	return exe, processed && err == nil, err
+}
+
+// LoadForEvents is LoadForEvent for many pairs at once (at most MaxBatch). The result is aligned
+// with refs; a missing execution has a nil Execution.
+func (s *Store) LoadForEvents(ctx context.Context, refs []EventRef) ([]Loaded, error) {
+	if len(refs) > MaxBatch {
+		return nil, check.Invalidf("%d refs, more than %d", len(refs), MaxBatch)
+	}
+	for i, r := range refs {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("ref %d: %w", i, err)
+		}
+	}
+	if err := s.enter(ctx, "load for events"); err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		return []Loaded{}, nil
+	}
+	out, err := s.b.LoadForEvents(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(refs) {
+		return nil, fmt.Errorf("stead: load for events: the backend answered %d of %d refs", len(out), len(refs))
+	}
+	for i := range out {
+		if out[i].Execution == nil {
+			out[i].Processed = false
+			continue
+		}
+		if out[i].Execution, err = loaded(out[i].Execution, refs[i].ExecutionID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// IsProcessed reports whether the execution recorded eventID as processed.
+func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, error) {
+	ref := EventRef{ExecutionID: id, EventID: eventID}
+	if err := ref.Validate(); err != nil {
+		return false, err
+	}
+	if err := s.enter(ctx, "is processed"); err != nil {
+		return false, err
+	}
+	return s.b.IsProcessed(ctx, ref)
+}
+
+// List returns one page of summaries, ordered by id byte-wise (as Go compares strings, the same
+// on every backend), filtered by f. Pass the page's NextCursor back, with the same filter, for
+// the next page.
+func (s *Store) List(ctx context.Context, f ListFilter) (Page, error) {
+	q, err := prepareList(f)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := s.enter(ctx, "list"); err != nil {
+		return Page{}, err
+	}
+	page := q.query
+	page.Limit++ // one more than the page tells whether another page follows
+	items, err := s.b.List(ctx, page)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: items}
+	if p.Items == nil {
+		p.Items = []Summary{}
+	}
+	if len(p.Items) > q.query.Limit {
+		p.Items = p.Items[:q.query.Limit]
+		p.NextCursor = q.next(p.Items[len(p.Items)-1].ID)
+	}
+	for i := range p.Items {
+		p.Items[i].normalize()
+	}
+	return p, nil
+}
+
+// ReadTrace returns the execution's trace steps in index order (empty when there are none, also
+// for an unknown execution).
+func (s *Store) ReadTrace(ctx context.Context, id string) ([]TraceStep, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "read trace"); err != nil {
+		return nil, err
+	}
+	steps, err := s.b.ReadTrace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range steps {
+		steps[i].At = utc(steps[i].At)
+	}
+	return nonNil(steps), nil
+}
+
+// Timers returns the execution's armed timers ordered by path.
+func (s *Store) Timers(ctx context.Context, id string) ([]Timer, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "timers"); err != nil {
+		return nil, err
+	}
+	ts, err := s.b.Timers(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return utcTimers(ts), nil
+}
+
+// PendingOutbox returns up to limit undelivered outbox entries emitted by source (every source
+// when empty) in sequence order, claimed or not. It is for inspection; relays claim. A limit of
+// 0 takes DefaultListLimit; a negative one or one above MaxListLimit is ErrInvalid.
+func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]OutboxEntry, error) {
+	limit, err := scanArgs("source", source, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "pending outbox"); err != nil {
+		return nil, err
+	}
+	es, err := s.b.PendingOutbox(ctx, source, limit)
+	if err != nil {
+		return nil, err
+	}
+	return utcOutbox(es), nil
+}
+
+// PendingSpawns is PendingOutbox for spawn intents of one parent (every parent when empty).
+func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) ([]SpawnEntry, error) {
+	limit, err := scanArgs("parent id", parentID, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "pending spawns"); err != nil {
+		return nil, err
+	}
+	es, err := s.b.PendingSpawns(ctx, parentID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(es), nil
+}
+
+// Commit writes exe and every side effect of its step in one transaction: all of it or none of
+// it.
+//
+// It is a compare-and-swap on exe.Version: it succeeds only if the stored version equals
+// exe.Version, and stores exe at Version+1. A new execution (Version 0, no row) is inserted;
+// Version 0 against an existing row, or Version > 0 against a missing row (a purged execution),
+// is a conflict. On success it returns the new version and the outbox sequence number of each
+// emit, in order; exe itself is never changed, so the caller sets exe.Version from the result if
+// it goes on with the same value. On any error nothing is written; a lost compare-and-swap is a
+// *ConflictError matching ErrConflict, bad input matches ErrInvalid.
+func (s *Store) Commit(ctx context.Context, exe *Execution, b Bundle) (Committed, error) {
+	w, err := PrepareWrite(exe, b)
+	if err != nil {
+		return Committed{}, err
+	}
+	if err := s.enter(ctx, "commit"); err != nil {
+		return Committed{}, err
+	}
+	seqs, err := s.b.Commit(ctx, w)
+	if err != nil {
+		return Committed{}, err
+	}
+	return w.committed(seqs)
+}
+
+// Save is a state-only commit of exe (Commit with an empty bundle). It returns the new version.
+func (s *Store) Save(ctx context.Context, exe *Execution) (int64, error) {
+	c, err := s.Commit(ctx, exe, Bundle{})
+	return c.Version, err
+}
+
+// CommitBatch applies many commits in one transaction (at most MaxBatch), each with its own
+// compare-and-swap. An item that loses its compare-and-swap or is invalid gets its error in its
+// result and writes nothing; the others land with all their side effects. An execution id may
+// appear once per batch: its first item is applied as usual (or refused, if invalid), every later
+// item with the same id fails with ErrInvalid. A non-nil error means the batch as a whole failed:
+// nothing was written (or, with ErrTimeout, the outcome is unknown). No execution is changed.
+func (s *Store) CommitBatch(ctx context.Context, items []CommitItem) ([]CommitResult, error) {
+	ws, results, err := PrepareBatch(items)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "commit batch"); err != nil {
+		return nil, err
+	}
+	if ws.Len() == 0 {
+		return results, nil
+	}
+	out, err := s.b.CommitBatch(ctx, ws.W)
+	if err != nil {
+		return nil, err
+	}
+	return ws.Results(results, out)
+}
+
+// AppendTrace appends one step to the execution's trace on its own and returns its index. The
+// step's Index is assigned by the store; the one given is ignored. The execution must exist
+// (ErrNotFound otherwise).
+func (s *Store) AppendTrace(ctx context.Context, id string, step TraceStep) (int64, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return 0, err
+	}
+	step, err := normalizeStep(step)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.enter(ctx, "append trace"); err != nil {
+		return 0, err
+	}
+	return s.b.AppendTrace(ctx, id, step)
+}
+
+// Purge deletes the execution if it is stored at expectedVersion, and with it every row that
+// belongs to it: its dedupe markers, timers, trace, the outbox entries addressed to it and the
+// spawn intents it issued, in one transaction. It returns false and changes nothing if the
+// execution exists at another version. For an id with no execution it sweeps any leftovers and
+// returns false. A negative expectedVersion is ErrInvalid.
+func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return false, err
+	}
+	if expectedVersion < 0 {
+		return false, check.Invalidf("purge %q: negative expected version %d", id, expectedVersion)
+	}
+	if err := s.enter(ctx, "purge"); err != nil {
+		return false, err
+	}
+	return s.b.Purge(ctx, id, expectedVersion)
+}
+
+// ClaimOutbox leases up to limit outbox entries (oldest first) that are not under a live lease,
+// until now+lease.
 //
 // Claims are exclusive: while a lease holds (its end is after now), no other claim returns the
-// row; once it expires the row is claimable again. A lease must be positive, and limits are
-// checked like ListFilter.Limit. Time is the caller's: now is passed in, so
-// every host of a fleet must keep its clock roughly in step (leases of seconds tolerate skew of
-// milliseconds).
-type Relay interface {
-	// ClaimOutbox leases up to limit outbox entries (oldest first) that are not under a live
-	// lease, until now+lease.
-	ClaimOutbox(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]OutboxEntry, error)
-	// AckOutbox deletes delivered entries. Unknown sequence numbers are ignored.
-	AckOutbox(ctx context.Context, seqs []int64) error
-	// ClaimSpawns is ClaimOutbox for spawn intents.
-	ClaimSpawns(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]SpawnEntry, error)
-	// AckSpawns deletes handled spawn intents.
-	AckSpawns(ctx context.Context, seqs []int64) error
-	// DueTimers returns up to limit timers with FireAt <= now, earliest first (ties by execution
-	// id, then path).
-	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
-	// DeleteTimer deletes the timer only if it still fires at t.FireAt, so a timer re-armed since
-	// it was read survives. It reports whether a row was deleted.
-	DeleteTimer(ctx context.Context, t Timer) (bool, error)
+// row; once it expires the row is claimable again. now must be set and lease positive and at
+// most MaxLease; limits are checked like ListFilter.Limit. Time is the caller's: every host of a
+// fleet must keep its clock roughly in step (leases of seconds tolerate skew of milliseconds).
+func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]OutboxEntry, error) {
+	c, err := prepareClaim(now, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "claim outbox"); err != nil {
+		return nil, err
+	}
+	es, err := s.b.ClaimOutbox(ctx, c.now, c.until, c.limit)
+	if err != nil {
+		return nil, err
+	}
+	return utcOutbox(es), nil
+}
+
+// AckOutbox deletes delivered entries (at most MaxBatch). Unknown sequence numbers are ignored;
+// one that is not positive is ErrInvalid.
+func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
+	if err := checkSeqs(seqs); err != nil {
+		return err
+	}
+	if err := s.enter(ctx, "ack outbox"); err != nil {
+		return err
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	return s.b.AckOutbox(ctx, seqs)
+}
+
+// ClaimSpawns is ClaimOutbox for spawn intents.
+func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]SpawnEntry, error) {
+	c, err := prepareClaim(now, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "claim spawns"); err != nil {
+		return nil, err
+	}
+	es, err := s.b.ClaimSpawns(ctx, c.now, c.until, c.limit)
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(es), nil
+}
+
+// AckSpawns deletes handled spawn intents, like AckOutbox.
+func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
+	if err := checkSeqs(seqs); err != nil {
+		return err
+	}
+	if err := s.enter(ctx, "ack spawns"); err != nil {
+		return err
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	return s.b.AckSpawns(ctx, seqs)
+}
+
+// DueTimers returns up to limit timers with FireAt <= now, earliest first (ties by execution id,
+// then path). now must be set.
+func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error) {
+	now, err := check.RequiredTime("now", now)
+	if err != nil {
+		return nil, err
+	}
+	if limit, err = check.Limit("limit", limit, DefaultListLimit, MaxListLimit); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx, "due timers"); err != nil {
+		return nil, err
+	}
+	ts, err := s.b.DueTimers(ctx, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return utcTimers(ts), nil
+}
+
+// DeleteTimer deletes the timer only if it still fires at t.FireAt, so a timer re-armed since it
+// was read survives. It reports whether a row was deleted. Pass a Timer read from the store.
+func (s *Store) DeleteTimer(ctx context.Context, t Timer) (bool, error) {
+	t, err := t.normalized()
+	if err != nil {
+		return false, err
+	}
+	if err := s.enter(ctx, "delete timer"); err != nil {
+		return false, err
+	}
+	return s.b.DeleteTimer(ctx, t)
 }
 
 // EventRef names an (execution, event) pair for LoadForEvents.
@@ -122,11 +449,18 @@ type CommitItem struct {
 	Bundle    Bundle
 }
 
-// CommitResult is the outcome of one CommitItem: the outbox sequence numbers on success, or the
-// item's own error (ErrConflict, ErrInvalid).
+// Committed is what a commit did: the version now stored, and the outbox sequence number of each
+// emit of its bundle, in order (nil when it emitted nothing).
+type Committed struct {
+	Version int64
+	Seqs    []int64
+}
+
+// CommitResult is the outcome of one CommitItem: what it committed, or its own error
+// (ErrConflict, ErrInvalid).
 type CommitResult struct {
-	Seqs []int64
-	Err  error
+	Committed
+	Err error
 }
 
 // ListFilter selects executions for List. Zero values mean "no filter".
@@ -172,10 +506,4 @@ type Timer struct {
 	ExecutionID string
 	Path        string
 	FireAt      time.Time
-}
-
-// Save is a state-only commit of exe: Commit with an empty bundle.
-func Save(ctx context.Context, w Writer, exe *Execution) error {
-	_, err := w.Commit(ctx, exe, Bundle{})
-	return err
 }

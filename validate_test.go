@@ -3,6 +3,7 @@ package stead_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -136,26 +137,60 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
-func TestEncodeNextVersion(t *testing.T) {
+func TestPrepareWrite(t *testing.T) {
+	est := time.FixedZone("EST", -5*3600)
 	e := validExecution()
 	e.Version = 3
-	b, err := stead.EncodeNextVersion(e)
+	e.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 6789, est)
+	e.Timers = map[string]time.Time{"a": time.Date(2026, 1, 2, 3, 4, 5, 1999, est)}
+	e.Context = json.RawMessage{}
+	before := e.Clone()
+	b := stead.Bundle{
+		Emits: []stead.Emit{{Target: "t", Event: stead.Event{ID: "e1", Kind: "K", Data: json.RawMessage{}, CreatedAt: e.CreatedAt}}},
+		Timers: []stead.TimerOp{
+			{Action: stead.TimerSchedule, Path: "x", FireAt: e.CreatedAt},
+			{Action: stead.TimerSchedule, Path: "y", FireAt: e.CreatedAt},
+			{Action: stead.TimerCancel, Path: "x"},
+		},
+		Trace: &stead.TraceStep{Index: 7, At: e.CreatedAt},
+	}
+	w, err := stead.PrepareWrite(e, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := stead.DecodeExecution(b)
-	if err != nil {
-		t.Fatal(err)
+	utcMicros := time.Date(2026, 1, 2, 8, 4, 5, 6000, time.UTC)
+	switch {
+	case w.Expected != 3 || w.Execution.Version != 4:
+		t.Fatalf("versions: expected %d, new %d; want 3 and 4", w.Expected, w.Execution.Version)
+	case w.Execution.CreatedAt != utcMicros || w.Execution.Timers["a"] != time.Date(2026, 1, 2, 8, 4, 5, 1000, time.UTC):
+		t.Fatalf("times not in UTC microseconds: %v, %v", w.Execution.CreatedAt, w.Execution.Timers)
+	case w.Execution.Context != nil || w.Bundle.Emits[0].Event.Data != nil:
+		t.Fatal("an empty JSON document is not nil")
+	case w.Bundle.Emits[0].Event.CreatedAt != utcMicros || w.Bundle.Trace.At != utcMicros || w.Bundle.Trace.Index != 0:
+		t.Fatalf("bundle not normalised: %+v %+v", w.Bundle.Emits[0], w.Bundle.Trace)
+	case len(w.Bundle.Timers) != 2 || w.Bundle.Timers[0].Path != "y" || w.Bundle.Timers[1] != (stead.TimerOp{Action: stead.TimerCancel, Path: "x"}):
+		t.Fatalf("timer ops not reduced to their net effect in order: %+v", w.Bundle.Timers)
 	}
-	if got.Version != 4 || e.Version != 3 {
-		t.Fatalf("encoded version %d from version %d, want 4 from an untouched 3", got.Version, e.Version)
+	got, err := stead.DecodeExecution(w.Record)
+	if err != nil || got.Version != 4 || !got.CreatedAt.Equal(utcMicros) {
+		t.Fatalf("record: %+v, %v", got, err)
 	}
-	e.Version = -1 // -1+1 would pass Validate
-	if _, err := stead.EncodeNextVersion(e); !errors.Is(err, stead.ErrInvalid) {
-		t.Fatalf("negative version: %v, want ErrInvalid", err)
+	if !reflect.DeepEqual(e, before) || b.Trace.Index != 7 || b.Timers[0].Path != "x" || b.Emits[0].Event.Data == nil {
+		t.Fatal("PrepareWrite changed its arguments")
 	}
-	if _, err := stead.EncodeNextVersion(nil); !errors.Is(err, stead.ErrInvalid) {
-		t.Fatalf("nil execution: %v, want ErrInvalid", err)
+	for name, bad := range map[string]*stead.Execution{
+		"nil":              nil,
+		"negative version": {ID: "x", DefinitionID: "d", Status: stead.StatusRunning, Version: -1},
+		"year 10000":       {ID: "x", DefinitionID: "d", Status: stead.StatusRunning, CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"offset past 9999": {ID: "x", DefinitionID: "d", Status: stead.StatusRunning, UpdatedAt: time.Date(9999, 12, 31, 23, 0, 0, 0, est)},
+	} {
+		if _, err := stead.PrepareWrite(bad, stead.Bundle{}); !errors.Is(err, stead.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	far := stead.Bundle{Timers: []stead.TimerOp{{Action: stead.TimerSchedule, Path: "p", FireAt: time.Date(17941134906, 1, 1, 0, 0, 0, 0, time.UTC)}}}
+	if _, err := stead.PrepareWrite(validExecution(), far); !errors.Is(err, stead.ErrInvalid) {
+		t.Errorf("a timer in year 17,941,134,906: %v, want ErrInvalid", err)
 	}
 }
 

@@ -19,7 +19,7 @@ func Example() {
 
 	order := &stead.Execution{ID: "order-42", DefinitionID: "checkout", Status: stead.StatusRunning,
 		Context: json.RawMessage(`{"total": 30}`)}
-	if err := stead.Save(ctx, s, order); err != nil {
+	if _, err := s.Save(ctx, order); err != nil {
 		panic(err)
 	}
 
@@ -30,14 +30,14 @@ func Example() {
 	}
 	fmt.Println("already processed:", processed)
 	exe.ActivePath = "paid"
-	seqs, err := s.Commit(ctx, exe, stead.Bundle{
+	c, err := s.Commit(ctx, exe, stead.Bundle{
 		Emits:            []stead.Emit{{Target: "shipping-7", Event: stead.Event{ID: "ship-42", Kind: "Ship"}}},
 		ProcessedEventID: "pay-1",
 	})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("version:", exe.Version, "outbox seqs:", seqs)
+	fmt.Println("version:", c.Version, "outbox seqs:", c.Seqs)
 
 	// A redelivery of the same event is recognised.
 	_, processed, _ = s.LoadForEvent(ctx, "order-42", "pay-1")

@@ -5,34 +5,35 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/listing"
 )
 
 // DefaultTraceCap is how many trace steps per execution a store keeps unless WithTraceCap says
 // otherwise.
 const DefaultTraceCap = 200
 
-// Option configures a Store.
-type Option func(*Store)
+// Option configures a store.
+type Option func(*backend)
 
 // WithTraceCap keeps at most n trace steps per execution: appending step n+1 evicts the oldest.
 // Indexes are unaffected by eviction. n <= 0 disables the cap (the trace grows without bound).
 func WithTraceCap(n int) Option {
-	return func(s *Store) { s.traceCap = max(n, 0) }
+	return func(s *backend) { s.traceCap = max(n, 0) }
 }
 
-// Store is an in-memory stead.Store. The zero value is not usable; call New.
-type Store struct {
+// backend is the in-memory stead.Backend. Executions are kept as their encoded records, exactly
+// what the SQL backends store, and decoded on every load, so that what a test reads back is what
+// production would read back.
+type backend struct {
 	traceCap int
 
 	mu        sync.Mutex
 	closed    bool
-	exes      map[string]*stead.Execution
+	exes      map[string]*row
 	processed map[string]map[string]struct{} // execution id -> event ids
 	timers    map[timerKey]time.Time
 	trace     map[string]*ring
@@ -42,7 +43,13 @@ type Store struct {
 	lastSpawn int64
 }
 
-var _ stead.Store = (*Store)(nil)
+var _ stead.Backend = (*backend)(nil)
+
+// row is a stored execution: its record and the columns listing reads.
+type row struct {
+	record  []byte
+	summary stead.Summary
+}
 
 type timerKey struct{ id, path string }
 
@@ -51,11 +58,11 @@ type ring struct {
 	steps []stead.TraceStep
 }
 
-// New returns an empty store.
-func New(opts ...Option) *Store {
-	s := &Store{
+// New returns an empty in-memory store.
+func New(opts ...Option) *stead.Store {
+	s := &backend{
 		traceCap:  DefaultTraceCap,
-		exes:      make(map[string]*stead.Execution),
+		exes:      make(map[string]*row),
 		processed: make(map[string]map[string]struct{}),
 		timers:    make(map[timerKey]time.Time),
 		trace:     make(map[string]*ring),
@@ -65,11 +72,12 @@ func New(opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	return s
+	return stead.NewStore(s)
 }
 
-// lock checks ctx and takes the mutex of an open store. The caller unlocks on a nil error.
-func (s *Store) lock(ctx context.Context) error {
+// lock checks ctx and takes the mutex. The caller unlocks on a nil error. The Store refuses calls
+// after Close; one that raced Close finds the maps gone and gets ErrClosed here.
+func (s *backend) lock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: %w", err)
 	}
@@ -81,8 +89,8 @@ func (s *Store) lock(ctx context.Context) error {
 	return nil
 }
 
-// Close drops everything the store holds. Later calls return ErrClosed; closing again is a no-op.
-func (s *Store) Close() error {
+// Close drops everything the store holds.
+func (s *backend) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -90,126 +98,107 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Load implements stead.Reader.
-func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, ok := s.exes[id]
+// decode reads a stored record back. Called with the mutex held.
+func (s *backend) decode(id string) (*stead.Execution, error) {
+	r, ok := s.exes[id]
 	if !ok {
 		return nil, fmt.Errorf("memstore: execution %q: %w", id, stead.ErrNotFound)
 	}
-	return e.Clone(), nil
+	e, err := stead.DecodeExecution(r.record)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: %w", err)
+	}
+	return e, nil
 }
 
-// LoadForEvent implements stead.Reader.
-func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Execution, bool, error) {
-	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
-		return nil, false, err
+func (s *backend) Load(ctx context.Context, id string) (*stead.Execution, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
 	}
+	defer s.mu.Unlock()
+	return s.decode(id)
+}
+
+func (s *backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.Execution, bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, false, err
 	}
 	defer s.mu.Unlock()
-	e, ok := s.exes[id]
-	if !ok {
-		return nil, false, fmt.Errorf("memstore: execution %q: %w", id, stead.ErrNotFound)
+	e, err := s.decode(ref.ExecutionID)
+	if err != nil {
+		return nil, false, err
 	}
-	_, done := s.processed[id][eventID]
-	return e.Clone(), done, nil
+	_, done := s.processed[ref.ExecutionID][ref.EventID]
+	return e, done, nil
 }
 
-// LoadForEvents implements stead.Reader.
-func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
-	if len(refs) > stead.MaxBatch {
-		return nil, check.Invalidf("%d refs, more than %d", len(refs), stead.MaxBatch)
-	}
-	for i, r := range refs {
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("ref %d: %w", i, err)
-		}
-	}
+func (s *backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	out := make([]stead.Loaded, len(refs))
 	for i, r := range refs {
-		if e, ok := s.exes[r.ExecutionID]; ok {
-			_, done := s.processed[r.ExecutionID][r.EventID]
-			out[i] = stead.Loaded{Execution: e.Clone(), Processed: done}
+		if _, ok := s.exes[r.ExecutionID]; !ok {
+			continue
 		}
+		e, err := s.decode(r.ExecutionID)
+		if err != nil {
+			return nil, err
+		}
+		_, done := s.processed[r.ExecutionID][r.EventID]
+		out[i] = stead.Loaded{Execution: e, Processed: done}
 	}
 	return out, nil
 }
 
-// IsProcessed implements stead.Reader.
-func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, error) {
-	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
-		return false, err
-	}
+func (s *backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
-	_, done := s.processed[id][eventID]
+	_, done := s.processed[ref.ExecutionID][ref.EventID]
 	return done, nil
 }
 
-// List implements stead.Reader. It scans every execution: memstore is for tests, not for millions
-// of rows.
-func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error) {
-	q, err := listing.Prepare(f)
-	if err != nil {
-		return stead.Page{}, err
-	}
+// List scans every execution: memstore is for tests, not for millions of rows.
+func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary, error) {
 	if err := s.lock(ctx); err != nil {
-		return stead.Page{}, err
+		return nil, err
 	}
 	defer s.mu.Unlock()
 	var items []stead.Summary
-	for id, e := range s.exes {
-		if (q.After != "" && id <= q.After) || !matches(q, e) {
+	for id, r := range s.exes {
+		if (q.After != "" && id <= q.After) || !matches(q, &r.summary) {
 			continue
 		}
-		items = append(items, e.Summarize())
+		items = append(items, r.summary)
 	}
-	slices.SortFunc(items, func(a, b stead.Summary) int { return cmp.Compare(a.ID, b.ID) })
-	var p stead.Page
+	slices.SortFunc(items, func(a, b stead.Summary) int { return strings.Compare(a.ID, b.ID) })
 	if len(items) > q.Limit {
 		items = items[:q.Limit]
-		p.NextCursor = q.Next(items[len(items)-1].ID)
 	}
-	p.Items = items
-	return p, nil
+	return items, nil
 }
 
-func matches(q listing.Query, e *stead.Execution) bool {
+func matches(q stead.ListQuery, e *stead.Summary) bool {
 	if q.DefinitionID != "" && e.DefinitionID != q.DefinitionID {
 		return false
 	}
 	if q.RootsOnly && e.ParentID != "" {
 		return false
 	}
-	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, string(e.Status))
+	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, e.Status)
 }
 
-// ReadTrace implements stead.Reader.
-func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return nil, err
-	}
+func (s *backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	r := s.trace[id]
 	if r == nil {
-		return []stead.TraceStep{}, nil
+		return nil, nil
 	}
 	out := make([]stead.TraceStep, len(r.steps))
 	for i, st := range r.steps {
@@ -218,31 +207,22 @@ func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, er
 	return out, nil
 }
 
-// Timers implements stead.Reader.
-func (s *Store) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return nil, err
-	}
+func (s *backend) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	out := []stead.Timer{}
+	var out []stead.Timer
 	for k, at := range s.timers {
 		if k.id == id {
 			out = append(out, stead.Timer{ExecutionID: id, Path: k.path, FireAt: at})
 		}
 	}
-	slices.SortFunc(out, func(a, b stead.Timer) int { return cmp.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b stead.Timer) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
 
-// PendingOutbox implements stead.Reader.
-func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]stead.OutboxEntry, error) {
-	limit, err := checkScan("source", source, limit)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) PendingOutbox(ctx context.Context, source string, limit int) ([]stead.OutboxEntry, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -250,12 +230,7 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 	return s.outbox.pending(limit, func(e stead.OutboxEntry) bool { return source == "" || e.Source == source }), nil
 }
 
-// PendingSpawns implements stead.Reader.
-func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) ([]stead.SpawnEntry, error) {
-	limit, err := checkScan("parent id", parentID, limit)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) PendingSpawns(ctx context.Context, parentID string, limit int) ([]stead.SpawnEntry, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -263,128 +238,89 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 	return s.spawns.pending(limit, func(e stead.SpawnEntry) bool { return parentID == "" || e.ParentID == parentID }), nil
 }
 
-func checkScan(field, id string, limit int) (int, error) {
-	if err := check.Text(field, id); err != nil {
-		return 0, err
-	}
-	return check.Limit("limit", limit, stead.DefaultListLimit, stead.MaxListLimit)
-}
-
-// Commit implements stead.Writer.
-func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
-	if err := validate(exe, &b); err != nil {
-		return nil, err
-	}
+func (s *backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	if err := s.cas(exe); err != nil {
+	if err := s.cas(w); err != nil {
 		return nil, err
 	}
-	return s.apply(exe, &b), nil
+	return s.apply(w), nil
 }
 
-// CommitBatch implements stead.Writer.
-func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
-	if len(items) > stead.MaxBatch {
-		return nil, check.Invalidf("batch of %d commits, more than %d", len(items), stead.MaxBatch)
-	}
-	res := make([]stead.CommitResult, len(items))
-	seen := make(map[string]bool, len(items))
-	for i := range items {
-		it := &items[i]
-		if res[i].Err = validate(it.Execution, &it.Bundle); res[i].Err != nil {
-			continue
-		}
-		if seen[it.Execution.ID] {
-			res[i].Err = check.Invalidf("execution %q appears more than once in the batch", it.Execution.ID)
-			continue
-		}
-		seen[it.Execution.ID] = true
-	}
+func (s *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	for i := range items {
-		if res[i].Err != nil {
-			continue
-		}
-		it := &items[i]
-		if res[i].Err = s.cas(it.Execution); res[i].Err == nil {
-			res[i].Seqs = s.apply(it.Execution, &it.Bundle)
+	res := make([]stead.CommitResult, len(ws))
+	for i, w := range ws {
+		if res[i].Err = s.cas(w); res[i].Err == nil {
+			res[i].Seqs = s.apply(w)
 		}
 	}
 	return res, nil
 }
 
-// validate refuses what any backend would refuse, encoding the execution as the SQL backends
-// store it so the record size limit is the same everywhere.
-func validate(exe *stead.Execution, b *stead.Bundle) error {
-	if _, err := stead.EncodeNextVersion(exe); err != nil {
-		return err
-	}
-	return b.Validate()
-}
-
-// cas stores a copy of exe at exe.Version+1 if the stored version is exe.Version (or there is no
-// row and exe.Version is 0), and bumps exe.Version. Called with the mutex held.
-func (s *Store) cas(exe *stead.Execution) error {
-	cur, ok := s.exes[exe.ID]
+// cas stores w's record if the stored version is w.Expected (or there is no row and w.Expected
+// is 0). Called with the mutex held.
+func (s *backend) cas(w *stead.Write) error {
+	id := w.Execution.ID
+	cur, ok := s.exes[id]
 	switch {
-	case ok && cur.Version == exe.Version:
-	case !ok && exe.Version == 0:
+	case ok && cur.summary.Version == w.Expected:
+	case !ok && w.Expected == 0:
 	case ok:
-		return &stead.ConflictError{ID: exe.ID, Expected: exe.Version, Found: cur.Version}
+		return &stead.ConflictError{ID: id, Expected: w.Expected, Found: cur.summary.Version}
 	default:
-		return &stead.ConflictError{ID: exe.ID, Expected: exe.Version, Found: -1}
+		return &stead.ConflictError{ID: id, Expected: w.Expected, Found: -1}
 	}
-	exe.Version++
-	s.exes[exe.ID] = exe.Clone()
+	s.exes[id] = &row{record: w.Record, summary: w.Execution.Summarize()}
 	return nil
 }
 
 // apply writes the side effects of a committed step. Called with the mutex held, after cas.
-func (s *Store) apply(exe *stead.Execution, b *stead.Bundle) []int64 {
-	seqs := make([]int64, 0, len(b.Emits))
+func (s *backend) apply(w *stead.Write) []int64 {
+	id, b := w.Execution.ID, &w.Bundle
+	var seqs []int64
 	for _, em := range b.Emits {
 		s.lastSeq++
 		ev := em.Event
 		ev.Data = slices.Clone(ev.Data)
-		s.outbox.push(s.lastSeq, stead.OutboxEntry{Seq: s.lastSeq, Source: exe.ID, Target: em.Target, Event: ev})
+		s.outbox.push(s.lastSeq, stead.OutboxEntry{Seq: s.lastSeq, Source: id, Target: em.Target, Event: ev})
 		seqs = append(seqs, s.lastSeq)
 	}
 	if b.ProcessedEventID != "" {
-		m := s.processed[exe.ID]
+		m := s.processed[id]
 		if m == nil {
 			m = make(map[string]struct{})
-			s.processed[exe.ID] = m
+			s.processed[id] = m
 		}
 		m[b.ProcessedEventID] = struct{}{}
 	}
 	for _, sp := range b.Spawns {
 		s.lastSpawn++
 		s.spawns.push(s.lastSpawn, stead.SpawnEntry{
-			Seq: s.lastSpawn, ParentID: exe.ID, ChildID: sp.ChildID, RootPath: sp.RootPath,
+			Seq: s.lastSpawn, ParentID: id, ChildID: sp.ChildID, RootPath: sp.RootPath,
 			Context: slices.Clone([]byte(sp.Context)),
 		})
 	}
 	for _, op := range b.Timers {
-		k := timerKey{exe.ID, op.Path}
+		k := timerKey{id, op.Path}
 		if op.Action == stead.TimerSchedule {
-			s.timers[k] = op.FireAt.UTC().Truncate(time.Microsecond)
+			s.timers[k] = op.FireAt
 		} else {
 			delete(s.timers, k)
 		}
 	}
 	if b.Trace != nil {
-		s.appendTrace(exe.ID, *b.Trace)
+		s.appendTrace(id, *b.Trace)
 	}
 	return seqs
 }
 
-func (s *Store) appendTrace(id string, st stead.TraceStep) int64 {
+func (s *backend) appendTrace(id string, st stead.TraceStep) int64 {
 	r := s.trace[id]
 	if r == nil {
 		r = &ring{}
@@ -403,14 +339,7 @@ func (s *Store) appendTrace(id string, st stead.TraceStep) int64 {
 	return st.Index
 }
 
-// AppendTrace implements stead.Writer. The execution must exist.
-func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep) (int64, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return 0, err
-	}
-	if err := step.Validate(); err != nil {
-		return 0, err
-	}
+func (s *backend) AppendTrace(ctx context.Context, id string, step stead.TraceStep) (int64, error) {
 	if err := s.lock(ctx); err != nil {
 		return 0, err
 	}
@@ -421,17 +350,13 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 	return s.appendTrace(id, step), nil
 }
 
-// Purge implements stead.Writer.
-func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return false, err
-	}
+func (s *backend) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
 	cur, ok := s.exes[id]
-	if ok && cur.Version != expectedVersion {
+	if ok && cur.summary.Version != expectedVersion {
 		return false, nil
 	}
 	delete(s.exes, id)
@@ -447,93 +372,46 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 	return ok, nil
 }
 
-// leaseClock drops the monotonic reading and sub-microsecond digits of now, so that lease ends
-// compare exactly as they do in the SQL backends.
-func leaseClock(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
-
-func checkClaim(lease time.Duration, limit int) (int, error) {
-	if lease <= 0 {
-		return 0, check.Invalidf("lease %v is not positive", lease)
-	}
-	return check.Limit("limit", limit, stead.DefaultListLimit, stead.MaxListLimit)
-}
-
-// ClaimOutbox implements stead.Relay.
-func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]stead.OutboxEntry, error) {
-	limit, err := checkClaim(lease, limit)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit int) ([]stead.OutboxEntry, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	return s.outbox.claim(now, lease, limit), nil
+	return s.outbox.claim(now, until, limit), nil
 }
 
-// ClaimSpawns implements stead.Relay.
-func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]stead.SpawnEntry, error) {
-	limit, err := checkClaim(lease, limit)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit int) ([]stead.SpawnEntry, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	return s.spawns.claim(now, lease, limit), nil
+	return s.spawns.claim(now, until, limit), nil
 }
 
-func checkAcks(seqs []int64) (map[int64]bool, error) {
-	if len(seqs) > stead.MaxBatch {
-		return nil, check.Invalidf("%d sequence numbers, more than %d", len(seqs), stead.MaxBatch)
-	}
-	set := make(map[int64]bool, len(seqs))
-	for _, q := range seqs {
-		set[q] = true
-	}
-	return set, nil
-}
-
-// AckOutbox implements stead.Relay.
-func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	acked, err := checkAcks(seqs)
-	if err != nil {
-		return err
-	}
+func (s *backend) AckOutbox(ctx context.Context, seqs []int64) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.outbox.ack(acked)
+	s.outbox.ack(seqs)
 	return nil
 }
 
-// AckSpawns implements stead.Relay.
-func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	acked, err := checkAcks(seqs)
-	if err != nil {
-		return err
-	}
+func (s *backend) AckSpawns(ctx context.Context, seqs []int64) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.spawns.ack(acked)
+	s.spawns.ack(seqs)
 	return nil
 }
 
-// DueTimers implements stead.Relay.
-func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
-	limit, err := check.Limit("limit", limit, stead.DefaultListLimit, stead.MaxListLimit)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	out := []stead.Timer{}
+	var out []stead.Timer
 	for k, at := range s.timers {
 		if !at.After(now) {
 			out = append(out, stead.Timer{ExecutionID: k.id, Path: k.path, FireAt: at})
@@ -548,21 +426,14 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stea
 	return out, nil
 }
 
-// DeleteTimer implements stead.Relay.
-func (s *Store) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
-	if err := check.ID("execution id", t.ExecutionID); err != nil {
-		return false, err
-	}
-	if err := check.ID("timer path", t.Path); err != nil {
-		return false, err
-	}
+func (s *backend) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
 	k := timerKey{t.ExecutionID, t.Path}
 	at, ok := s.timers[k]
-	if !ok || !at.Equal(t.FireAt.Truncate(time.Microsecond)) {
+	if !ok || !at.Equal(t.FireAt) {
 		return false, nil
 	}
 	delete(s.timers, k)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, cfg storetest.Config) stead.Store {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) *stead.Store {
 		var opts []memstore.Option
 		if cfg.TraceCap > 0 {
 			opts = append(opts, memstore.WithTraceCap(cfg.TraceCap))
@@ -38,7 +38,7 @@ func TestTraceCap(t *testing.T) {
 			s := memstore.New(c.opts...)
 			defer s.Close()
 			exe := &stead.Execution{ID: "e", DefinitionID: "d", Status: stead.StatusRunning}
-			if err := stead.Save(ctx, s, exe); err != nil {
+			if _, err := s.Save(ctx, exe); err != nil {
 				t.Fatal(err)
 			}
 			for i := range c.steps {

@@ -23,7 +23,7 @@ func (q *queue[E]) push(seq int64, e E) { q.rows = append(q.rows, &leased[E]{seq
 
 // pending returns up to limit entries that keep accepts, claimed or not, oldest first.
 func (q *queue[E]) pending(limit int, keep func(E) bool) []E {
-	out := []E{}
+	var out []E
 	for _, r := range q.rows {
 		if len(out) == limit {
 			break
@@ -35,25 +35,24 @@ func (q *queue[E]) pending(limit int, keep func(E) bool) []E {
 	return out
 }
 
-// claim leases up to limit entries that are not under a live lease, oldest first, until now+lease.
-func (q *queue[E]) claim(now time.Time, lease time.Duration, limit int) []E {
-	now = leaseClock(now)
-	out := []E{}
+// claim leases up to limit entries that are not under a live lease, oldest first, until until.
+func (q *queue[E]) claim(now, until time.Time, limit int) []E {
+	var out []E
 	for _, r := range q.rows {
 		if len(out) == limit {
 			break
 		}
 		if !r.leaseEnd.After(now) {
-			r.leaseEnd = leaseClock(now.Add(lease))
+			r.leaseEnd = until
 			out = append(out, q.clone(r.e))
 		}
 	}
 	return out
 }
 
-// ack removes the entries whose sequence numbers are in acked.
-func (q *queue[E]) ack(acked map[int64]bool) {
-	q.rows = slices.DeleteFunc(q.rows, func(r *leased[E]) bool { return acked[r.seq] })
+// ack removes the entries whose sequence numbers are in seqs.
+func (q *queue[E]) ack(seqs []int64) {
+	q.rows = slices.DeleteFunc(q.rows, func(r *leased[E]) bool { return slices.Contains(seqs, r.seq) })
 }
 
 // drop removes the entries gone accepts.

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -10,11 +11,11 @@ import (
 )
 
 var batchRules = []rule{
-	{name: "EachItemStandsAlone", run: testBatchMixed},
-	{name: "AllLand", run: testBatchAllLand},
-	{name: "EmptyBatch", run: testBatchEmpty},
-	{name: "FullBatch", run: testBatchFull},
-	{name: "RacingBatchesNeverBothWin", run: testBatchRace},
+	{name: "each_item_stands_alone", run: testBatchMixed},
+	{name: "all_land", run: testBatchAllLand},
+	{name: "empty_batch", run: testBatchEmpty},
+	{name: "full_batch", run: testBatchFull},
+	{name: "racing_batches_never_both_win", run: testBatchRace},
 }
 
 // testBatchMixed commits a batch where some items lose their CAS, some are invalid and one
@@ -54,6 +55,10 @@ func testBatchMixed(h *harness) {
 		{ExecutionID: missing.ID, EventID: "missing-processed"},
 	}
 	before := h.snap(ids, refs...)
+	untouched := make([]*stead.Execution, len(items))
+	for i := range items {
+		untouched[i] = items[i].Execution.Clone()
+	}
 	res, err := h.s.CommitBatch(h.ctx, items)
 	if err != nil {
 		h.Fatalf("CommitBatch: %v", err)
@@ -74,15 +79,21 @@ func testBatchMixed(h *harness) {
 	h.wantErr("item 3 (repeats the id of item 0)", res[3].Err, stead.ErrInvalid)
 	h.wantErr("item 5 (nil execution)", res[5].Err, stead.ErrInvalid)
 	h.wantConflict("item 6 (missing above version 0)", res[6].Err, missing.ID, 2, -1)
-	for i, want := range []int64{1, 1, 0, 0, 2, -1, 2} {
-		if e := items[i].Execution; e != nil && e.Version != want {
-			h.Fatalf("item %d: Version %d after the batch, want %d", i, e.Version, want)
+	for i := range items {
+		if !reflect.DeepEqual(items[i].Execution, untouched[i]) {
+			h.Fatalf("item %d: CommitBatch changed the execution it was given", i)
+		}
+	}
+	for i, want := range []int64{1, 0, 0, 0, 2, 0, 0} {
+		if res[i].Version != want {
+			h.Fatalf("item %d: result version %d, want %d", i, res[i].Version, want)
 		}
 	}
 
 	// The winners landed whole, with the seqs the batch returned.
 	for _, i := range []int{0, 4} {
-		exe := items[i].Execution
+		exe := items[i].Execution.Clone()
+		exe.Version = res[i].Version
 		h.sameExe(fmt.Sprintf("item %d stored", i), h.load(exe.ID), exe)
 		if got := seqsOf(h.outbox(exe.ID)); !slices.Equal(got, res[i].Seqs) {
 			h.Fatalf("item %d: outbox seqs %v, want the returned %v", i, got, res[i].Seqs)
@@ -142,8 +153,8 @@ func testBatchAllLand(h *harness) {
 		if r.Err != nil {
 			h.Fatalf("item %d: %v", i, r.Err)
 		}
-		if want := int64(1 + i%2); exe.Version != want {
-			h.Fatalf("item %d: Version %d, want %d", i, exe.Version, want)
+		if want := int64(1 + i%2); r.Version != want || exe.Version != want-1 {
+			h.Fatalf("item %d: committed version %d from %d, want %d from an untouched %d", i, r.Version, exe.Version, want, want-1)
 		}
 		if len(r.Seqs) != i%3 || !slices.Equal(seqsOf(h.outbox(exe.ID)), r.Seqs) {
 			h.Fatalf("item %d: seqs %v, outbox %v", i, r.Seqs, seqsOf(h.outbox(exe.ID)))
@@ -252,8 +263,8 @@ func testBatchFull(h *harness) {
 			h.wantConflict("the item whose id was taken", r.Err, taken.ID, 0, 1, -1)
 			continue
 		}
-		if r.Err != nil || items[i].Execution.Version != 1 {
-			h.Fatalf("item %d: %v, Version %d", i, r.Err, items[i].Execution.Version)
+		if r.Err != nil || r.Version != 1 {
+			h.Fatalf("item %d: %v, version %d", i, r.Err, r.Version)
 		}
 	}
 	if n := len(h.collect(stead.ListFilter{DefinitionID: h.id("def"), Limit: stead.MaxListLimit})); n != stead.MaxBatch {

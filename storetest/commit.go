@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,16 +14,17 @@ import (
 )
 
 var commitRules = []rule{
-	{name: "FirstCommitInserts", run: testFirstCommitInserts},
-	{name: "LimitSizedInputLands", run: testLimitSizedInput},
-	{name: "StateOnlyCommitReturnsNoSeqs", run: testStateOnlyCommit},
-	{name: "CASBumpsVersion", run: testCASBumps},
-	{name: "StaleCommitConflicts", run: testStaleCommitConflicts},
-	{name: "NewExecutionOverExistingConflicts", run: testNewOverExisting},
-	{name: "MissingExecutionAboveVersionZeroConflicts", run: testMissingAboveZero},
-	{name: "RacingCommitsExactlyOneWins", run: testRacingCommits},
-	{name: "InvalidItemWritesNothing", run: testInvalidItemWritesNothing},
-	{name: "NoAliasing", run: testNoAliasing},
+	{name: "first_commit_inserts", run: testFirstCommitInserts},
+	{name: "limit_sized_input_lands", run: testLimitSizedInput},
+	{name: "state_only_commit_returns_no_seqs", run: testStateOnlyCommit},
+	{name: "cas_bumps_version", run: testCASBumps},
+	{name: "stale_commit_conflicts", run: testStaleCommitConflicts},
+	{name: "new_execution_over_existing_conflicts", run: testNewOverExisting},
+	{name: "missing_execution_above_version_zero_conflicts", run: testMissingAboveZero},
+	{name: "racing_commits_exactly_one_wins", run: testRacingCommits},
+	{name: "invalid_item_writes_nothing", run: testInvalidItemWritesNothing},
+	{name: "no_aliasing", run: testNoAliasing},
+	{name: "never_changes_its_arguments", run: testNeverChangesArguments},
 }
 
 func testFirstCommitInserts(h *harness) {
@@ -45,16 +48,19 @@ func testFirstCommitInserts(h *harness) {
 
 func testStateOnlyCommit(h *harness) {
 	exe := h.newExe("e")
-	seqs, err := h.s.Commit(h.ctx, exe, stead.Bundle{ProcessedEventID: "ev-1"})
-	if err != nil || len(seqs) != 0 {
-		h.Fatalf("state-only Commit = %v, %v; want no seqs, nil", seqs, err)
+	c, err := h.s.Commit(h.ctx, exe, stead.Bundle{ProcessedEventID: "ev-1"})
+	if err != nil || c.Seqs != nil || c.Version != 1 {
+		h.Fatalf("state-only Commit = %+v, %v; want version 1, no seqs, nil", c, err)
 	}
+	exe.Version = c.Version
 	if !h.processed(exe.ID, "ev-1") {
 		h.Fatal("state-only commit did not record its processed event id")
 	}
-	if err := stead.Save(h.ctx, h.s, exe); err != nil {
+	v, err := h.s.Save(h.ctx, exe)
+	if err != nil {
 		h.Fatalf("Save: %v", err)
 	}
+	exe.Version = v
 	if exe.Version != 2 || h.load(exe.ID).Version != 2 {
 		h.Fatalf("after Commit and Save: Version %d, want 2", exe.Version)
 	}
@@ -99,7 +105,7 @@ func testStaleCommitConflicts(h *harness) {
 	_, err := h.s.Commit(h.ctx, loser, h.fullBundle(loser.ID, "stale"))
 	h.wantConflict("stale Commit", err, loser.ID, 1, 2, -1)
 	if loser.Version != 1 {
-		h.Fatalf("the loser's Version is %d after a lost CAS, want 1 (restored)", loser.Version)
+		h.Fatalf("the loser's Version is %d after a lost CAS, want 1 (untouched)", loser.Version)
 	}
 	h.unchanged("a lost CAS", before, ids, refs...)
 	if got := h.load(loser.ID); got.Outcome != "winner" || got.Version != 2 {
@@ -171,13 +177,14 @@ func testRacingCommits(h *harness) {
 				ProcessedEventID: mine.Outcome,
 			}
 			wg.Go(func() {
-				_, err := h.s.Commit(h.ctx, mine, b)
+				c, err := h.s.Commit(h.ctx, mine, b)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
 				case err == nil:
-					if mine.Version != cur.Version+1 {
-						failures = append(failures, fmt.Errorf("winner Version %d, want %d", mine.Version, cur.Version+1))
+					if c.Version != cur.Version+1 || mine.Version != cur.Version {
+						failures = append(failures, fmt.Errorf("winner committed version %d from %d, want %d from an untouched %d",
+							c.Version, mine.Version, cur.Version+1, cur.Version))
 					}
 					won = append(won, mine.Outcome)
 				case errors.Is(err, stead.ErrConflict):
@@ -221,37 +228,37 @@ var invalidItems = []struct {
 	name   string
 	mutate func(e *stead.Execution, b *stead.Bundle)
 }{
-	{"EmitWithoutEventID", func(e *stead.Execution, b *stead.Bundle) { b.Emits[1].Event.ID = "" }},
-	{"EmitWithoutKind", func(e *stead.Execution, b *stead.Bundle) { b.Emits[0].Event.Kind = "" }},
-	{"EmitDataNotJSON", func(e *stead.Execution, b *stead.Bundle) { b.Emits[0].Event.Data = json.RawMessage(`{"n":`) }},
-	{"EmitDataOversized", func(e *stead.Execution, b *stead.Bundle) { b.Emits[0].Event.Data = bigJSON(stead.MaxPayload + 1) }},
-	{"EmitTargetNUL", func(e *stead.Execution, b *stead.Bundle) { b.Emits[1].Target = "x\x00y" }},
-	{"EmitEventIDInvalidUTF8", func(e *stead.Execution, b *stead.Bundle) { b.Emits[1].Event.ID = "bad\xff" }},
-	{"SpawnWithoutChildID", func(e *stead.Execution, b *stead.Bundle) { b.Spawns[0].ChildID = "" }},
-	{"SpawnContextNotObject", func(e *stead.Execution, b *stead.Bundle) { b.Spawns[0].Context = json.RawMessage(`[1,2]`) }},
-	{"TimerUnknownAction", func(e *stead.Execution, b *stead.Bundle) { b.Timers[0].Action = "snooze" }},
-	{"TimerScheduleWithoutFireTime", func(e *stead.Execution, b *stead.Bundle) {
+	{"emit_without_event_id", func(e *stead.Execution, b *stead.Bundle) { b.Emits[1].Event.ID = "" }},
+	{"emit_without_kind", func(e *stead.Execution, b *stead.Bundle) { b.Emits[0].Event.Kind = "" }},
+	{"emit_data_not_json", func(e *stead.Execution, b *stead.Bundle) { b.Emits[0].Event.Data = json.RawMessage(`{"n":`) }},
+	{"emit_data_oversized", func(e *stead.Execution, b *stead.Bundle) { b.Emits[0].Event.Data = bigJSON(stead.MaxPayload + 1) }},
+	{"emit_target_nul", func(e *stead.Execution, b *stead.Bundle) { b.Emits[1].Target = "x\x00y" }},
+	{"emit_event_id_invalid_utf8", func(e *stead.Execution, b *stead.Bundle) { b.Emits[1].Event.ID = "bad\xff" }},
+	{"spawn_without_child_id", func(e *stead.Execution, b *stead.Bundle) { b.Spawns[0].ChildID = "" }},
+	{"spawn_context_not_object", func(e *stead.Execution, b *stead.Bundle) { b.Spawns[0].Context = json.RawMessage(`[1,2]`) }},
+	{"timer_unknown_action", func(e *stead.Execution, b *stead.Bundle) { b.Timers[0].Action = "snooze" }},
+	{"timer_schedule_without_fire_time", func(e *stead.Execution, b *stead.Bundle) {
 		b.Timers = append(b.Timers, stead.TimerOp{Action: stead.TimerSchedule, Path: "late"})
 	}},
-	{"TimerEmptyPath", func(e *stead.Execution, b *stead.Bundle) { b.Timers[0].Path = "" }},
-	{"TraceContextNotJSON", func(e *stead.Execution, b *stead.Bundle) { b.Trace.Context = json.RawMessage(`nope`) }},
-	{"TraceKindInvalidUTF8", func(e *stead.Execution, b *stead.Bundle) { b.Trace.EventKind = "\xc3\x28" }},
-	{"TraceContextNULEscape", func(e *stead.Execution, b *stead.Bundle) { b.Trace.Context = json.RawMessage(`{"a":"\u0000"}`) }},
-	{"ProcessedIDNUL", func(e *stead.Execution, b *stead.Bundle) { b.ProcessedEventID = "ev\x00" }},
-	{"ProcessedIDInvalidUTF8", func(e *stead.Execution, b *stead.Bundle) { b.ProcessedEventID = "ev\xfe" }},
-	{"ExecutionUnknownStatus", func(e *stead.Execution, b *stead.Bundle) { e.Status = "zombie" }},
-	{"ExecutionEmptyDefinition", func(e *stead.Execution, b *stead.Bundle) { e.DefinitionID = "" }},
-	{"ExecutionContextNotObject", func(e *stead.Execution, b *stead.Bundle) { e.Context = json.RawMessage(`"text"`) }},
-	{"ExecutionContextOversized", func(e *stead.Execution, b *stead.Bundle) { e.Context = bigObject(stead.MaxPayload + 1) }},
-	{"ExecutionPriorityOutOfRange", func(e *stead.Execution, b *stead.Bundle) { e.Priority = stead.MaxPriority + 1 }},
-	{"ExecutionActivePathNUL", func(e *stead.Execution, b *stead.Bundle) { e.ActivePath = "a\x00" }},
-	{"ExecutionRecordOversized", func(e *stead.Execution, b *stead.Bundle) {
+	{"timer_empty_path", func(e *stead.Execution, b *stead.Bundle) { b.Timers[0].Path = "" }},
+	{"trace_context_not_json", func(e *stead.Execution, b *stead.Bundle) { b.Trace.Context = json.RawMessage(`nope`) }},
+	{"trace_kind_invalid_utf8", func(e *stead.Execution, b *stead.Bundle) { b.Trace.EventKind = "\xc3\x28" }},
+	{"trace_context_nul_escape", func(e *stead.Execution, b *stead.Bundle) { b.Trace.Context = json.RawMessage(`{"a":"\u0000"}`) }},
+	{"processed_idnul", func(e *stead.Execution, b *stead.Bundle) { b.ProcessedEventID = "ev\x00" }},
+	{"processed_id_invalid_utf8", func(e *stead.Execution, b *stead.Bundle) { b.ProcessedEventID = "ev\xfe" }},
+	{"execution_unknown_status", func(e *stead.Execution, b *stead.Bundle) { e.Status = "zombie" }},
+	{"execution_empty_definition", func(e *stead.Execution, b *stead.Bundle) { e.DefinitionID = "" }},
+	{"execution_context_not_object", func(e *stead.Execution, b *stead.Bundle) { e.Context = json.RawMessage(`"text"`) }},
+	{"execution_context_oversized", func(e *stead.Execution, b *stead.Bundle) { e.Context = bigObject(stead.MaxPayload + 1) }},
+	{"execution_priority_out_of_range", func(e *stead.Execution, b *stead.Bundle) { e.Priority = stead.MaxPriority + 1 }},
+	{"execution_active_path_nul", func(e *stead.Execution, b *stead.Bundle) { e.ActivePath = "a\x00" }},
+	{"execution_record_oversized", func(e *stead.Execution, b *stead.Bundle) {
 		// Each result fits MaxPayload; together they exceed MaxRecord.
 		for i := range stead.MaxRecord/stead.MaxPayload + 1 {
 			e.Children[fmt.Sprintf("big-%d", i)] = stead.ChildState{RootPath: "p", Result: bigJSON(stead.MaxPayload - 16)}
 		}
 	}},
-	{"ExecutionDeferredEventWithoutID", func(e *stead.Execution, b *stead.Bundle) { e.Deferred[0].ID = "" }},
+	{"execution_deferred_event_without_id", func(e *stead.Execution, b *stead.Bundle) { e.Deferred[0].ID = "" }},
 }
 
 // testInvalidItemWritesNothing commits full bundles with one invalid item, to a new execution and
@@ -364,4 +371,64 @@ func testLimitSizedInput(h *harness) {
 	if ok, err := h.s.Purge(h.ctx, long, exe.Version); err != nil || !ok {
 		h.Fatalf("Purge of the limit-sized execution = %v, %v", ok, err)
 	}
+}
+
+// testNeverChangesArguments commits, loses a compare-and-swap and is refused, each with a full
+// bundle, and checks that neither the execution nor the bundle it was given changed: the version
+// a commit stores comes back in its result.
+func testNeverChangesArguments(h *harness) {
+	exe := h.newExe("e")
+	exe.CreatedAt = base.Add(123456789 * time.Nanosecond).In(time.FixedZone("UTC+3", 3*3600))
+	exe.Timers = map[string]time.Time{"p": base.Add(999 * time.Nanosecond)}
+	cases := []struct {
+		what string
+		exe  *stead.Execution
+		b    stead.Bundle
+		err  error
+	}{
+		{"a winning commit", exe, h.fullBundle(exe.ID, "win"), nil},
+		{"a lost compare-and-swap", exe, h.fullBundle(exe.ID, "lost"), stead.ErrConflict},
+		{"a refused commit", func() *stead.Execution { e := exe.Clone(); e.Status = "zombie"; return e }(), h.fullBundle(exe.ID, "bad"), stead.ErrInvalid},
+	}
+	for _, c := range cases {
+		before, bundle := c.exe.Clone(), cloneBundle(c.b)
+		got, err := h.s.Commit(h.ctx, c.exe, c.b)
+		if c.err == nil {
+			if err != nil || got.Version != 1 || len(got.Seqs) != 2 {
+				h.Fatalf("%s = %+v, %v; want version 1 and two seqs", c.what, got, err)
+			}
+		} else {
+			h.wantErr(c.what, err, c.err)
+			if got.Version != 0 || got.Seqs != nil {
+				h.Fatalf("%s returned %+v with its error, want the zero Committed", c.what, got)
+			}
+		}
+		if !reflect.DeepEqual(c.exe, before) {
+			h.Fatalf("%s changed the execution:\n got: %s\nwant: %s", c.what, dump(c.exe), dump(before))
+		}
+		if !reflect.DeepEqual(c.b, bundle) {
+			h.Fatalf("%s changed the bundle:\n got: %s\nwant: %s", c.what, dump(c.b), dump(bundle))
+		}
+	}
+}
+
+// cloneBundle returns a deep copy of b.
+func cloneBundle(b stead.Bundle) stead.Bundle {
+	c := b
+	c.Emits = slices.Clone(b.Emits)
+	for i := range c.Emits {
+		c.Emits[i].Event.Data = slices.Clone(c.Emits[i].Event.Data)
+	}
+	c.Spawns = slices.Clone(b.Spawns)
+	for i := range c.Spawns {
+		c.Spawns[i].Context = slices.Clone(c.Spawns[i].Context)
+	}
+	c.Timers = slices.Clone(b.Timers)
+	if b.Trace != nil {
+		t := *b.Trace
+		t.Actions = slices.Clone(t.Actions)
+		t.Context = slices.Clone(t.Context)
+		c.Trace = &t
+	}
+	return c
 }

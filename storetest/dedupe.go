@@ -8,9 +8,9 @@ import (
 )
 
 var dedupeRules = []rule{
-	{name: "MarkerRecordedWithCommit", run: testDedupeMarker},
-	{name: "LoadForEvent", run: testLoadForEvent},
-	{name: "LoadForEventsAligned", run: testLoadForEvents},
+	{name: "marker_recorded_with_commit", run: testDedupeMarker},
+	{name: "load_for_event", run: testLoadForEvent},
+	{name: "load_for_events_aligned", run: testLoadForEvents},
 }
 
 func testDedupeMarker(h *harness) {

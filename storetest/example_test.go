@@ -12,7 +12,7 @@ import (
 // empty store with the trace cap it asks for, and registers the store's cleanup.
 func ExampleRun() {
 	TestConformance := func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T, cfg storetest.Config) stead.Store {
+		storetest.Run(t, func(t *testing.T, cfg storetest.Config) *stead.Store {
 			var opts []memstore.Option
 			if cfg.TraceCap > 0 {
 				opts = append(opts, memstore.WithTraceCap(cfg.TraceCap))

@@ -10,27 +10,30 @@ import (
 )
 
 var lifecycleRules = []rule{
-	{name: "CancelledContext", run: testCancelledContext},
-	{name: "CallsAfterClose", run: testCallsAfterClose},
+	{name: "cancelled_context", run: testCancelledContext},
+	{name: "calls_after_close", run: testCallsAfterClose},
 }
 
 // goodCalls is one valid call of every method, against stored (which exists at version 1).
 func (h *harness) goodCalls(stored *stead.Execution) []badCall {
 	id := stored.ID
 	return []badCall{
-		{"Load", func(ctx context.Context, s stead.Store) error { _, err := s.Load(ctx, id); return err }},
-		{"LoadForEvent", func(ctx context.Context, s stead.Store) error { _, _, err := s.LoadForEvent(ctx, id, "ev"); return err }},
-		{"LoadForEvents", func(ctx context.Context, s stead.Store) error {
+		{"Load", func(ctx context.Context, s *stead.Store) error { _, err := s.Load(ctx, id); return err }},
+		{"LoadForEvent", func(ctx context.Context, s *stead.Store) error {
+			_, _, err := s.LoadForEvent(ctx, id, "ev")
+			return err
+		}},
+		{"LoadForEvents", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: id, EventID: "ev"}})
 			return err
 		}},
-		{"IsProcessed", func(ctx context.Context, s stead.Store) error { _, err := s.IsProcessed(ctx, id, "ev"); return err }},
-		{"List", func(ctx context.Context, s stead.Store) error { _, err := s.List(ctx, stead.ListFilter{}); return err }},
-		{"ReadTrace", func(ctx context.Context, s stead.Store) error { _, err := s.ReadTrace(ctx, id); return err }},
-		{"Timers", func(ctx context.Context, s stead.Store) error { _, err := s.Timers(ctx, id); return err }},
-		{"PendingOutbox", func(ctx context.Context, s stead.Store) error { _, err := s.PendingOutbox(ctx, "", 10); return err }},
-		{"PendingSpawns", func(ctx context.Context, s stead.Store) error { _, err := s.PendingSpawns(ctx, "", 10); return err }},
-		{"Commit", func(ctx context.Context, s stead.Store) error {
+		{"IsProcessed", func(ctx context.Context, s *stead.Store) error { _, err := s.IsProcessed(ctx, id, "ev"); return err }},
+		{"List", func(ctx context.Context, s *stead.Store) error { _, err := s.List(ctx, stead.ListFilter{}); return err }},
+		{"ReadTrace", func(ctx context.Context, s *stead.Store) error { _, err := s.ReadTrace(ctx, id); return err }},
+		{"Timers", func(ctx context.Context, s *stead.Store) error { _, err := s.Timers(ctx, id); return err }},
+		{"PendingOutbox", func(ctx context.Context, s *stead.Store) error { _, err := s.PendingOutbox(ctx, "", 10); return err }},
+		{"PendingSpawns", func(ctx context.Context, s *stead.Store) error { _, err := s.PendingSpawns(ctx, "", 10); return err }},
+		{"Commit", func(ctx context.Context, s *stead.Store) error {
 			e := h.newExe("new")
 			_, err := s.Commit(ctx, e, h.fullBundle(e.ID, "new"))
 			if e.Version != 0 && err != nil {
@@ -38,31 +41,31 @@ func (h *harness) goodCalls(stored *stead.Execution) []badCall {
 			}
 			return err
 		}},
-		{"Commit stored", func(ctx context.Context, s stead.Store) error {
+		{"Commit stored", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.Commit(ctx, stored.Clone(), stead.Bundle{})
 			return err
 		}},
-		{"CommitBatch", func(ctx context.Context, s stead.Store) error {
+		{"CommitBatch", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.CommitBatch(ctx, []stead.CommitItem{{Execution: h.newExe("batched")}})
 			return err
 		}},
-		{"AppendTrace", func(ctx context.Context, s stead.Store) error {
+		{"AppendTrace", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.AppendTrace(ctx, id, stead.TraceStep{})
 			return err
 		}},
-		{"Purge", func(ctx context.Context, s stead.Store) error { _, err := s.Purge(ctx, id, 1); return err }},
-		{"ClaimOutbox", func(ctx context.Context, s stead.Store) error {
+		{"Purge", func(ctx context.Context, s *stead.Store) error { _, err := s.Purge(ctx, id, 1); return err }},
+		{"ClaimOutbox", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.ClaimOutbox(ctx, farFuture, time.Minute, 10)
 			return err
 		}},
-		{"AckOutbox", func(ctx context.Context, s stead.Store) error { return s.AckOutbox(ctx, []int64{1, 2, 3}) }},
-		{"ClaimSpawns", func(ctx context.Context, s stead.Store) error {
+		{"AckOutbox", func(ctx context.Context, s *stead.Store) error { return s.AckOutbox(ctx, []int64{1, 2, 3}) }},
+		{"ClaimSpawns", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.ClaimSpawns(ctx, farFuture, time.Minute, 10)
 			return err
 		}},
-		{"AckSpawns", func(ctx context.Context, s stead.Store) error { return s.AckSpawns(ctx, []int64{1, 2, 3}) }},
-		{"DueTimers", func(ctx context.Context, s stead.Store) error { _, err := s.DueTimers(ctx, farFuture, 10); return err }},
-		{"DeleteTimer", func(ctx context.Context, s stead.Store) error {
+		{"AckSpawns", func(ctx context.Context, s *stead.Store) error { return s.AckSpawns(ctx, []int64{1, 2, 3}) }},
+		{"DueTimers", func(ctx context.Context, s *stead.Store) error { _, err := s.DueTimers(ctx, farFuture, 10); return err }},
+		{"DeleteTimer", func(ctx context.Context, s *stead.Store) error {
 			_, err := s.DeleteTimer(ctx, stead.Timer{ExecutionID: id, Path: "timer/seed", FireAt: base.Add(time.Minute)})
 			return err
 		}},

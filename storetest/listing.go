@@ -12,12 +12,12 @@ import (
 )
 
 var listRules = []rule{
-	{name: "Filters", run: testListFilters},
-	{name: "SummariesCarryTheColumns", run: testListSummaries},
-	{name: "PageBoundaries", run: testListPageBoundaries},
-	{name: "OrderIsByteWise", run: testListByteOrder},
-	{name: "PagesWhileInserting", run: testListWhileInserting},
-	{name: "CursorBoundToFilter", run: testListCursorBound},
+	{name: "filters", run: testListFilters},
+	{name: "summaries_carry_the_columns", run: testListSummaries},
+	{name: "page_boundaries", run: testListPageBoundaries},
+	{name: "order_is_byte_wise", run: testListByteOrder},
+	{name: "pages_while_inserting", run: testListWhileInserting},
+	{name: "cursor_bound_to_filter", run: testListCursorBound},
 }
 
 // finishedAt is the FinishedAt of every done execution of the listing seed.

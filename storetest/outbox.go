@@ -11,13 +11,13 @@ import (
 )
 
 var outboxRules = []rule{
-	{name: "OrderAndSequenceNumbers", run: testOutboxOrder},
-	{name: "SequenceNumbersNeverReused", run: testOutboxSeqsNeverReused},
-	{name: "ConcurrentCommitsGetDistinctSeqs", run: testOutboxConcurrentSeqs},
-	{name: "AckRemovesExactlyTheAcked", run: testOutboxAck},
-	{name: "PendingLimit", run: testOutboxPendingLimit},
-	{name: "ClaimsAreExclusive", run: testOutboxClaimsExclusive},
-	{name: "ClaimsComeBackAfterLeaseExpiry", run: testOutboxLeaseExpiry},
+	{name: "order_and_sequence_numbers", run: testOutboxOrder},
+	{name: "sequence_numbers_never_reused", run: testOutboxSeqsNeverReused},
+	{name: "concurrent_commits_get_distinct_seqs", run: testOutboxConcurrentSeqs},
+	{name: "ack_removes_exactly_the_acked", run: testOutboxAck},
+	{name: "pending_limit", run: testOutboxPendingLimit},
+	{name: "claims_are_exclusive", run: testOutboxClaimsExclusive},
+	{name: "claims_come_back_after_lease_expiry", run: testOutboxLeaseExpiry},
 }
 
 func emit(target, id, kind string) stead.Emit {
@@ -310,7 +310,9 @@ func testOutboxConcurrentSeqs(h *harness) {
 				b := stead.Bundle{Emits: []stead.Emit{
 					emit(exe.ID, fmt.Sprintf("c%d-a", c), "A"), emit("", fmt.Sprintf("c%d-b", c), "B"), emit(exe.ID, fmt.Sprintf("c%d-c", c), "C"),
 				}}
-				seqs, err := h.s.Commit(h.ctx, exe, b)
+				c, err := h.s.Commit(h.ctx, exe, b)
+				seqs := c.Seqs
+				exe.Version = c.Version
 				mu.Lock()
 				switch {
 				case err != nil:

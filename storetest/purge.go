@@ -11,9 +11,9 @@ import (
 )
 
 var purgeRules = []rule{
-	{name: "RemovesEveryRowOfTheExecutionAndNothingElse", run: testPurge},
-	{name: "SweepsLeftoversOfAMissingExecution", run: testPurgeLeftovers},
-	{name: "RacingACommitOneWins", run: testPurgeRacingCommit},
+	{name: "removes_every_row_of_the_execution_and_nothing_else", run: testPurge},
+	{name: "sweeps_leftovers_of_a_missing_execution", run: testPurgeLeftovers},
+	{name: "racing_a_commit_one_wins", run: testPurgeRacingCommit},
 }
 
 // purgeBundle is one step with one of every side effect; the outbox gets an event to the

@@ -10,10 +10,10 @@ import (
 )
 
 var spawnRules = []rule{
-	{name: "OrderAndFields", run: testSpawnOrder},
-	{name: "AckRemovesExactlyTheAcked", run: testSpawnAck},
-	{name: "ClaimsAreExclusive", run: testSpawnClaimsExclusive},
-	{name: "ClaimsComeBackAfterLeaseExpiry", run: testSpawnLeaseExpiry},
+	{name: "order_and_fields", run: testSpawnOrder},
+	{name: "ack_removes_exactly_the_acked", run: testSpawnAck},
+	{name: "claims_are_exclusive", run: testSpawnClaimsExclusive},
+	{name: "claims_come_back_after_lease_expiry", run: testSpawnLeaseExpiry},
 }
 
 func (h *harness) wantSpawns(what string, got, want []stead.SpawnEntry) {

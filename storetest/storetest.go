@@ -27,7 +27,7 @@ type Config struct {
 // releases it (Close, dropping a schema, removing a file). It is called from parallel subtests,
 // so it must be safe for concurrent use. Close may be called twice: one subtest closes the store
 // itself before the cleanup runs.
-type Factory func(t *testing.T, cfg Config) stead.Store
+type Factory func(t *testing.T, cfg Config) *stead.Store
 
 // Run runs the whole conformance suite against the stores newStore returns.
 func Run(t *testing.T, newStore Factory) {
@@ -58,24 +58,25 @@ type group struct {
 
 // groups is the table of every rule, in the order they appear in the test output.
 var groups = []group{
-	{"Commit", commitRules},
-	{"Dedupe", dedupeRules},
-	{"Timers", timerRules},
-	{"Outbox", outboxRules},
-	{"Spawns", spawnRules},
-	{"Trace", traceRules},
-	{"List", listRules},
-	{"Purge", purgeRules},
-	{"Batch", batchRules},
-	{"BadInput", badInputRules},
-	{"Lifecycle", lifecycleRules},
+	{"commit", commitRules},
+	{"dedupe", dedupeRules},
+	{"timers", timerRules},
+	{"outbox", outboxRules},
+	{"spawns", spawnRules},
+	{"trace", traceRules},
+	{"list", listRules},
+	{"purge", purgeRules},
+	{"batch", batchRules},
+	{"times", timeRules},
+	{"bad_input", badInputRules},
+	{"lifecycle", lifecycleRules},
 }
 
 // harness is what every rule gets: a fresh store, a context, and an id prefix unique to the
 // subtest.
 type harness struct {
 	*testing.T
-	s      stead.Store
+	s      *stead.Store
 	ctx    context.Context
 	prefix string
 }
@@ -134,17 +135,27 @@ func (h *harness) fullBundle(exeID, tag string) stead.Bundle {
 	}
 }
 
-// commit commits and fails the test on error.
+// commit commits and fails the test on error. Like any caller that goes on with the same value,
+// it then sets exe.Version to the version the commit returned; the store itself must not have
+// touched exe.
 func (h *harness) commit(exe *stead.Execution, b stead.Bundle) []int64 {
 	h.Helper()
-	seqs, err := h.s.Commit(h.ctx, exe, b)
+	before := exe.Clone()
+	c, err := h.s.Commit(h.ctx, exe, b)
 	if err != nil {
 		h.Fatalf("Commit(%s at version %d): %v", exe.ID, exe.Version, err)
 	}
-	if len(seqs) != len(b.Emits) {
-		h.Fatalf("Commit(%s) returned %d seqs for %d emits", exe.ID, len(seqs), len(b.Emits))
+	if !reflect.DeepEqual(exe, before) {
+		h.Fatalf("Commit(%s) changed the execution it was given", exe.ID)
 	}
-	return seqs
+	if c.Version != exe.Version+1 {
+		h.Fatalf("Commit(%s at version %d) returned version %d, want %d", exe.ID, exe.Version, c.Version, exe.Version+1)
+	}
+	if len(c.Seqs) != len(b.Emits) || (len(b.Emits) == 0 && c.Seqs != nil) {
+		h.Fatalf("Commit(%s) returned seqs %v for %d emits", exe.ID, c.Seqs, len(b.Emits))
+	}
+	exe.Version = c.Version
+	return c.Seqs
 }
 
 func (h *harness) load(id string) *stead.Execution {

@@ -9,10 +9,10 @@ import (
 )
 
 var timerRules = []rule{
-	{name: "ScheduleRearmCancel", run: testTimerScheduleRearmCancel},
-	{name: "FireTimesKeepMicroseconds", run: testTimerMicroseconds},
-	{name: "DueOrderAndLimit", run: testDueOrderAndLimit},
-	{name: "DeleteOnlyIfFireTimeMatches", run: testDeleteTimer},
+	{name: "schedule_rearm_cancel", run: testTimerScheduleRearmCancel},
+	{name: "fire_times_keep_microseconds", run: testTimerMicroseconds},
+	{name: "due_order_and_limit", run: testDueOrderAndLimit},
+	{name: "delete_only_if_fire_time_matches", run: testDeleteTimer},
 }
 
 func schedule(path string, at time.Time) stead.TimerOp {

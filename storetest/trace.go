@@ -13,9 +13,9 @@ import (
 const traceCap = 3
 
 var traceRules = []rule{
-	{name: "RingCapAndStableIndexes", cfg: Config{TraceCap: traceCap}, run: testTraceRing},
-	{name: "AppendTrace", cfg: Config{TraceCap: traceCap}, run: testAppendTrace},
-	{name: "StepsRoundTrip", run: testTraceRoundTrip},
+	{name: "ring_cap_and_stable_indexes", cfg: Config{TraceCap: traceCap}, run: testTraceRing},
+	{name: "append_trace", cfg: Config{TraceCap: traceCap}, run: testAppendTrace},
+	{name: "steps_round_trip", run: testTraceRoundTrip},
 }
 
 func indexes(steps []stead.TraceStep) []int64 {
