@@ -27,3 +27,9 @@ if [[ -n $unformatted ]]; then
 fi
 go vet ./...
 go test -race -count=1 -timeout 40m ./...
+
+# Modules of their own under examples/ (a third-party backend): built and tested like the rest.
+for mod in examples/*/go.mod; do
+  dir=$(dirname "$mod")
+  (cd "$dir" && go vet ./... && go test -race -count=1 ./...)
+done

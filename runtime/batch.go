@@ -154,6 +154,7 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 		it := p.items[k]
 		switch {
 		case r.Err == nil:
+			it.Execution.Version = r.Version // the worker's own copy, from the engine
 			p.acks = append(p.acks, leases[i])
 			ds = append(ds, delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k]})
 		case errors.Is(r.Err, stead.ErrConflict):

@@ -19,7 +19,7 @@ import (
 // Client is the sender side: it creates executions and sends them events. The zero value is not
 // usable; set Store and Transport. A Client is safe for concurrent use.
 type Client struct {
-	Store     stead.Store
+	Store     *stead.Store
 	Transport transport.Transport
 	// Known, when set, lists the definitions Create accepts; an unknown one is ErrInvalid.
 	Known Machines
@@ -64,70 +64,76 @@ func (c *Client) Create(ctx context.Context, definitionID, id string, data json.
 }
 
 // CreateBatch is Create for many executions (at most stead.MaxBatch) in one store transaction and
-// one publish. If any id is taken, or any input invalid, nothing is created.
+// one publish. Every input is checked first: one invalid item (or an unknown definition) refuses
+// the whole batch and nothing is written. Then each execution is created on its own: one whose id
+// is taken is not created, and CreateBatch returns the executions it did create (in input order)
+// together with an error joining one ErrAlreadyExists per taken id. The created ones are started
+// whatever happened to the others.
 func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead.Execution, error) {
 	if len(news) == 0 || len(news) > stead.MaxBatch {
 		return nil, check.Invalidf("create batch of %d executions: want 1..%d", len(news), stead.MaxBatch)
 	}
 	now := c.now()
 	items := make([]stead.CommitItem, len(news))
+	seen := make(map[string]bool, len(news))
 	for i, n := range news {
 		if c.Known != nil && c.Known[n.DefinitionID] == nil {
 			return nil, check.Invalidf("unknown definition %q", n.DefinitionID)
 		}
+		if seen[n.ID] {
+			return nil, check.Invalidf("execution %q appears twice in the batch", n.ID)
+		}
+		seen[n.ID] = true
 		exe := &stead.Execution{
 			ID: n.ID, DefinitionID: n.DefinitionID, Status: stead.StatusPending,
 			Context: n.Context, Priority: n.Priority, CreatedAt: now, UpdatedAt: now,
 		}
-		if err := exe.Validate(); err != nil {
-			return nil, err
-		}
 		start := stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now}
 		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{Emits: []stead.Emit{{Target: n.ID, Event: start}}}}
+		if _, err := stead.PrepareWrite(exe, items[i].Bundle); err != nil {
+			return nil, fmt.Errorf("create %q: %w", n.ID, err)
+		}
 	}
 	var results []stead.CommitResult
-	var err error
 	if len(items) == 1 {
-		var seqs []int64
-		seqs, err = c.Store.Commit(ctx, items[0].Execution, items[0].Bundle)
-		results = []stead.CommitResult{{Seqs: seqs, Err: err}}
+		done, err := c.Store.Commit(ctx, items[0].Execution, items[0].Bundle)
 		if err != nil && !errors.Is(err, stead.ErrConflict) {
 			return nil, err
 		}
-	} else if results, err = c.Store.CommitBatch(ctx, items); err != nil {
-		return nil, err
+		results = []stead.CommitResult{{Committed: done, Err: err}}
+	} else {
+		var err error
+		if results, err = c.Store.CommitBatch(ctx, items); err != nil {
+			return nil, err
+		}
 	}
+	var taken []error
+	var out []transport.Outgoing
+	var seqs []int64
+	var exes []*stead.Execution
 	for i, r := range results {
-		if r.Err == nil {
+		if r.Err != nil {
+			if !errors.Is(r.Err, stead.ErrConflict) {
+				return nil, r.Err // checked above: not reachable with a conforming store
+			}
+			taken = append(taken, fmt.Errorf("%w: execution %q", stead.ErrAlreadyExists, news[i].ID))
 			continue
 		}
-		if errors.Is(r.Err, stead.ErrConflict) {
-			r.Err = fmt.Errorf("%w: execution %q", stead.ErrAlreadyExists, news[i].ID)
+		exe := items[i].Execution
+		exe.Version = r.Version
+		out = append(out, transport.Outgoing{Group: exe.ID, Event: items[i].Bundle.Emits[0].Event, Priority: exe.Priority})
+		seqs = append(seqs, r.Seqs...)
+		exes = append(exes, exe)
+	}
+	if len(out) > 0 {
+		if err := c.Transport.PublishBatch(ctx, out); err != nil {
+			c.logger().Warn("start events left in the outbox for the relay", slog.Int("count", len(out)), slog.Any("err", err))
+		} else if err := c.Store.AckOutbox(ctx, seqs); err != nil {
+			// A later relay publishes them again; the worker drops the duplicates as processed.
+			c.logger().Warn("ack of start events failed", slog.Any("err", err))
 		}
-		if len(items) > 1 {
-			// The batch is all or nothing for the caller: a partial create would leave the
-			// others started while the call reports failure.
-			return nil, fmt.Errorf("%w (other executions of the batch were created)", r.Err)
-		}
-		return nil, r.Err
 	}
-	out := make([]transport.Outgoing, len(items))
-	var seqs []int64
-	exes := make([]*stead.Execution, len(items))
-	for i, it := range items {
-		out[i] = transport.Outgoing{Group: it.Execution.ID, Event: it.Bundle.Emits[0].Event, Priority: it.Execution.Priority}
-		seqs = append(seqs, results[i].Seqs...)
-		exes[i] = it.Execution
-	}
-	if err := c.Transport.PublishBatch(ctx, out); err != nil {
-		c.logger().Warn("start events left in the outbox for the relay", slog.Int("count", len(out)), slog.Any("err", err))
-		return exes, nil
-	}
-	if err := c.Store.AckOutbox(ctx, seqs); err != nil {
-		// A later relay publishes them again; the worker drops the duplicates as processed.
-		c.logger().Warn("ack of start events failed", slog.Any("err", err))
-	}
-	return exes, nil
+	return exes, errors.Join(taken...)
 }
 
 // Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh

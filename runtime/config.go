@@ -40,7 +40,7 @@ const (
 // Config configures a Worker. Store, Transport and Machines are required; every other zero value
 // takes the default named after it.
 type Config struct {
-	Store     stead.Store
+	Store     *stead.Store
 	Transport transport.Transport
 	Machines  Machines
 

@@ -658,7 +658,7 @@ func TestParkAndRetry(t *testing.T) {
 				t.Fatal(err)
 			}
 			sus.Status = stead.StatusSuspended
-			if err := stead.Save(ctx, b.Store, sus); err != nil {
+			if _, err := b.Store.Save(ctx, sus); err != nil {
 				t.Fatal(err)
 			}
 			for _, id := range exes {
@@ -685,7 +685,7 @@ func TestParkAndRetry(t *testing.T) {
 				t.Fatal(err)
 			}
 			sus.Status = stead.StatusRunning
-			if err := stead.Save(ctx, b.Store, sus); err != nil {
+			if _, err := b.Store.Save(ctx, sus); err != nil {
 				t.Fatal(err)
 			}
 			waitUntil(t, 30*time.Second, "the parked event applied after resume", func() bool { return count(exes[0]) == 1 })
@@ -701,7 +701,7 @@ func TestParkAndRetry(t *testing.T) {
 // compare-and-swap and the event must be redelivered.
 type interfering struct {
 	runtime.Machine
-	store     stead.Store
+	store     *stead.Store
 	seen      sync.Map // execution id → struct{}
 	conflicts atomic.Int64
 }

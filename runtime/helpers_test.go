@@ -29,7 +29,7 @@ func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // harness is a worker on memstore and memtransport with the counter machine.
 type harness struct {
 	t      *testing.T
-	store  stead.Store
+	store  *stead.Store
 	tr     transport.Transport
 	clock  *clock
 	client *Client

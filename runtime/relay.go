@@ -147,6 +147,7 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			i := lo + k
 			switch {
 			case r.Err == nil:
+				items[i].Execution.Version = r.Version
 				w.committed(items[i].Execution, events[i])
 				kids = append(kids, delivery{exe: items[i].Execution, b: &items[i].Bundle, seqs: r.Seqs, ev: events[i]})
 				done = append(done, seqs[i])

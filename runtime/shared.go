@@ -13,7 +13,8 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// TxStore is a store that can enlist in a caller's PostgreSQL transaction (pgstore.Store).
+// TxStore is a store backend that can enlist in a caller's PostgreSQL transaction
+// (pgstore.Backend, reached through stead.Store.Backend).
 type TxStore interface {
 	Pool() *pgxpool.Pool
 	LoadForEventsTx(ctx context.Context, tx pgx.Tx, refs []stead.EventRef) ([]stead.Loaded, error)
@@ -38,10 +39,10 @@ type sharedTx struct {
 	tr    TxTransport
 }
 
-func newSharedTx(s stead.Store, t transport.Transport) (*sharedTx, error) {
-	ts, ok := s.(TxStore)
+func newSharedTx(s *stead.Store, t transport.Transport) (*sharedTx, error) {
+	ts, ok := s.Backend().(TxStore)
 	if !ok {
-		return nil, fmt.Errorf("runtime: SharedTx needs a store that enlists in transactions (pgstore); %T does not", s)
+		return nil, fmt.Errorf("runtime: SharedTx needs a store that enlists in transactions (pgstore); %T does not", s.Backend())
 	}
 	tt, ok := t.(TxTransport)
 	if !ok {
@@ -203,6 +204,9 @@ func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport
 	if errors.Is(res.Err, stead.ErrConflict) {
 		w.log.Debug("lost the version race; redelivering", slog.Any("err", res.Err))
 		return nil
+	}
+	if len(ds) == 1 {
+		ds[0].exe.Version = res.Version
 	}
 	if err := tx.Commit(work); err != nil {
 		// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).

@@ -19,7 +19,7 @@ import (
 // workers. Create it with NewWorker and start it with Run.
 type Worker struct {
 	cfg    Config
-	store  stead.Store
+	store  *stead.Store
 	tr     transport.Transport
 	log    *slog.Logger
 	shared *sharedTx // non-nil in the shared-transaction mode
@@ -257,7 +257,7 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
 		w.nack(ctx, l, w.cfg.RetryDelay)
 		return
 	}
-	seqs, err := w.store.Commit(ctx, next, b)
+	done, err := w.store.Commit(ctx, next, b)
 	if err != nil {
 		if errors.Is(err, stead.ErrConflict) {
 			w.logLease(ctx, slog.LevelDebug, l, "lost the version race; redelivering", slog.Any("err", err))
@@ -268,10 +268,11 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
 		}
 		return
 	}
+	next.Version = done.Version
 	w.committed(next, ev)
 	// The step is durable: from here on a failure only delays delivery (the relay retries), so the
 	// message is acknowledged whatever happens.
-	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: seqs}}); err != nil {
+	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: done.Seqs}}); err != nil {
 		w.logLease(ctx, slog.LevelWarn, l, "delivery deferred to the relay", slog.Any("err", err))
 	}
 	if err := w.tr.Ack(ctx, l); err != nil {

@@ -126,52 +126,51 @@ func TestDuplicateEventAppliedOnce(t *testing.T) {
 	}
 }
 
-// conflicting makes the first commit of every execution after its start lose its CAS, as if
-// another worker had committed first.
+// conflicting is a backend whose first commit of every execution after its start loses its CAS,
+// as if another worker had committed first.
 type conflicting struct {
-	stead.Store
+	stead.Backend
 	seen      map[string]bool
 	conflicts atomic.Int64
 	mu        chan struct{}
 }
 
-func newConflicting(s stead.Store) *conflicting {
-	c := &conflicting{Store: s, seen: map[string]bool{}, mu: make(chan struct{}, 1)}
-	return c
+func newConflicting(s *stead.Store) *conflicting {
+	return &conflicting{Backend: s.Backend(), seen: map[string]bool{}, mu: make(chan struct{}, 1)}
 }
 
-func (c *conflicting) lose(exe *stead.Execution) bool {
+func (c *conflicting) lose(w *stead.Write) bool {
 	c.mu <- struct{}{}
 	defer func() { <-c.mu }()
-	if exe.Version == 0 || c.seen[exe.ID] {
+	if w.Expected == 0 || c.seen[w.Execution.ID] {
 		return false
 	}
-	c.seen[exe.ID] = true
+	c.seen[w.Execution.ID] = true
 	c.conflicts.Add(1)
 	return true
 }
 
-func (c *conflicting) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
-	if c.lose(exe) {
-		return nil, &stead.ConflictError{ID: exe.ID, Expected: exe.Version, Found: exe.Version + 1}
+func (c *conflicting) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
+	if c.lose(w) {
+		return nil, &stead.ConflictError{ID: w.Execution.ID, Expected: w.Expected, Found: w.Expected + 1}
 	}
-	return c.Store.Commit(ctx, exe, b)
+	return c.Backend.Commit(ctx, w)
 }
 
-func (c *conflicting) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
-	out := make([]stead.CommitResult, len(items))
-	var pass []stead.CommitItem
+func (c *conflicting) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
+	out := make([]stead.CommitResult, len(ws))
+	var pass []*stead.Write
 	var at []int
-	for i, it := range items {
-		if c.lose(it.Execution) {
-			out[i].Err = &stead.ConflictError{ID: it.Execution.ID, Expected: it.Execution.Version, Found: -1}
+	for i, w := range ws {
+		if c.lose(w) {
+			out[i].Err = &stead.ConflictError{ID: w.Execution.ID, Expected: w.Expected, Found: -1}
 			continue
 		}
-		pass = append(pass, it)
+		pass = append(pass, w)
 		at = append(at, i)
 	}
 	if len(pass) > 0 {
-		res, err := c.Store.CommitBatch(ctx, pass)
+		res, err := c.Backend.CommitBatch(ctx, pass)
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +191,7 @@ func TestLostCASRedelivers(t *testing.T) {
 			h := newHarness(t)
 			cs := newConflicting(h.store)
 			cfg := h.config()
-			cfg.Store, cfg.BatchSize = cs, batch
+			cfg.Store, cfg.BatchSize = stead.NewStore(cs), batch
 			exes := ids("cas", 10)
 			h.create(exes...)
 			for _, id := range exes {
@@ -405,17 +404,17 @@ func TestClient(t *testing.T) {
 	}
 }
 
-// slowCommits delays every commit and counts those begun and finished.
+// slowCommits is a backend that delays every commit and counts those begun and finished.
 type slowCommits struct {
-	stead.Store
+	stead.Backend
 	delay         time.Duration
 	begun, landed atomic.Int64
 }
 
-func (s *slowCommits) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
+func (s *slowCommits) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 	s.begun.Add(1)
 	time.Sleep(s.delay)
-	seqs, err := s.Store.Commit(ctx, exe, b)
+	seqs, err := s.Backend.Commit(ctx, w)
 	if err == nil {
 		s.landed.Add(1)
 	}
@@ -430,9 +429,9 @@ func TestGracefulShutdown(t *testing.T) {
 	before := goruntime.NumGoroutine()
 	t.Run("run", func(t *testing.T) {
 		h := newHarness(t)
-		slow := &slowCommits{Store: h.store, delay: 5 * time.Millisecond}
+		slow := &slowCommits{Backend: h.store.Backend(), delay: 5 * time.Millisecond}
 		cfg := h.config()
-		cfg.Store = slow
+		cfg.Store = stead.NewStore(slow)
 		exes := ids("grace", 8)
 		h.create(exes...)
 		const ticks = 30
