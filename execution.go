@@ -21,6 +21,11 @@ const (
 	StatusSuspended  Status = "suspended"  // paused by an operator
 )
 
+// Of these, pending, running, done and failed are what the engine and the runtime produce today.
+// Cancelling, cancelled and suspended are reserved for the operator's control commands: a store
+// keeps and lists them, and a worker parks the events of a suspended execution and drains those of
+// a cancelling one, but nothing in stead sets them yet.
+
 // Valid reports whether s is one of the declared statuses.
 func (s Status) Valid() bool {
 	switch s {
@@ -35,8 +40,8 @@ func (s Status) Finished() bool {
 	return s == StatusDone || s == StatusFailed || s == StatusCancelled
 }
 
-// ChildState is the parent's bookkeeping for one child execution (an orthogonal region or an
-// invoked machine): the join waits until every child it expects has finished.
+// ChildState is the parent's bookkeeping for one child execution (an orthogonal region run as a
+// child): the join waits until every child it expects has finished.
 type ChildState struct {
 	RootPath string          `json:"root_path"`
 	Finished bool            `json:"finished,omitempty"`
@@ -76,7 +81,8 @@ type Execution struct {
 	Timers map[string]time.Time `json:"timers,omitempty"`
 	// Priority weights transport claims (0 is normal); children inherit it.
 	Priority int `json:"priority,omitempty"`
-	// Deferred holds events a state postponed.
+	// Deferred is reserved for events a state postpones; a store keeps it, but the engine does not
+	// defer events yet.
 	Deferred []Event `json:"deferred,omitempty"`
 	// Version is the compare-and-swap token: 0 for a new execution, bumped by every commit.
 	Version    int64     `json:"version"`
