@@ -188,26 +188,51 @@ func record(v int64) []byte {
 }
 
 func runStore(ctx context.Context, path string, level sqlitedb.Synchronous, n int, dedupe bool) (result, error) {
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level))
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
+	if err != nil {
+		return result{}, err
+	}
+	defer db.Close()
+	s, err := sqlitestore.New(ctx, db)
 	if err != nil {
 		return result{}, err
 	}
 	defer s.Close()
 	e := exe()
-	if _, err := s.Commit(ctx, e, stead.Bundle{}); err != nil {
+	c, err := s.Commit(ctx, e, stead.Bundle{})
+	if err != nil {
 		return result{}, err
 	}
+	e.Version = c.Version
 	m := start()
 	for i := range n {
 		var b stead.Bundle
 		if dedupe {
 			b.ProcessedEventID = fmt.Sprintf("ev-%d", i)
 		}
-		if _, err := s.Commit(ctx, e, b); err != nil {
+		if c, err = s.Commit(ctx, e, b); err != nil {
 			return result{}, err
 		}
+		e.Version = c.Version
 	}
 	return m.done(n), nil
+}
+
+// seed creates the store's schema in a new file and commits the execution at version 1, as
+// runStore starts, so that the other loops start from the same row.
+func seed(ctx context.Context, path string, level sqlitedb.Synchronous) error {
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := sqlitestore.New(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Commit(ctx, exe(), stead.Bundle{})
+	return err
 }
 
 // runBare runs the store's statements with database/sql on a database opened exactly as the store
@@ -216,14 +241,9 @@ func runStore(ctx context.Context, path string, level sqlitedb.Synchronous, n in
 // BEGIN IMMEDIATE and COMMIT included. Idiomatic uses db.BeginTx (whose BEGIN is IMMEDIATE by
 // the _txlock the writer pool is opened with), tx.Stmt and tx.Commit.
 func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int, dedupe, idiomatic bool) (result, error) {
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level)) // creates the schema
-	if err != nil {
+	if err := seed(ctx, path, level); err != nil {
 		return result{}, err
 	}
-	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
-		return result{}, err
-	}
-	s.Close()
 	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
 	if err != nil {
 		return result{}, err
@@ -297,14 +317,9 @@ func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int
 // runCLI feeds the same transactions to the sqlite3 shell as one script and times it, less the
 // time the shell takes to run an empty script on the same file.
 func runCLI(ctx context.Context, cli, path string, level sqlitedb.Synchronous, n int, dedupe bool) (float64, error) {
-	s, err := sqlitestore.Open(ctx, path)
-	if err != nil {
+	if err := seed(ctx, path, level); err != nil {
 		return 0, err
 	}
-	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
-		return 0, err
-	}
-	s.Close()
 	head := fmt.Sprintf(".bail on\nPRAGMA journal_mode=WAL;\nPRAGMA synchronous=%s;\nPRAGMA foreign_keys=1;\nPRAGMA busy_timeout=5000;\n", level)
 	var sb strings.Builder
 	sb.WriteString(head)
