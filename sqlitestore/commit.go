@@ -185,10 +185,15 @@ func cas(st *writeStmts, w *stead.Write) error {
 	return &stead.ConflictError{ID: e.ID, Expected: w.Expected, Found: found}
 }
 
-// appendTrace adds one encoded step to the execution's trace and evicts what falls out of the cap.
+// appendTrace adds one encoded step to the execution's trace and evicts what falls out of the
+// cap. It returns ErrNotFound when the execution does not exist.
 func (b *backend) appendTrace(st *writeStmts, id string, step []byte) (int64, error) {
 	var idx int64
-	if err := st.traceAppend.QueryRowContext(bg, id, step).Scan(&idx); err != nil {
+	err := st.traceAppend.QueryRowContext(bg, id, step).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound(id)
+	}
+	if err != nil {
 		return 0, err
 	}
 	if b.traceCap > 0 && idx >= int64(b.traceCap) {
@@ -199,7 +204,6 @@ func (b *backend) appendTrace(st *writeStmts, id string, step []byte) (int64, er
 	return idx, nil
 }
 
-// AppendTrace appends the step if the execution exists.
 func (b *backend) AppendTrace(ctx context.Context, id string, step stead.TraceStep) (int64, error) {
 	enc, err := json.Marshal(&step)
 	if err != nil {
@@ -207,22 +211,15 @@ func (b *backend) AppendTrace(ctx context.Context, id string, step stead.TraceSt
 	}
 	var idx int64
 	err = b.write(ctx, func(st *writeStmts) error {
-		var ok bool
-		if err := st.exists.QueryRowContext(bg, id).Scan(&ok); err != nil {
-			return err
-		}
-		if !ok {
-			return notFound(id)
-		}
 		idx, err = b.appendTrace(st, id, enc)
 		return err
 	})
 	return idx, err
 }
 
-// Purge deletes the execution if it is stored at expectedVersion. The rows an execution owns
-// also go by ON DELETE CASCADE; they are deleted explicitly as well so that purging an absent id
-// sweeps whatever a crash left.
+// Purge deletes the execution if it is stored at expectedVersion, then sweeps the rows of an
+// absent execution. Most go by ON DELETE CASCADE already; the sweeps catch the outbox entries
+// addressed to it (a target is no foreign key) and rows written with foreign keys off.
 func (b *backend) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	var deleted bool
 	err := b.write(ctx, func(st *writeStmts) error {
@@ -235,15 +232,6 @@ func (b *backend) Purge(ctx context.Context, id string, expectedVersion int64) (
 			return err
 		}
 		deleted = n == 1
-		if !deleted {
-			var exists bool
-			if err := st.exists.QueryRowContext(bg, id).Scan(&exists); err != nil {
-				return err
-			}
-			if exists {
-				return nil // moved on: touch nothing
-			}
-		}
 		for _, s := range []*sql.Stmt{st.purgeProcessed, st.purgeTimers, st.purgeTrace, st.purgeOutbox, st.purgeSpawns} {
 			if _, err := s.ExecContext(bg, id); err != nil {
 				return err

@@ -14,7 +14,6 @@ type writeStmts struct {
 	casUpdate, casIndexed, casInsert, version          *sql.Stmt
 	outboxInsert, markProcessed, spawnInsert           *sql.Stmt
 	timerSchedule, timerCancel, traceAppend, traceTrim *sql.Stmt
-	exists                                             *sql.Stmt
 	purgeExecution, purgeProcessed, purgeTimers        *sql.Stmt
 	purgeTrace, purgeOutbox, purgeSpawns               *sql.Stmt
 	claimOutbox, claimSpawns, ackOutbox, ackSpawn      *sql.Stmt
@@ -24,7 +23,7 @@ type writeStmts struct {
 func (w *writeStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{
 		&w.casUpdate, &w.casIndexed, &w.casInsert, &w.version, &w.outboxInsert, &w.markProcessed, &w.spawnInsert,
-		&w.timerSchedule, &w.timerCancel, &w.traceAppend, &w.traceTrim, &w.exists,
+		&w.timerSchedule, &w.timerCancel, &w.traceAppend, &w.traceTrim,
 		&w.purgeExecution, &w.purgeProcessed, &w.purgeTimers, &w.purgeTrace, &w.purgeOutbox, &w.purgeSpawns,
 		&w.claimOutbox, &w.claimSpawns, &w.ackOutbox, &w.ackSpawn, &w.deleteTimer,
 	}
@@ -50,18 +49,21 @@ func (w *writeStmts) prepare(ctx context.Context, db preparer) error {
 		 ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = excluded.fire_at`,
 		`DELETE FROM timers WHERE execution_id = ? AND path = ?`,
 		// The index is computed in the statement: the largest index so far plus one, so it keeps
-		// climbing after older steps were evicted and needs no read beforehand.
+		// climbing after older steps were evicted and needs no read beforehand. Selecting from
+		// the execution's row inserts nothing (and returns no row) when there is none.
 		`INSERT INTO trace (execution_id, idx, step)
-		 SELECT ?1, COALESCE(MAX(idx), -1) + 1, ?2 FROM trace WHERE execution_id = ?1
+		 SELECT e.id, (SELECT COALESCE(MAX(t.idx), -1) + 1 FROM trace t WHERE t.execution_id = e.id), ?2
+		 FROM executions e WHERE e.id = ?1
 		 RETURNING idx`,
 		`DELETE FROM trace WHERE execution_id = ? AND idx <= ?`,
-		`SELECT EXISTS (SELECT 1 FROM executions WHERE id = ?)`,
 		`DELETE FROM executions WHERE id = ? AND version = ?`,
-		`DELETE FROM processed_events WHERE execution_id = ?`,
-		`DELETE FROM timers WHERE execution_id = ?`,
-		`DELETE FROM trace WHERE execution_id = ?`,
-		`DELETE FROM outbox WHERE target = ?`,
-		`DELETE FROM spawns WHERE parent_id = ?`,
+		// The sweeps delete nothing while the execution exists: a purge at a stale version
+		// changes nothing, one of an absent id removes whatever a crash left.
+		`DELETE FROM processed_events WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM executions WHERE id = ?1)`,
+		`DELETE FROM timers WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM executions WHERE id = ?1)`,
+		`DELETE FROM trace WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM executions WHERE id = ?1)`,
+		`DELETE FROM outbox WHERE target = ?1 AND NOT EXISTS (SELECT 1 FROM executions WHERE id = ?1)`,
+		`DELETE FROM spawns WHERE parent_id = ?1 AND NOT EXISTS (SELECT 1 FROM executions WHERE id = ?1)`,
 		`UPDATE outbox SET lease_until = ?1
 		 WHERE seq IN (SELECT seq FROM outbox WHERE lease_until <= ?2 ORDER BY seq LIMIT ?3)
 		 RETURNING seq, source, target, event`,
