@@ -57,27 +57,41 @@ func (b *backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.
 	return e, processed, nil
 }
 
-// LoadForEvents runs the lookups in one read transaction, so they see one snapshot of the
-// database.
+// LoadForEvents looks every ref up in one statement, which sees one snapshot of the database.
 func (b *backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
+	pairs := make([][2]string, len(refs))
+	for i, r := range refs {
+		pairs[i] = [2]string{r.ExecutionID, r.EventID}
+	}
+	arg, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: load for events: %w", err)
+	}
 	out := make([]stead.Loaded, len(refs))
 	raw := make([][]byte, len(refs))
-	err := b.read(ctx, func(r *readStmts) error {
-		tx, err := b.db.R.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	err = b.read(ctx, func(r *readStmts) error {
+		clear(out) // from an attempt that found the file locked
+		clear(raw)
+		rows, err := r.loadForEvents.QueryContext(ctx, arg)
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		st := tx.StmtContext(ctx, r.loadForEvent)
-		for i, ref := range refs {
-			raw[i] = nil
-			out[i] = stead.Loaded{}
-			err := st.QueryRowContext(ctx, ref.ExecutionID, ref.EventID).Scan(&raw[i], &out[i].Processed)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				i         int
+				data      []byte
+				processed bool
+			)
+			if err := rows.Scan(&i, &data, &processed); err != nil {
 				return err
 			}
+			if i < 0 || i >= len(refs) {
+				return fmt.Errorf("load for events: row for ref %d of %d", i, len(refs))
+			}
+			raw[i], out[i].Processed = data, processed
 		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, err

@@ -206,6 +206,33 @@ func TestListingNeverReadsData(t *testing.T) {
 	}
 }
 
+// TestLoadForEventsOddIDs looks up ids holding what JSON escapes, since LoadForEvents hands its
+// refs to SQLite as one JSON array: each ref must find exactly its own rows.
+func TestLoadForEventsOddIDs(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ids := []string{`quote"d`, `back\slash`, `<html>&amp;`, "ünï cödé", "tab\there", "emoji 🚀", `["a","b"]`}
+	var refs []stead.EventRef
+	for i, id := range ids {
+		mustCommit(t, s, newExe(id), stead.Bundle{ProcessedEventID: id + "/ev"})
+		refs = append(refs, stead.EventRef{ExecutionID: id, EventID: id + "/ev"}, stead.EventRef{ExecutionID: id, EventID: ids[(i+1)%len(ids)] + "/ev"})
+	}
+	refs = append(refs, stead.EventRef{ExecutionID: `quote"d `, EventID: `quote"d/ev`})
+	got, err := s.LoadForEvents(t.Context(), refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range refs {
+		missing := i == len(refs)-1
+		if missing != (got[i].Execution == nil) || (!missing && got[i].Execution.ID != r.ExecutionID) {
+			t.Fatalf("ref %d (%q): execution %+v", i, r.ExecutionID, got[i].Execution)
+		}
+		if want := i%2 == 0 && !missing; got[i].Processed != want {
+			t.Fatalf("ref %d (%q, %q): processed = %t, want %t", i, r.ExecutionID, r.EventID, got[i].Processed, want)
+		}
+	}
+}
+
 // TestBusyBecomesUnavailable holds the write lock from another connection, as another process
 // would, and checks that a write waits for the busy timeout, fails with ErrUnavailable having
 // written nothing, that reads go on meanwhile, and that the write succeeds once the lock is gone.

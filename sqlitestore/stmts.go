@@ -77,14 +77,15 @@ func (w *writeStmts) prepare(ctx context.Context, db preparer) error {
 }
 
 type readStmts struct {
-	load, loadForEvent, isProcessed, readTrace, timers   *sql.Stmt
+	load, loadForEvent, loadForEvents, isProcessed       *sql.Stmt
+	readTrace, timers                                    *sql.Stmt
 	outboxAll, outboxBySource, spawnsAll, spawnsByParent *sql.Stmt
 	dueTimers                                            *sql.Stmt
 }
 
 func (r *readStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{
-		&r.load, &r.loadForEvent, &r.isProcessed, &r.readTrace, &r.timers,
+		&r.load, &r.loadForEvent, &r.loadForEvents, &r.isProcessed, &r.readTrace, &r.timers,
 		&r.outboxAll, &r.outboxBySource, &r.spawnsAll, &r.spawnsByParent, &r.dueTimers,
 	}
 }
@@ -94,6 +95,11 @@ func (r *readStmts) prepare(ctx context.Context, db preparer) error {
 		`SELECT data FROM executions WHERE id = ?`,
 		`SELECT data, EXISTS (SELECT 1 FROM processed_events WHERE execution_id = ?1 AND event_id = ?2)
 		 FROM executions WHERE id = ?1`,
+		// One row per ref of the JSON array [[execution id, event id], ...], in its order, with
+		// NULL data where there is no execution: one statement, so one snapshot.
+		`SELECT r.key, e.data, EXISTS (SELECT 1 FROM processed_events p
+		     WHERE p.execution_id = r.value ->> 0 AND p.event_id = r.value ->> 1)
+		 FROM json_each(?1) r LEFT JOIN executions e ON e.id = r.value ->> 0`,
 		`SELECT EXISTS (SELECT 1 FROM processed_events WHERE execution_id = ? AND event_id = ?)`,
 		`SELECT idx, step FROM trace WHERE execution_id = ? ORDER BY idx`,
 		`SELECT path, fire_at FROM timers WHERE execution_id = ? ORDER BY path`,
