@@ -47,25 +47,25 @@ func BenchmarkCeilingStateOnly(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Unlock()
-	w := &s.Backend().(*backend).wr
+	st := &s.Backend().(*backend).wr.st
 	created, updated := exe.CreatedAt.UnixMicro(), exe.UpdatedAt.UnixMicro()
 	b.ReportAllocs()
 	cpu := StartCPU()
 	for v := int64(1); b.Loop(); v++ {
-		if _, err := w.begin.ExecContext(bg); err != nil {
+		if _, err := st.TxBegin.ExecContext(bg); err != nil {
 			b.Fatal(err)
 		}
-		r, err := w.w.casUpdate.ExecContext(bg, "", exe.ActivePath, "", v+1, created, updated, nil, data, "e", v)
+		r, err := st.CommitUpdate.ExecContext(bg, "", exe.ActivePath, "", v+1, created, updated, nil, data, "e", v)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if n, _ := r.RowsAffected(); n != 1 {
 			b.Fatalf("lost the CAS at %d", v)
 		}
-		if _, err := w.w.casIndexed.ExecContext(bg, "e", "order", "running"); err != nil {
+		if _, err := st.CommitIndexed.ExecContext(bg, "e", "order", "running"); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := w.commit.ExecContext(bg); err != nil {
+		if _, err := st.TxCommit.ExecContext(bg); err != nil {
 			b.Fatal(err)
 		}
 	}

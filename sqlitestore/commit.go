@@ -102,7 +102,7 @@ func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, 
 	if len(enc.events) > 0 {
 		seqs = make([]int64, 0, len(enc.events))
 		for i, ev := range enc.events {
-			r, err := st.outboxInsert.ExecContext(bg, id, bd.Emits[i].Target, ev)
+			r, err := st.CommitEmit.ExecContext(bg, id, bd.Emits[i].Target, ev)
 			if err != nil {
 				return nil, err
 			}
@@ -114,12 +114,12 @@ func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, 
 		}
 	}
 	if bd.ProcessedEventID != "" {
-		if _, err := st.markProcessed.ExecContext(bg, id, bd.ProcessedEventID); err != nil {
+		if _, err := st.CommitProcessed.ExecContext(bg, id, bd.ProcessedEventID); err != nil {
 			return nil, err
 		}
 	}
 	for _, sp := range bd.Spawns {
-		if _, err := st.spawnInsert.ExecContext(bg, id, sp.ChildID, sp.RootPath, []byte(sp.Context)); err != nil {
+		if _, err := st.CommitSpawn.ExecContext(bg, id, sp.ChildID, sp.RootPath, []byte(sp.Context)); err != nil {
 			return nil, err
 		}
 	}
@@ -127,9 +127,9 @@ func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, 
 	for _, op := range bd.Timers {
 		var err error
 		if op.Action == stead.TimerSchedule {
-			_, err = st.timerSchedule.ExecContext(bg, id, op.Path, op.FireAt.UnixMicro())
+			_, err = st.CommitSchedule.ExecContext(bg, id, op.Path, op.FireAt.UnixMicro())
 		} else {
-			_, err = st.timerCancel.ExecContext(bg, id, op.Path)
+			_, err = st.CommitCancel.ExecContext(bg, id, op.Path)
 		}
 		if err != nil {
 			return nil, err
@@ -153,11 +153,11 @@ func cas(st *writeStmts, w *stead.Write) error {
 		err error
 	)
 	if w.Expected == 0 {
-		r, err = st.casInsert.ExecContext(bg,
+		r, err = st.CommitInsert.ExecContext(bg,
 			e.ID, e.DefinitionID, string(e.Status), e.Outcome, e.ActivePath, e.ParentID, e.Version,
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), w.Record)
 	} else {
-		r, err = st.casUpdate.ExecContext(bg,
+		r, err = st.CommitUpdate.ExecContext(bg,
 			e.Outcome, e.ActivePath, e.ParentID, e.Version,
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), w.Record,
 			e.ID, w.Expected)
@@ -171,12 +171,12 @@ func cas(st *writeStmts, w *stead.Write) error {
 	}
 	if n == 1 {
 		if w.Expected > 0 {
-			_, err = st.casIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status))
+			_, err = st.CommitIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status))
 		}
 		return err
 	}
 	found := int64(-1)
-	switch err := st.version.QueryRowContext(bg, e.ID).Scan(&found); {
+	switch err := st.CommitVersion.QueryRowContext(bg, e.ID).Scan(&found); {
 	case errors.Is(err, sql.ErrNoRows):
 		found = -1
 	case err != nil:
@@ -189,7 +189,7 @@ func cas(st *writeStmts, w *stead.Write) error {
 // cap. It returns ErrNotFound when the execution does not exist.
 func (b *backend) appendTrace(st *writeStmts, id string, step []byte) (int64, error) {
 	var idx int64
-	err := st.traceAppend.QueryRowContext(bg, id, step).Scan(&idx)
+	err := st.AppendTrace.QueryRowContext(bg, id, step).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, notFound(id)
 	}
@@ -197,7 +197,7 @@ func (b *backend) appendTrace(st *writeStmts, id string, step []byte) (int64, er
 		return 0, err
 	}
 	if b.traceCap > 0 && idx >= int64(b.traceCap) {
-		if _, err := st.traceTrim.ExecContext(bg, id, idx-int64(b.traceCap)); err != nil {
+		if _, err := st.AppendTraceTrim.ExecContext(bg, id, idx-int64(b.traceCap)); err != nil {
 			return 0, err
 		}
 	}
@@ -223,7 +223,7 @@ func (b *backend) AppendTrace(ctx context.Context, id string, step stead.TraceSt
 func (b *backend) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	var deleted bool
 	err := b.write(ctx, func(st *writeStmts) error {
-		r, err := st.purgeExecution.ExecContext(bg, id, expectedVersion)
+		r, err := st.Purge.ExecContext(bg, id, expectedVersion)
 		if err != nil {
 			return err
 		}
@@ -232,7 +232,7 @@ func (b *backend) Purge(ctx context.Context, id string, expectedVersion int64) (
 			return err
 		}
 		deleted = n == 1
-		for _, s := range []*sql.Stmt{st.purgeProcessed, st.purgeTimers, st.purgeTrace, st.purgeOutbox, st.purgeSpawns} {
+		for _, s := range []*sql.Stmt{st.PurgeProcessed, st.PurgeTimers, st.PurgeTrace, st.PurgeOutbox, st.PurgeSpawns} {
 			if _, err := s.ExecContext(bg, id); err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/steadhq/stead"
 )
@@ -22,7 +21,7 @@ func decode(id string, data []byte) (*stead.Execution, error) {
 func (b *backend) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	var data []byte
 	err := b.read(ctx, func(r *readStmts) error {
-		err := r.load.QueryRowContext(bg, id).Scan(&data) // a point read: see backend.read
+		err := r.Load.QueryRowContext(bg, id).Scan(&data) // a point read: see backend.read
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -41,7 +40,7 @@ func (b *backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.
 		processed bool
 	)
 	err := b.read(ctx, func(r *readStmts) error {
-		err := r.loadForEvent.QueryRowContext(bg, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
+		err := r.LoadForEvent.QueryRowContext(bg, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(ref.ExecutionID)
 		}
@@ -72,7 +71,7 @@ func (b *backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]s
 	err = b.read(ctx, func(r *readStmts) error {
 		clear(out) // from an attempt that found the file locked
 		clear(raw)
-		rows, err := r.loadForEvents.QueryContext(ctx, arg)
+		rows, err := r.LoadForEvents.QueryContext(ctx, arg)
 		if err != nil {
 			return err
 		}
@@ -110,7 +109,7 @@ func (b *backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]s
 func (b *backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, error) {
 	var ok bool
 	err := b.read(ctx, func(r *readStmts) error {
-		return r.isProcessed.QueryRowContext(bg, ref.ExecutionID, ref.EventID).Scan(&ok)
+		return r.IsProcessed.QueryRowContext(bg, ref.ExecutionID, ref.EventID).Scan(&ok)
 	})
 	return ok, err
 }
@@ -170,20 +169,7 @@ func (b *backend) listStmt(ctx context.Context, q stead.ListQuery) (*sql.Stmt, e
 	if st := b.lists[key]; st != nil {
 		return st, nil
 	}
-	var sb strings.Builder
-	sb.WriteString(`SELECT id, definition_id, status, outcome, active_path, parent_id, version,
-		created_at, updated_at, finished_at FROM executions WHERE id > ?`)
-	if q.DefinitionID != "" {
-		sb.WriteString(` AND definition_id = ?`)
-	}
-	if n := len(q.Statuses); n > 0 {
-		sb.WriteString(` AND status IN (?` + strings.Repeat(`, ?`, n-1) + `)`)
-	}
-	if q.RootsOnly {
-		sb.WriteString(` AND parent_id = ''`)
-	}
-	sb.WriteString(` ORDER BY id LIMIT ?`)
-	st, err := b.db.R.PrepareContext(ctx, sb.String())
+	st, err := b.db.R.PrepareContext(ctx, listSQL(q.DefinitionID != "", len(q.Statuses), q.RootsOnly))
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +180,7 @@ func (b *backend) listStmt(ctx context.Context, q stead.ListQuery) (*sql.Stmt, e
 func (b *backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
 	var out []stead.TraceStep
 	err := b.read(ctx, func(r *readStmts) error {
-		rows, err := r.readTrace.QueryContext(ctx, id)
+		rows, err := r.ReadTrace.QueryContext(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -223,7 +209,7 @@ func (b *backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, 
 func (b *backend) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 	var out []stead.Timer
 	err := b.read(ctx, func(r *readStmts) error {
-		rows, err := r.timers.QueryContext(ctx, id)
+		rows, err := r.Timers.QueryContext(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -249,9 +235,9 @@ func (b *backend) PendingOutbox(ctx context.Context, source string, limit int) (
 		var rows *sql.Rows
 		var err error
 		if source == "" {
-			rows, err = r.outboxAll.QueryContext(ctx, limit)
+			rows, err = r.PendingOutbox.QueryContext(ctx, limit)
 		} else {
-			rows, err = r.outboxBySource.QueryContext(ctx, source, limit)
+			rows, err = r.PendingOutboxBySource.QueryContext(ctx, source, limit)
 		}
 		if err != nil {
 			return err
@@ -288,9 +274,9 @@ func (b *backend) PendingSpawns(ctx context.Context, parentID string, limit int)
 		var rows *sql.Rows
 		var err error
 		if parentID == "" {
-			rows, err = r.spawnsAll.QueryContext(ctx, limit)
+			rows, err = r.PendingSpawns.QueryContext(ctx, limit)
 		} else {
-			rows, err = r.spawnsByParent.QueryContext(ctx, parentID, limit)
+			rows, err = r.PendingSpawnsByParent.QueryContext(ctx, parentID, limit)
 		}
 		if err != nil {
 			return err

@@ -16,7 +16,7 @@ import (
 func (b *backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit int) ([]stead.OutboxEntry, error) {
 	var out []stead.OutboxEntry
 	err := b.write(ctx, func(st *writeStmts) error {
-		rows, err := st.claimOutbox.QueryContext(bg, until.UnixMicro(), now.UnixMicro(), limit)
+		rows, err := st.ClaimOutbox.QueryContext(bg, until.UnixMicro(), now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -34,7 +34,7 @@ func (b *backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit i
 func (b *backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit int) ([]stead.SpawnEntry, error) {
 	var out []stead.SpawnEntry
 	err := b.write(ctx, func(st *writeStmts) error {
-		rows, err := st.claimSpawns.QueryContext(bg, until.UnixMicro(), now.UnixMicro(), limit)
+		rows, err := st.ClaimSpawns.QueryContext(bg, until.UnixMicro(), now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -49,11 +49,11 @@ func (b *backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit i
 }
 
 func (b *backend) AckOutbox(ctx context.Context, seqs []int64) error {
-	return b.ack(ctx, seqs, func(st *writeStmts) *sql.Stmt { return st.ackOutbox })
+	return b.ack(ctx, seqs, func(st *writeStmts) *sql.Stmt { return st.AckOutbox })
 }
 
 func (b *backend) AckSpawns(ctx context.Context, seqs []int64) error {
-	return b.ack(ctx, seqs, func(st *writeStmts) *sql.Stmt { return st.ackSpawn })
+	return b.ack(ctx, seqs, func(st *writeStmts) *sql.Stmt { return st.AckSpawns })
 }
 
 func (b *backend) ack(ctx context.Context, seqs []int64, del func(*writeStmts) *sql.Stmt) error {
@@ -71,7 +71,7 @@ func (b *backend) ack(ctx context.Context, seqs []int64, del func(*writeStmts) *
 func (b *backend) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
 	var out []stead.Timer
 	err := b.read(ctx, func(r *readStmts) error {
-		rows, err := r.dueTimers.QueryContext(ctx, now.UnixMicro(), limit)
+		rows, err := r.DueTimers.QueryContext(ctx, now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (b *backend) DueTimers(ctx context.Context, now time.Time, limit int) ([]st
 func (b *backend) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	var deleted bool
 	err := b.write(ctx, func(st *writeStmts) error {
-		r, err := st.deleteTimer.ExecContext(bg, t.ExecutionID, t.Path, t.FireAt.UnixMicro())
+		r, err := st.DeleteTimer.ExecContext(bg, t.ExecutionID, t.Path, t.FireAt.UnixMicro())
 		if err != nil {
 			return err
 		}

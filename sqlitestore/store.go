@@ -77,16 +77,16 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*stead.Store, er
 	}
 	b.wr = writer{db: db, closed: &b.closed}
 	b.rsem = make(chan struct{}, db.Readers)
-	if err := b.prepare(ctx); err != nil {
+	if err := b.open(ctx); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqlitedb.Classify(err))
 	}
 	return stead.NewStore(b), nil
 }
 
-// prepare opens the writer connection now, so that New reports its errors, and prepares the
+// open opens the writer connection now, so that New reports its errors, and prepares the
 // read statements.
-func (b *backend) prepare(ctx context.Context) error {
+func (b *backend) open(ctx context.Context) error {
 	if err := b.db.Lock(ctx); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (b *backend) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.r.prepare(ctx, b.db.R)
+	return prepareByName(ctx, b.db.R, &b.r)
 }
 
 // Close releases the store's statements and its writer connection, after the write in progress
@@ -112,16 +112,8 @@ func (b *backend) Close() error {
 	_ = b.db.Lock(context.Background())
 	b.wr.close()
 	b.db.Unlock()
-	closeAll(b.r.all())
+	closeByName(&b.r)
 	return nil
-}
-
-func closeAll(ss []**sql.Stmt) {
-	for _, p := range ss {
-		if *p != nil {
-			(*p).Close()
-		}
-	}
 }
 
 // read runs fn on the read statements, retrying it while another process holds a lock it needs.

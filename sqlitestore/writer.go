@@ -21,9 +21,8 @@ type writer struct {
 	db     *sqlitedb.DB
 	closed *atomic.Bool
 
-	conn                    *sql.Conn // nil until opened, and again after it broke
-	begin, commit, rollback *sql.Stmt
-	w                       writeStmts
+	conn *sql.Conn // nil until opened, and again after it broke
+	st   writeStmts
 }
 
 // open takes the connection out of the pool and prepares the statements on it, unless that is
@@ -40,25 +39,16 @@ func (w *writer) open(ctx context.Context) error {
 		return err
 	}
 	w.conn = c
-	ctl := []**sql.Stmt{&w.begin, &w.commit, &w.rollback}
-	if err := prepareAll(ctx, c, ctl, []string{`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`}); err != nil {
-		w.discard()
-		return err
-	}
-	if err := w.w.prepare(ctx, c); err != nil {
+	if err := prepareByName(ctx, c, &w.st); err != nil {
 		w.discard()
 		return err
 	}
 	return nil
 }
 
-func (w *writer) stmts() []**sql.Stmt {
-	return append([]**sql.Stmt{&w.begin, &w.commit, &w.rollback}, w.w.all()...)
-}
-
 // discard closes the connection's statements and the connection; the next open starts anew.
 func (w *writer) discard() {
-	closeAll(w.stmts())
+	closeByName(&w.st)
 	if w.conn != nil {
 		// Tell database/sql the connection is unusable, so it closes it instead of pooling it.
 		w.conn.Raw(func(any) error { return driver.ErrBadConn })
@@ -70,7 +60,7 @@ func (w *writer) discard() {
 // abort rolls back whatever transaction the connection may be in. A ROLLBACK that fails for any
 // reason but "no transaction" leaves the connection in an unknown state: it is discarded.
 func (w *writer) abort() {
-	if _, err := w.rollback.ExecContext(bg); err != nil &&
+	if _, err := w.st.TxRollback.ExecContext(bg); err != nil &&
 		!strings.Contains(err.Error(), "no transaction is active") {
 		w.discard()
 	}
@@ -84,11 +74,11 @@ func (w *writer) tx(ctx context.Context, fn func(*writeStmts) error) error {
 	}
 	// No ctx on the statements: the writer connection does not wait for locks (busy_timeout 0),
 	// Retry does, and binding ctx would cost the driver a watcher goroutine per statement.
-	if _, err := w.begin.ExecContext(bg); err != nil {
+	if _, err := w.st.TxBegin.ExecContext(bg); err != nil {
 		w.abort()
 		return err
 	}
-	if err := fn(&w.w); err != nil {
+	if err := fn(&w.st); err != nil {
 		w.abort()
 		return err
 	}
@@ -96,7 +86,7 @@ func (w *writer) tx(ctx context.Context, fn func(*writeStmts) error) error {
 		w.abort()
 		return err
 	}
-	if _, err := w.commit.ExecContext(bg); err != nil {
+	if _, err := w.st.TxCommit.ExecContext(bg); err != nil {
 		w.abort()
 		return err
 	}
@@ -106,7 +96,7 @@ func (w *writer) tx(ctx context.Context, fn func(*writeStmts) error) error {
 // close releases the connection back to its pool, which the application closes with the
 // database. Called under the gate, so no write is in progress.
 func (w *writer) close() {
-	closeAll(w.stmts())
+	closeByName(&w.st)
 	if w.conn != nil {
 		w.conn.Close()
 		w.conn = nil
