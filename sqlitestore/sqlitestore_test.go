@@ -177,7 +177,7 @@ func TestListingNeverReadsData(t *testing.T) {
 		}
 		mustCommit(t, s, e, stead.Bundle{})
 	}
-	if _, err := raw(t, path).Exec(`UPDATE executions SET data = x'00ff'`); err != nil {
+	if _, err := raw(t, path).Exec(`UPDATE stead_executions SET data = x'00ff'`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, "e0"); err == nil {
@@ -230,6 +230,33 @@ func TestLoadForEventsOddIDs(t *testing.T) {
 		if want := i%2 == 0 && !missing; got[i].Processed != want {
 			t.Fatalf("ref %d (%q, %q): processed = %t, want %t", i, r.ExecutionID, r.EventID, got[i].Processed, want)
 		}
+	}
+}
+
+// TestClaimBeforeTheEpoch claims with a now before 1970, a negative number of unix microseconds:
+// rows never claimed are claimable at any now, and a lease that ends before 1970 ends.
+func TestClaimBeforeTheEpoch(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ctx := t.Context()
+	exe := newExe("a")
+	mustCommit(t, s, exe, stead.Bundle{
+		Emits:  []stead.Emit{{Target: "a", Event: stead.Event{ID: "e", Kind: "K"}}},
+		Spawns: []stead.Spawn{{ChildID: "c", RootPath: "p"}},
+	})
+	now := time.Date(1901, 2, 3, 4, 5, 6, 0, time.UTC)
+	for _, later := range []time.Duration{0, time.Second} {
+		es, err := s.ClaimOutbox(ctx, now.Add(later), time.Second, 10)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("ClaimOutbox at %v = %v, %v; want the entry", now.Add(later), es, err)
+		}
+		ss, err := s.ClaimSpawns(ctx, now.Add(later), time.Second, 10)
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("ClaimSpawns at %v = %v, %v; want the intent", now.Add(later), ss, err)
+		}
+	}
+	if es, err := s.ClaimOutbox(ctx, now.Add(1500*time.Millisecond), time.Second, 10); err != nil || len(es) != 0 {
+		t.Fatalf("ClaimOutbox under a live lease = %v, %v; want nothing", es, err)
 	}
 }
 

@@ -47,7 +47,7 @@ var _ stead.Backend = (*backend)(nil)
 var migrationFS embed.FS
 
 // MigrationsTable records which schema migrations a database has applied.
-const MigrationsTable = "sqlitestore_migrations"
+const MigrationsTable = "stead_migrations"
 
 // migrations returns the embedded schema steps in version order.
 func migrations() fs.FS {
