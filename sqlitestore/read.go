@@ -62,10 +62,11 @@ func (b *backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]s
 	for i, r := range refs {
 		pairs[i] = [2]string{r.ExecutionID, r.EventID}
 	}
-	arg, err := json.Marshal(pairs)
+	enc, err := json.Marshal(pairs)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: load for events: %w", err)
 	}
+	arg := string(enc) // bound as TEXT: SQLite may read a BLOB given to json_each as JSONB
 	out := make([]stead.Loaded, len(refs))
 	raw := make([][]byte, len(refs))
 	err = b.read(ctx, func(r *readStmts) error {

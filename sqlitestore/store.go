@@ -117,10 +117,13 @@ func (b *backend) Close() error {
 }
 
 // read runs fn on the read statements, retrying it while another process holds a lock it needs.
-// fn runs holding one of the reader connections (a slot of rsem, taken honouring ctx), so
-// database/sql never waits for a connection itself: point reads, which take microseconds, pass
-// bg to their statement and so spare the driver a watcher goroutine per statement, about a
-// third of their CPU time. Reads that can be long (listing, batches, scans) pass ctx.
+// Point reads, which take microseconds, pass bg to their statement and so spare the driver a
+// watcher goroutine per statement, about a third of their CPU time; reads that can be long
+// (listing, batches, scans) pass ctx. fn runs holding a slot of rsem, one per connection of the
+// reader pool, taken honouring ctx, so that the store's own reads never queue inside
+// database/sql, where bg could not end the wait. The pool is the DB's: when other components on
+// it hold reader connections as well, a point read may still wait there for one, as briefly as
+// their reads last.
 func (b *backend) read(ctx context.Context, fn func(*readStmts) error) error {
 	err := sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error {
 		select {
