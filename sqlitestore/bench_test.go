@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 )
 
@@ -25,16 +26,11 @@ func benchExe(id string) *stead.Execution {
 	}
 }
 
-var syncLevels = []sqlitestore.Synchronous{sqlitestore.SyncNormal, sqlitestore.SyncFull}
+var syncLevels = []sqlitedb.Synchronous{sqlitedb.SyncNormal, sqlitedb.SyncFull}
 
-func benchStore(b *testing.B, opts ...sqlitestore.Option) *sqlitestore.Store {
+func benchStore(b *testing.B, level sqlitedb.Synchronous) *stead.Store {
 	b.Helper()
-	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
+	return newStore(b, openDB(b, sqlitedb.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: level}))
 }
 
 // BenchmarkCommitStateOnly commits one execution over and over with nothing but the record (and,
@@ -47,7 +43,7 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 				name = string(level) + "/Dedupe"
 			}
 			b.Run(name, func(b *testing.B) {
-				s := benchStore(b, sqlitestore.WithSynchronous(level))
+				s := benchStore(b, level)
 				exe := benchExe("e")
 				ctx := b.Context()
 				b.ReportAllocs()
@@ -57,9 +53,11 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 					if dedupe {
 						bd.ProcessedEventID = fmt.Sprintf("ev-%d", i)
 					}
-					if _, err := s.Commit(ctx, exe, bd); err != nil {
+					c, err := s.Commit(ctx, exe, bd)
+					if err != nil {
 						b.Fatal(err)
 					}
+					exe.Version = c.Version
 				}
 				cpu.Report(b)
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
@@ -73,7 +71,7 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 func BenchmarkCommitComplex(b *testing.B) {
 	for _, level := range syncLevels {
 		b.Run(string(level), func(b *testing.B) {
-			s := benchStore(b, sqlitestore.WithSynchronous(level))
+			s := benchStore(b, level)
 			exe := benchExe("e")
 			ctx := b.Context()
 			at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -81,7 +79,7 @@ func BenchmarkCommitComplex(b *testing.B) {
 			cpu := sqlitestore.StartCPU()
 			for i := 0; b.Loop(); i++ {
 				tag := fmt.Sprint(i)
-				_, err := s.Commit(ctx, exe, stead.Bundle{
+				c, err := s.Commit(ctx, exe, stead.Bundle{
 					Emits: []stead.Emit{
 						{Target: "parent", Event: stead.Event{ID: "a" + tag, Kind: "Finished", Data: json.RawMessage(`{"ok":true}`)}},
 						{Target: "e", Event: stead.Event{ID: "b" + tag, Kind: "Next"}},
@@ -94,6 +92,7 @@ func BenchmarkCommitComplex(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				exe.Version = c.Version
 			}
 			cpu.Report(b)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
@@ -102,9 +101,9 @@ func BenchmarkCommitComplex(b *testing.B) {
 }
 
 // BenchmarkCommitParallel has many goroutines commit state-only steps to their own executions:
-// they queue on the one writer connection.
+// they queue on the database's write gate.
 func BenchmarkCommitParallel(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, sqlitedb.SyncNormal)
 	ctx := b.Context()
 	var n atomic.Int64
 	b.ReportAllocs()
@@ -113,10 +112,12 @@ func BenchmarkCommitParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		exe := benchExe(fmt.Sprintf("p%d", n.Add(1)))
 		for pb.Next() {
-			if _, err := s.Commit(ctx, exe, stead.Bundle{}); err != nil {
+			c, err := s.Commit(ctx, exe, stead.Bundle{})
+			if err != nil {
 				b.Error(err)
 				return
 			}
+			exe.Version = c.Version
 		}
 	})
 	cpu.Report(b)
@@ -127,7 +128,7 @@ func BenchmarkCommitParallel(b *testing.B) {
 func BenchmarkCommitBatch(b *testing.B) {
 	for _, level := range syncLevels {
 		b.Run(string(level)+"/100", func(b *testing.B) {
-			s := benchStore(b, sqlitestore.WithSynchronous(level))
+			s := benchStore(b, level)
 			ctx := b.Context()
 			items := make([]stead.CommitItem, 100)
 			for i := range items {
@@ -143,10 +144,11 @@ func BenchmarkCommitBatch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, r := range res {
+				for j, r := range res {
 					if r.Err != nil {
 						b.Fatal(r.Err)
 					}
+					items[j].Execution.Version = r.Version
 				}
 			}
 			cpu.Report(b)
@@ -156,7 +158,7 @@ func BenchmarkCommitBatch(b *testing.B) {
 }
 
 // seed commits n executions of two definitions and four statuses, a third of them children.
-func seed(b *testing.B, s *sqlitestore.Store, n int) {
+func seed(b *testing.B, s *stead.Store, n int) {
 	b.Helper()
 	statuses := []stead.Status{stead.StatusRunning, stead.StatusDone, stead.StatusSuspended, stead.StatusFailed}
 	for start := 0; start < n; start += stead.MaxBatch {
@@ -181,7 +183,7 @@ func seed(b *testing.B, s *sqlitestore.Store, n int) {
 // BenchmarkLoadForEvent loads an execution with its dedupe answer, from a store of 10,000, with
 // a cancellable context as a worker has.
 func BenchmarkLoadForEvent(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, sqlitedb.SyncNormal)
 	seed(b, s, 10_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -199,7 +201,7 @@ func BenchmarkLoadForEvent(b *testing.B) {
 // BenchmarkListPage reads one page of 100 summaries from 20,000 executions, near the start and
 // deep into the listing: keyset paging makes both cost the same.
 func BenchmarkListPage(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, sqlitedb.SyncNormal)
 	seed(b, s, 20_000)
 	filters := map[string]stead.ListFilter{
 		"All":                {Limit: 100},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 )
 
 // BenchmarkCeilingStateOnly is the ceiling of BenchmarkCommitStateOnly/NORMAL: the statements of
@@ -16,7 +17,12 @@ import (
 // is what the store's own work costs.
 func BenchmarkCeilingStateOnly(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := New(ctx, db)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,36 +34,38 @@ func BenchmarkCeilingStateOnly(b *testing.B) {
 		CreatedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
 		UpdatedAt: time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC),
 	}
-	if _, err := s.Commit(ctx, exe, stead.Bundle{}); err != nil {
+	c, err := s.Commit(ctx, exe, stead.Bundle{})
+	if err != nil {
 		b.Fatal(err)
 	}
+	exe.Version = c.Version
 	data, err := stead.EncodeExecution(exe)
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := s.wr
-	if err := w.acquire(ctx); err != nil {
+	if err := db.Lock(ctx); err != nil {
 		b.Fatal(err)
 	}
-	defer w.release()
+	defer db.Unlock()
+	st := &s.Backend().(*backend).wr.st
 	created, updated := exe.CreatedAt.UnixMicro(), exe.UpdatedAt.UnixMicro()
 	b.ReportAllocs()
 	cpu := StartCPU()
 	for v := int64(1); b.Loop(); v++ {
-		if _, err := w.begin.ExecContext(bg); err != nil {
+		if _, err := st.TxBegin.ExecContext(bg); err != nil {
 			b.Fatal(err)
 		}
-		r, err := w.w.casUpdate.ExecContext(bg, "", exe.ActivePath, "", v+1, created, updated, nil, data, "e", v)
+		r, err := st.CommitUpdate.ExecContext(bg, "", exe.ActivePath, "", v+1, created, updated, nil, data, "e", v)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if n, _ := r.RowsAffected(); n != 1 {
 			b.Fatalf("lost the CAS at %d", v)
 		}
-		if _, err := w.w.casIndexed.ExecContext(bg, "e", "order", "running"); err != nil {
+		if _, err := st.CommitIndexed.ExecContext(bg, "e", "order", "running"); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := w.commit.ExecContext(bg); err != nil {
+		if _, err := st.TxCommit.ExecContext(bg); err != nil {
 			b.Fatal(err)
 		}
 	}

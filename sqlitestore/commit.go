@@ -5,109 +5,73 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
 )
 
-// step is one commit made ready before its transaction: validated and encoded, so that the write
-// lock is held only for the statements themselves.
-type step struct {
-	exe    *stead.Execution
-	next   int64  // the version the commit stores
-	data   []byte // exe encoded at version next
-	events [][]byte
-	trace  []byte // nil when the bundle has no trace step
-	b      *stead.Bundle
+// encoded is what a commit writes besides the record, encoded before the transaction so that the
+// write lock is held only for the statements themselves.
+type encoded struct {
+	events [][]byte // one per emit
+	trace  []byte   // nil when the bundle has no trace step
 }
 
-// plan validates exe and b and encodes what the commit writes. Nothing of exe is changed.
-func plan(exe *stead.Execution, b *stead.Bundle) (*step, error) {
-	data, err := stead.EncodeNextVersion(exe)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Validate(); err != nil {
-		return nil, err
-	}
-	p := &step{exe: exe, next: exe.Version + 1, data: data, b: b}
+func encode(w *stead.Write) (encoded, error) {
+	var enc encoded
+	b := &w.Bundle
 	if len(b.Emits) > 0 {
-		p.events = make([][]byte, len(b.Emits))
+		enc.events = make([][]byte, len(b.Emits))
 		for i := range b.Emits {
-			if p.events[i], err = json.Marshal(&b.Emits[i].Event); err != nil {
-				return nil, check.Invalidf("emit %d does not encode: %v", i, err)
+			var err error
+			if enc.events[i], err = json.Marshal(&b.Emits[i].Event); err != nil {
+				return enc, fmt.Errorf("sqlitestore: emit %d: %w", i, err)
 			}
 		}
 	}
 	if b.Trace != nil {
-		if p.trace, err = encodeStep(*b.Trace); err != nil {
-			return nil, err
+		var err error
+		if enc.trace, err = json.Marshal(b.Trace); err != nil {
+			return enc, fmt.Errorf("sqlitestore: trace step: %w", err)
 		}
 	}
-	return p, nil
+	return enc, nil
 }
 
-// encodeStep encodes a trace step without its index, which the store assigns and keeps in a
-// column.
-func encodeStep(t stead.TraceStep) ([]byte, error) {
-	t.Index = 0
-	b, err := json.Marshal(&t)
-	if err != nil {
-		return nil, check.Invalidf("trace step does not encode: %v", err)
-	}
-	return b, nil
-}
-
-// Commit implements stead.Writer.
-func (s *Store) Commit(ctx context.Context, exe *stead.Execution, b stead.Bundle) ([]int64, error) {
-	p, err := plan(exe, &b)
+func (b *backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
+	enc, err := encode(w)
 	if err != nil {
 		return nil, err
 	}
 	var seqs []int64
-	err = s.write(ctx, func(w *writeStmts) error {
+	err = b.write(ctx, func(st *writeStmts) error {
 		var err error
-		seqs, err = s.apply(w, p)
+		seqs, err = b.apply(st, w, &enc)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	exe.Version = p.next
 	return seqs, nil
 }
 
-// CommitBatch implements stead.Writer. Every item is validated and encoded before the
-// transaction; inside it, each item's compare-and-swap is its first statement, so an item that
-// loses it has written nothing and needs no savepoint, and the others go on.
-func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
-	if len(items) > stead.MaxBatch {
-		return nil, check.Invalidf("batch of %d commits, more than %d", len(items), stead.MaxBatch)
-	}
-	res := make([]stead.CommitResult, len(items))
-	steps := make([]*step, len(items))
-	seen := make(map[string]bool, len(items))
-	for i := range items {
-		it := &items[i]
-		if steps[i], res[i].Err = plan(it.Execution, &it.Bundle); res[i].Err != nil {
-			continue
+// CommitBatch runs every write in one transaction. Each write's compare-and-swap is its first
+// statement, so one that loses has written nothing and needs no savepoint, and the others go on.
+func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
+	encs := make([]encoded, len(ws))
+	for i, w := range ws {
+		var err error
+		if encs[i], err = encode(w); err != nil {
+			return nil, err
 		}
-		if seen[it.Execution.ID] {
-			steps[i] = nil
-			res[i].Err = check.Invalidf("execution %q appears more than once in the batch", it.Execution.ID)
-			continue
-		}
-		seen[it.Execution.ID] = true
 	}
-	err := s.write(ctx, func(w *writeStmts) error {
-		for i, p := range steps {
-			if p == nil {
-				continue
-			}
+	res := make([]stead.CommitResult, len(ws))
+	err := b.write(ctx, func(st *writeStmts) error {
+		for i, w := range ws {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			seqs, err := s.apply(w, p)
+			seqs, err := b.apply(st, w, &encs[i])
 			var ce *stead.ConflictError
 			switch {
 			case errors.As(err, &ce):
@@ -115,7 +79,7 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 			case err != nil:
 				return err
 			default:
-				res[i] = stead.CommitResult{Seqs: seqs}
+				res[i] = stead.CommitResult{Committed: stead.Committed{Seqs: seqs}}
 			}
 		}
 		return nil
@@ -123,27 +87,22 @@ func (s *Store) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]st
 	if err != nil {
 		return nil, err
 	}
-	for i, p := range steps {
-		if p != nil && res[i].Err == nil {
-			p.exe.Version = p.next
-		}
-	}
 	return res, nil
 }
 
-// apply runs the statements of one commit inside tx: the compare-and-swap first, then the side
-// effects in bundle order. A lost compare-and-swap returns a *stead.ConflictError having written
-// nothing.
-func (s *Store) apply(w *writeStmts, p *step) ([]int64, error) {
-	e := p.exe
-	if err := s.cas(w, p); err != nil {
+// apply runs the statements of one commit inside the transaction: the compare-and-swap first,
+// then the side effects in bundle order. A lost compare-and-swap returns a *stead.ConflictError
+// having written nothing.
+func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, error) {
+	if err := cas(st, w); err != nil {
 		return nil, err
 	}
-	seqs := make([]int64, 0, len(p.events))
-	if len(p.events) > 0 {
-		st := w.outboxInsert
-		for i, ev := range p.events {
-			r, err := st.ExecContext(bg, e.ID, p.b.Emits[i].Target, ev)
+	id, bd := w.Execution.ID, &w.Bundle
+	var seqs []int64
+	if len(enc.events) > 0 {
+		seqs = make([]int64, 0, len(enc.events))
+		for i, ev := range enc.events {
+			r, err := st.CommitEmit.ExecContext(bg, id, bd.Emits[i].Target, ev)
 			if err != nil {
 				return nil, err
 			}
@@ -154,59 +113,54 @@ func (s *Store) apply(w *writeStmts, p *step) ([]int64, error) {
 			seqs = append(seqs, seq)
 		}
 	}
-	if p.b.ProcessedEventID != "" {
-		if _, err := w.markProcessed.ExecContext(bg, e.ID, p.b.ProcessedEventID); err != nil {
+	if bd.ProcessedEventID != "" {
+		if _, err := st.CommitProcessed.ExecContext(bg, id, bd.ProcessedEventID); err != nil {
 			return nil, err
 		}
 	}
-	if len(p.b.Spawns) > 0 {
-		st := w.spawnInsert
-		for _, sp := range p.b.Spawns {
-			var c []byte
-			if len(sp.Context) > 0 {
-				c = sp.Context
-			}
-			if _, err := st.ExecContext(bg, e.ID, sp.ChildID, sp.RootPath, c); err != nil {
-				return nil, err
-			}
+	for _, sp := range bd.Spawns {
+		if _, err := st.CommitSpawn.ExecContext(bg, id, sp.ChildID, sp.RootPath, []byte(sp.Context)); err != nil {
+			return nil, err
 		}
 	}
-	for _, op := range p.b.Timers {
+	// The Store reduced the timer ops to one per path: applying them in order is their net effect.
+	for _, op := range bd.Timers {
 		var err error
 		if op.Action == stead.TimerSchedule {
-			_, err = w.timerSchedule.ExecContext(bg, e.ID, op.Path, op.FireAt.UnixMicro())
+			_, err = st.CommitSchedule.ExecContext(bg, id, op.Path, op.FireAt.UnixMicro())
 		} else {
-			_, err = w.timerCancel.ExecContext(bg, e.ID, op.Path)
+			_, err = st.CommitCancel.ExecContext(bg, id, op.Path)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	if p.trace != nil {
-		if _, err := s.appendTrace(w, e.ID, p.trace); err != nil {
+	if enc.trace != nil {
+		if _, err := b.appendTrace(st, id, enc.trace); err != nil {
 			return nil, err
 		}
 	}
 	return seqs, nil
 }
 
-// cas writes the execution row at version p.next if it is stored at p.next-1, or inserts it if it
-// is new (version 0) and absent. Otherwise it reads the stored version for the conflict error.
-func (s *Store) cas(w *writeStmts, p *step) error {
-	e := p.exe
+// cas writes the execution row at w.Execution.Version if it is stored at w.Expected, or inserts
+// it if w.Expected is 0 and there is no row. Otherwise it reads the stored version for the
+// conflict error.
+func cas(st *writeStmts, w *stead.Write) error {
+	e := w.Execution
 	var (
 		r   sql.Result
 		err error
 	)
-	if e.Version == 0 {
-		r, err = w.casInsert.ExecContext(bg,
-			e.ID, e.DefinitionID, string(e.Status), e.Outcome, e.ActivePath, e.ParentID, p.next,
-			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), p.data)
+	if w.Expected == 0 {
+		r, err = st.CommitInsert.ExecContext(bg,
+			e.ID, e.DefinitionID, string(e.Status), e.Outcome, e.ActivePath, e.ParentID, e.Version,
+			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), w.Record)
 	} else {
-		r, err = w.casUpdate.ExecContext(bg,
-			e.Outcome, e.ActivePath, e.ParentID, p.next,
-			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), p.data,
-			e.ID, e.Version)
+		r, err = st.CommitUpdate.ExecContext(bg,
+			e.Outcome, e.ActivePath, e.ParentID, e.Version,
+			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), w.Record,
+			e.ID, w.Expected)
 	}
 	if err != nil {
 		return err
@@ -216,71 +170,60 @@ func (s *Store) cas(w *writeStmts, p *step) error {
 		return err
 	}
 	if n == 1 {
-		if e.Version > 0 {
-			_, err = w.casIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status))
+		if w.Expected > 0 {
+			_, err = st.CommitIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status))
 		}
 		return err
 	}
 	found := int64(-1)
-	switch err := w.version.QueryRowContext(bg, e.ID).Scan(&found); {
+	switch err := st.CommitVersion.QueryRowContext(bg, e.ID).Scan(&found); {
 	case errors.Is(err, sql.ErrNoRows):
 		found = -1
 	case err != nil:
 		return err
 	}
-	return &stead.ConflictError{ID: e.ID, Expected: e.Version, Found: found}
+	return &stead.ConflictError{ID: e.ID, Expected: w.Expected, Found: found}
 }
 
-// appendTrace adds one encoded step to the execution's trace and evicts what falls out of the cap.
-func (s *Store) appendTrace(w *writeStmts, id string, step []byte) (int64, error) {
+// appendTrace adds one encoded step to the execution's trace and evicts what falls out of the
+// cap. It returns ErrNotFound when the execution does not exist.
+func (b *backend) appendTrace(st *writeStmts, id string, step []byte) (int64, error) {
 	var idx int64
-	if err := w.traceAppend.QueryRowContext(bg, id, step).Scan(&idx); err != nil {
+	err := st.AppendTrace.QueryRowContext(bg, id, step).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound(id)
+	}
+	if err != nil {
 		return 0, err
 	}
-	if s.traceCap > 0 && idx >= int64(s.traceCap) {
-		if _, err := w.traceTrim.ExecContext(bg, id, idx-int64(s.traceCap)); err != nil {
+	if b.traceCap > 0 && idx >= int64(b.traceCap) {
+		if _, err := st.AppendTraceTrim.ExecContext(bg, id, idx-int64(b.traceCap)); err != nil {
 			return 0, err
 		}
 	}
 	return idx, nil
 }
 
-// AppendTrace implements stead.Writer. The execution must exist.
-func (s *Store) AppendTrace(ctx context.Context, id string, t stead.TraceStep) (int64, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return 0, err
-	}
-	if err := t.Validate(); err != nil {
-		return 0, err
-	}
-	enc, err := encodeStep(t)
+func (b *backend) AppendTrace(ctx context.Context, id string, step stead.TraceStep) (int64, error) {
+	enc, err := json.Marshal(&step)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("sqlitestore: trace step: %w", err)
 	}
 	var idx int64
-	err = s.write(ctx, func(w *writeStmts) error {
-		var ok bool
-		if err := w.exists.QueryRowContext(bg, id).Scan(&ok); err != nil {
-			return err
-		}
-		if !ok {
-			return notFound(id)
-		}
-		idx, err = s.appendTrace(w, id, enc)
+	err = b.write(ctx, func(st *writeStmts) error {
+		idx, err = b.appendTrace(st, id, enc)
 		return err
 	})
 	return idx, err
 }
 
-// Purge implements stead.Writer. The rows an execution owns also go by ON DELETE CASCADE; they
-// are deleted explicitly as well so that purging an absent id sweeps whatever a crash left.
-func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return false, err
-	}
+// Purge deletes the execution if it is stored at expectedVersion, then sweeps the rows of an
+// absent execution. Most go by ON DELETE CASCADE already; the sweeps catch the outbox entries
+// addressed to it (a target is no foreign key) and rows written with foreign keys off.
+func (b *backend) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	var deleted bool
-	err := s.write(ctx, func(w *writeStmts) error {
-		r, err := w.purgeExecution.ExecContext(bg, id, expectedVersion)
+	err := b.write(ctx, func(st *writeStmts) error {
+		r, err := st.Purge.ExecContext(bg, id, expectedVersion)
 		if err != nil {
 			return err
 		}
@@ -289,17 +232,8 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 			return err
 		}
 		deleted = n == 1
-		if !deleted {
-			var exists bool
-			if err := w.exists.QueryRowContext(bg, id).Scan(&exists); err != nil {
-				return err
-			}
-			if exists {
-				return nil // moved on: touch nothing
-			}
-		}
-		for _, st := range []*sql.Stmt{w.purgeProcessed, w.purgeTimers, w.purgeTrace, w.purgeOutbox, w.purgeSpawns} {
-			if _, err := st.ExecContext(bg, id); err != nil {
+		for _, s := range []*sql.Stmt{st.PurgeProcessed, st.PurgeTimers, st.PurgeTrace, st.PurgeOutbox, st.PurgeSpawns} {
+			if _, err := s.ExecContext(bg, id); err != nil {
 				return err
 			}
 		}

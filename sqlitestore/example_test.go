@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 )
 
@@ -19,21 +20,27 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "stead.db"))
+	// One DB per file, shared by every component that keeps its tables there.
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: filepath.Join(dir, "stead.db")})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
+	defer db.Close()
+	store, err := sqlitestore.New(ctx, db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close() // before db.Close: deferred calls run last in, first out
 
 	exe := &stead.Execution{ID: "order-1", DefinitionID: "order", Status: stead.StatusRunning, ActivePath: "paying"}
-	seqs, err := store.Commit(ctx, exe, stead.Bundle{
+	c, err := store.Commit(ctx, exe, stead.Bundle{
 		Emits:            []stead.Emit{{Target: "billing-1", Event: stead.Event{ID: "ev-1", Kind: "Charge"}}},
 		ProcessedEventID: "start-1",
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("committed version", exe.Version, "with", len(seqs), "outbox entry")
+	fmt.Println("committed version", c.Version, "with", len(c.Seqs), "outbox entry")
 
 	got, processed, err := store.LoadForEvent(ctx, "order-1", "start-1")
 	if err != nil {
@@ -45,10 +52,16 @@ func Example() {
 	// paying 1 true
 }
 
-// Open(":memory:") gives a private database for tests; it is gone at Close.
-func ExampleOpen_memory() {
+// An in-memory database lives until the DB is closed; every connection of the DB, and so every
+// component on it, sees the same one.
+func ExampleNew_memory() {
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.WithTraceCap(2))
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: sqlitedb.Memory})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	store, err := sqlitestore.New(ctx, db, sqlitestore.WithTraceCap(2))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -56,9 +69,11 @@ func ExampleOpen_memory() {
 
 	exe := &stead.Execution{ID: "t-1", DefinitionID: "demo", Status: stead.StatusRunning}
 	for _, kind := range []string{"A", "B", "C"} {
-		if _, err := store.Commit(ctx, exe, stead.Bundle{Trace: &stead.TraceStep{EventKind: kind}}); err != nil {
+		c, err := store.Commit(ctx, exe, stead.Bundle{Trace: &stead.TraceStep{EventKind: kind}})
+		if err != nil {
 			log.Fatal(err)
 		}
+		exe.Version = c.Version
 	}
 	steps, err := store.ReadTrace(ctx, "t-1")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/sqlitestore"
+	"github.com/steadhq/stead/sqlitedb"
 )
 
 // The second process of TestTwoProcesses is this test binary, run again with these variables.
@@ -107,11 +107,7 @@ func TestTwoProcessesChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only run by TestTwoProcesses")
 	}
-	s, err := sqlitestore.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newStore(t, openDB(t, sqlitedb.Config{Path: path}))
 	fmt.Println("child: ready")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Microsecond) {
 		if _, err := os.Stat(goFile); err == nil {
@@ -135,7 +131,7 @@ func TestTwoProcessesChild(t *testing.T) {
 
 // casLoop loads, changes and commits each id in turn, processSteps times, and returns the
 // "id@version" of every commit it won. Any error but a lost CAS ends it.
-func casLoop(ctx context.Context, s stead.Store, ids []string, who string) ([]string, error) {
+func casLoop(ctx context.Context, s *stead.Store, ids []string, who string) ([]string, error) {
 	var wins []string
 	for i := range processSteps {
 		id := ids[i%len(ids)]
@@ -144,13 +140,13 @@ func casLoop(ctx context.Context, s stead.Store, ids []string, who string) ([]st
 			return wins, err
 		}
 		exe.Context = json.RawMessage(fmt.Sprintf(`{"by":%q,"step":%d}`, who, i))
-		_, err = s.Commit(ctx, exe, stead.Bundle{
+		c, err := s.Commit(ctx, exe, stead.Bundle{
 			ProcessedEventID: fmt.Sprintf("%s-%d", who, i),
 			Emits:            []stead.Emit{{Target: id, Event: stead.Event{ID: fmt.Sprintf("%s-%d", who, i), Kind: "Step"}}},
 		})
 		switch {
 		case err == nil:
-			wins = append(wins, fmt.Sprintf("%s@%d", id, exe.Version))
+			wins = append(wins, fmt.Sprintf("%s@%d", id, c.Version))
 		case errors.Is(err, stead.ErrConflict):
 		default:
 			return wins, err

@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/listing"
 )
 
 func decode(id string, data []byte) (*stead.Execution, error) {
@@ -21,14 +18,10 @@ func decode(id string, data []byte) (*stead.Execution, error) {
 	return e, nil
 }
 
-// Load implements stead.Reader.
-func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return nil, err
-	}
+func (b *backend) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	var data []byte
-	err := s.read(ctx, func(r *readStmts) error {
-		err := r.load.QueryRowContext(bg, id).Scan(&data) // a point read: see Store.read
+	err := b.read(ctx, func(r *readStmts) error {
+		err := r.Load.QueryRowContext(bg, id).Scan(&data) // a point read: see backend.read
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -40,102 +33,94 @@ func (s *Store) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	return decode(id, data)
 }
 
-// LoadForEvent implements stead.Reader: one statement reads the record and the marker.
-func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (*stead.Execution, bool, error) {
-	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
-		return nil, false, err
-	}
+// LoadForEvent reads the record and the marker in one statement.
+func (b *backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.Execution, bool, error) {
 	var (
 		data      []byte
 		processed bool
 	)
-	err := s.read(ctx, func(r *readStmts) error {
-		err := r.loadForEvent.QueryRowContext(bg, id, eventID).Scan(&data, &processed)
+	err := b.read(ctx, func(r *readStmts) error {
+		err := r.LoadForEvent.QueryRowContext(bg, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
+			return notFound(ref.ExecutionID)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	e, err := decode(id, data)
+	e, err := decode(ref.ExecutionID, data)
 	if err != nil {
 		return nil, false, err
 	}
 	return e, processed, nil
 }
 
-// LoadForEvents implements stead.Reader. The lookups run in one read transaction, so they see one
-// snapshot of the database.
-func (s *Store) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
-	if len(refs) > stead.MaxBatch {
-		return nil, check.Invalidf("%d refs, more than %d", len(refs), stead.MaxBatch)
-	}
+// LoadForEvents looks every ref up in one statement, which sees one snapshot of the database.
+func (b *backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
+	pairs := make([][2]string, len(refs))
 	for i, r := range refs {
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("ref %d: %w", i, err)
-		}
+		pairs[i] = [2]string{r.ExecutionID, r.EventID}
 	}
+	enc, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: load for events: %w", err)
+	}
+	arg := string(enc) // bound as TEXT: SQLite may read a BLOB given to json_each as JSONB
 	out := make([]stead.Loaded, len(refs))
-	if len(refs) == 0 {
-		return out, s.enter(ctx)
-	}
 	raw := make([][]byte, len(refs))
-	err := s.read(ctx, func(r *readStmts) error {
-		st := r.loadForEvent
-		if !s.wr.memory { // memory: the reads hold the only connection, nothing can interleave
-			tx, err := s.db.R.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-			if err != nil {
+	err = b.read(ctx, func(r *readStmts) error {
+		clear(out) // from an attempt that found the file locked
+		clear(raw)
+		rows, err := r.LoadForEvents.QueryContext(ctx, arg)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				i         int
+				data      []byte
+				processed bool
+			)
+			if err := rows.Scan(&i, &data, &processed); err != nil {
 				return err
 			}
-			defer tx.Rollback()
-			st = tx.StmtContext(ctx, st)
-		}
-		for i, r := range refs {
-			raw[i] = nil
-			out[i] = stead.Loaded{}
-			err := st.QueryRowContext(ctx, r.ExecutionID, r.EventID).Scan(&raw[i], &out[i].Processed)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
+			if i < 0 || i >= len(refs) {
+				return fmt.Errorf("load for events: row for ref %d of %d", i, len(refs))
 			}
+			raw[i], out[i].Processed = data, processed
 		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, err
 	}
-	for i, b := range raw {
-		if b == nil {
+	for i, data := range raw {
+		if data == nil {
 			continue
 		}
-		if out[i].Execution, err = decode(refs[i].ExecutionID, b); err != nil {
+		if out[i].Execution, err = decode(refs[i].ExecutionID, data); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// IsProcessed implements stead.Reader.
-func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, error) {
-	if err := (stead.EventRef{ExecutionID: id, EventID: eventID}).Validate(); err != nil {
-		return false, err
-	}
+func (b *backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, error) {
 	var ok bool
-	err := s.read(ctx, func(r *readStmts) error { return r.isProcessed.QueryRowContext(bg, id, eventID).Scan(&ok) })
+	err := b.read(ctx, func(r *readStmts) error {
+		return r.IsProcessed.QueryRowContext(bg, ref.ExecutionID, ref.EventID).Scan(&ok)
+	})
 	return ok, err
 }
 
-// List implements stead.Reader. It reads only the listing columns, walking the index that matches
-// the filter from the cursor's id on (keyset paging), so a deep page costs what the first does.
-func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error) {
-	q, err := listing.Prepare(f)
-	if err != nil {
-		return stead.Page{}, err
-	}
+// List reads only the listing columns, walking the index that matches the filter from q.After
+// on (keyset paging), so a deep page costs what the first does.
+func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary, error) {
 	var items []stead.Summary
-	err = s.read(ctx, func(r *readStmts) error {
-		st, err := s.listStmt(ctx, q)
+	err := b.read(ctx, func(r *readStmts) error {
+		st, err := b.listStmt(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -145,9 +130,9 @@ func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error
 			args = append(args, q.DefinitionID)
 		}
 		for _, v := range q.Statuses {
-			args = append(args, v)
+			args = append(args, string(v))
 		}
-		args = append(args, q.Limit+1)
+		args = append(args, q.Limit)
 		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
 			return err
@@ -170,71 +155,38 @@ func (s *Store) List(ctx context.Context, f stead.ListFilter) (stead.Page, error
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return stead.Page{}, err
-	}
-	var p stead.Page
-	if len(items) > q.Limit {
-		items = items[:q.Limit]
-		p.NextCursor = q.Next(items[len(items)-1].ID)
-	}
-	p.Items = items
-	if p.Items == nil {
-		p.Items = []stead.Summary{}
-	}
-	return p, nil
+	return items, err
 }
 
 // listStmt returns the prepared statement for the shape of q (which filters are set, how many
 // statuses), preparing it on first use. There are at most 2*8*2 shapes.
-func (s *Store) listStmt(ctx context.Context, q listing.Query) (*sql.Stmt, error) {
+func (b *backend) listStmt(ctx context.Context, q stead.ListQuery) (*sql.Stmt, error) {
 	key := fmt.Sprintf("%t/%d/%t", q.DefinitionID != "", len(q.Statuses), q.RootsOnly)
-	s.listMu.Lock()
-	defer s.listMu.Unlock()
-	if s.lists == nil {
+	b.listMu.Lock()
+	defer b.listMu.Unlock()
+	if b.lists == nil {
 		return nil, fmt.Errorf("sqlitestore: %w", stead.ErrClosed)
 	}
-	if st := s.lists[key]; st != nil {
+	if st := b.lists[key]; st != nil {
 		return st, nil
 	}
-	var b strings.Builder
-	b.WriteString(`SELECT id, definition_id, status, outcome, active_path, parent_id, version,
-		created_at, updated_at, finished_at FROM executions WHERE id > ?`)
-	if q.DefinitionID != "" {
-		b.WriteString(` AND definition_id = ?`)
-	}
-	if n := len(q.Statuses); n > 0 {
-		b.WriteString(` AND status IN (?` + strings.Repeat(`, ?`, n-1) + `)`)
-	}
-	if q.RootsOnly {
-		b.WriteString(` AND parent_id = ''`)
-	}
-	b.WriteString(` ORDER BY id LIMIT ?`)
-	var p preparer = s.db.R
-	if s.wr.memory {
-		p = s.wr.conn // held by this read
-	}
-	st, err := p.PrepareContext(ctx, b.String())
+	st, err := b.db.R.PrepareContext(ctx, listSQL(q.DefinitionID != "", len(q.Statuses), q.RootsOnly))
 	if err != nil {
 		return nil, err
 	}
-	s.lists[key] = st
+	b.lists[key] = st
 	return st, nil
 }
 
-// ReadTrace implements stead.Reader.
-func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return nil, err
-	}
+func (b *backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
 	var out []stead.TraceStep
-	err := s.read(ctx, func(r *readStmts) error {
-		rows, err := r.readTrace.QueryContext(ctx, id)
+	err := b.read(ctx, func(r *readStmts) error {
+		rows, err := r.ReadTrace.QueryContext(ctx, id)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		out = []stead.TraceStep{}
+		out = out[:0]
 		for rows.Next() {
 			var (
 				idx int64
@@ -255,19 +207,15 @@ func (s *Store) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, er
 	return out, err
 }
 
-// Timers implements stead.Reader.
-func (s *Store) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return nil, err
-	}
+func (b *backend) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 	var out []stead.Timer
-	err := s.read(ctx, func(r *readStmts) error {
-		rows, err := r.timers.QueryContext(ctx, id)
+	err := b.read(ctx, func(r *readStmts) error {
+		rows, err := r.Timers.QueryContext(ctx, id)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		out = []stead.Timer{}
+		out = out[:0]
 		for rows.Next() {
 			t := stead.Timer{ExecutionID: id}
 			var at sql.NullInt64
@@ -282,27 +230,15 @@ func (s *Store) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
 	return out, err
 }
 
-func checkScan(field, id string, limit int) (int, error) {
-	if err := check.Text(field, id); err != nil {
-		return 0, err
-	}
-	return check.Limit("limit", limit, stead.DefaultListLimit, stead.MaxListLimit)
-}
-
-// PendingOutbox implements stead.Reader.
-func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]stead.OutboxEntry, error) {
-	limit, err := checkScan("source", source, limit)
-	if err != nil {
-		return nil, err
-	}
+func (b *backend) PendingOutbox(ctx context.Context, source string, limit int) ([]stead.OutboxEntry, error) {
 	var out []stead.OutboxEntry
-	err = s.read(ctx, func(r *readStmts) error {
+	err := b.read(ctx, func(r *readStmts) error {
 		var rows *sql.Rows
 		var err error
 		if source == "" {
-			rows, err = r.outboxAll.QueryContext(ctx, limit)
+			rows, err = r.PendingOutbox.QueryContext(ctx, limit)
 		} else {
-			rows, err = r.outboxBySource.QueryContext(ctx, source, limit)
+			rows, err = r.PendingOutboxBySource.QueryContext(ctx, source, limit)
 		}
 		if err != nil {
 			return err
@@ -316,7 +252,7 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 // scanOutbox reads (seq, source, target, event) rows and closes them.
 func scanOutbox(rows *sql.Rows) ([]stead.OutboxEntry, error) {
 	defer rows.Close()
-	out := []stead.OutboxEntry{}
+	var out []stead.OutboxEntry
 	for rows.Next() {
 		var (
 			e   stead.OutboxEntry
@@ -333,20 +269,15 @@ func scanOutbox(rows *sql.Rows) ([]stead.OutboxEntry, error) {
 	return out, rows.Err()
 }
 
-// PendingSpawns implements stead.Reader.
-func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) ([]stead.SpawnEntry, error) {
-	limit, err := checkScan("parent id", parentID, limit)
-	if err != nil {
-		return nil, err
-	}
+func (b *backend) PendingSpawns(ctx context.Context, parentID string, limit int) ([]stead.SpawnEntry, error) {
 	var out []stead.SpawnEntry
-	err = s.read(ctx, func(r *readStmts) error {
+	err := b.read(ctx, func(r *readStmts) error {
 		var rows *sql.Rows
 		var err error
 		if parentID == "" {
-			rows, err = r.spawnsAll.QueryContext(ctx, limit)
+			rows, err = r.PendingSpawns.QueryContext(ctx, limit)
 		} else {
-			rows, err = r.spawnsByParent.QueryContext(ctx, parentID, limit)
+			rows, err = r.PendingSpawnsByParent.QueryContext(ctx, parentID, limit)
 		}
 		if err != nil {
 			return err
@@ -360,7 +291,7 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 // scanSpawns reads (seq, parent_id, child_id, root_path, context) rows and closes them.
 func scanSpawns(rows *sql.Rows) ([]stead.SpawnEntry, error) {
 	defer rows.Close()
-	out := []stead.SpawnEntry{}
+	var out []stead.SpawnEntry
 	for rows.Next() {
 		var e stead.SpawnEntry
 		if err := rows.Scan(&e.Seq, &e.ParentID, &e.ChildID, &e.RootPath, &e.Context); err != nil {

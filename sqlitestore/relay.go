@@ -8,19 +8,15 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
 )
 
-// ClaimOutbox implements stead.Relay. The claim is one UPDATE ... RETURNING inside a write
-// transaction: the write lock makes it exclusive across connections and processes.
-func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]stead.OutboxEntry, error) {
-	limit, err := checkClaim(lease, limit)
-	if err != nil {
-		return nil, err
-	}
+// ClaimOutbox is one UPDATE ... RETURNING inside a write transaction: the write lock makes it
+// exclusive across connections and processes. The lease runs until until, as the Store computed
+// it; the store has no clock of its own.
+func (b *backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit int) ([]stead.OutboxEntry, error) {
 	var out []stead.OutboxEntry
-	err = s.write(ctx, func(w *writeStmts) error {
-		rows, err := w.claimOutbox.QueryContext(bg, leaseEnd(now, lease), now.UnixMicro(), limit)
+	err := b.write(ctx, func(st *writeStmts) error {
+		rows, err := st.ClaimOutbox.QueryContext(bg, until.UnixMicro(), now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -35,15 +31,10 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 	return out, nil
 }
 
-// ClaimSpawns implements stead.Relay.
-func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]stead.SpawnEntry, error) {
-	limit, err := checkClaim(lease, limit)
-	if err != nil {
-		return nil, err
-	}
+func (b *backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit int) ([]stead.SpawnEntry, error) {
 	var out []stead.SpawnEntry
-	err = s.write(ctx, func(w *writeStmts) error {
-		rows, err := w.claimSpawns.QueryContext(bg, leaseEnd(now, lease), now.UnixMicro(), limit)
+	err := b.write(ctx, func(st *writeStmts) error {
+		rows, err := st.ClaimSpawns.QueryContext(bg, until.UnixMicro(), now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
@@ -57,34 +48,19 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 	return out, nil
 }
 
-func checkAcks(seqs []int64) error {
-	if len(seqs) > stead.MaxBatch {
-		return check.Invalidf("%d sequence numbers, more than %d", len(seqs), stead.MaxBatch)
-	}
-	return nil
+func (b *backend) AckOutbox(ctx context.Context, seqs []int64) error {
+	return b.ack(ctx, seqs, func(st *writeStmts) *sql.Stmt { return st.AckOutbox })
 }
 
-// AckOutbox implements stead.Relay.
-func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, seqs, func(w *writeStmts) *sql.Stmt { return w.ackOutbox })
+func (b *backend) AckSpawns(ctx context.Context, seqs []int64) error {
+	return b.ack(ctx, seqs, func(st *writeStmts) *sql.Stmt { return st.AckSpawns })
 }
 
-// AckSpawns implements stead.Relay.
-func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, seqs, func(w *writeStmts) *sql.Stmt { return w.ackSpawn })
-}
-
-func (s *Store) ack(ctx context.Context, seqs []int64, del func(*writeStmts) *sql.Stmt) error {
-	if err := checkAcks(seqs); err != nil {
-		return err
-	}
-	if len(seqs) == 0 {
-		return s.enter(ctx)
-	}
-	return s.write(ctx, func(w *writeStmts) error {
-		st := del(w)
+func (b *backend) ack(ctx context.Context, seqs []int64, del func(*writeStmts) *sql.Stmt) error {
+	return b.write(ctx, func(st *writeStmts) error {
+		s := del(st)
 		for _, q := range seqs {
-			if _, err := st.ExecContext(bg, q); err != nil {
+			if _, err := s.ExecContext(bg, q); err != nil {
 				return err
 			}
 		}
@@ -92,20 +68,15 @@ func (s *Store) ack(ctx context.Context, seqs []int64, del func(*writeStmts) *sq
 	})
 }
 
-// DueTimers implements stead.Relay.
-func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
-	limit, err := check.Limit("limit", limit, stead.DefaultListLimit, stead.MaxListLimit)
-	if err != nil {
-		return nil, err
-	}
+func (b *backend) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
 	var out []stead.Timer
-	err = s.read(ctx, func(r *readStmts) error {
-		rows, err := r.dueTimers.QueryContext(ctx, now.UnixMicro(), limit)
+	err := b.read(ctx, func(r *readStmts) error {
+		rows, err := r.DueTimers.QueryContext(ctx, now.UnixMicro(), limit)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		out = []stead.Timer{}
+		out = out[:0]
 		for rows.Next() {
 			var (
 				t  stead.Timer
@@ -122,17 +93,11 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stea
 	return out, err
 }
 
-// DeleteTimer implements stead.Relay.
-func (s *Store) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
-	if err := check.ID("execution id", t.ExecutionID); err != nil {
-		return false, err
-	}
-	if err := check.ID("timer path", t.Path); err != nil {
-		return false, err
-	}
+// DeleteTimer compares fire times in microseconds, as they are stored.
+func (b *backend) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	var deleted bool
-	err := s.write(ctx, func(w *writeStmts) error {
-		r, err := w.deleteTimer.ExecContext(bg, t.ExecutionID, t.Path, t.FireAt.UnixMicro())
+	err := b.write(ctx, func(st *writeStmts) error {
+		r, err := st.DeleteTimer.ExecContext(bg, t.ExecutionID, t.Path, t.FireAt.UnixMicro())
 		if err != nil {
 			return err
 		}

@@ -15,21 +15,44 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 
 	_ "modernc.org/sqlite"
 )
 
-// open returns a store on a fresh file in t's temporary directory, and its path.
-func open(t *testing.T, opts ...sqlitestore.Option) (*sqlitestore.Store, string) {
+// openDB opens c, a fresh file in t's temporary directory when c.Path is empty, and closes it
+// when the test ends.
+func openDB(t testing.TB, c sqlitedb.Config) *sqlitedb.DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "stead.db")
-	s, err := sqlitestore.Open(t.Context(), path, opts...)
+	if c.Path == "" {
+		c.Path = filepath.Join(t.TempDir(), "stead.db")
+	}
+	db, err := sqlitedb.Open(t.Context(), c)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("sqlitedb.Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// newStore returns a store on db, closed when the test ends (before db: cleanups run last in,
+// first out).
+func newStore(t testing.TB, db *sqlitedb.DB, opts ...sqlitestore.Option) *stead.Store {
+	t.Helper()
+	s, err := sqlitestore.New(t.Context(), db, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, path
+	return s
+}
+
+// open returns a store on a fresh file in t's temporary directory, and the file's path.
+func open(t *testing.T, opts ...sqlitestore.Option) (*stead.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stead.db")
+	return newStore(t, openDB(t, sqlitedb.Config{Path: path}), opts...), path
 }
 
 // raw opens a plain database/sql handle on path, the way another program would.
@@ -47,74 +70,52 @@ func newExe(id string) *stead.Execution {
 	return &stead.Execution{ID: id, DefinitionID: "def", Status: stead.StatusRunning, Context: json.RawMessage(`{"n":0}`)}
 }
 
-func mustCommit(t *testing.T, s stead.Store, exe *stead.Execution, b stead.Bundle) []int64 {
+// mustCommit commits and, as a caller that goes on with the same value does, sets exe.Version to
+// the version the commit stored.
+func mustCommit(t *testing.T, s *stead.Store, exe *stead.Execution, b stead.Bundle) []int64 {
 	t.Helper()
-	seqs, err := s.Commit(t.Context(), exe, b)
+	c, err := s.Commit(t.Context(), exe, b)
 	if err != nil {
 		t.Fatalf("Commit(%s at %d): %v", exe.ID, exe.Version, err)
 	}
-	return seqs
+	exe.Version = c.Version
+	return c.Seqs
 }
 
-func TestOpenRefusesBadConfig(t *testing.T) {
+// TestNewOnABadDatabase checks that New refuses what it cannot run on with a stead sentinel.
+func TestNewOnABadDatabase(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	closed := openDB(t, sqlitedb.Config{})
+	closed.Close()
 	tests := []struct {
 		name string
-		path string
-		opts []sqlitestore.Option
+		db   *sqlitedb.DB
 		want error
 	}{
-		{"empty path", "", nil, stead.ErrInvalid},
-		{"NUL in path", "a\x00b", nil, stead.ErrInvalid},
-		{"unknown synchronous", filepath.Join(dir, "a.db"), []sqlitestore.Option{sqlitestore.WithSynchronous("OFF")}, stead.ErrInvalid},
-		{"negative busy timeout", filepath.Join(dir, "b.db"), []sqlitestore.Option{sqlitestore.WithBusyTimeout(-time.Second)}, stead.ErrInvalid},
-		{"missing directory", filepath.Join(dir, "no", "such", "dir", "c.db"), nil, stead.ErrUnavailable},
+		{"nil", nil, stead.ErrInvalid},
+		{"closed", closed, stead.ErrClosed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := sqlitestore.Open(t.Context(), tt.path, tt.opts...)
+			s, err := sqlitestore.New(t.Context(), tt.db)
 			if err == nil {
 				s.Close()
-				t.Fatal("Open succeeded")
+				t.Fatal("New succeeded")
 			}
 			if !errors.Is(err, tt.want) {
-				t.Fatalf("Open: %v, want %v", err, tt.want)
+				t.Fatalf("New: %v, want %v", err, tt.want)
 			}
 		})
 	}
 }
 
-// TestOpenOddFileNames checks that a path is never parsed as part of the DSN.
-func TestOpenOddFileNames(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	for _, name := range []string{"with space.db", "q?mark.db", "hash#tag.db", "pct%41.db", "ünï.db"} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, name)
-			s, err := sqlitestore.Open(t.Context(), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustCommit(t, s, newExe("x"), stead.Bundle{})
-			s.Close()
-			s, err = sqlitestore.Open(t.Context(), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if _, err := s.Load(t.Context(), "x"); err != nil {
-				t.Fatalf("reopened %q: %v", name, err)
-			}
-		})
-	}
-}
-
-// TestReopen checks that data, versions and the never-reused sequence numbers survive a reopen,
-// and that opening an existing file does not migrate it again.
+// TestReopen checks that data, versions and the never-reused sequence numbers survive closing the
+// store and the database, and that a store on an existing file does not migrate it again.
 func TestReopen(t *testing.T) {
 	t.Parallel()
-	s, path := open(t, sqlitestore.WithSynchronous(sqlitestore.SyncFull))
+	path := filepath.Join(t.TempDir(), "stead.db")
+	db := openDB(t, sqlitedb.Config{Path: path, Synchronous: sqlitedb.SyncFull})
+	s := newStore(t, db)
 	ctx := t.Context()
 	exe := newExe("a")
 	seqs := mustCommit(t, s, exe, stead.Bundle{Emits: []stead.Emit{
@@ -128,11 +129,10 @@ func TestReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := sqlitestore.Open(ctx, path)
-	if err != nil {
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	defer s2.Close()
+	s2 := newStore(t, openDB(t, sqlitedb.Config{Path: path}))
 	got, err := s2.Load(ctx, "a")
 	if err != nil || got.Version != 1 {
 		t.Fatalf("Load after reopen = %+v, %v", got, err)
@@ -150,15 +150,14 @@ func TestReopen(t *testing.T) {
 // TestNewerSchemaRefused checks that a build never writes to a schema newer than it knows.
 func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
-	s, path := open(t)
-	s.Close()
+	_, path := open(t)
 	if _, err := raw(t, path).Exec(`INSERT INTO ` + sqlitestore.MigrationsTable + ` (version, name) VALUES (999, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := sqlitestore.Open(t.Context(), path)
+	s2, err := sqlitestore.New(t.Context(), openDB(t, sqlitedb.Config{Path: path}))
 	if err == nil {
 		s2.Close()
-		t.Fatal("Open of a newer schema succeeded")
+		t.Fatal("New on a newer schema succeeded")
 	}
 }
 
@@ -178,7 +177,7 @@ func TestListingNeverReadsData(t *testing.T) {
 		}
 		mustCommit(t, s, e, stead.Bundle{})
 	}
-	if _, err := raw(t, path).Exec(`UPDATE executions SET data = x'00ff'`); err != nil {
+	if _, err := raw(t, path).Exec(`UPDATE stead_executions SET data = x'00ff'`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, "e0"); err == nil {
@@ -207,12 +206,67 @@ func TestListingNeverReadsData(t *testing.T) {
 	}
 }
 
+// TestLoadForEventsOddIDs looks up ids holding what JSON escapes, since LoadForEvents hands its
+// refs to SQLite as one JSON array: each ref must find exactly its own rows.
+func TestLoadForEventsOddIDs(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ids := []string{`quote"d`, `back\slash`, `<html>&amp;`, "ünï cödé", "tab\there", "emoji 🚀", `["a","b"]`}
+	var refs []stead.EventRef
+	for i, id := range ids {
+		mustCommit(t, s, newExe(id), stead.Bundle{ProcessedEventID: id + "/ev"})
+		refs = append(refs, stead.EventRef{ExecutionID: id, EventID: id + "/ev"}, stead.EventRef{ExecutionID: id, EventID: ids[(i+1)%len(ids)] + "/ev"})
+	}
+	refs = append(refs, stead.EventRef{ExecutionID: `quote"d `, EventID: `quote"d/ev`})
+	got, err := s.LoadForEvents(t.Context(), refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range refs {
+		missing := i == len(refs)-1
+		if missing != (got[i].Execution == nil) || (!missing && got[i].Execution.ID != r.ExecutionID) {
+			t.Fatalf("ref %d (%q): execution %+v", i, r.ExecutionID, got[i].Execution)
+		}
+		if want := i%2 == 0 && !missing; got[i].Processed != want {
+			t.Fatalf("ref %d (%q, %q): processed = %t, want %t", i, r.ExecutionID, r.EventID, got[i].Processed, want)
+		}
+	}
+}
+
+// TestClaimBeforeTheEpoch claims with a now before 1970, a negative number of unix microseconds:
+// rows never claimed are claimable at any now, and a lease that ends before 1970 ends.
+func TestClaimBeforeTheEpoch(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ctx := t.Context()
+	exe := newExe("a")
+	mustCommit(t, s, exe, stead.Bundle{
+		Emits:  []stead.Emit{{Target: "a", Event: stead.Event{ID: "e", Kind: "K"}}},
+		Spawns: []stead.Spawn{{ChildID: "c", RootPath: "p"}},
+	})
+	now := time.Date(1901, 2, 3, 4, 5, 6, 0, time.UTC)
+	for _, later := range []time.Duration{0, time.Second} {
+		es, err := s.ClaimOutbox(ctx, now.Add(later), time.Second, 10)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("ClaimOutbox at %v = %v, %v; want the entry", now.Add(later), es, err)
+		}
+		ss, err := s.ClaimSpawns(ctx, now.Add(later), time.Second, 10)
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("ClaimSpawns at %v = %v, %v; want the intent", now.Add(later), ss, err)
+		}
+	}
+	if es, err := s.ClaimOutbox(ctx, now.Add(1500*time.Millisecond), time.Second, 10); err != nil || len(es) != 0 {
+		t.Fatalf("ClaimOutbox under a live lease = %v, %v; want nothing", es, err)
+	}
+}
+
 // TestBusyBecomesUnavailable holds the write lock from another connection, as another process
 // would, and checks that a write waits for the busy timeout, fails with ErrUnavailable having
 // written nothing, that reads go on meanwhile, and that the write succeeds once the lock is gone.
 func TestBusyBecomesUnavailable(t *testing.T) {
 	t.Parallel()
-	s, path := open(t, sqlitestore.WithBusyTimeout(150*time.Millisecond))
+	path := filepath.Join(t.TempDir(), "stead.db")
+	s := newStore(t, openDB(t, sqlitedb.Config{Path: path, BusyTimeout: 150 * time.Millisecond}))
 	ctx := t.Context()
 	exe := newExe("a")
 	mustCommit(t, s, exe, stead.Bundle{})
@@ -248,9 +302,6 @@ func TestBusyBecomesUnavailable(t *testing.T) {
 		if waited := time.Since(start); waited < 100*time.Millisecond {
 			t.Fatalf("%s gave up after %v, before the busy timeout", w.name, waited)
 		}
-	}
-	if exe.Version != 1 {
-		t.Fatalf("failed commits changed the version to %d", exe.Version)
 	}
 	// WAL: readers are not blocked by the writer.
 	got, processed, err := s.LoadForEvent(ctx, "a", "ev")
@@ -305,62 +356,53 @@ func TestContext(t *testing.T) {
 	}
 }
 
-// TestClosed checks every kind of call after Close.
-func TestClosed(t *testing.T) {
+// TestCloseLeavesTheDatabaseOpen closes a store and checks that its calls fail with ErrClosed
+// while the database it ran on, which is the application's, goes on serving another store.
+func TestCloseLeavesTheDatabaseOpen(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t)
+	db := openDB(t, sqlitedb.Config{})
+	s := newStore(t, db)
 	ctx := t.Context()
 	exe := newExe("a")
 	mustCommit(t, s, exe, stead.Bundle{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
+	if _, err := s.Load(ctx, "a"); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("Load after Close: %v, want ErrClosed", err)
 	}
-	calls := map[string]func() error{
-		"Commit": func() error { _, err := s.Commit(ctx, exe, stead.Bundle{}); return err },
-		"Load":   func() error { _, err := s.Load(ctx, "a"); return err },
-		"List":   func() error { _, err := s.List(ctx, stead.ListFilter{}); return err },
-		"LoadForEvents": func() error {
-			_, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: "a", EventID: "e"}})
-			return err
-		},
-		"ClaimSpawns": func() error { _, err := s.ClaimSpawns(ctx, time.Now(), time.Second, 1); return err },
-		"DueTimers":   func() error { _, err := s.DueTimers(ctx, time.Now(), 1); return err },
-		"AckOutbox":   func() error { return s.AckOutbox(ctx, []int64{1}) },
+	if err := db.W.PingContext(ctx); err != nil {
+		t.Fatalf("the database after the store closed: %v", err)
 	}
-	for name, call := range calls {
-		if err := call(); !errors.Is(err, stead.ErrClosed) {
-			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
-		}
-	}
-	if exe.Version != 1 {
-		t.Fatalf("Commit after Close changed the version to %d", exe.Version)
+	s2 := newStore(t, db)
+	mustCommit(t, s2, exe, stead.Bundle{})
+	if got, err := s2.Load(ctx, "a"); err != nil || got.Version != 2 {
+		t.Fatalf("Load on a second store of the database = %+v, %v", got, err)
 	}
 }
 
-// TestMemory runs a whole cycle on an in-memory database, with concurrent readers and writers
-// sharing its one connection.
+// TestMemory runs a whole cycle on an in-memory database: two stores on one sqlitedb.DB, as two
+// components of an application share it, with concurrent readers and writers. The database is
+// one for every connection of the DB, so the stores see each other's commits.
 func TestMemory(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := sqlitestore.Open(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	db := openDB(t, sqlitedb.Config{Path: sqlitedb.Memory})
+	stores := []*stead.Store{newStore(t, db), newStore(t, db)}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 4 {
+		s := stores[g%2]
 		wg.Go(func() {
 			exe := newExe(fmt.Sprintf("m%d", g))
 			for i := range 20 {
-				if _, err := s.Commit(ctx, exe, stead.Bundle{ProcessedEventID: fmt.Sprintf("ev%d", i),
-					Emits: []stead.Emit{{Target: exe.ID, Event: stead.Event{ID: fmt.Sprint(i), Kind: "K"}}}}); err != nil {
+				c, err := s.Commit(ctx, exe, stead.Bundle{ProcessedEventID: fmt.Sprintf("ev%d", i),
+					Emits: []stead.Emit{{Target: exe.ID, Event: stead.Event{ID: fmt.Sprint(i), Kind: "K"}}}})
+				if err != nil {
 					errs <- err
 					return
 				}
+				exe.Version = c.Version
 				if _, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: exe.ID, EventID: "ev0"}, {ExecutionID: "none", EventID: "x"}}); err != nil {
 					errs <- err
 					return
@@ -377,26 +419,51 @@ func TestMemory(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	got, err := s.PendingOutbox(ctx, "", 1000)
-	if err != nil || len(got) != 80 {
-		t.Fatalf("PendingOutbox = %d entries, %v; want 80", len(got), err)
-	}
-	res, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: "m1", EventID: "ev19"}, {ExecutionID: "none", EventID: "x"}})
-	if err != nil || res[0].Execution == nil || res[0].Execution.Version != 20 || !res[0].Processed || res[1].Execution != nil {
-		t.Fatalf("LoadForEvents = %+v, %v", res, err)
+	for i, s := range stores {
+		got, err := s.PendingOutbox(ctx, "", 1000)
+		if err != nil || len(got) != 80 {
+			t.Fatalf("store %d: PendingOutbox = %d entries, %v; want 80", i, len(got), err)
+		}
+		res, err := s.LoadForEvents(ctx, []stead.EventRef{{ExecutionID: "m1", EventID: "ev19"}, {ExecutionID: "none", EventID: "x"}})
+		if err != nil || res[0].Execution == nil || res[0].Execution.Version != 20 || !res[0].Processed || res[1].Execution != nil {
+			t.Fatalf("store %d: LoadForEvents = %+v, %v", i, res, err)
+		}
 	}
 }
 
-// TestTwoStoresOneFile races two Stores (two writer connections, as two processes have) over the
-// same executions: every version is won exactly once.
+// twoStores returns two stores on one file: on two databases, as two processes have them (two
+// write gates, meeting in SQLite's lock), or on one, as two components of one process have them
+// (one gate).
+func twoStores(t *testing.T, shared bool) (a, b *stead.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stead.db")
+	db := openDB(t, sqlitedb.Config{Path: path})
+	other := db
+	if !shared {
+		other = openDB(t, sqlitedb.Config{Path: path})
+	}
+	return newStore(t, db), newStore(t, other)
+}
+
+var sharing = []struct {
+	name   string
+	shared bool
+}{{"two_databases", false}, {"one_database", true}}
+
+// TestTwoStoresOneFile races two stores over the same executions: every version is won exactly
+// once.
 func TestTwoStoresOneFile(t *testing.T) {
 	t.Parallel()
-	a, path := open(t)
-	b, err := sqlitestore.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
+	for _, sh := range sharing {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := twoStores(t, sh.shared)
+			raceCommits(t, a, b)
+		})
 	}
-	defer b.Close()
+}
+
+func raceCommits(t *testing.T, a, b *stead.Store) {
 	ids := []string{"x", "y"}
 	for _, id := range ids {
 		mustCommit(t, a, newExe(id), stead.Bundle{})
@@ -410,7 +477,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		wins []win
 		wg   sync.WaitGroup
 	)
-	for w, s := range []stead.Store{a, b, a, b} {
+	for w, s := range []*stead.Store{a, b, a, b} {
 		wg.Go(func() {
 			for i := range 60 {
 				id := ids[i%len(ids)]
@@ -420,11 +487,11 @@ func TestTwoStoresOneFile(t *testing.T) {
 					return
 				}
 				exe.Context = json.RawMessage(fmt.Sprintf(`{"writer":%d,"i":%d}`, w, i))
-				_, err = s.Commit(t.Context(), exe, stead.Bundle{ProcessedEventID: fmt.Sprintf("w%d-%d", w, i)})
+				c, err := s.Commit(t.Context(), exe, stead.Bundle{ProcessedEventID: fmt.Sprintf("w%d-%d", w, i)})
 				switch {
 				case err == nil:
 					mu.Lock()
-					wins = append(wins, win{id, exe.Version})
+					wins = append(wins, win{id, c.Version})
 					mu.Unlock()
 				case !errors.Is(err, stead.ErrConflict):
 					t.Error(err)
@@ -444,7 +511,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 }
 
 // checkWins checks that the versions won for each id are exactly 2..final, each once.
-func checkWins(t *testing.T, s stead.Store, ids []string, wins func(func(string, int64) bool)) {
+func checkWins(t *testing.T, s *stead.Store, ids []string, wins func(func(string, int64) bool)) {
 	t.Helper()
 	byID := map[string][]int64{}
 	for id, v := range wins {
@@ -516,7 +583,10 @@ func TestCloseWhileBusy(t *testing.T) {
 				var err error
 				switch i % 4 {
 				case 0:
-					_, err = s.Commit(ctx, exe, stead.Bundle{ProcessedEventID: fmt.Sprint(i)})
+					var c stead.Committed
+					if c, err = s.Commit(ctx, exe, stead.Bundle{ProcessedEventID: fmt.Sprint(i)}); err == nil {
+						exe.Version = c.Version
+					}
 				case 1:
 					_, _, err = s.LoadForEvent(ctx, exe.ID, "0")
 					if errors.Is(err, stead.ErrNotFound) {
@@ -557,7 +627,7 @@ func TestDeadlinesMidTransaction(t *testing.T) {
 	mustCommit(t, s, exe, stead.Bundle{})
 	for i := range 200 {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i%40)*10*time.Microsecond)
-		_, err := s.Commit(ctx, exe, stead.Bundle{
+		c, err := s.Commit(ctx, exe, stead.Bundle{
 			ProcessedEventID: fmt.Sprint(i),
 			Emits:            []stead.Emit{{Target: "d", Event: stead.Event{ID: fmt.Sprint(i), Kind: "K"}}},
 			Trace:            &stead.TraceStep{EventKind: "K"},
@@ -565,6 +635,7 @@ func TestDeadlinesMidTransaction(t *testing.T) {
 		cancel()
 		switch {
 		case err == nil:
+			exe.Version = c.Version
 		case !errors.Is(err, context.DeadlineExceeded):
 			t.Fatalf("commit %d: %v, want the deadline in the chain", i, err)
 		case errors.Is(err, stead.ErrTimeout):
@@ -587,17 +658,20 @@ func TestDeadlinesMidTransaction(t *testing.T) {
 	}
 }
 
-// TestClaimsExclusiveAcrossStores has relays on two Stores of one file (two writer connections,
-// as two processes have) claim the same outbox and spawns: no row is handed out twice while its
-// lease holds, and every row is handed out.
+// TestClaimsExclusiveAcrossStores has relays on two stores of one file claim the same outbox and
+// spawns: no row is handed out twice while its lease holds, and every row is handed out.
 func TestClaimsExclusiveAcrossStores(t *testing.T) {
 	t.Parallel()
-	a, path := open(t)
-	b, err := sqlitestore.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
+	for _, sh := range sharing {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := twoStores(t, sh.shared)
+			raceClaims(t, a, b)
+		})
 	}
-	defer b.Close()
+}
+
+func raceClaims(t *testing.T, a, b *stead.Store) {
 	const n = 300
 	exe := newExe("src")
 	for i := 0; i < n; i += 10 {
@@ -614,7 +688,7 @@ func TestClaimsExclusiveAcrossStores(t *testing.T) {
 		outbox, spawned = map[int64]int{}, map[int64]int{}
 		wg              sync.WaitGroup
 	)
-	for w, s := range []stead.Store{a, b, a, b} {
+	for w, s := range []*stead.Store{a, b, a, b} {
 		wg.Go(func() {
 			for {
 				es, err := s.ClaimOutbox(t.Context(), now, time.Hour, 7)
@@ -659,23 +733,31 @@ func TestClaimsExclusiveAcrossStores(t *testing.T) {
 	}
 }
 
-// TestOpenConcurrently opens one new file from several stores at once, as processes starting
+// TestNewConcurrently opens one new file from several databases at once, as processes starting
 // together do: the WAL switch and the migrations serialise, and every store works.
-func TestOpenConcurrently(t *testing.T) {
+func TestNewConcurrently(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stead.db")
-	stores := make([]*sqlitestore.Store, 4)
+	stores := make([]*stead.Store, 4)
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for i := range stores {
-		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(t.Context(), path) })
+		wg.Go(func() {
+			db, err := sqlitedb.Open(t.Context(), sqlitedb.Config{Path: path})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			t.Cleanup(func() { db.Close() })
+			stores[i], errs[i] = sqlitestore.New(t.Context(), db)
+		})
 	}
 	wg.Wait()
 	for i, s := range stores {
 		if errs[i] != nil {
-			t.Fatalf("Open %d: %v", i, errs[i])
+			t.Fatalf("store %d: %v", i, errs[i])
 		}
-		defer s.Close()
+		t.Cleanup(func() { s.Close() })
 		mustCommit(t, s, newExe(fmt.Sprintf("o%d", i)), stead.Bundle{})
 	}
 	p, err := stores[0].List(t.Context(), stead.ListFilter{})
@@ -684,20 +766,24 @@ func TestOpenConcurrently(t *testing.T) {
 	}
 }
 
-// TestOpenDamagedFile opens a file that is not a database: the error is a stead sentinel, never
-// a raw driver error.
-func TestOpenDamagedFile(t *testing.T) {
+// TestDamagedFile puts a store on a file that is not a database: whichever of sqlitedb.Open and
+// New notices first, the error is ErrUnavailable, never a raw driver error.
+func TestDamagedFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "garbage.db")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlitestore.Open(t.Context(), path)
+	db, err := sqlitedb.Open(t.Context(), sqlitedb.Config{Path: path})
 	if err == nil {
-		s.Close()
-		t.Fatal("Open of a file that is not a database succeeded")
+		defer db.Close()
+		var s *stead.Store
+		if s, err = sqlitestore.New(t.Context(), db); err == nil {
+			s.Close()
+			t.Fatal("New on a file that is not a database succeeded")
+		}
 	}
 	if !errors.Is(err, stead.ErrUnavailable) {
-		t.Fatalf("Open = %v, want ErrUnavailable", err)
+		t.Fatalf("got %v, want ErrUnavailable", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/internal/errs"
 	"github.com/steadhq/stead/sqlitedb"
 )
 
@@ -20,61 +20,34 @@ import (
 // otherwise.
 const DefaultTraceCap = 200
 
-// Synchronous is the durability level of commits; see the package documentation.
-type Synchronous = sqlitedb.Synchronous
-
-// The durability levels.
-const (
-	// SyncNormal (the default): a commit survives a crash of the process; the last commits before
-	// a power loss may be lost.
-	SyncNormal = sqlitedb.SyncNormal
-	// SyncFull: every commit survives power loss; one fsync per transaction.
-	SyncFull = sqlitedb.SyncFull
-)
-
-// Option configures Open.
-type Option func(*config)
-
-type config struct {
-	db       sqlitedb.Config
-	traceCap int
-}
-
-// WithSynchronous sets the durability level (default SyncNormal).
-func WithSynchronous(s Synchronous) Option { return func(c *config) { c.db.Synchronous = s } }
-
-// WithBusyTimeout sets how long a write waits for the write lock held by another process before
-// it fails with stead.ErrUnavailable (default 5 s).
-func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.db.BusyTimeout = d } }
+// Option configures New.
+type Option func(*backend)
 
 // WithTraceCap keeps at most n trace steps per execution: appending step n+1 evicts the oldest.
 // Indexes are unaffected by eviction. n <= 0 disables the cap.
-func WithTraceCap(n int) Option { return func(c *config) { c.traceCap = max(n, 0) } }
+func WithTraceCap(n int) Option { return func(b *backend) { b.traceCap = max(n, 0) } }
 
-// WithReaders bounds the pool of read-only connections (default GOMAXPROCS, at least 2).
-func WithReaders(n int) Option { return func(c *config) { c.db.Readers = n } }
-
-// Store is a stead.Store on one SQLite database. It is safe for concurrent use.
-type Store struct {
+// backend is the SQLite stead.Backend: storage code only, behind the checks of stead.Store.
+type backend struct {
 	db       *sqlitedb.DB
 	traceCap int
 	closed   atomic.Bool
 
-	wr   *writer
-	r    readStmts     // on the reader pool; unused for an in-memory database
+	wr   writer
+	r    readStmts     // prepared on the reader pool
 	rsem chan struct{} // one slot per reader connection
 
 	listMu sync.Mutex
 	lists  map[string]*sql.Stmt // listing statements by shape
 }
 
-var _ stead.Store = (*Store)(nil)
+var _ stead.Backend = (*backend)(nil)
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
 // MigrationsTable records which schema migrations a database has applied.
-const MigrationsTable = "sqlitestore_migrations"
+const MigrationsTable = "stead_migrations"
 
 // migrations returns the embedded schema steps in version order.
 func migrations() fs.FS {
@@ -85,145 +58,143 @@ func migrations() fs.FS {
 	return sub
 }
 
-// Open opens the SQLite database at path, creating the file and the schema if needed, and
-// returns a Store on it. path ":memory:" opens a private in-memory database (see the package
-// documentation). Every process that opens the file migrates it to the schema of its build;
-// a file whose schema is newer than the build is refused.
-func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	c := config{db: sqlitedb.Config{Path: path}, traceCap: DefaultTraceCap}
-	for _, o := range opts {
-		o(&c)
+// New returns the execution store on db, creating or migrating its tables first. Every process
+// that opens the file migrates it to the schema of its build; a file whose schema is newer than
+// the build is refused.
+//
+// db is the application's: the store's writes queue on its write gate with those of every other
+// component on db, and closing the store leaves db open.
+func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*stead.Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("sqlitestore: %w: nil database", stead.ErrInvalid)
 	}
-	db, err := sqlitedb.Open(ctx, c.db)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
+	b := &backend{db: db, traceCap: DefaultTraceCap, lists: make(map[string]*sql.Stmt)}
+	for _, o := range opts {
+		o(b)
 	}
 	if err := sqlitedb.Migrate(ctx, db, MigrationsTable, migrations()); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	s := &Store{db: db, traceCap: c.traceCap, lists: make(map[string]*sql.Stmt)}
-	s.wr = &writer{sem: make(chan struct{}, 1), db: db.W, memory: db.Memory, closed: &s.closed}
-	s.rsem = make(chan struct{}, db.Readers)
-	if err := s.wr.acquire(ctx); err != nil { // open the writer now, so that Open reports its errors
-		s.Close()
+	b.wr = writer{db: db, closed: &b.closed}
+	b.rsem = make(chan struct{}, db.Readers)
+	if err := b.open(ctx); err != nil {
+		b.Close()
 		return nil, fmt.Errorf("sqlitestore: prepare: %w", sqlitedb.Classify(err))
 	}
-	s.wr.release()
-	if !db.Memory {
-		if err := s.r.prepare(ctx, db.R); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("sqlitestore: prepare: %w", sqlitedb.Classify(err))
-		}
-	}
-	return s, nil
+	return stead.NewStore(b), nil
 }
 
-// Close closes the database. Calls after Close return an error matching stead.ErrClosed; calls in
-// flight finish first. Closing twice is a no-op.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
-		return nil
+// open opens the writer connection now, so that New reports its errors, and prepares the
+// read statements.
+func (b *backend) open(ctx context.Context) error {
+	if err := b.db.Lock(ctx); err != nil {
+		return err
 	}
-	s.listMu.Lock()
-	for _, st := range s.lists {
+	err := b.wr.open(ctx)
+	b.db.Unlock()
+	if err != nil {
+		return err
+	}
+	return prepareByName(ctx, b.db.R, &b.r)
+}
+
+// Close releases the store's statements and its writer connection, after the write in progress
+// on the database (the store's or another component's). It leaves the database open.
+func (b *backend) Close() error {
+	b.closed.Store(true)
+	b.listMu.Lock()
+	for _, st := range b.lists {
 		st.Close()
 	}
-	s.lists = nil
-	s.listMu.Unlock()
-	s.wr.close()
-	closeAll(s.r.all())
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("sqlitestore: close: %w", err)
-	}
-	return nil
-}
-
-func closeAll(ss []**sql.Stmt) {
-	for _, p := range ss {
-		if *p != nil {
-			(*p).Close()
-		}
-	}
-}
-
-// enter checks that ctx is live and the store open.
-func (s *Store) enter(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	if s.closed.Load() {
-		return fmt.Errorf("sqlitestore: %w", stead.ErrClosed)
-	}
+	b.lists = nil
+	b.listMu.Unlock()
+	// Lock cannot fail without a deadline; the gate is what the write in progress holds.
+	_ = b.db.Lock(context.Background())
+	b.wr.close()
+	b.db.Unlock()
+	closeByName(&b.r)
 	return nil
 }
 
 // read runs fn on the read statements, retrying it while another process holds a lock it needs.
-// fn runs holding one of the reader connections (a slot of rsem, taken honouring ctx), so
-// database/sql never waits for a connection itself: point reads, which take microseconds, pass
-// bg to their statement and so spare the driver a watcher goroutine per statement, about a
-// third of their CPU time. Reads that can be long (listing, batches, scans) pass ctx. For an
-// in-memory database fn runs on the writer's connection, between writes.
-func (s *Store) read(ctx context.Context, fn func(*readStmts) error) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	err := s.retry(ctx, func() error {
-		if !s.wr.memory {
-			select {
-			case s.rsem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			defer func() { <-s.rsem }()
-			return fn(&s.r)
+// Point reads, which take microseconds, pass bg to their statement and so spare the driver a
+// watcher goroutine per statement, about a third of their CPU time; reads that can be long
+// (listing, batches, scans) pass ctx. fn runs holding a slot of rsem, one per connection of the
+// reader pool, taken honouring ctx, so that the store's own reads never queue inside
+// database/sql, where bg could not end the wait. The pool is the DB's: when other components on
+// it hold reader connections as well, a point read may still wait there for one, as briefly as
+// their reads last.
+func (b *backend) read(ctx context.Context, fn func(*readStmts) error) error {
+	err := sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error {
+		select {
+		case b.rsem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if err := s.wr.acquire(ctx); err != nil {
-			return err
-		}
-		defer s.wr.release()
-		return fn(&s.wr.r)
+		defer func() { <-b.rsem }()
+		return fn(&b.r)
 	})
-	if err == nil || isSentinel(err) {
+	if err == nil || errs.Classified(err) {
 		return err
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (%w)", ctxErr, err) // see write
 	}
-	return s.classify(err)
+	return b.classify(err)
 }
 
-func (s *Store) retry(ctx context.Context, fn func() error) error {
-	return sqlitedb.Retry(ctx, s.db.BusyTimeout, fn)
+// write runs fn in one write transaction and commits it. fn must have no effect outside the
+// transaction: a transaction that found the database locked by another process is rolled back
+// and run again, within the busy timeout. The transaction runs under the database's write gate,
+// so the writes of every component of this process on db queue instead of meeting in SQLite's
+// busy handler.
+//
+// Errors: what fn returns (conflicts, invalid input) comes back as it is. Every other error
+// means nothing was written: a lock held elsewhere past the busy timeout, or a deadline that
+// passed while waiting for the gate or the lock, wraps ErrUnavailable; a cancelled ctx is in
+// the chain of what is returned.
+func (b *backend) write(ctx context.Context, fn func(*writeStmts) error) error {
+	if err := b.db.Lock(ctx); err != nil {
+		return fmt.Errorf("sqlitestore: nothing written: %w", err)
+	}
+	defer b.db.Unlock()
+	err := sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error { return b.wr.tx(ctx, fn) })
+	if err == nil || errs.Classified(err) {
+		return err
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The write stopped because ctx ended, whatever error the driver saw first; COMMIT is
+		// never interrupted, so nothing was written.
+		if !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%w)", ctxErr, err)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("sqlitestore: %w: nothing written: %w", stead.ErrUnavailable, err)
+		}
+		return fmt.Errorf("sqlitestore: nothing written: %w", err)
+	}
+	return b.classify(err)
 }
 
-func (s *Store) classify(err error) error {
+func (b *backend) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if isSentinel(err) {
+	if errs.Classified(err) {
 		return err
 	}
-	if s.closed.Load() { // a call that raced Close found its statements or pool closed
+	if b.closed.Load() { // a call that raced Close found its statements closed
 		return fmt.Errorf("sqlitestore: %w: %w", stead.ErrClosed, err)
 	}
 	return fmt.Errorf("sqlitestore: %w", sqlitedb.Classify(err))
-}
-
-func isSentinel(err error) bool {
-	for _, t := range []error{stead.ErrNotFound, stead.ErrConflict, stead.ErrInvalid, stead.ErrUnavailable, stead.ErrTimeout, stead.ErrClosed} {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
 }
 
 func notFound(id string) error {
 	return fmt.Errorf("sqlitestore: execution %q: %w", id, stead.ErrNotFound)
 }
 
-// micros is a time as stored: unix microseconds, NULL when unset.
+// micros is a time as stored: unix microseconds, NULL when unset. The Store hands every time
+// over at microsecond precision, so nothing is lost.
 func micros(t time.Time) any {
 	if t.IsZero() {
 		return nil
@@ -236,17 +207,4 @@ func fromMicros(n sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMicro(n.Int64).UTC()
-}
-
-// leaseEnd is now+lease in unix microseconds, rounded up so that a positive lease always holds
-// past now.
-func leaseEnd(now time.Time, lease time.Duration) int64 {
-	return now.UnixMicro() + int64((lease+time.Microsecond-1)/time.Microsecond)
-}
-
-func checkClaim(lease time.Duration, limit int) (int, error) {
-	if lease <= 0 {
-		return 0, check.Invalidf("lease %v is not positive", lease)
-	}
-	return check.Limit("limit", limit, stead.DefaultListLimit, stead.MaxListLimit)
 }

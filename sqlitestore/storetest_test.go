@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 	"github.com/steadhq/stead/storetest"
 )
@@ -14,22 +15,17 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, factory(func(t *testing.T) string { return filepath.Join(t.TempDir(), "stead.db") }))
 }
 
-// TestConformanceMemory runs the suite again on in-memory databases (one connection each).
+// TestConformanceMemory runs the suite again on in-memory databases.
 func TestConformanceMemory(t *testing.T) {
-	storetest.Run(t, factory(func(*testing.T) string { return ":memory:" }))
+	storetest.Run(t, factory(func(*testing.T) string { return sqlitedb.Memory }))
 }
 
 func factory(path func(*testing.T) string) storetest.Factory {
-	return func(t *testing.T, cfg storetest.Config) stead.Store {
+	return func(t *testing.T, cfg storetest.Config) *stead.Store {
 		var opts []sqlitestore.Option
 		if cfg.TraceCap != 0 {
 			opts = append(opts, sqlitestore.WithTraceCap(cfg.TraceCap))
 		}
-		s, err := sqlitestore.Open(t.Context(), path(t), opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return newStore(t, openDB(t, sqlitedb.Config{Path: path(t)}), opts...)
 	}
 }

@@ -2,9 +2,10 @@
 // database/sql loop that runs the very statements a state-only commit runs (BEGIN IMMEDIATE, the
 // compare-and-swap UPDATE, the conditional UPDATE of the indexed columns, optionally the dedupe
 // INSERT, COMMIT), prepared on one pinned connection exactly as the store runs them, on the same
-// driver, connection settings and schema, with the record already encoded. For reference it also
-// times the idiomatic loop (db.BeginTx, tx.Stmt, tx.Commit) and, when the sqlite3 shell is on
-// PATH, the same transactions there (native SQLite, statements parsed every time).
+// driver, connection settings and schema, with the record already encoded. The texts are the
+// store's own, from sqlitestore.Statements. For reference it also times the idiomatic loop
+// (db.BeginTx, tx.Stmt, tx.Commit) and, when the sqlite3 shell is on PATH, the same transactions
+// there (native SQLite, statements parsed every time).
 //
 // Runs alternate between the store and the bare loop, on a fresh file each, so that the noise of
 // a shared machine hits both alike; the report gives medians and the median of the per-round
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,15 +37,25 @@ import (
 	"github.com/steadhq/stead/sqlitestore"
 )
 
-// The statements of a state-only commit, as sqlitestore/stmts.go has them.
-const (
-	casUpdate = `UPDATE executions SET outcome = ?, active_path = ?, parent_id = ?,
-			version = ?, created_at = ?, updated_at = ?, finished_at = ?, data = ?
-		 WHERE id = ? AND version = ?`
-	casIndexed = `UPDATE executions SET definition_id = ?2, status = ?3
-		 WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3)`
-	markProcessed = `INSERT INTO processed_events (execution_id, event_id) VALUES (?, ?) ON CONFLICT DO NOTHING`
-)
+// stmt returns the text the store sends under name (see sqlitestore.Statements).
+func stmt(name string) string {
+	q, ok := sqlitestore.Statements()[name]
+	if !ok {
+		log.Fatalf("sqlitestore sends no statement %s", name)
+	}
+	return q
+}
+
+// The arguments of the statements of a state-only commit, in the order the store binds them, for
+// the commit that moves the execution from version v to v+1 with record rec.
+func updateArgs(v int64, rec []byte) []any {
+	e := exe()
+	return []any{e.Outcome, e.ActivePath, e.ParentID, v + 1, e.CreatedAt.UnixMicro(), e.UpdatedAt.UnixMicro(), nil, rec, e.ID, v}
+}
+
+func indexedArgs() []any { e := exe(); return []any{e.ID, e.DefinitionID, string(e.Status)} }
+
+func processedArgs(i int) []any { return []any{exe().ID, fmt.Sprintf("ev-%d", i)} }
 
 func main() {
 	var (
@@ -188,26 +200,51 @@ func record(v int64) []byte {
 }
 
 func runStore(ctx context.Context, path string, level sqlitedb.Synchronous, n int, dedupe bool) (result, error) {
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level))
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
+	if err != nil {
+		return result{}, err
+	}
+	defer db.Close()
+	s, err := sqlitestore.New(ctx, db)
 	if err != nil {
 		return result{}, err
 	}
 	defer s.Close()
 	e := exe()
-	if _, err := s.Commit(ctx, e, stead.Bundle{}); err != nil {
+	c, err := s.Commit(ctx, e, stead.Bundle{})
+	if err != nil {
 		return result{}, err
 	}
+	e.Version = c.Version
 	m := start()
 	for i := range n {
 		var b stead.Bundle
 		if dedupe {
 			b.ProcessedEventID = fmt.Sprintf("ev-%d", i)
 		}
-		if _, err := s.Commit(ctx, e, b); err != nil {
+		if c, err = s.Commit(ctx, e, b); err != nil {
 			return result{}, err
 		}
+		e.Version = c.Version
 	}
 	return m.done(n), nil
+}
+
+// seed creates the store's schema in a new file and commits the execution at version 1, as
+// runStore starts, so that the other loops start from the same row.
+func seed(ctx context.Context, path string, level sqlitedb.Synchronous) error {
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := sqlitestore.New(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Commit(ctx, exe(), stead.Bundle{})
+	return err
 }
 
 // runBare runs the store's statements with database/sql on a database opened exactly as the store
@@ -216,14 +253,9 @@ func runStore(ctx context.Context, path string, level sqlitedb.Synchronous, n in
 // BEGIN IMMEDIATE and COMMIT included. Idiomatic uses db.BeginTx (whose BEGIN is IMMEDIATE by
 // the _txlock the writer pool is opened with), tx.Stmt and tx.Commit.
 func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int, dedupe, idiomatic bool) (result, error) {
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.WithSynchronous(level)) // creates the schema
-	if err != nil {
+	if err := seed(ctx, path, level); err != nil {
 		return result{}, err
 	}
-	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
-		return result{}, err
-	}
-	s.Close()
 	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path, Synchronous: level})
 	if err != nil {
 		return result{}, err
@@ -242,14 +274,13 @@ func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int
 		p = db.W
 	}
 	var stmts [5]*sql.Stmt
-	for i, q := range []string{casUpdate, casIndexed, markProcessed, "BEGIN IMMEDIATE", "COMMIT"} {
-		if stmts[i], err = p.PrepareContext(ctx, q); err != nil {
+	for i, name := range []string{"sqlCommitUpdate", "sqlCommitIndexed", "sqlCommitProcessed", "sqlTxBegin", "sqlTxCommit"} {
+		if stmts[i], err = p.PrepareContext(ctx, stmt(name)); err != nil {
 			return result{}, err
 		}
 	}
 	upd, idx, mark, begin, commit := stmts[0], stmts[1], stmts[2], stmts[3], stmts[4]
 	recs := [][]byte{record(1), record(2)} // encoded ahead: the ceiling does no JSON work
-	created, updated := exe().CreatedAt.UnixMicro(), exe().UpdatedAt.UnixMicro()
 	m := start()
 	for i := range n {
 		v := int64(i) + 1
@@ -267,18 +298,18 @@ func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int
 		} else if _, err := begin.ExecContext(ctx); err != nil {
 			return result{}, err
 		}
-		r, err := exec(upd, "", "order/paying/awaiting", "", v+1, created, updated, nil, recs[i%2], "e", v)
+		r, err := exec(upd, updateArgs(v, recs[i%2])...)
 		if err != nil {
 			return result{}, err
 		}
 		if k, _ := r.RowsAffected(); k != 1 {
 			return result{}, fmt.Errorf("bare loop lost its CAS at version %d", v)
 		}
-		if _, err := exec(idx, "e", "order", "running"); err != nil {
+		if _, err := exec(idx, indexedArgs()...); err != nil {
 			return result{}, err
 		}
 		if dedupe {
-			if _, err := exec(mark, "e", fmt.Sprintf("ev-%d", i)); err != nil {
+			if _, err := exec(mark, processedArgs(i)...); err != nil {
 				return result{}, err
 			}
 		}
@@ -295,30 +326,33 @@ func runBare(ctx context.Context, path string, level sqlitedb.Synchronous, n int
 }
 
 // runCLI feeds the same transactions to the sqlite3 shell as one script and times it, less the
-// time the shell takes to run an empty script on the same file.
+// time the shell takes to run an empty script on the same file. The statements are the store's
+// texts with their arguments written in as literals: the shell binds parameters from a table of
+// its own, one more statement per argument, which would be the shell's cost, not SQLite's.
 func runCLI(ctx context.Context, cli, path string, level sqlitedb.Synchronous, n int, dedupe bool) (float64, error) {
-	s, err := sqlitestore.Open(ctx, path)
-	if err != nil {
+	if err := seed(ctx, path, level); err != nil {
 		return 0, err
 	}
-	if _, err := s.Commit(ctx, exe(), stead.Bundle{}); err != nil {
-		return 0, err
-	}
-	s.Close()
 	head := fmt.Sprintf(".bail on\nPRAGMA journal_mode=WAL;\nPRAGMA synchronous=%s;\nPRAGMA foreign_keys=1;\nPRAGMA busy_timeout=5000;\n", level)
 	var sb strings.Builder
 	sb.WriteString(head)
-	recs := []string{hex.EncodeToString(record(1)), hex.EncodeToString(record(2))}
-	created, updated := exe().CreatedAt.UnixMicro(), exe().UpdatedAt.UnixMicro()
-	for i := range n {
-		v := i + 1
-		fmt.Fprintf(&sb, "BEGIN IMMEDIATE;\nUPDATE executions SET outcome = '', active_path = 'order/paying/awaiting', parent_id = '', version = %d, created_at = %d, updated_at = %d, finished_at = NULL, data = X'%s' WHERE id = 'e' AND version = %d;\n",
-			v+1, created, updated, recs[i%2], v)
-		sb.WriteString("UPDATE executions SET definition_id = 'order', status = 'running' WHERE id = 'e' AND (definition_id <> 'order' OR status <> 'running');\n")
-		if dedupe {
-			fmt.Fprintf(&sb, "INSERT INTO processed_events (execution_id, event_id) VALUES ('e', 'ev-%d') ON CONFLICT DO NOTHING;\n", i)
+	recs := [][]byte{record(1), record(2)}
+	statement := func(name string, args ...any) {
+		q, err := inline(stmt(name), args)
+		if err != nil {
+			log.Fatalf("%s: %v", name, err)
 		}
-		sb.WriteString("COMMIT;\n")
+		sb.WriteString(q + ";\n")
+	}
+	for i := range n {
+		v := int64(i) + 1
+		statement("sqlTxBegin")
+		statement("sqlCommitUpdate", updateArgs(v, recs[i%2])...)
+		statement("sqlCommitIndexed", indexedArgs()...)
+		if dedupe {
+			statement("sqlCommitProcessed", processedArgs(i)...)
+		}
+		statement("sqlTxCommit")
 	}
 	run := func(script string) (time.Duration, error) {
 		cmd := exec.CommandContext(ctx, cli, path)
@@ -346,10 +380,52 @@ func runCLI(ctx context.Context, cli, path string, level sqlitedb.Synchronous, n
 		return 0, err
 	}
 	defer db.Close()
-	if err := db.QueryRowContext(ctx, `SELECT version FROM executions WHERE id = 'e'`).Scan(&version); err != nil || version != n+1 {
+	if err := db.QueryRowContext(ctx, stmt("sqlCommitVersion"), exe().ID).Scan(&version); err != nil || version != n+1 {
 		return 0, fmt.Errorf("sqlite3 script left version %d (%v), want %d", version, err, n+1)
 	}
 	return float64(n) / (d - base).Seconds(), nil
+}
+
+// inline writes args into q as SQL literals: ?NNN is argument NNN, a bare ? the one after the
+// largest number so far, as SQLite numbers them. The store's texts hold no '?' but parameters.
+func inline(q string, args []any) (string, error) {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] != '?' {
+			b.WriteByte(q[i])
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		k := last + 1
+		if j > i+1 {
+			var err error
+			if k, err = strconv.Atoi(q[i+1 : j]); err != nil {
+				return "", err
+			}
+		}
+		last = max(last, k)
+		if k < 1 || k > len(args) {
+			return "", fmt.Errorf("parameter ?%d of %d arguments", k, len(args))
+		}
+		switch a := args[k-1].(type) {
+		case nil:
+			b.WriteString("NULL")
+		case string:
+			b.WriteString("'" + strings.ReplaceAll(a, "'", "''") + "'")
+		case int64:
+			b.WriteString(strconv.FormatInt(a, 10))
+		case []byte:
+			b.WriteString("X'" + hex.EncodeToString(a) + "'")
+		default:
+			return "", fmt.Errorf("argument %d: no literal for %T", k, a)
+		}
+		i = j - 1
+	}
+	return b.String(), nil
 }
 
 func mapf[T, U any](xs []T, f func(T) U) []U {

@@ -1,7 +1,10 @@
+-- The execution store's schema. Names are those of pgstore, so one file or one schema holds the
+-- same tables whichever backend wrote them. Identifiers compare byte-wise (SQLite's BINARY
+-- collation), as Go compares strings. Times are unix microseconds, NULL when unset.
+
 -- Executions: the whole record in data (JSON), and beside it the columns listing filters and
--- shows, written by the same compare-and-swap so that listing never reads data. Times are unix
--- microseconds, NULL when unset.
-CREATE TABLE executions (
+-- shows, written by the same compare-and-swap so that listing never reads data.
+CREATE TABLE stead_executions (
     id            TEXT PRIMARY KEY,
     definition_id TEXT    NOT NULL,
     status        TEXT    NOT NULL,
@@ -15,51 +18,56 @@ CREATE TABLE executions (
     data          BLOB    NOT NULL
 );
 -- Keyset listing: each filter has an index that yields ids in order from the cursor on.
-CREATE INDEX executions_by_definition ON executions (definition_id, id);
-CREATE INDEX executions_by_status ON executions (status, id);
+CREATE INDEX stead_executions_definition ON stead_executions (definition_id, id);
+CREATE INDEX stead_executions_status ON stead_executions (status, id);
 
 -- Rows owned by one execution go with it: ON DELETE CASCADE makes a purge complete even if a
 -- later migration adds a table, and the foreign key refuses rows for an execution that is gone.
-CREATE TABLE processed_events (
-    execution_id TEXT NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+
+-- The dedupe ledger: which events each execution has applied.
+CREATE TABLE stead_processed_events (
+    execution_id TEXT NOT NULL REFERENCES stead_executions (id) ON DELETE CASCADE,
     event_id     TEXT NOT NULL,
     PRIMARY KEY (execution_id, event_id)
 ) WITHOUT ROWID;
 
-CREATE TABLE timers (
-    execution_id TEXT    NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+-- Durable timers: at most one per (execution, state path).
+CREATE TABLE stead_timers (
+    execution_id TEXT    NOT NULL REFERENCES stead_executions (id) ON DELETE CASCADE,
     path         TEXT    NOT NULL,
     fire_at      INTEGER NOT NULL,
     PRIMARY KEY (execution_id, path)
 ) WITHOUT ROWID;
-CREATE INDEX timers_by_fire_at ON timers (fire_at, execution_id, path);
+CREATE INDEX stead_timers_due ON stead_timers (fire_at, execution_id, path);
 
-CREATE TABLE trace (
-    execution_id TEXT    NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+-- The optional trace ring: each step as JSON; idx is its index, which the store assigns.
+CREATE TABLE stead_trace (
+    execution_id TEXT    NOT NULL REFERENCES stead_executions (id) ON DELETE CASCADE,
     idx          INTEGER NOT NULL,
-    step         BLOB    NOT NULL,
+    entry        BLOB    NOT NULL,
     PRIMARY KEY (execution_id, idx)
 );
 
--- Outbox and spawn intents: AUTOINCREMENT so that a sequence number is never reused, even after
--- the newest rows were acknowledged. lease_until (unix microseconds) is 0 until claimed; a row is
--- claimable while lease_until <= now.
-CREATE TABLE outbox (
+-- The transactional outbox and the spawn intents: AUTOINCREMENT so that a sequence number is
+-- never reused, even after the newest rows were acknowledged. lease_until is NULL until a claim
+-- sets it; a row is claimable while it is NULL or at most the claim's now. target_id is '' for
+-- an event delivered to no execution; it is no foreign key, since the target may not exist yet.
+CREATE TABLE stead_outbox (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
-    source      TEXT    NOT NULL,
-    target      TEXT    NOT NULL DEFAULT '',
+    source_id   TEXT    NOT NULL,
+    target_id   TEXT    NOT NULL DEFAULT '',
     event       BLOB    NOT NULL,
-    lease_until INTEGER NOT NULL DEFAULT 0
+    lease_until INTEGER
 );
-CREATE INDEX outbox_by_source ON outbox (source, seq);
-CREATE INDEX outbox_by_target ON outbox (target);
+CREATE INDEX stead_outbox_source ON stead_outbox (source_id, seq);
+CREATE INDEX stead_outbox_target ON stead_outbox (target_id);
 
-CREATE TABLE spawns (
+CREATE TABLE stead_spawns (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
-    parent_id   TEXT    NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+    parent_id   TEXT    NOT NULL REFERENCES stead_executions (id) ON DELETE CASCADE,
     child_id    TEXT    NOT NULL,
     root_path   TEXT    NOT NULL,
     context     BLOB,
-    lease_until INTEGER NOT NULL DEFAULT 0
+    lease_until INTEGER
 );
-CREATE INDEX spawns_by_parent ON spawns (parent_id, seq);
+CREATE INDEX stead_spawns_parent ON stead_spawns (parent_id, seq);

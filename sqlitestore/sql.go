@@ -1,0 +1,198 @@
+package sqlitestore
+
+import (
+	"maps"
+	"strings"
+)
+
+// Every statement the store sends, named after the method that sends it. Times are unix
+// microseconds, NULL when unset (migrations/001_init.sql). Each field of writeStmts and readStmts
+// is prepared from the constant named sql and the field's name (see stmts.go).
+
+// The transaction of writer.tx. BEGIN IMMEDIATE takes the write lock first, so a writer never
+// upgrades a read lock (the upgrade deadlock SQLite reports as SQLITE_BUSY_SNAPSHOT).
+const (
+	sqlTxBegin    = `BEGIN IMMEDIATE`
+	sqlTxCommit   = `COMMIT`
+	sqlTxRollback = `ROLLBACK`
+)
+
+// execColumns are the columns beside the record, which List reads instead of it.
+const execColumns = `id, definition_id, status, outcome, active_path, parent_id, version,
+	created_at, updated_at, finished_at`
+
+// Commit and CommitBatch.
+const (
+	sqlCommitInsert = `INSERT INTO stead_executions (` + execColumns + `, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`
+	// The compare-and-swap leaves out the indexed columns: SQLite rewrites an index whenever one
+	// of its columns is SET, even to the same value, which would triple the pages a state-only
+	// commit writes. sqlCommitIndexed writes them only when they really change.
+	sqlCommitUpdate = `UPDATE stead_executions SET outcome = ?, active_path = ?, parent_id = ?,
+			version = ?, created_at = ?, updated_at = ?, finished_at = ?, data = ?
+		WHERE id = ? AND version = ?`
+	sqlCommitIndexed = `UPDATE stead_executions SET definition_id = ?2, status = ?3
+		WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3)`
+	// The stored version, for the error of a lost compare-and-swap.
+	sqlCommitVersion   = `SELECT version FROM stead_executions WHERE id = ?`
+	sqlCommitEmit      = `INSERT INTO stead_outbox (source_id, target_id, event) VALUES (?, ?, ?)`
+	sqlCommitProcessed = `INSERT INTO stead_processed_events (execution_id, event_id) VALUES (?, ?)
+		ON CONFLICT DO NOTHING`
+	sqlCommitSpawn = `INSERT INTO stead_spawns (parent_id, child_id, root_path, context)
+		VALUES (?, ?, ?, ?)`
+	sqlCommitSchedule = `INSERT INTO stead_timers (execution_id, path, fire_at) VALUES (?, ?, ?)
+		ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = excluded.fire_at`
+	sqlCommitCancel = `DELETE FROM stead_timers WHERE execution_id = ? AND path = ?`
+)
+
+// AppendTrace, and Commit for a bundle's trace step.
+const (
+	// The index is computed in the statement: the largest index so far plus one, so it keeps
+	// climbing after older steps were evicted and needs no read beforehand. Selecting from the
+	// execution's row inserts nothing (and returns no row) when there is none.
+	sqlAppendTrace = `INSERT INTO stead_trace (execution_id, idx, entry)
+		SELECT e.id, (SELECT COALESCE(MAX(t.idx), -1) + 1 FROM stead_trace t
+				WHERE t.execution_id = e.id), ?2
+		FROM stead_executions e WHERE e.id = ?1
+		RETURNING idx`
+	sqlAppendTraceTrim = `DELETE FROM stead_trace WHERE execution_id = ? AND idx <= ?`
+)
+
+// Purge. The sweeps delete nothing while the execution exists: a purge at a stale version
+// changes nothing, one of an absent id removes whatever was left.
+const (
+	sqlPurge          = `DELETE FROM stead_executions WHERE id = ? AND version = ?`
+	sqlPurgeProcessed = `DELETE FROM stead_processed_events
+		WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
+	sqlPurgeTimers = `DELETE FROM stead_timers
+		WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
+	sqlPurgeTrace = `DELETE FROM stead_trace
+		WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
+	sqlPurgeOutbox = `DELETE FROM stead_outbox
+		WHERE target_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
+	sqlPurgeSpawns = `DELETE FROM stead_spawns
+		WHERE parent_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
+)
+
+// The relays. A claim sets the lease end (?1) of the oldest rows never leased or whose lease
+// ended by now (?2); an unset lease is NULL rather than 0, so that a now before 1970 (a negative
+// number of microseconds) still finds the rows no one claimed.
+const (
+	sqlClaimOutbox = `UPDATE stead_outbox SET lease_until = ?1
+		WHERE seq IN (SELECT seq FROM stead_outbox WHERE lease_until IS NULL OR lease_until <= ?2
+			ORDER BY seq LIMIT ?3)
+		RETURNING seq, source_id, target_id, event`
+	sqlAckOutbox   = `DELETE FROM stead_outbox WHERE seq = ?`
+	sqlClaimSpawns = `UPDATE stead_spawns SET lease_until = ?1
+		WHERE seq IN (SELECT seq FROM stead_spawns WHERE lease_until IS NULL OR lease_until <= ?2
+			ORDER BY seq LIMIT ?3)
+		RETURNING seq, parent_id, child_id, root_path, context`
+	sqlAckSpawns   = `DELETE FROM stead_spawns WHERE seq = ?`
+	sqlDeleteTimer = `DELETE FROM stead_timers WHERE execution_id = ? AND path = ? AND fire_at = ?`
+)
+
+// The reads.
+const (
+	sqlLoad         = `SELECT data FROM stead_executions WHERE id = ?`
+	sqlLoadForEvent = `SELECT data,
+			EXISTS (SELECT 1 FROM stead_processed_events WHERE execution_id = ?1 AND event_id = ?2)
+		FROM stead_executions WHERE id = ?1`
+	// One row per ref of the JSON array [[execution id, event id], ...], in its order, with NULL
+	// data where there is no execution: one statement, so one snapshot.
+	sqlLoadForEvents = `SELECT r.key, e.data, EXISTS (SELECT 1 FROM stead_processed_events p
+			WHERE p.execution_id = r.value ->> 0 AND p.event_id = r.value ->> 1)
+		FROM json_each(?1) r LEFT JOIN stead_executions e ON e.id = r.value ->> 0`
+	sqlIsProcessed = `SELECT EXISTS (SELECT 1 FROM stead_processed_events
+		WHERE execution_id = ? AND event_id = ?)`
+	sqlReadTrace = `SELECT idx, entry FROM stead_trace WHERE execution_id = ? ORDER BY idx`
+	sqlTimers    = `SELECT path, fire_at FROM stead_timers WHERE execution_id = ? ORDER BY path`
+	sqlDueTimers = `SELECT execution_id, path, fire_at FROM stead_timers WHERE fire_at <= ?
+		ORDER BY fire_at, execution_id, path LIMIT ?`
+
+	sqlPendingOutbox         = `SELECT seq, source_id, target_id, event FROM stead_outbox ORDER BY seq LIMIT ?`
+	sqlPendingOutboxBySource = `SELECT seq, source_id, target_id, event FROM stead_outbox
+		WHERE source_id = ? ORDER BY seq LIMIT ?`
+	sqlPendingSpawns = `SELECT seq, parent_id, child_id, root_path, context FROM stead_spawns
+		ORDER BY seq LIMIT ?`
+	sqlPendingSpawnsByParent = `SELECT seq, parent_id, child_id, root_path, context FROM stead_spawns
+		WHERE parent_id = ? ORDER BY seq LIMIT ?`
+)
+
+// List's statement depends on the filter; listSQL assembles it from these parts. Its arguments
+// are the cursor's id, the definition if set, the statuses, and the limit.
+const (
+	sqlList           = `SELECT ` + execColumns + ` FROM stead_executions WHERE id > ?`
+	sqlListDefinition = ` AND definition_id = ?`
+	sqlListStatus     = ` AND status IN (?`
+	sqlListRootsOnly  = ` AND parent_id = ''`
+	sqlListOrder      = ` ORDER BY id LIMIT ?`
+)
+
+// listSQL is List's statement for a filter with or without a definition, with that many
+// statuses, and roots only or not. Each shape walks the index that matches it from the cursor on
+// (keyset paging), so a deep page costs what the first does.
+func listSQL(definition bool, statuses int, rootsOnly bool) string {
+	var b strings.Builder
+	b.WriteString(sqlList)
+	if definition {
+		b.WriteString(sqlListDefinition)
+	}
+	if statuses > 0 {
+		b.WriteString(sqlListStatus + strings.Repeat(`, ?`, statuses-1) + `)`)
+	}
+	if rootsOnly {
+		b.WriteString(sqlListRootsOnly)
+	}
+	b.WriteString(sqlListOrder)
+	return b.String()
+}
+
+// statements is every statement above but List's, by the name of its constant.
+var statements = map[string]string{
+	"sqlTxBegin":    sqlTxBegin,
+	"sqlTxCommit":   sqlTxCommit,
+	"sqlTxRollback": sqlTxRollback,
+
+	"sqlCommitInsert":    sqlCommitInsert,
+	"sqlCommitUpdate":    sqlCommitUpdate,
+	"sqlCommitIndexed":   sqlCommitIndexed,
+	"sqlCommitVersion":   sqlCommitVersion,
+	"sqlCommitEmit":      sqlCommitEmit,
+	"sqlCommitProcessed": sqlCommitProcessed,
+	"sqlCommitSpawn":     sqlCommitSpawn,
+	"sqlCommitSchedule":  sqlCommitSchedule,
+	"sqlCommitCancel":    sqlCommitCancel,
+	"sqlAppendTrace":     sqlAppendTrace,
+	"sqlAppendTraceTrim": sqlAppendTraceTrim,
+
+	"sqlPurge":          sqlPurge,
+	"sqlPurgeProcessed": sqlPurgeProcessed,
+	"sqlPurgeTimers":    sqlPurgeTimers,
+	"sqlPurgeTrace":     sqlPurgeTrace,
+	"sqlPurgeOutbox":    sqlPurgeOutbox,
+	"sqlPurgeSpawns":    sqlPurgeSpawns,
+
+	"sqlClaimOutbox": sqlClaimOutbox,
+	"sqlAckOutbox":   sqlAckOutbox,
+	"sqlClaimSpawns": sqlClaimSpawns,
+	"sqlAckSpawns":   sqlAckSpawns,
+	"sqlDeleteTimer": sqlDeleteTimer,
+
+	"sqlLoad":                  sqlLoad,
+	"sqlLoadForEvent":          sqlLoadForEvent,
+	"sqlLoadForEvents":         sqlLoadForEvents,
+	"sqlIsProcessed":           sqlIsProcessed,
+	"sqlReadTrace":             sqlReadTrace,
+	"sqlTimers":                sqlTimers,
+	"sqlDueTimers":             sqlDueTimers,
+	"sqlPendingOutbox":         sqlPendingOutbox,
+	"sqlPendingOutboxBySource": sqlPendingOutboxBySource,
+	"sqlPendingSpawns":         sqlPendingSpawns,
+	"sqlPendingSpawnsByParent": sqlPendingSpawnsByParent,
+}
+
+// Statements returns the SQL each method sends, by the name of its constant (sqlCommitUpdate,
+// sqlLoadForEvent…), for tools that replay it, such as bench/sqlite. List's statement depends on
+// the filter and is not among them. The map is a copy.
+func Statements() map[string]string { return maps.Clone(statements) }

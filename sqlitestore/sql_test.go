@@ -1,0 +1,119 @@
+package sqlitestore
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"maps"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/steadhq/stead/sqlitedb"
+)
+
+// sqlConstants returns every constant of sql.go whose name starts with sql, with its value, as
+// the compiler sees them.
+func sqlConstants(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "sql.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: importer.Default()}
+	pkg, err := conf.Check("sqlitestore", fset, []*ast.File{f}, nil)
+	if err != nil {
+		t.Fatalf("type-checking sql.go on its own: %v", err)
+	}
+	out := map[string]string{}
+	for _, name := range pkg.Scope().Names() {
+		if c, ok := pkg.Scope().Lookup(name).(*types.Const); ok && strings.HasPrefix(name, "sql") {
+			out[name] = constant.StringVal(c.Val())
+		}
+	}
+	return out
+}
+
+// fieldNames returns the statement names the fields of set are prepared from.
+func fieldNames(set any) []string {
+	t := reflect.TypeOf(set).Elem()
+	var names []string
+	for i := range t.NumField() {
+		names = append(names, "sql"+t.Field(i).Name)
+	}
+	return names
+}
+
+// TestStatementsPairByName checks the three names of every statement against each other: the
+// constant in sql.go, its entry in statements (what is prepared, and what Statements hands out)
+// and the field it is prepared into. Every constant but List's parts is prepared exactly once,
+// from its own text, and every statement and every shape of List prepares on a fresh schema.
+func TestStatementsPairByName(t *testing.T) {
+	t.Parallel()
+	consts := sqlConstants(t)
+	for name, text := range statements {
+		if c, ok := consts[name]; !ok {
+			t.Errorf("statements[%q] names no constant of sql.go", name)
+		} else if c != text {
+			t.Errorf("statements[%q] is not the text of the constant %s", name, name)
+		}
+	}
+	for name := range consts {
+		if _, ok := statements[name]; !ok && !strings.HasPrefix(name, "sqlList") {
+			t.Errorf("constant %s is not in statements: nothing prepares it", name)
+		}
+	}
+	prepared := map[string]int{}
+	for _, name := range append(fieldNames(&writeStmts{}), fieldNames(&readStmts{})...) {
+		prepared[name]++
+	}
+	for name, n := range prepared {
+		if _, ok := statements[name]; !ok {
+			t.Errorf("a field is prepared from %s, which statements does not hold", name)
+		}
+		if n > 1 {
+			t.Errorf("%s is prepared into %d fields", name, n)
+		}
+	}
+	for name := range statements {
+		if prepared[name] == 0 {
+			t.Errorf("no field is prepared from %s", name)
+		}
+	}
+	if got := Statements(); !maps.Equal(got, statements) {
+		t.Error("Statements() differs from statements")
+	}
+
+	db, err := sqlitedb.Open(t.Context(), sqlitedb.Config{Path: sqlitedb.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := sqlitedb.Migrate(t.Context(), db, MigrationsTable, migrations()); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range statements {
+		st, err := db.W.PrepareContext(t.Context(), text)
+		if err != nil {
+			t.Errorf("%s does not prepare: %v", name, err)
+			continue
+		}
+		st.Close()
+	}
+	for _, def := range []bool{false, true} {
+		for n := range 8 { // a filter holds each of the seven statuses at most once
+			for _, roots := range []bool{false, true} {
+				st, err := db.R.PrepareContext(t.Context(), listSQL(def, n, roots))
+				if err != nil {
+					t.Errorf("listSQL(%t, %d, %t) does not prepare: %v", def, n, roots, err)
+					continue
+				}
+				st.Close()
+			}
+		}
+	}
+}
