@@ -48,13 +48,15 @@ type bench struct {
 	big     int
 	schema  string
 	q       string // the schema qualifier
-	store   *pgstore.Store
+	pool    *pgxpool.Pool
+	store   *stead.Store
 	admin   *pgxpool.Pool
 	sql     pgstoresql.Statements
 	out     strings.Builder
 	runID   atomic.Int64
 	only    string
-	nosync  *pgstore.Store // the same schema on connections with synchronous_commit off
+	nosync  *stead.Store // the same schema on connections with synchronous_commit off
+	nspool  *pgxpool.Pool
 }
 
 func main() {
@@ -83,7 +85,11 @@ func (b *bench) run(outPath string) error {
 		return err
 	}
 	defer b.admin.Close()
-	if b.store, err = pgstore.Open(b.ctx, b.dsn, pgstore.WithSchema(b.schema), pgstore.WithMaxConns(16)); err != nil {
+	if b.pool, err = pgdb.Open(b.ctx, b.dsn, pgdb.Config{MaxConns: 16}); err != nil {
+		return err
+	}
+	defer b.pool.Close()
+	if b.store, err = pgstore.New(b.ctx, b.pool, pgstore.WithSchema(b.schema)); err != nil {
 		return err
 	}
 	defer func() {
@@ -98,14 +104,14 @@ func (b *bench) run(outPath string) error {
 	}
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	cfg.MaxConns = 16
-	nosyncPool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	if err != nil {
+	if b.nspool, err = pgxpool.NewWithConfig(b.ctx, cfg); err != nil {
 		return err
 	}
-	defer nosyncPool.Close()
-	if b.nosync, err = pgstore.New(nosyncPool, pgstore.WithSchema(b.schema)); err != nil {
+	defer b.nspool.Close()
+	if b.nosync, err = pgstore.New(b.ctx, b.nspool, pgstore.WithSchema(b.schema), pgstore.WithoutMigrate()); err != nil {
 		return err
 	}
+	defer b.nosync.Close()
 	b.header()
 	steps := []struct {
 		name string
@@ -282,8 +288,7 @@ func (b *bench) storeStateOnly(callers int) (float64, error) {
 	exes := pgbenchwork.Executions(fmt.Sprintf("go-%d-", run), callers)
 	return b.measure(callers, func(w, i int) error {
 		exes[w].UpdatedAt = time.Now()
-		_, err := b.store.Commit(b.ctx, exes[w], stead.Bundle{ProcessedEventID: strconv.Itoa(i)})
-		return err
+		return commit(b.ctx, b.store, exes[w], stead.Bundle{ProcessedEventID: strconv.Itoa(i)})
 	})
 }
 
@@ -308,12 +313,13 @@ func (b *bench) stateOnly() error {
 func (b *bench) complexCommit() error {
 	log.Print("complex commit")
 	b.printf("## Complex commit: 2 emits + dedupe + 1 timer + trace\n\n")
-	b.printf("pgstore sends the whole bundle in one round-trip, a call of the `stead_commit_bundle` function (migration 002), which runs the CAS and then only the side-effect statements the bundle needs. The baseline sends the same bundle the seed's way, one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
+	b.printf("pgstore sends the whole bundle in one round-trip, a call of the `stead_commit_bundle` function (pgstore/migrations/001_init.sql), which runs the CAS and then only the side-effect statements the bundle needs. The baseline sends the same bundle one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
 	b.printf("The second table runs both on connections with `synchronous_commit = off` (a session setting, nothing else changes): without the wait for the WAL flush, what remains is the round-trips and the server's work, which is what pipelining saves.\n\n")
 	for _, variant := range []struct {
 		title string
-		s     *pgstore.Store
-	}{{"synchronous_commit = on (durable; the target)", b.store}, {"synchronous_commit = off (round-trips and server work only)", b.nosync}} {
+		s     *stead.Store
+		pool  *pgxpool.Pool
+	}{{"synchronous_commit = on (durable; the target)", b.store, b.pool}, {"synchronous_commit = off (round-trips and server work only)", b.nosync, b.nspool}} {
 		b.printf("### %s\n\n", variant.title)
 		b.printf("| callers | pgstore commits/s | one statement per round-trip | ratio | target ≥ 1.5× | rounds (pgstore; per statement) |\n|---|---|---|---|---|---|\n")
 		s := variant.s
@@ -323,20 +329,19 @@ func (b *bench) complexCommit() error {
 					run := b.runID.Add(1)
 					exes := pgbenchwork.Executions(fmt.Sprintf("cx-%d-", run), callers)
 					return b.measure(callers, func(w, i int) error {
-						_, err := s.Commit(b.ctx, exes[w], pgbenchwork.ComplexBundle(i))
-						return err
+						return commit(b.ctx, s, exes[w], pgbenchwork.ComplexBundle(i))
 					})
 				},
 				func() (float64, error) {
 					run := b.runID.Add(1)
 					exes := pgbenchwork.Executions(fmt.Sprintf("ps-%d-", run), callers)
 					for _, e := range exes {
-						if err := stead.Save(b.ctx, s, e); err != nil {
+						if err := commit(b.ctx, s, e, stead.Bundle{}); err != nil {
 							return 0, err
 						}
 					}
 					return b.measure(callers, func(w, i int) error {
-						return pgbenchwork.PerStatementCommit(b.ctx, s.Pool(), b.q, exes[w], pgbenchwork.ComplexBundle(i), pgstore.DefaultTraceCap)
+						return pgbenchwork.PerStatementCommit(b.ctx, variant.pool, b.q, exes[w], pgbenchwork.ComplexBundle(i), pgstore.DefaultTraceCap)
 					})
 				})
 			if err != nil {
@@ -357,7 +362,7 @@ func (b *bench) loadForEvent() error {
 	b.printf("| callers | pgstore loads/s | pgbench loads/s | ratio | rounds (pgstore; pgbench) |\n|---|---|---|---|---|\n")
 	for w := range 8 {
 		exe := pgbenchwork.Execution(fmt.Sprintf("load-%d", w))
-		if _, err := b.store.Commit(b.ctx, exe, stead.Bundle{ProcessedEventID: "seen"}); err != nil {
+		if err := commit(b.ctx, b.store, exe, stead.Bundle{ProcessedEventID: "seen"}); err != nil {
 			return err
 		}
 	}
@@ -405,10 +410,11 @@ func (b *bench) batch() error {
 					batches[w][j].Bundle.ProcessedEventID = strconv.Itoa(i)
 				}
 				res, err := b.store.CommitBatch(b.ctx, batches[w])
-				for _, r := range res {
+				for j, r := range res {
 					if err == nil {
 						err = r.Err
 					}
+					batches[w][j].Execution.Version = r.Version
 				}
 				return err
 			})
@@ -446,7 +452,8 @@ func latencies(n int, fn, after func() error) (time.Duration, time.Duration, err
 // claimSide is one outbox of the claim comparison: a store on its own schema and its backlog.
 type claimSide struct {
 	pending int
-	s       *pgstore.Store
+	s       *stead.Store
+	schema  string
 	q       string
 	claimed []stead.OutboxEntry
 	calls   []float64 // ClaimOutbox latencies
@@ -459,9 +466,9 @@ func (b *bench) claim() error {
 	b.printf("## Claim of 100 outbox rows against the backlog\n\n")
 	b.printf("Two outboxes, in two schemas of the same database, are filled with `generate_series` (1,000 and %d rows), vacuumed and analyzed. Then, %d times and alternating between the two, 100 rows are claimed (timed) and acknowledged and 100 new rows appended (not timed), so each backlog stays constant; alternating call by call lets the machine's noise hit both alike. A claim writes its 100 leases and waits for the WAL flush, which dominates.\n\n", b.big, iterations)
 	b.printf("The last two columns time the claim statement alone (the SQL of internal/pgstoresql, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
-	small := &claimSide{pending: 1000, s: b.store, q: b.q}
+	small := &claimSide{pending: 1000, s: b.store, schema: b.schema, q: b.q}
 	bigSchema := b.schema + "_big"
-	big, err := pgstore.Open(b.ctx, b.dsn, pgstore.WithSchema(bigSchema))
+	big, err := pgstore.New(b.ctx, b.pool, pgstore.WithSchema(bigSchema))
 	if err != nil {
 		return err
 	}
@@ -471,7 +478,7 @@ func (b *bench) claim() error {
 			log.Printf("drop schema %s: %v", bigSchema, err)
 		}
 	}()
-	sides := []*claimSide{small, {pending: b.big, s: big, q: pgdb.Qualifier(bigSchema)}}
+	sides := []*claimSide{small, {pending: b.big, s: big, schema: bigSchema, q: pgdb.Qualifier(bigSchema)}}
 	fill := func(c *claimSide, n int) error {
 		_, err := b.admin.Exec(b.ctx, `INSERT INTO `+c.q+`stead_outbox (source_id, target_id, event)
 			SELECT 'src-' || (g % 1000), 'dst-' || (g % 1000), '{"id":"e' || g || '","kind":"Tick"}'
@@ -538,7 +545,7 @@ func (b *bench) claimAlone(c *claimSide) (time.Duration, error) {
 		return 0, err
 	}
 	defer tx.Rollback(b.ctx) //nolint:errcheck // the point is to roll back
-	claimSQL := pgstoresql.Limit(pgstoresql.New(c.s.Schema()).ClaimOutbox, 100)
+	claimSQL := pgstoresql.Limit(pgstoresql.New(c.schema).ClaimOutbox, 100)
 	now := time.Now()
 	start := time.Now()
 	tag, err := tx.Exec(b.ctx, claimSQL, now, now.Add(time.Minute))
@@ -547,6 +554,15 @@ func (b *bench) claimAlone(c *claimSide) (time.Duration, error) {
 		err = fmt.Errorf("claimed %d rows", tag.RowsAffected())
 	}
 	return d, err
+}
+
+// commit commits exe and moves it to its new version, for the caller's next commit.
+func commit(ctx context.Context, s *stead.Store, exe *stead.Execution, bundle stead.Bundle) error {
+	c, err := s.Commit(ctx, exe, bundle)
+	if err == nil {
+		exe.Version = c.Version
+	}
+	return err
 }
 
 func pct(xs []float64, p int) float64 {
