@@ -80,7 +80,7 @@ func (b *Backend) Close() error {
 var migrationFiles embed.FS
 
 // migrationTable records which migrations of this package a schema has.
-const migrationTable = "stead_store_migrations"
+const migrationTable = "stead_migrations"
 
 // migrations returns the embedded migrations in version order.
 func migrations() fs.FS {

@@ -35,7 +35,7 @@
 // Tables stead_executions, stead_outbox, stead_processed_events, stead_timers, stead_spawns and
 // stead_trace, the functions stead_commit_state, stead_commit_bundle, stead_load_for_event and
 // stead_load_for_events, and the version table
-// stead_store_migrations, in
+// stead_migrations, in
 // the schema of WithSchema or else the search_path. The execution is stored whole as JSON text;
 // its status, outcome, active path, parent id, version and times are also kept in columns so that
 // List never reads the JSON. Migrations are embedded, versioned and serialised by an advisory

@@ -397,7 +397,7 @@ func TestWithoutMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the point is to roll back
-	if _, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{name, "stead_store_migrations"}.Sanitize()+` (version, name) VALUES (999, 'future')`); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{name, "stead_migrations"}.Sanitize()+` (version, name) VALUES (999, 'future')`); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
