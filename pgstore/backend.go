@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/pgdb"
 )
 
@@ -29,7 +28,7 @@ type Backend struct {
 	pool     *pgxpool.Pool
 	schema   string
 	traceCap int64
-	sql      pgstoresql.Statements
+	sql      statements
 	closed   atomic.Bool
 }
 
@@ -49,7 +48,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*stead.Store,
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 	}
-	b := &Backend{pool: pool, schema: cfg.schema, traceCap: int64(cfg.traceCap), sql: pgstoresql.New(cfg.schema)}
+	b := &Backend{pool: pool, schema: cfg.schema, traceCap: int64(cfg.traceCap), sql: newStatements(cfg.schema)}
 	var err error
 	if cfg.migrate {
 		err = pgdb.Migrate(ctx, pool, cfg.schema, migrationTable, migrations())

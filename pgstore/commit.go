@@ -56,7 +56,7 @@ func (b *Backend) commitStatement(w *stead.Write) (string, []any, error) {
 		timestamptz(e.CreatedAt), timestamptz(e.UpdatedAt), timestamptz(e.FinishedAt),
 		string(w.Record), w.Expected, bd.ProcessedEventID}
 	if bd.StateOnly() {
-		return b.sql.CommitState, args, nil
+		return b.sql.commitState, args, nil
 	}
 	var se sideEffects
 	if err := se.add(0, bd); err != nil {
@@ -66,7 +66,7 @@ func (b *Backend) commitStatement(w *stead.Write) (string, []any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return b.sql.CommitBundle, append(args, se.emitTargets, se.emitEvents,
+	return b.sql.commitBundle, append(args, se.emitTargets, se.emitEvents,
 		se.spawnChildren, se.spawnRootPaths, se.spawnContexts,
 		se.armPaths, se.armFireAt, se.disarmPaths, trace, b.traceCap), nil
 }
@@ -235,7 +235,7 @@ func (b *Backend) sendBatch(ctx context.Context, q querier, ws []*stead.Write, w
 			return err
 		}
 	}
-	res, err := q.Query(ctx, b.sql.CommitBatch, args.values(b.traceCap)...)
+	res, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (b *Backend) conflicts(ctx context.Context, q querier, lost []*stead.Write)
 		ids[i] = w.Execution.ID
 	}
 	found := make(map[string]int64, len(lost))
-	rows, err := q.Query(ctx, b.sql.Versions, ids)
+	rows, err := q.Query(ctx, b.sql.conflicts, ids)
 	if err == nil {
 		var id string
 		var v int64

@@ -5,21 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/pgstoresql"
 )
 
 // Load implements stead.Backend.
 func (b *Backend) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	var data []byte
 	err := b.with(ctx, "load", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.Load, id).Scan(&data)
+		return q.QueryRow(ctx, b.sql.load, id).Scan(&data)
 	})
 	if err != nil {
 		return nil, notFound(err, id)
@@ -32,7 +29,7 @@ func (b *Backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.
 	var data []byte
 	var processed bool
 	err := b.with(ctx, "load for event", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.LoadForEvent, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
+		return q.QueryRow(ctx, b.sql.loadForEvent, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
 	})
 	if err != nil {
 		return nil, false, notFound(err, ref.ExecutionID)
@@ -93,7 +90,7 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	for i, r := range refs {
 		ids[i], events[i] = r.ExecutionID, r.EventID
 	}
-	rows, err := q.Query(ctx, b.sql.LoadForEvents, ids, events)
+	rows, err := q.Query(ctx, b.sql.loadForEvents, ids, events)
 	if err != nil {
 		return nil, err
 	}
@@ -123,56 +120,19 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 func (b *Backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, error) {
 	var ok bool
 	err := b.with(ctx, "is processed", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.IsProcessed, ref.ExecutionID, ref.EventID).Scan(&ok)
+		return q.QueryRow(ctx, b.sql.isProcessed, ref.ExecutionID, ref.EventID).Scan(&ok)
 	})
 	return ok, err
 }
 
 // List implements stead.Backend. It reads only the listing columns, and each page is a keyset
 // query (id > the cursor's id) on an index that matches the filter, so a deep page costs what
-// the first one does. Each filter shape and page size is its own statement text, so that its
-// cached plan fits it.
+// the first one does.
 func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary, error) {
-	var sb strings.Builder
-	sb.WriteString(b.sql.List)
-	var args []any
-	conds := 0
-	where := func(cond string, arg ...any) {
-		if conds == 0 {
-			sb.WriteString(" WHERE ")
-		} else {
-			sb.WriteString(" AND ")
-		}
-		conds++
-		args = append(args, arg...)
-		sb.WriteString(strings.ReplaceAll(cond, "$n", "$"+strconv.Itoa(len(args))))
-	}
-	if lq.DefinitionID != "" {
-		where("definition_id = $n::text", lq.DefinitionID)
-	}
-	switch len(lq.Statuses) {
-	case 0:
-	case 1:
-		where("status = $n::text", string(lq.Statuses[0]))
-	default:
-		statuses := make([]string, len(lq.Statuses))
-		for i, st := range lq.Statuses {
-			statuses[i] = string(st)
-		}
-		where("status = ANY($n::text[])", statuses)
-	}
-	if lq.RootsOnly {
-		where("parent_id IS NULL")
-	}
-	if lq.After != "" {
-		where("id > $n::text", lq.After)
-	}
-	// The limit is part of the text, not a parameter: see pgstoresql.Limit.
-	sb.WriteString(" ORDER BY id LIMIT " + strconv.Itoa(lq.Limit))
-
+	sql, args := listSQL(b.sql.list, lq)
 	items := make([]stead.Summary, 0, min(lq.Limit, 64))
 	err := b.with(ctx, "list", func(q querier) error {
-		rows, err := q.Query(ctx, sb.String(), args...)
+		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -201,7 +161,7 @@ func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary
 func (b *Backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
 	var steps []stead.TraceStep
 	err := b.with(ctx, "read trace", func(q querier) error {
-		rows, err := q.Query(ctx, b.sql.ReadTrace, id)
+		rows, err := q.Query(ctx, b.sql.readTrace, id)
 		if err != nil {
 			return err
 		}
@@ -226,23 +186,23 @@ func (b *Backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, 
 
 // Timers implements stead.Backend.
 func (b *Backend) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
-	return b.queryTimers(ctx, "timers", b.sql.Timers, id)
+	return b.queryTimers(ctx, "timers", b.sql.timers, id)
 }
 
 // PendingOutbox implements stead.Backend.
 func (b *Backend) PendingOutbox(ctx context.Context, source string, limit int) ([]stead.OutboxEntry, error) {
 	if source == "" {
-		return b.queryOutbox(ctx, "pending outbox", pgstoresql.Limit(b.sql.PendingOutbox[0], limit))
+		return b.queryOutbox(ctx, "pending outbox", withLimit(b.sql.pendingOutbox, limit))
 	}
-	return b.queryOutbox(ctx, "pending outbox", pgstoresql.Limit(b.sql.PendingOutbox[1], limit), source)
+	return b.queryOutbox(ctx, "pending outbox", withLimit(b.sql.pendingOutboxOfSource, limit), source)
 }
 
 // PendingSpawns implements stead.Backend.
 func (b *Backend) PendingSpawns(ctx context.Context, parentID string, limit int) ([]stead.SpawnEntry, error) {
 	if parentID == "" {
-		return b.querySpawns(ctx, "pending spawns", pgstoresql.Limit(b.sql.PendingSpawns[0], limit))
+		return b.querySpawns(ctx, "pending spawns", withLimit(b.sql.pendingSpawns, limit))
 	}
-	return b.querySpawns(ctx, "pending spawns", pgstoresql.Limit(b.sql.PendingSpawns[1], limit), parentID)
+	return b.querySpawns(ctx, "pending spawns", withLimit(b.sql.pendingSpawnsOfParent, limit), parentID)
 }
 
 // notFound turns "no rows" into stead.ErrNotFound.

@@ -33,7 +33,6 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/pgbenchwork"
-	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
@@ -51,7 +50,7 @@ type bench struct {
 	pool    *pgxpool.Pool
 	store   *stead.Store
 	admin   *pgxpool.Pool
-	sql     pgstoresql.Statements
+	sql     map[string]string // the store's statements (pgstore.Statements)
 	out     strings.Builder
 	runID   atomic.Int64
 	only    string
@@ -79,7 +78,7 @@ func (b *bench) run(outPath string) error {
 	_, _ = rand.Read(rnd[:])
 	b.schema = "stead_bench_" + hex.EncodeToString(rnd[:])
 	b.q = pgdb.Qualifier(b.schema)
-	b.sql = pgstoresql.New(b.schema)
+	b.sql = pgstore.Statements(b.schema)
 	var err error
 	if b.admin, err = pgxpool.New(b.ctx, b.dsn); err != nil {
 		return err
@@ -152,7 +151,7 @@ func (b *bench) header() {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "), version)
 	b.printf("- fsync=%s, synchronous_commit=%s: every commit waits for a WAL flush, so commit rates are bounded by the disk's flush latency, which varies a lot on this machine\n", fsync, syncCommit)
 	b.printf("- each comparison alternates its two sides %d times (%d s each, the first side alternating) and reports the median of each side and the median of the per-round ratios\n", b.rounds, b.secs)
-	b.printf("- the ceiling is pgbench (`%s -n -M prepared -f script.sql -c N -j N -T %d`) running the statement the store sends, taken from internal/pgstoresql, with pgbench variables in place of the parameters\n\n", b.pgbench, b.secs)
+	b.printf("- the ceiling is pgbench (`%s -n -M prepared -f script.sql -c N -j N -T %d`) running the statement the store sends, taken from pgstore.Statements, with pgbench variables in place of the parameters\n\n", b.pgbench, b.secs)
 }
 
 // measure runs fn on callers goroutines for the measurement time and returns calls per second.
@@ -250,7 +249,7 @@ func (b *bench) stateOnlyScript() (string, map[string]string, error) {
 		return "", nil, err
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	script := "\\set old :old + 1\n" + pgbenchSQL(b.sql.CommitState,
+	script := "\\set old :old + 1\n" + pgbenchSQL(b.sql["CommitState"],
 		":client_id", ":def", ":status", "''", ":path", "''", ":created", ":updated", "NULL",
 		":data", ":old", ":old")
 	vars := map[string]string{"old": "-1", "def": exe.DefinitionID, "status": string(exe.Status),
@@ -366,7 +365,7 @@ func (b *bench) loadForEvent() error {
 			return err
 		}
 	}
-	script := "\\set w :client_id\n" + pgbenchSQL(b.sql.LoadForEvent, "('load-' || :w)", ":ev")
+	script := "\\set w :client_id\n" + pgbenchSQL(b.sql["LoadForEvent"], "('load-' || :w)", ":ev")
 	for _, callers := range []int{1, 8} {
 		ms, mp, ratio, ss, ps, err := b.compare(
 			func() (float64, error) {
@@ -465,7 +464,7 @@ func (b *bench) claim() error {
 	const iterations = 300
 	b.printf("## Claim of 100 outbox rows against the backlog\n\n")
 	b.printf("Two outboxes, in two schemas of the same database, are filled with `generate_series` (1,000 and %d rows), vacuumed and analyzed. Then, %d times and alternating between the two, 100 rows are claimed (timed) and acknowledged and 100 new rows appended (not timed), so each backlog stays constant; alternating call by call lets the machine's noise hit both alike. A claim writes its 100 leases and waits for the WAL flush, which dominates.\n\n", b.big, iterations)
-	b.printf("The last two columns time the claim statement alone (the SQL of internal/pgstoresql, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
+	b.printf("The last two columns time the claim statement alone (the SQL of pgstore.Statements, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
 	small := &claimSide{pending: 1000, s: b.store, schema: b.schema, q: b.q}
 	bigSchema := b.schema + "_big"
 	big, err := pgstore.New(b.ctx, b.pool, pgstore.WithSchema(bigSchema))
@@ -545,7 +544,7 @@ func (b *bench) claimAlone(c *claimSide) (time.Duration, error) {
 		return 0, err
 	}
 	defer tx.Rollback(b.ctx) //nolint:errcheck // the point is to roll back
-	claimSQL := pgstoresql.Limit(pgstoresql.New(c.schema).ClaimOutbox, 100)
+	claimSQL := strings.Replace(pgstore.Statements(c.schema)["ClaimOutbox"], "{limit}", "100", 1)
 	now := time.Now()
 	start := time.Now()
 	tag, err := tx.Exec(b.ctx, claimSQL, now, now.Add(time.Minute))
