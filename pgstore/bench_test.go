@@ -198,6 +198,30 @@ func BenchmarkCommitBatch100(b *testing.B) {
 	}
 }
 
+// BenchmarkCommitBatch100Complex commits 100 steps per call, each with the bundle of
+// BenchmarkCommitComplex (2 emits, dedupe, a timer, a trace step).
+func BenchmarkCommitBatch100Complex(b *testing.B) {
+	s := benchStore(b, 1)
+	var batch []stead.CommitItem
+	for j := range 100 {
+		batch = append(batch, stead.CommitItem{Execution: pgbenchwork.Execution(fmt.Sprint("c", j))})
+	}
+	fanOut(b, 1, func(_, i int) error {
+		for j := range batch {
+			batch[j].Bundle = pgbenchwork.ComplexBundle(i*100 + j)
+		}
+		res, err := s.CommitBatch(context.Background(), batch)
+		for j, r := range res {
+			if err == nil {
+				err = r.Err
+			}
+			batch[j].Execution.Version = r.Version
+		}
+		return err
+	})
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "steps/s")
+}
+
 // BenchmarkClaimOutbox claims 100 rows and acknowledges them, with 1,000 or 100,000 pending
 // (the harness goes to 1,000,000); the refill that keeps the backlog constant is not timed.
 func BenchmarkClaimOutbox(b *testing.B) {
