@@ -20,33 +20,16 @@ import (
 // and then only the side effects the bundle has, and writes nothing if the CAS is lost. A lost
 // CAS costs one more round-trip, to report the version found.
 func (b *Backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
-	sql, args, err := b.commitStatement(w)
-	if err != nil {
-		return nil, err
-	}
-	var seqs []int64
-	var lost error
-	err = b.with(ctx, "commit", func(q querier) error {
-		won, s, err := scanCommit(w, q.QueryRow(ctx, sql, args...))
-		if err != nil {
-			return err
-		}
-		if won {
-			seqs = s
-			return nil
-		}
-		// The commit's implicit transaction is over: a failed lookup only costs the detail.
-		errs, _ := b.conflicts(ctx, q, []*stead.Write{w})
-		lost = errs[0]
-		return nil
+	var res []stead.CommitResult
+	err := b.with(ctx, "commit", func(q querier) error {
+		var err error
+		res, err = b.commitOne(ctx, q, w, false)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if lost != nil {
-		return nil, lost
-	}
-	return seqs, nil
+	return res[0].Seqs, res[0].Err
 }
 
 // commitStatement is the statement and the arguments of one commit.
@@ -59,7 +42,7 @@ func (b *Backend) commitStatement(w *stead.Write) (string, []any, error) {
 		return b.sql.commitState, args, nil
 	}
 	var se sideEffects
-	if err := se.add(0, bd); err != nil {
+	if err := se.add(bd); err != nil {
 		return "", nil, err
 	}
 	trace, err := encodeTrace(bd.Trace)
@@ -130,9 +113,9 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 	return nil
 }
 
-// CommitBatch implements stead.Backend in one statement, hence one round-trip and one
-// transaction; the writes that lose their CAS cost one more round-trip, together, to report the
-// versions found. A batch of one takes the single-commit path.
+// CommitBatch implements stead.Backend in one round-trip, a call of stead_commit_batch; the
+// writes that lose their CAS cost one more round-trip, together, to report the versions found.
+// A batch of one takes the single-commit path.
 func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
 	var out []stead.CommitResult
 	err := b.with(ctx, "commit batch", func(q querier) error {
@@ -181,29 +164,53 @@ func (b *Backend) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.Co
 // order. In a caller's transaction (inTx), a failed conflict lookup fails the batch: it aborted
 // the transaction.
 func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write, inTx bool) ([]stead.CommitResult, error) {
+	if len(ws) == 1 {
+		// One item costs the server less through the single-commit functions.
+		return b.commitOne(ctx, q, ws[0], inTx)
+	}
 	order := make([]int, len(ws)) // sorted position -> index in ws
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(ws[x].Execution.ID, ws[y].Execution.ID) })
-	sorted := make([]*stead.Write, len(ws))
+	var args batchArgs
 	for i, k := range order {
-		sorted[i] = ws[k]
+		if err := args.add(int32(i+1), ws[k]); err != nil {
+			return nil, err
+		}
 	}
-	won := make([]bool, len(sorted))
-	seqs := make([][]int64, len(sorted))
-	if err := b.sendBatch(ctx, q, sorted, won, seqs); err != nil {
+	rows, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
+	if err != nil {
+		return nil, err
+	}
+	won := make([]bool, len(ws)) // by sorted position
+	seqs := make([][]int64, len(ws))
+	var pos int64
+	var seq pgtype.Int8
+	_, err = pgx.ForEachRow(rows, []any{&pos, &seq}, func() error {
+		if pos < 1 || int(pos) > len(ws) {
+			return fmt.Errorf("commit batch returned position %d of %d", pos, len(ws))
+		}
+		if seq.Valid {
+			seqs[pos-1] = append(seqs[pos-1], seq.Int64)
+		} else {
+			won[pos-1] = true
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make([]stead.CommitResult, len(ws))
 	var lost []*stead.Write
 	var lostAt []int
 	for i, k := range order {
-		if won[i] {
-			out[k].Seqs = seqs[i]
+		if !won[i] {
+			lost, lostAt = append(lost, ws[k]), append(lostAt, k)
 			continue
 		}
-		lost, lostAt = append(lost, sorted[i]), append(lostAt, k)
+		slices.Sort(seqs[i]) // the rows come in no particular order
+		out[k].Seqs = seqs[i]
 	}
 	if len(lost) > 0 {
 		errs, err := b.conflicts(ctx, q, lost)
@@ -217,45 +224,25 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 	return out, nil
 }
 
-// sendBatch runs the batch and marks the winners and their seqs. A batch of one goes through the
-// single-commit functions, which cost less server time for one item than the set-based
-// statement.
-func (b *Backend) sendBatch(ctx context.Context, q querier, ws []*stead.Write, won []bool, seqs [][]int64) error {
-	if len(ws) == 1 {
-		sql, args, err := b.commitStatement(ws[0])
-		if err != nil {
-			return err
-		}
-		won[0], seqs[0], err = scanCommit(ws[0], q.QueryRow(ctx, sql, args...))
-		return err
-	}
-	var args batchArgs
-	for i, w := range ws {
-		if err := args.add(int32(i+1), w); err != nil {
-			return err
-		}
-	}
-	res, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
+// commitOne commits one write and looks up the version found if it lost. Outside a caller's
+// transaction the commit's own is over by then, so a failed lookup only costs the detail.
+func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx bool) ([]stead.CommitResult, error) {
+	sql, args, err := b.commitStatement(w)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var pos int64
-	var seq pgtype.Int8
-	_, err = pgx.ForEachRow(res, []any{&pos, &seq}, func() error {
-		if pos < 1 || int(pos) > len(ws) {
-			return fmt.Errorf("commit batch returned position %d of %d", pos, len(ws))
-		}
-		if seq.Valid {
-			seqs[pos-1] = append(seqs[pos-1], seq.Int64)
-		} else {
-			won[pos-1] = true
-		}
-		return nil
-	})
-	for _, s := range seqs {
-		slices.Sort(s)
+	won, seqs, err := scanCommit(w, q.QueryRow(ctx, sql, args...))
+	if err != nil {
+		return nil, err
 	}
-	return err
+	if won {
+		return []stead.CommitResult{{Committed: stead.Committed{Seqs: seqs}}}, nil
+	}
+	errs, err := b.conflicts(ctx, q, []*stead.Write{w})
+	if err != nil && inTx {
+		return nil, err
+	}
+	return []stead.CommitResult{{Err: errs[0]}}, nil
 }
 
 // conflicts returns the ConflictError of every write that lost its CAS, with the version
@@ -283,46 +270,38 @@ func (b *Backend) conflicts(ctx context.Context, q querier, lost []*stead.Write)
 	return errs, err
 }
 
-// sideEffects are the side effects of bundles as the array parameters of the commit
-// statements; item names, for the batch statement, the 1-based position of each one's write.
+// sideEffects are the side effects of bundles as the array parameters of the commit functions,
+// one bundle's after the other's.
 type sideEffects struct {
-	emitItem                      []int32
 	emitTargets, emitEvents       []string
-	spawnItem                     []int32
 	spawnChildren, spawnRootPaths []string
 	spawnContexts                 []pgtype.Text
-	armItem                       []int32
 	armPaths                      []string
 	armFireAt                     []time.Time
-	disarmItem                    []int32
 	disarmPaths                   []string
 }
 
-// add appends the side effects of bd, the bundle of the write at pos. Its timer ops are the net
-// ones (stead.Write), so no upsert touches a row twice.
-func (s *sideEffects) add(pos int32, bd *stead.Bundle) error {
+// add appends the side effects of bd. Its timer ops are the net ones (stead.Write), so no
+// upsert touches a row twice.
+func (s *sideEffects) add(bd *stead.Bundle) error {
 	for i := range bd.Emits {
 		ev, err := json.Marshal(&bd.Emits[i].Event)
 		if err != nil {
 			return fmt.Errorf("encode emit %d: %w", i, err)
 		}
-		s.emitItem = append(s.emitItem, pos)
 		s.emitTargets = append(s.emitTargets, bd.Emits[i].Target)
 		s.emitEvents = append(s.emitEvents, string(ev))
 	}
 	for _, sp := range bd.Spawns {
-		s.spawnItem = append(s.spawnItem, pos)
 		s.spawnChildren = append(s.spawnChildren, sp.ChildID)
 		s.spawnRootPaths = append(s.spawnRootPaths, sp.RootPath)
 		s.spawnContexts = append(s.spawnContexts, pgtype.Text{String: string(sp.Context), Valid: sp.Context != nil})
 	}
 	for _, op := range bd.Timers {
 		if op.Action == stead.TimerSchedule {
-			s.armItem = append(s.armItem, pos)
 			s.armPaths = append(s.armPaths, op.Path)
 			s.armFireAt = append(s.armFireAt, op.FireAt)
 		} else {
-			s.disarmItem = append(s.disarmItem, pos)
 			s.disarmPaths = append(s.disarmPaths, op.Path)
 		}
 	}
@@ -342,8 +321,8 @@ func encodeTrace(st *stead.TraceStep) (pgtype.Text, error) {
 	return pgtype.Text{String: string(enc), Valid: true}, nil
 }
 
-// batchArgs are the array parameters of the CommitBatch statement: one element per write, and
-// the side effects naming their write by position.
+// batchArgs are the array parameters of stead_commit_batch: one element per write, and the
+// side effects of every write, each naming its write by position.
 type batchArgs struct {
 	ids, definitionIDs, statuses, outcomes, activePaths, parentIDs []string
 	createdAt, updatedAt, finishedAt                               []pgtype.Timestamptz
@@ -352,8 +331,10 @@ type batchArgs struct {
 	processed                                                      []string
 	trace                                                          []pgtype.Text
 	effects                                                        sideEffects
+	emitItems, spawnItems, armItems, disarmItems                   []int32
 }
 
+// add appends w, the write at pos (1-based).
 func (a *batchArgs) add(pos int32, w *stead.Write) error {
 	e := w.Execution
 	trace, err := encodeTrace(w.Bundle.Trace)
@@ -373,17 +354,33 @@ func (a *batchArgs) add(pos int32, w *stead.Write) error {
 	a.old = append(a.old, w.Expected)
 	a.processed = append(a.processed, w.Bundle.ProcessedEventID)
 	a.trace = append(a.trace, trace)
-	return a.effects.add(pos, &w.Bundle)
+	s := &a.effects
+	if err := s.add(&w.Bundle); err != nil {
+		return err
+	}
+	a.emitItems = label(a.emitItems, len(s.emitEvents), pos)
+	a.spawnItems = label(a.spawnItems, len(s.spawnChildren), pos)
+	a.armItems = label(a.armItems, len(s.armPaths), pos)
+	a.disarmItems = label(a.disarmItems, len(s.disarmPaths), pos)
+	return nil
+}
+
+// label extends items with pos up to length n: the side effects just added belong to pos.
+func label(items []int32, n int, pos int32) []int32 {
+	for len(items) < n {
+		items = append(items, pos)
+	}
+	return items
 }
 
 func (a *batchArgs) values(traceCap int64) []any {
 	s := &a.effects
 	return []any{a.ids, a.definitionIDs, a.statuses, a.outcomes, a.activePaths, a.parentIDs,
 		a.createdAt, a.updatedAt, a.finishedAt, a.data, a.old, a.processed, a.trace,
-		s.emitItem, s.emitTargets, s.emitEvents,
-		s.spawnItem, s.spawnChildren, s.spawnRootPaths, s.spawnContexts,
-		s.armItem, s.armPaths, s.armFireAt,
-		s.disarmItem, s.disarmPaths,
+		a.emitItems, s.emitTargets, s.emitEvents,
+		a.spawnItems, s.spawnChildren, s.spawnRootPaths, s.spawnContexts,
+		a.armItems, s.armPaths, s.armFireAt,
+		a.disarmItems, s.disarmPaths,
 		traceCap}
 }
 

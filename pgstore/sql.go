@@ -62,83 +62,11 @@ const (
 		$11::bigint, $12::text, $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
 		$18::text[], $19::timestamptz[], $20::text[], $21::text, $22::bigint)`
 
-	// sqlCommitBatch commits many executions with all their side effects in one statement, hence
-	// one round-trip and one implicit transaction. Items arrive as parallel arrays (one element
-	// per execution, sorted by id); side effects arrive as arrays that name their item by its
-	// 1-based position. The CAS decides the winners (won), and every side effect joins won, so an
-	// item that lost its CAS writes nothing while the others land. Version 0 inserts, and ON
-	// CONFLICT DO NOTHING turns an existing row into a loss.
-	//
-	// The result has one row per winner (seq NULL) and one per outbox row (its seq).
-	sqlCommitBatch = `WITH input AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-		$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::bigint[],
-		$12::text[], $13::text[])
-	WITH ORDINALITY AS i(id, definition_id, status, outcome, active_path, parent_id,
-		created_at, updated_at, finished_at, data, old, processed, trace, ord)
-), upd AS (
-	UPDATE {schema}stead_executions e
-	SET definition_id = i.definition_id, status = i.status, outcome = NULLIF(i.outcome, ''),
-		active_path = NULLIF(i.active_path, ''), parent_id = NULLIF(i.parent_id, ''),
-		version = i.old + 1, created_at = i.created_at, updated_at = i.updated_at,
-		finished_at = i.finished_at, data = i.data,
-		trace_next = e.trace_next + (i.trace IS NOT NULL)::int
-	FROM input i
-	WHERE e.id = i.id AND i.old > 0 AND e.version = i.old
-	RETURNING i.ord, e.id, e.trace_next
-), ins AS (
-	INSERT INTO {schema}stead_executions (id, definition_id, status, outcome, active_path,
-		parent_id, version, trace_next, created_at, updated_at, finished_at, data)
-	SELECT id, definition_id, status, NULLIF(outcome, ''), NULLIF(active_path, ''),
-		NULLIF(parent_id, ''), 1, (trace IS NOT NULL)::int, created_at, updated_at, finished_at, data
-	FROM input WHERE old = 0
-	ORDER BY ord
-	ON CONFLICT (id) DO NOTHING
-	RETURNING id, trace_next
-), won AS (
-	SELECT ord, id, trace_next FROM upd
-	UNION ALL
-	SELECT i.ord, n.id, n.trace_next FROM ins n JOIN input i ON i.id = n.id
-), dedupe AS (
-	INSERT INTO {schema}stead_processed_events (execution_id, event_id)
-	SELECT w.id, i.processed FROM won w JOIN input i ON i.ord = w.ord
-	WHERE i.processed <> ''
-	ON CONFLICT DO NOTHING
-), outbox AS (
-	INSERT INTO {schema}stead_outbox (source_id, target_id, event)
-	SELECT w.id, NULLIF(m.target, ''), m.event
-	FROM unnest($14::int[], $15::text[], $16::text[]) WITH ORDINALITY AS m(item, target, event, n)
-	JOIN won w ON w.ord = m.item
-	ORDER BY m.n
-	RETURNING seq, source_id
-), spawns AS (
-	INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context)
-	SELECT w.id, s.child_id, s.root_path, s.context
-	FROM unnest($17::int[], $18::text[], $19::text[], $20::text[]) WITH ORDINALITY AS s(item, child_id, root_path, context, n)
-	JOIN won w ON w.ord = s.item
-	ORDER BY s.n
-), arm AS (
-	INSERT INTO {schema}stead_timers (execution_id, path, fire_at)
-	SELECT w.id, t.path, t.fire_at
-	FROM unnest($21::int[], $22::text[], $23::timestamptz[]) AS t(item, path, fire_at)
-	JOIN won w ON w.ord = t.item
-	ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at
-), disarm AS (
-	DELETE FROM {schema}stead_timers x
-	USING unnest($24::int[], $25::text[]) AS d(item, path), won w
-	WHERE w.ord = d.item AND x.execution_id = w.id AND x.path = d.path
-), trace AS (
-	INSERT INTO {schema}stead_trace (execution_id, idx, entry)
-	SELECT w.id, w.trace_next - 1, i.trace FROM won w JOIN input i ON i.ord = w.ord
-	WHERE i.trace IS NOT NULL
-	RETURNING execution_id, idx
-), trace_cap AS (
-	DELETE FROM {schema}stead_trace x USING trace t
-	WHERE $26::bigint > 0 AND x.execution_id = t.execution_id AND x.idx <= t.idx - $26::bigint
-)
-SELECT ord, NULL::bigint FROM won
-UNION ALL
-SELECT i.ord, o.seq FROM outbox o JOIN input i ON i.id = o.source_id`
+	sqlCommitBatch = `SELECT r_ord, r_seq FROM {schema}stead_commit_batch($1::text[], $2::text[],
+		$3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+		$9::timestamptz[], $10::text[], $11::bigint[], $12::text[], $13::text[],
+		$14::int[], $15::text[], $16::text[], $17::int[], $18::text[], $19::text[], $20::text[],
+		$21::int[], $22::text[], $23::timestamptz[], $24::int[], $25::text[], $26::bigint)`
 
 	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.
 	sqlConflicts = `SELECT id, version FROM {schema}stead_executions WHERE id = ANY($1::text[])`
