@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -780,5 +781,159 @@ func TestTxEntryPointsRefuseBadInput(t *testing.T) {
 	}
 	if _, err := b.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "a", EventID: "e"}}); err != nil {
 		t.Fatalf("the transaction is unusable after refused input: %v", err)
+	}
+}
+
+// A deadlock PostgreSQL detects fails the victim with ErrConflict, and the victim's writes are
+// gone. The application's transaction holds B and then waits for A, while a CommitBatch (which
+// locks in id order) holds A and waits for B. Either may be the victim; whichever it is, its
+// error is a conflict and only the survivor's writes land.
+func TestDeadlockIsConflict(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	a1, b1 := newExe("a"), newExe("b")
+	mustCommit(t, s, a1, stead.Bundle{})
+	mustCommit(t, s, b1, stead.Bundle{})
+
+	tx, err := b.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	if res, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: b1, Bundle: stead.Bundle{ProcessedEventID: "tx"}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("lock b in the transaction: %+v, %v", res, err)
+	}
+	batchErr := make(chan error, 1)
+	go func() {
+		res, err := s.CommitBatch(ctx, []stead.CommitItem{
+			{Execution: a1, Bundle: stead.Bundle{ProcessedEventID: "batch"}},
+			{Execution: b1, Bundle: stead.Bundle{ProcessedEventID: "batch"}},
+		})
+		if err == nil && (res[0].Err != nil || res[1].Err != nil) {
+			err = fmt.Errorf("batch items: %v, %v", res[0].Err, res[1].Err)
+		}
+		batchErr <- err
+	}()
+	// Let the batch lock a and start waiting for b before the transaction asks for a.
+	waitForLockWait(t, b)
+	_, txErr := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: a1, Bundle: stead.Bundle{ProcessedEventID: "tx"}}})
+	if txErr != nil {
+		// The transaction was the victim: it is aborted, and the batch goes through.
+		t.Log("the transaction was the victim")
+		if !errors.Is(txErr, stead.ErrConflict) {
+			t.Fatalf("the transaction's deadlock: %v, want ErrConflict", txErr)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-batchErr; err != nil {
+			t.Fatalf("the batch after the transaction's deadlock: %v", err)
+		}
+		assertProcessed(t, s, "batch", "tx")
+		return
+	}
+	t.Log("the batch was the victim")
+	err = <-batchErr
+	if !errors.Is(err, stead.ErrConflict) {
+		t.Fatalf("the batch's deadlock: %v, want ErrConflict", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertProcessed(t, s, "tx", "batch")
+}
+
+// waitForLockWait returns once a connection of b's pool waits for a row lock.
+func waitForLockWait(t *testing.T, b *pgstore.Backend) {
+	t.Helper()
+	for range 200 {
+		var waiting bool
+		if err := b.Pool().QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+				AND strpos(query, $1) > 0 AND strpos(query, 'stead_commit_batch') > 0)`, b.Schema()).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the batch never waited for the transaction's lock")
+}
+
+// assertProcessed checks that executions a and b carry the marker of winner and not that of loser,
+// and are at version 2: only the winner's commits landed.
+func assertProcessed(t *testing.T, s *stead.Store, winner, loser string) {
+	t.Helper()
+	for _, id := range []string{"a", "b"} {
+		got, won, err := s.LoadForEvent(context.Background(), id, winner)
+		if err != nil || !won || got.Version != 2 {
+			t.Fatalf("%s: %+v, processed %q = %v, %v; want version 2 with the marker", id, got, winner, won, err)
+		}
+		if lost, _ := s.IsProcessed(context.Background(), id, loser); lost {
+			t.Fatalf("%s: the deadlock victim's marker %q landed", id, loser)
+		}
+	}
+}
+
+// In a REPEATABLE READ transaction, committing an execution another commit changed since the
+// transaction's snapshot is a serialization failure: ErrConflict, through each entry point.
+func TestSerializationFailureIsConflict(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		commit func(tx pgx.Tx, exe *stead.Execution) error
+	}{
+		{"commit batch", func(tx pgx.Tx, exe *stead.Execution) error {
+			res, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: exe}, {Execution: newExe(exe.ID + "-new")}})
+			if err == nil {
+				err = errors.Join(res[0].Err, res[1].Err)
+			}
+			return err
+		}},
+		{"commit batch of one", func(tx pgx.Tx, exe *stead.Execution) error {
+			res, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: exe}})
+			if err == nil {
+				err = res[0].Err
+			}
+			return err
+		}},
+		{"queue commit", func(tx pgx.Tx, exe *stead.Execution) error {
+			batch := &pgx.Batch{}
+			var res stead.CommitResult
+			if err := b.QueueCommit(batch, exe, stead.Bundle{Emits: []stead.Emit{{Event: stead.Event{ID: "e", Kind: "K"}}}}, &res); err != nil {
+				return err
+			}
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+			return res.Err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := strings.ReplaceAll(tt.name, " ", "-")
+			exe := newExe(id)
+			mustCommit(t, s, exe, stead.Bundle{})
+			tx, err := b.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // it is aborted
+			loaded, err := b.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: id, EventID: "ev"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCommit(t, s, exe.Clone(), stead.Bundle{}) // after the transaction's snapshot
+			err = tt.commit(tx, loaded[0].Execution)
+			if !errors.Is(err, stead.ErrConflict) {
+				t.Fatalf("err = %v, want ErrConflict", err)
+			}
+		})
 	}
 }
