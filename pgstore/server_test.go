@@ -522,12 +522,12 @@ func TestRacingBatches(t *testing.T) {
 	ctx := context.Background()
 	const n, rounds = 20, 15
 	exes := make([]*stead.Execution, n)
-	var seed []stead.CommitItem
+	var initial []stead.CommitItem
 	for i := range exes {
 		exes[i] = newExe(fmt.Sprintf("x%02d", i))
-		seed = append(seed, stead.CommitItem{Execution: exes[i]})
+		initial = append(initial, stead.CommitItem{Execution: exes[i]})
 	}
-	res, err := a.CommitBatch(ctx, seed)
+	res, err := a.CommitBatch(ctx, initial)
 	if err != nil {
 		t.Fatal(err)
 	}

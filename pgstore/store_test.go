@@ -196,7 +196,7 @@ func TestList(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	finished := time.Date(2023, 11, 14, 22, 13, 20, 500000000, time.UTC)
-	seed := []struct {
+	rows := []struct {
 		id, def string
 		status  stead.Status
 		parent  string
@@ -209,7 +209,7 @@ func TestList(t *testing.T) {
 		{"e10", "d2", stead.StatusRunning, "e05"}, {"e11", "d2", stead.StatusRunning, "e05"},
 	}
 	var items []stead.CommitItem
-	for _, e := range seed {
+	for _, e := range rows {
 		exe := &stead.Execution{ID: e.id, DefinitionID: e.def, Status: e.status, ParentID: e.parent, ActivePath: "a.b"}
 		if e.status == stead.StatusDone {
 			exe.FinishedAt = finished
