@@ -139,7 +139,7 @@ func (b *Backend) with(ctx context.Context, op string, fn func(q querier) error)
 }
 
 // onTx runs fn on the caller's transaction, for the methods that enlist in one.
-func (b *Backend) onTx(op string, tx pgx.Tx, fn func(q querier) error) error {
+func onTx(op string, tx pgx.Tx, fn func(q querier) error) error {
 	if err := fn(tx); err != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, pgdb.Classify(err))
 	}

@@ -148,7 +148,7 @@ func (b *Backend) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.Co
 		return results, nil
 	}
 	var out []stead.CommitResult
-	err = b.onTx(op, tx, func(q querier) error {
+	err = onTx(op, tx, func(q querier) error {
 		var err error
 		out, err = b.commitBatch(ctx, q, ws.W, true)
 		return err

@@ -76,7 +76,7 @@ func (b *Backend) LoadForEventsTx(ctx context.Context, tx pgx.Tx, refs []stead.E
 		return []stead.Loaded{}, nil
 	}
 	var out []stead.Loaded
-	err := b.onTx(op, tx, func(q querier) error {
+	err := onTx(op, tx, func(q querier) error {
 		var err error
 		out, err = b.loadForEvents(ctx, q, refs)
 		return err
