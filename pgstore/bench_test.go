@@ -11,7 +11,6 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/pgbenchwork"
 	"github.com/steadhq/stead/pgdb"
-	"github.com/steadhq/stead/pgstore"
 )
 
 // Run with, for example:
@@ -53,15 +52,28 @@ func fanOut(b *testing.B, callers int, fn func(worker, i int) error) {
 
 var callerCounts = []int{1, 8}
 
+// benchStore returns a store on a pool of callers connections.
+func benchStore(b *testing.B, callers int) *stead.Store {
+	return newStoreOn(b, openPool(b, pgdb.Config{MaxConns: int32(callers)}))
+}
+
+// commit commits exe and moves it to its new version, for the next commit of the same caller.
+func commit(s *stead.Store, exe *stead.Execution, bundle stead.Bundle) error {
+	c, err := s.Commit(context.Background(), exe, bundle)
+	if err == nil {
+		exe.Version = c.Version
+	}
+	return err
+}
+
 func BenchmarkCommitStateOnly(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
+			s := benchStore(b, callers)
 			exes := pgbenchwork.Executions("w", callers)
 			fanOut(b, callers, func(w, i int) error {
 				exes[w].UpdatedAt = time.Now()
-				_, err := s.Commit(context.Background(), exes[w], stead.Bundle{ProcessedEventID: fmt.Sprint("ev", i)})
-				return err
+				return commit(s, exes[w], stead.Bundle{ProcessedEventID: fmt.Sprint("ev", i)})
 			})
 		})
 	}
@@ -71,31 +83,31 @@ func BenchmarkCommitStateOnly(b *testing.B) {
 func BenchmarkCommitComplex(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
+			s := benchStore(b, callers)
 			exes := pgbenchwork.Executions("w", callers)
 			fanOut(b, callers, func(w, i int) error {
-				_, err := s.Commit(context.Background(), exes[w], pgbenchwork.ComplexBundle(i))
-				return err
+				return commit(s, exes[w], pgbenchwork.ComplexBundle(i))
 			})
 		})
 	}
 }
 
-// BenchmarkCommitComplexPerStatement sends the same bundle the seed's way, one statement per
-// round-trip inside BEGIN/COMMIT, for a side-by-side comparison with BenchmarkCommitComplex.
+// BenchmarkCommitComplexPerStatement sends the same bundle one statement per round-trip inside
+// BEGIN/COMMIT, for a side-by-side comparison with BenchmarkCommitComplex.
 func BenchmarkCommitComplexPerStatement(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			s := newStore(b, pgstore.WithMaxConns(int32(callers)), pgstore.WithTraceCap(200))
+			s := benchStore(b, callers)
 			exes := pgbenchwork.Executions("w", callers)
 			for _, e := range exes {
-				if err := stead.Save(context.Background(), s, e); err != nil {
+				if err := commit(s, e, stead.Bundle{}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			q := pgdb.Qualifier(s.Schema())
+			pb := backend(b, s)
+			q := pgdb.Qualifier(pb.Schema())
 			fanOut(b, callers, func(w, i int) error {
-				return pgbenchwork.PerStatementCommit(context.Background(), s.Pool(), q, exes[w], pgbenchwork.ComplexBundle(i), 200)
+				return pgbenchwork.PerStatementCommit(context.Background(), pb.Pool(), q, exes[w], pgbenchwork.ComplexBundle(i), 200)
 			})
 		})
 	}
@@ -104,7 +116,7 @@ func BenchmarkCommitComplexPerStatement(b *testing.B) {
 func BenchmarkLoadForEvent(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
+			s := benchStore(b, callers)
 			for i := range callers {
 				if _, err := s.Commit(context.Background(), pgbenchwork.Execution(fmt.Sprint("w", i)), stead.Bundle{ProcessedEventID: "seen"}); err != nil {
 					b.Fatal(err)
@@ -121,14 +133,15 @@ func BenchmarkLoadForEvent(b *testing.B) {
 // BenchmarkList pages through 20,000 executions: the first page and one 100 pages deep.
 func BenchmarkList(b *testing.B) {
 	s := newStore(b)
+	pb := backend(b, s)
 	ctx := context.Background()
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO `+pgdb.Qualifier(s.Schema())+`stead_executions
+	if _, err := pb.Pool().Exec(ctx, `INSERT INTO `+pgdb.Qualifier(pb.Schema())+`stead_executions
 		(id, definition_id, status, active_path, version, data)
 		SELECT format('exe-%s', lpad(g::text, 8, '0')), 'order', 'running', 'a.b', 1, '{}'
 		FROM generate_series(1, 20000) g`); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `ANALYZE `+pgdb.Qualifier(s.Schema())+`stead_executions`); err != nil {
+	if _, err := pb.Pool().Exec(ctx, `ANALYZE `+pgdb.Qualifier(pb.Schema())+`stead_executions`); err != nil {
 		b.Fatal(err)
 	}
 	f := stead.ListFilter{DefinitionID: "order", Limit: 100}
@@ -160,7 +173,7 @@ func BenchmarkList(b *testing.B) {
 func BenchmarkCommitBatch100(b *testing.B) {
 	for _, callers := range callerCounts {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			s := newStore(b, pgstore.WithMaxConns(int32(callers)))
+			s := benchStore(b, callers)
 			batches := make([][]stead.CommitItem, callers)
 			for w := range batches {
 				for j := range 100 {
@@ -172,10 +185,11 @@ func BenchmarkCommitBatch100(b *testing.B) {
 					batches[w][j].Bundle.ProcessedEventID = fmt.Sprint("ev", i)
 				}
 				res, err := s.CommitBatch(context.Background(), batches[w])
-				for _, r := range res {
+				for j, r := range res {
 					if err == nil {
 						err = r.Err
 					}
+					batches[w][j].Execution.Version = r.Version
 				}
 				return err
 			})
@@ -184,23 +198,48 @@ func BenchmarkCommitBatch100(b *testing.B) {
 	}
 }
 
+// BenchmarkCommitBatch100Complex commits 100 steps per call, each with the bundle of
+// BenchmarkCommitComplex (2 emits, dedupe, a timer, a trace step).
+func BenchmarkCommitBatch100Complex(b *testing.B) {
+	s := benchStore(b, 1)
+	var batch []stead.CommitItem
+	for j := range 100 {
+		batch = append(batch, stead.CommitItem{Execution: pgbenchwork.Execution(fmt.Sprint("c", j))})
+	}
+	fanOut(b, 1, func(_, i int) error {
+		for j := range batch {
+			batch[j].Bundle = pgbenchwork.ComplexBundle(i*100 + j)
+		}
+		res, err := s.CommitBatch(context.Background(), batch)
+		for j, r := range res {
+			if err == nil {
+				err = r.Err
+			}
+			batch[j].Execution.Version = r.Version
+		}
+		return err
+	})
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "steps/s")
+}
+
 // BenchmarkClaimOutbox claims 100 rows and acknowledges them, with 1,000 or 100,000 pending
 // (the harness goes to 1,000,000); the refill that keeps the backlog constant is not timed.
 func BenchmarkClaimOutbox(b *testing.B) {
 	for _, pending := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
 			s := newStore(b)
+			pb := backend(b, s)
 			ctx := context.Background()
-			q := pgdb.Qualifier(s.Schema())
+			q := pgdb.Qualifier(pb.Schema())
 			fill := func(n int) error {
-				_, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`stead_outbox (source_id, target_id, event)
+				_, err := pb.Pool().Exec(ctx, `INSERT INTO `+q+`stead_outbox (source_id, target_id, event)
 					SELECT 'src', 'dst', '{"id":"e","kind":"K"}' FROM generate_series(1, $1::int)`, n)
 				return err
 			}
 			if err := fill(pending); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.Pool().Exec(ctx, `VACUUM ANALYZE `+q+`stead_outbox`); err != nil {
+			if _, err := pb.Pool().Exec(ctx, `VACUUM ANALYZE `+q+`stead_outbox`); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()

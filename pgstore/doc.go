@@ -1,8 +1,15 @@
-// Package pgstore is the PostgreSQL execution store of stead: the backend to pick when many
-// worker hosts share one database. It satisfies stead.Store on pgx v5 and pgxpool and passes the
-// storetest conformance suite against a real server.
+// Package pgstore is the PostgreSQL backend of stead's execution store: the one to pick when many
+// worker hosts share one database. New puts it on the application's pgx pool and returns the
+// checked *stead.Store in front of it; it passes the storetest conformance suite against a real
+// server.
 //
-//	s, err := pgstore.Open(ctx, "postgres://app@db:5432/app", pgstore.WithSchema("stead"))
+//	pool, err := pgdb.Open(ctx, "postgres://app@db:5432/app", pgdb.Config{MaxConns: 16})
+//	...
+//	defer pool.Close() // after the store: the pool is the application's
+//	store, err := pgstore.New(ctx, pool, pgstore.WithSchema("stead"))
+//
+// The Store checks and normalises every argument before this package sees it; what is here is
+// storage code only.
 //
 // # What a call costs
 //
@@ -10,63 +17,69 @@
 // own implicit transaction: one network round-trip, and every read sees every commit that ended
 // before it began.
 //
-//   - Commit with a state-only bundle calls the stead_commit_state PL/pgSQL function (created by
-//     the migrations): the version compare-and-swap, the insert of a new execution and the
-//     dedupe marker, returning false instead of raising when the CAS is lost.
+//   - Commit with a state-only bundle calls the stead_commit_state function: the version
+//     compare-and-swap (or the insert of a new execution) and the dedupe marker.
 //   - Commit with emits, spawns, timers or a trace step calls stead_commit_bundle: the CAS, then
-//     only the side-effect statements the bundle needs, all in the function's one round-trip;
-//     on a lost CAS it returns NULL and writes nothing.
-//   - CommitBatch (up to stead.MaxBatch executions) sends one statement that takes every item and
-//     side effect as array parameters: it updates (or, at version 0, inserts) the executions
-//     whose version matches and writes the side effects of those winners only, so a loser writes
-//     nothing while the others land. A batch of one takes the single-commit path.
-//   - A lost compare-and-swap costs one more round-trip, to report the version found.
+//     only the side-effect statements the bundle needs.
+//   - CommitBatch (up to stead.MaxBatch executions) calls stead_commit_batch, one set-based
+//     statement that commits the executions whose versions match and writes the side effects of
+//     those winners only: a loser writes nothing while the others land. Executions are sent
+//     sorted by id, so that concurrent batches lock them in one order. A batch of one takes the
+//     single-commit path.
+//   - A lost compare-and-swap writes nothing and costs one more round-trip, to report the
+//     version found (stead.ConflictError.Found).
 //   - LoadForEvent and LoadForEvents read the executions and their dedupe markers in one query,
-//     through the stead_load_for_event(s) functions.
+//     through the stead_load_for_event and stead_load_for_events functions.
+//   - List reads only the listing columns, one keyset page on the index that fits the filter, so
+//     page 1,000 costs what page 1 does; ClaimOutbox and ClaimSpawns skip rows other claimers
+//     hold (FOR UPDATE SKIP LOCKED) and cost the same however long the backlog.
 //
-// The functions on this path plan their statements once per connection (a generic plan) and may
-// use only index scans and nested loops: each statement is a primary-key lookup whatever the
-// tables hold, and a plan chosen from the statistics of a young or never-analysed table (a hash
-// over a sequential scan of a table that gains a row per event) would otherwise stay for the
-// life of the connection.
+// The functions plan their statements once per connection (a generic plan) and never scan a
+// table sequentially, and all but stead_commit_batch use neither hash nor merge joins: each
+// statement is a primary-key lookup whatever the tables hold, and a plan chosen from the
+// statistics of a young or never-analysed table would otherwise stay for the life of the
+// connection. Limits are written into the statement text rather than passed as parameters, so
+// that each limit keeps a plan that knows it. Most commits change no indexed column, and the
+// executions table leaves room in its pages, so that updates stay HOT. bench/results/pgstore.md
+// has the measurements.
 //
 // # Schema
 //
 // Tables stead_executions, stead_outbox, stead_processed_events, stead_timers, stead_spawns and
-// stead_trace, the functions stead_commit_state, stead_commit_bundle, stead_load_for_event and
-// stead_load_for_events, and the version table
-// stead_store_migrations, in
-// the schema of WithSchema or else the search_path. The execution is stored whole as JSON text;
-// its status, outcome, active path, parent id, version and times are also kept in columns so that
-// List never reads the JSON. Migrations are embedded, versioned and serialised by an advisory
-// lock; nothing creates or alters objects outside Migrate.
+// stead_trace, the functions above and the version table stead_migrations live in the schema of
+// WithSchema, or else the search_path. The execution is stored whole as the JSON record the
+// Store encoded; its status, outcome, active path, parent id, version and times are also kept in
+// columns so that List never reads the record. The migration (migrations/001_init.sql) is
+// embedded and applied by New under an advisory lock, so many processes may start at once; with
+// WithoutMigrate, New runs no DDL and refuses a schema at another version. Nothing else creates
+// or alters objects.
 //
-// Times are kept at microsecond precision in UTC: Load, List, DueTimers and Timers return them
-// so. Pass a stead.Timer read from the store back to DeleteTimer unchanged.
+// Every statement the package sends is in sql.go; Statements returns them by name, for tools
+// that replay them.
 //
 // # Defaults
 //
-//   - connect: 15 attempts, 1 s apart (WithConnectRetry), honouring the context;
-//   - pool: pgxpool's defaults (WithMaxConns);
-//   - statement timeout: none (WithStatementTimeout); acquire timeout: none (WithAcquireTimeout);
 //   - trace cap: DefaultTraceCap steps per execution (WithTraceCap);
-//   - Open migrates (WithoutMigrate to run Migrate separately); New does no I/O, so call Migrate
-//     or CheckSchema on a store built with it;
-//   - prepared statements are cached per connection; WithPgBouncer sends them unnamed instead,
-//     for PgBouncer in transaction mode (the store relies on no session state).
+//   - New migrates (WithoutMigrate to migrate separately);
+//   - pool size, statement timeout, connect retry and PgBouncer mode are the pool's: see
+//     pgdb.Config. Behind PgBouncer in transaction mode, open the pool with PgBouncer set
+//     (statements are then sent unnamed): the store keeps no session state, and each call costs
+//     the same round-trips.
 //
 // # Errors
 //
-// Errors wrap the stead sentinels: a lost CAS is a *stead.ConflictError (stead.ErrConflict); no
-// connection (refused, pool exhausted, acquire timeout) is stead.ErrUnavailable and nothing was
-// sent; a statement timeout or a connection lost mid-call is stead.ErrTimeout and the write may
-// have landed; bad input is stead.ErrInvalid and never reaches the database; a closed store is
-// stead.ErrClosed.
+// Errors wrap the stead sentinels. A lost CAS is a *stead.ConflictError (stead.ErrConflict); a
+// deadlock or serialization failure PostgreSQL detects is stead.ErrConflict too, and the commit
+// it aborted wrote nothing. No connection (refused, or the context ended while waiting for a
+// pooled one) is stead.ErrUnavailable and nothing was sent; a statement timeout or a connection
+// lost mid-call is stead.ErrTimeout and the write may have landed.
 //
 // # Shared transactions
 //
-// CommitBatchTx and LoadForEventsTx run on a caller's pgx.Tx, so a runtime can claim work,
-// commit the steps it produced and acknowledge the work in one transaction (see UndoVersions for
-// a rollback). QueueCommit puts a commit on a caller's pgx.Batch instead, so that it travels in
-// one round trip with other statements of the transaction (pgtransport's QueueAck, for one).
+// The backend, store.Backend().(*pgstore.Backend), runs on the application's transaction too, so
+// that a runtime can claim work, load, commit the steps it produced and acknowledge the work in
+// one transaction: LoadForEventsTx and CommitBatchTx take a pgx.Tx, and QueueCommit puts a commit
+// on a pgx.Batch, so that it travels in one round trip with the transaction's other statements
+// (pgtransport's QueueAck, for one). They check their arguments as the Store does and never
+// change them: the new versions are in the results, so a rollback leaves nothing to undo.
 package pgstore

@@ -8,30 +8,41 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgstore"
 )
+
+// exampleURL is the server the examples run against.
+func exampleURL() string {
+	if u := os.Getenv("STEAD_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
 
 // One step of an execution on PostgreSQL: load it for an event (one query), commit the new state
 // with the event it emits and the processed marker (one round-trip), then let a relay claim and
 // acknowledge the emitted event.
 func Example() {
 	ctx := context.Background()
-	dsn := os.Getenv("STEAD_TEST_DATABASE_URL")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	pool, err := pgdb.Open(ctx, exampleURL(), pgdb.Config{ConnectAttempts: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	s, err := pgstore.Open(ctx, dsn, pgstore.WithSchema("stead_example"), pgstore.WithConnectRetry(3, time.Second))
+	defer pool.Close() // after the store: the pool is the application's
+	s, err := pgstore.New(ctx, pool, pgstore.WithSchema("stead_example"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer s.Close()
 	// Only for the example: remove the schema it creates.
-	defer s.Pool().Exec(ctx, `DROP SCHEMA stead_example CASCADE`) //nolint:errcheck
+	defer pool.Exec(ctx, `DROP SCHEMA stead_example CASCADE`) //nolint:errcheck
 
 	order := &stead.Execution{ID: "order-42", DefinitionID: "checkout", Status: stead.StatusRunning,
 		Context: json.RawMessage(`{"total": 30}`)}
-	if err := stead.Save(ctx, s, order); err != nil {
+	if _, err := s.Save(ctx, order); err != nil {
 		panic(err)
 	}
 
@@ -41,19 +52,17 @@ func Example() {
 	}
 	fmt.Println("already processed:", processed)
 	exe.ActivePath = "paid"
-	seqs, err := s.Commit(ctx, exe, stead.Bundle{
+	c, err := s.Commit(ctx, exe, stead.Bundle{
 		Emits:            []stead.Emit{{Target: "shipping-7", Event: stead.Event{ID: "ship-42", Kind: "Ship"}}},
 		ProcessedEventID: "pay-1",
 	})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("version:", exe.Version, "emitted:", len(seqs))
+	fmt.Println("version:", c.Version, "emitted:", len(c.Seqs))
 
-	// A stale copy loses the compare-and-swap.
-	stale := exe.Clone()
-	stale.Version = 1
-	_, err = s.Commit(ctx, stale, stead.Bundle{})
+	// exe is still at version 1, so committing it again loses the compare-and-swap.
+	_, err = s.Commit(ctx, exe, stead.Bundle{})
 	fmt.Println(err)
 
 	claimed, err := s.ClaimOutbox(ctx, time.Now(), 30*time.Second, 10)
@@ -74,49 +83,52 @@ func Example() {
 }
 
 // A runtime in shared-transaction mode loads, commits and does its own bookkeeping in one
-// transaction of its own; on rollback it puts the versions back.
-func ExampleStore_CommitBatchTx() {
+// transaction of its own. The commit leaves the execution it was given alone, so a rollback
+// needs no undoing.
+func ExampleBackend_CommitBatchTx() {
 	ctx := context.Background()
-	dsn := os.Getenv("STEAD_TEST_DATABASE_URL")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	pool, err := pgdb.Open(ctx, exampleURL(), pgdb.Config{ConnectAttempts: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	s, err := pgstore.Open(ctx, dsn, pgstore.WithSchema("stead_example_tx"))
+	defer pool.Close()
+	s, err := pgstore.New(ctx, pool, pgstore.WithSchema("stead_example_tx"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer s.Close()
-	defer s.Pool().Exec(ctx, `DROP SCHEMA stead_example_tx CASCADE`) //nolint:errcheck
+	defer pool.Exec(ctx, `DROP SCHEMA stead_example_tx CASCADE`) //nolint:errcheck
+	pg := s.Backend().(*pgstore.Backend)
 
-	if err := stead.Save(ctx, s, &stead.Execution{ID: "job-1", DefinitionID: "jobs", Status: stead.StatusRunning}); err != nil {
+	if _, err := s.Save(ctx, &stead.Execution{ID: "job-1", DefinitionID: "jobs", Status: stead.StatusRunning}); err != nil {
 		panic(err)
 	}
-	tx, err := s.Pool().Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		panic(err)
 	}
-	loaded, err := s.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "job-1", EventID: "tick-1"}})
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once rolled back
+	loaded, err := pg.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "job-1", EventID: "tick-1"}})
 	if err != nil {
 		panic(err)
 	}
 	exe := loaded[0].Execution
 	exe.Status = stead.StatusDone
-	items := []stead.CommitItem{{Execution: exe, Bundle: stead.Bundle{ProcessedEventID: "tick-1"}}}
-	results, err := s.CommitBatchTx(ctx, tx, items)
+	results, err := pg.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: exe, Bundle: stead.Bundle{ProcessedEventID: "tick-1"}}})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("in the transaction: version", exe.Version)
+	fmt.Println("in the transaction: version", results[0].Version)
 
-	// Say the runtime's own write failed: roll back, and put the versions back.
+	// Say the runtime's own write failed: roll back. exe is still the version 1 it loaded.
 	if err := tx.Rollback(ctx); err != nil {
 		panic(err)
 	}
-	pgstore.UndoVersions(items, results)
 	stored, _ := s.Load(ctx, "job-1")
-	fmt.Println("after rollback: version", exe.Version, "stored", stored.Version, stored.Status)
+	fmt.Println("after rollback: execution at", exe.Version, "stored", stored.Version, stored.Status)
 	// Output:
 	// in the transaction: version 2
-	// after rollback: version 1 stored 1 running
+	// after rollback: execution at 1 stored 1 running
 }

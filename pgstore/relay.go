@@ -11,95 +11,69 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
-	"github.com/steadhq/stead/internal/pgstoresql"
 )
 
-// ClaimOutbox leases up to limit outbox entries, oldest first, that no live lease holds. The
-// claim is one UPDATE over a FOR UPDATE SKIP LOCKED subquery that walks the primary key from the
-// oldest seq and stops at limit rows: relays on many hosts skip each other's rows instead of
-// waiting, and the cost does not grow with the backlog (only with the rows under a live lease
-// ahead of the first free one).
-func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]stead.OutboxEntry, error) {
-	n, err := checkClaim(now, lease, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: claim outbox: %w", err)
-	}
-	out, err := s.queryOutbox(ctx, "claim outbox", pgstoresql.Limit(s.sql.ClaimOutbox, n), now, now.Add(lease))
+// ClaimOutbox implements stead.Backend. The claim is one UPDATE over a FOR UPDATE SKIP LOCKED
+// subquery that walks the primary key from the oldest seq and stops at limit rows: relays on
+// many hosts skip each other's rows instead of waiting, and the cost does not grow with the
+// backlog (only with the rows under a live lease ahead of the first free one).
+func (b *Backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit int) ([]stead.OutboxEntry, error) {
+	out, err := b.queryOutbox(ctx, "claim outbox", withLimit(b.sql.claimOutbox, limit), now, until)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b stead.OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	// UPDATE … RETURNING returns rows in no particular order.
+	slices.SortFunc(out, func(x, y stead.OutboxEntry) int { return cmp.Compare(x.Seq, y.Seq) })
 	return out, nil
 }
 
-// AckOutbox deletes delivered entries; unknown seqs are ignored.
-func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, "ack outbox", s.sql.AckOutbox, seqs)
+// AckOutbox implements stead.Backend.
+func (b *Backend) AckOutbox(ctx context.Context, seqs []int64) error {
+	return b.exec(ctx, "ack outbox", b.sql.ackOutbox, seqs)
 }
 
-// ClaimSpawns is ClaimOutbox for spawn intents.
-func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]stead.SpawnEntry, error) {
-	n, err := checkClaim(now, lease, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: claim spawns: %w", err)
-	}
-	out, err := s.querySpawns(ctx, "claim spawns", pgstoresql.Limit(s.sql.ClaimSpawns, n), now, now.Add(lease))
+// ClaimSpawns implements stead.Backend, like ClaimOutbox.
+func (b *Backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit int) ([]stead.SpawnEntry, error) {
+	out, err := b.querySpawns(ctx, "claim spawns", withLimit(b.sql.claimSpawns, limit), now, until)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b stead.SpawnEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(x, y stead.SpawnEntry) int { return cmp.Compare(x.Seq, y.Seq) })
 	return out, nil
 }
 
-// AckSpawns deletes handled spawn intents; unknown seqs are ignored.
-func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
-	return s.ack(ctx, "ack spawns", s.sql.AckSpawns, seqs)
+// AckSpawns implements stead.Backend.
+func (b *Backend) AckSpawns(ctx context.Context, seqs []int64) error {
+	return b.exec(ctx, "ack spawns", b.sql.ackSpawns, seqs)
 }
 
-// DueTimers returns up to limit timers with FireAt <= now, earliest first, from the
-// (fire_at, execution_id, path) index.
-func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
-	n, err := checkLimit(limit)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: due timers: %w", err)
-	}
-	return s.queryTimers(ctx, "due timers", pgstoresql.Limit(s.sql.DueTimers, n), now)
+// DueTimers implements stead.Backend, from the (fire_at, execution_id, path) index.
+func (b *Backend) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
+	return b.queryTimers(ctx, "due timers", withLimit(b.sql.dueTimers, limit), now)
 }
 
-// DeleteTimer deletes the timer only if it still fires at t.FireAt.
-func (s *Store) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
-	if err := check.ID("execution id", t.ExecutionID); err != nil {
-		return false, fmt.Errorf("pgstore: delete timer: %w", err)
-	}
-	if err := check.ID("timer path", t.Path); err != nil {
-		return false, fmt.Errorf("pgstore: delete timer: %w", err)
-	}
+// DeleteTimer implements stead.Backend.
+func (b *Backend) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	var deleted bool
-	err := s.with(ctx, "delete timer", func(q querier) error {
-		tag, err := q.Exec(ctx, s.sql.DeleteTimer, t.ExecutionID, t.Path, t.FireAt)
+	err := b.with(ctx, "delete timer", func(q querier) error {
+		tag, err := q.Exec(ctx, b.sql.deleteTimer, t.ExecutionID, t.Path, t.FireAt)
 		deleted = tag.RowsAffected() > 0
 		return err
 	})
 	return deleted, err
 }
 
-// AppendTrace appends one step to the execution's trace on its own and returns its index. The
-// execution must exist (stead.ErrNotFound otherwise): its row holds the trace counter.
-func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep) (int64, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return 0, fmt.Errorf("pgstore: append trace: %w", err)
-	}
-	if err := step.Validate(); err != nil {
-		return 0, fmt.Errorf("pgstore: append trace: %w", err)
-	}
-	entry, err := encodeStep(step)
+// AppendTrace implements stead.Backend. The execution must exist: its row holds the trace
+// counter.
+func (b *Backend) AppendTrace(ctx context.Context, id string, step stead.TraceStep) (int64, error) {
+	entry, err := json.Marshal(&step)
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: append trace: %w", err)
+		return 0, fmt.Errorf("pgstore: append trace: encode step: %w", err)
 	}
 	var idx int64
-	err = s.with(ctx, "append trace", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.AppendTrace, id, entry, int64(s.cfg.traceCap)).Scan(&idx)
+	err = b.with(ctx, "append trace", func(q querier) error {
+		// A string, not []byte: sent with unnamed statements (QueryExecModeExec), []byte is bytea.
+		return q.QueryRow(ctx, b.sql.appendTrace, id, string(entry), b.traceCap).Scan(&idx)
 	})
 	if err != nil {
 		return 0, notFound(err, id)
@@ -107,48 +81,25 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step stead.TraceStep
 	return idx, nil
 }
 
-// Purge deletes the execution at expectedVersion and every row that belongs to it, in one
-// statement (see internal/pgstoresql).
-func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
-	if err := check.ID("execution id", id); err != nil {
-		return false, fmt.Errorf("pgstore: purge: %w", err)
-	}
-	if expectedVersion < 0 {
-		return false, check.Invalidf("pgstore: purge %q: negative version %d", id, expectedVersion)
-	}
+// Purge implements stead.Backend, in one statement.
+func (b *Backend) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	var deleted bool
-	err := s.with(ctx, "purge", func(q querier) error {
-		return q.QueryRow(ctx, s.sql.Purge, id, expectedVersion).Scan(&deleted)
+	err := b.with(ctx, "purge", func(q querier) error {
+		return q.QueryRow(ctx, b.sql.purge, id, expectedVersion).Scan(&deleted)
 	})
 	return deleted, err
 }
 
-func checkClaim(now time.Time, lease time.Duration, limit int) (int, error) {
-	if now.IsZero() {
-		return 0, check.Invalidf("claim time is zero")
-	}
-	if lease <= 0 {
-		return 0, check.Invalidf("lease %v is not positive", lease)
-	}
-	return checkLimit(limit)
-}
-
-func (s *Store) ack(ctx context.Context, op, sql string, seqs []int64) error {
-	if len(seqs) > stead.MaxBatch {
-		return check.Invalidf("pgstore: %s: %d seqs, more than %d", op, len(seqs), stead.MaxBatch)
-	}
-	if len(seqs) == 0 {
-		return nil
-	}
-	return s.with(ctx, op, func(q querier) error {
-		_, err := q.Exec(ctx, sql, seqs)
+func (b *Backend) exec(ctx context.Context, op, sql string, args ...any) error {
+	return b.with(ctx, op, func(q querier) error {
+		_, err := q.Exec(ctx, sql, args...)
 		return err
 	})
 }
 
-func (s *Store) queryOutbox(ctx context.Context, op, sql string, args ...any) ([]stead.OutboxEntry, error) {
+func (b *Backend) queryOutbox(ctx context.Context, op, sql string, args ...any) ([]stead.OutboxEntry, error) {
 	var out []stead.OutboxEntry
-	err := s.with(ctx, op, func(q querier) error {
+	err := b.with(ctx, op, func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -170,9 +121,9 @@ func (s *Store) queryOutbox(ctx context.Context, op, sql string, args ...any) ([
 	return out, err
 }
 
-func (s *Store) querySpawns(ctx context.Context, op, sql string, args ...any) ([]stead.SpawnEntry, error) {
+func (b *Backend) querySpawns(ctx context.Context, op, sql string, args ...any) ([]stead.SpawnEntry, error) {
 	var out []stead.SpawnEntry
-	err := s.with(ctx, op, func(q querier) error {
+	err := b.with(ctx, op, func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -192,16 +143,15 @@ func (s *Store) querySpawns(ctx context.Context, op, sql string, args ...any) ([
 	return out, err
 }
 
-func (s *Store) queryTimers(ctx context.Context, op, sql string, args ...any) ([]stead.Timer, error) {
+func (b *Backend) queryTimers(ctx context.Context, op, sql string, args ...any) ([]stead.Timer, error) {
 	var out []stead.Timer
-	err := s.with(ctx, op, func(q querier) error {
+	err := b.with(ctx, op, func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
 		var t stead.Timer
 		_, err = pgx.ForEachRow(rows, []any{&t.ExecutionID, &t.Path, &t.FireAt}, func() error {
-			t.FireAt = t.FireAt.UTC()
 			out = append(out, t)
 			return nil
 		})

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,10 +19,11 @@ import (
 )
 
 // twoStores returns two stores with their own pools on one fresh schema.
-func twoStores(t *testing.T, opts ...pgstore.Option) (*pgstore.Store, *pgstore.Store) {
+func twoStores(t *testing.T, opts ...pgstore.Option) (*stead.Store, *stead.Store) {
 	t.Helper()
 	a := newStore(t, opts...)
-	b, err := pgstore.Open(context.Background(), pgdbtest.URL(), append([]pgstore.Option{pgstore.WithSchema(a.Schema()), pgstore.WithoutMigrate()}, opts...)...)
+	opts = append([]pgstore.Option{pgstore.WithSchema(backend(t, a).Schema()), pgstore.WithoutMigrate()}, opts...)
+	b, err := pgstore.New(context.Background(), pgdbtest.Pool(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +53,9 @@ func TestRacingPoolsExactlyOneWins(t *testing.T) {
 			mustCommit(t, a, exe, stead.Bundle{})
 			const rounds = 60
 			for r := range rounds {
-				stores := []*pgstore.Store{a, b}
+				stores := []*stead.Store{a, b}
 				copies := []*stead.Execution{exe.Clone(), exe.Clone()}
+				versions := make([]int64, 2)
 				errs := make([]error, 2)
 				var start, done sync.WaitGroup
 				start.Add(1)
@@ -66,11 +68,13 @@ func TestRacingPoolsExactlyOneWins(t *testing.T) {
 							res, err := stores[i].CommitBatch(ctx, []stead.CommitItem{{Execution: copies[i], Bundle: bundle(r)}})
 							if err == nil {
 								err = res[0].Err
+								versions[i] = res[0].Version
 							}
 							errs[i] = err
 							return
 						}
-						_, errs[i] = stores[i].Commit(ctx, copies[i], bundle(r))
+						c, err := stores[i].Commit(ctx, copies[i], bundle(r))
+						versions[i], errs[i] = c.Version, err
 					}()
 				}
 				start.Done()
@@ -80,10 +84,15 @@ func TestRacingPoolsExactlyOneWins(t *testing.T) {
 					switch {
 					case err == nil:
 						wins++
+						if versions[i] != int64(r+2) {
+							t.Fatalf("round %d: the winner committed version %d, want %d", r, versions[i], r+2)
+						}
 						exe = copies[i]
+						exe.Version = versions[i]
 					case errors.Is(err, stead.ErrConflict):
-						if copies[i].Version != int64(r+1) {
-							t.Fatalf("round %d: loser's version moved to %d", r, copies[i].Version)
+						var ce *stead.ConflictError
+						if !errors.As(err, &ce) || ce.Expected != int64(r+1) {
+							t.Fatalf("round %d: the loser's conflict is %v, want one expecting %d", r, err, r+1)
 						}
 					default:
 						t.Fatalf("round %d: %v", r, err)
@@ -126,7 +135,7 @@ func TestTwoClaimersNeverShareARow(t *testing.T) {
 	}
 	claimed := make([][]int64, 2)
 	var wg sync.WaitGroup
-	for i, s := range []*pgstore.Store{a, b} {
+	for i, s := range []*stead.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -171,7 +180,8 @@ func TestFailedBundleLeavesNothingVisible(t *testing.T) {
 	mustCommit(t, a, exe, stead.Bundle{})
 	// Plant a trace row where the commit's trace step will go, so that the last write of the
 	// bundle fails on the primary key after every other write of the step has been made.
-	if _, err := a.Pool().Exec(ctx, `INSERT INTO `+pgdb.Qualifier(a.Schema())+`stead_trace VALUES ('x', 0, '{}')`); err != nil {
+	ab := backend(t, a)
+	if _, err := ab.Pool().Exec(ctx, `INSERT INTO `+pgdb.Qualifier(ab.Schema())+`stead_trace VALUES ('x', 0, '{}')`); err != nil {
 		t.Fatal(err)
 	}
 	exe.Status = stead.StatusDone
@@ -184,9 +194,6 @@ func TestFailedBundleLeavesNothingVisible(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("commit succeeded over a planted trace row")
-	}
-	if exe.Version != 1 {
-		t.Fatalf("failed commit left version %d, want 1", exe.Version)
 	}
 	got, processed, err := b.LoadForEvent(ctx, "x", "in")
 	if err != nil || got.Version != 1 || got.Status != stead.StatusRunning || processed {
@@ -241,12 +248,9 @@ func TestMigrateConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := pgstore.New(pool, pgstore.WithSchema(schema))
+			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
 			if err == nil {
-				err = s.Migrate(ctx)
-			}
-			if err == nil {
-				err = s.Migrate(ctx) // a second run finds nothing to do
+				_, err = pgstore.New(ctx, pool, pgstore.WithSchema(schema)) // a second run finds nothing to do
 			}
 			if err == nil {
 				_, err = s.Commit(ctx, newExe(fmt.Sprint("m", i)), stead.Bundle{})
@@ -267,45 +271,17 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 }
 
-func TestOpenRetriesThenUnavailable(t *testing.T) {
-	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	dsn := "postgres://postgres@" + addr + "/postgres?sslmode=disable&connect_timeout=2"
-
-	start := time.Now()
-	_, err = pgstore.Open(context.Background(), dsn, pgstore.WithConnectRetry(4, 50*time.Millisecond))
-	if !errors.Is(err, stead.ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrUnavailable", err)
-	}
-	if el := time.Since(start); el < 150*time.Millisecond {
-		t.Fatalf("gave up after %v: it did not wait between its 4 attempts", el)
-	}
-
-	// A context cancelled while it waits ends the retries at once.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start = time.Now()
-	_, err = pgstore.Open(ctx, dsn, pgstore.WithConnectRetry(100, time.Second))
-	if !errors.Is(err, stead.ErrUnavailable) || time.Since(start) > 2*time.Second {
-		t.Fatalf("cancelled open: %v after %v", err, time.Since(start))
-	}
-}
-
 // lockRow holds the execution's row lock in another transaction until the test ends.
-func lockRow(t *testing.T, s *pgstore.Store, id string) {
+func lockRow(t *testing.T, s *stead.Store, id string) {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := s.Pool().Begin(ctx)
+	b := backend(t, s)
+	tx, err := b.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgdb.Qualifier(s.Schema())+`stead_executions WHERE id = $1 FOR UPDATE`, id); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgdb.Qualifier(b.Schema())+`stead_executions WHERE id = $1 FOR UPDATE`, id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -352,102 +328,114 @@ func TestTimeouts(t *testing.T) {
 	t.Parallel()
 	t.Run("statement timeout", func(t *testing.T) {
 		t.Parallel()
-		s := newStore(t, pgstore.WithStatementTimeout(100*time.Millisecond))
+		s := newStoreOn(t, openPool(t, pgdb.Config{StatementTimeout: 100 * time.Millisecond}))
 		exe := newExe("slow")
 		mustCommit(t, s, exe, stead.Bundle{})
 		lockRow(t, s, "slow")
 		if _, err := s.Commit(context.Background(), exe, stead.Bundle{}); !errors.Is(err, stead.ErrTimeout) {
 			t.Fatalf("err = %v, want ErrTimeout", err)
 		}
-		if exe.Version != 1 {
-			t.Fatalf("version %d after a timeout", exe.Version)
-		}
 	})
-	t.Run("acquire timeout", func(t *testing.T) {
+	// A call whose context ends while it waits for a pooled connection sent nothing.
+	t.Run("no free connection", func(t *testing.T) {
 		t.Parallel()
-		s := newStore(t, pgstore.WithMaxConns(1), pgstore.WithAcquireTimeout(50*time.Millisecond))
-		conn, err := s.Pool().Acquire(context.Background())
+		pool := openPool(t, pgdb.Config{MaxConns: 1})
+		s := newStoreOn(t, pool)
+		conn, err := pool.Acquire(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Release()
-		if _, err := s.Load(context.Background(), "any"); !errors.Is(err, stead.ErrUnavailable) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := s.Load(ctx, "any"); !errors.Is(err, stead.ErrUnavailable) {
 			t.Fatalf("err = %v, want ErrUnavailable", err)
 		}
 	})
 }
 
-func TestOpenRefusesUnsafeSchema(t *testing.T) {
+func TestNewRefusesBadArguments(t *testing.T) {
 	t.Parallel()
 	pool := pgdbtest.Pool(t)
+	ctx := context.Background()
 	for _, name := range []string{"a;drop table x", "1abc", "pg_catalog", `a"b`, "with space", "x\x00"} {
-		if _, err := pgstore.Open(context.Background(), pgdbtest.URL(), pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
-			t.Errorf("Open(%q) = %v, want ErrInvalid", name, err)
-		}
-		if _, err := pgstore.New(pool, pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
+		if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(name)); !errors.Is(err, stead.ErrInvalid) {
 			t.Errorf("New(%q) = %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := pgstore.New(nil); !errors.Is(err, stead.ErrInvalid) {
+	if _, err := pgstore.New(ctx, nil); !errors.Is(err, stead.ErrInvalid) {
 		t.Errorf("New(nil) = %v, want ErrInvalid", err)
-	}
-	if _, err := pgstore.Open(context.Background(), "postgres://%zz"); !errors.Is(err, stead.ErrInvalid) {
-		t.Errorf("malformed dsn: %v, want ErrInvalid", err)
 	}
 }
 
+// Under WithoutMigrate, New runs no DDL and accepts only a schema at exactly its version.
 func TestWithoutMigrate(t *testing.T) {
 	t.Parallel()
 	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
 	name := pgdbtest.NewName(t)
 	t.Cleanup(func() { pgdbtest.Drop(t, pool, name) })
-	if _, err := pgstore.Open(ctx, pgdbtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
-		t.Fatal("Open WithoutMigrate accepted an empty schema")
+	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
+		t.Fatal("New WithoutMigrate accepted a schema that was never migrated")
 	}
-	s, err := pgstore.New(pool, pgstore.WithSchema(name))
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, name).Scan(&exists); err != nil || exists {
+		t.Fatalf("New WithoutMigrate created the schema (%v, %v)", exists, err)
+	}
+	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckSchema(ctx); err == nil {
-		t.Fatal("CheckSchema accepted an empty schema")
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CheckSchema(ctx); err != nil {
-		t.Fatalf("after Migrate: %v", err)
-	}
-	o, err := pgstore.Open(ctx, pgdbtest.URL(), pgstore.WithSchema(name), pgstore.WithoutMigrate())
+	o, err := pgstore.New(ctx, pool, pgstore.WithSchema(name), pgstore.WithoutMigrate())
 	if err != nil {
-		t.Fatalf("Open WithoutMigrate after Migrate: %v", err)
+		t.Fatalf("New WithoutMigrate after a migration: %v", err)
 	}
 	o.Close()
+
+	// A schema migrated by a newer build is refused too.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the point is to roll back
+	if _, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{name, "stead_migrations"}.Sanitize()+` (version, name) VALUES (999, 'future')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(name), pgstore.WithoutMigrate()); err == nil {
+		t.Fatal("New WithoutMigrate accepted a schema newer than its migrations")
+	}
+
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := pool.Ping(ctx); err != nil {
-		t.Fatalf("Close of a New store closed the application's pool: %v", err)
+		t.Fatalf("Close closed the application's pool: %v", err)
 	}
 	if _, err := s.Load(ctx, "a"); !errors.Is(err, stead.ErrClosed) {
 		t.Fatalf("load after close: %v", err)
 	}
-	if _, err := s.CommitBatch(ctx, []stead.CommitItem{{Execution: newExe("a")}}); !errors.Is(err, stead.ErrClosed) {
-		t.Fatalf("batch after close: %v", err)
+	if _, err := backend(t, s).CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: newExe("a")}}); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("commit in a transaction after close: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
 }
 
+// The transaction methods leave their arguments alone, so a rollback needs no undoing: the
+// caller's executions are still at the versions the database keeps.
 func TestSharedTransaction(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
+	b := backend(t, s)
 	ctx := context.Background()
 	exe := newExe("shared")
 	mustCommit(t, s, exe, stead.Bundle{})
-	step := func(tx pgx.Tx) ([]stead.CommitItem, []stead.CommitResult) {
-		loaded, err := s.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "shared", EventID: "ev"}})
+	step := func(tx pgx.Tx) []stead.CommitItem {
+		loaded, err := b.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "shared", EventID: "ev"}})
 		if err != nil || loaded[0].Execution == nil || loaded[0].Processed {
 			t.Fatalf("load in tx: %+v, %v", loaded, err)
 		}
@@ -455,30 +443,32 @@ func TestSharedTransaction(t *testing.T) {
 			{Execution: loaded[0].Execution, Bundle: stead.Bundle{ProcessedEventID: "ev", Emits: []stead.Emit{{Event: stead.Event{ID: "o", Kind: "K"}}}}},
 			{Execution: newExe("born")},
 		}
-		res, err := s.CommitBatchTx(ctx, tx, items)
+		res, err := b.CommitBatchTx(ctx, tx, items)
 		if err != nil || res[0].Err != nil || res[1].Err != nil {
 			t.Fatalf("commit in tx: %+v, %v", res, err)
 		}
-		return items, res
+		if res[0].Version != 2 || len(res[0].Seqs) != 1 || res[1].Version != 1 {
+			t.Fatalf("results %+v, want versions 2 (one seq) and 1", res)
+		}
+		if items[0].Execution.Version != 1 || items[1].Execution.Version != 0 {
+			t.Fatalf("the commit changed its items: versions %d, %d", items[0].Execution.Version, items[1].Execution.Version)
+		}
+		return items
 	}
 
-	tx, err := s.Pool().Begin(ctx)
+	tx, err := b.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, res := step(tx)
+	step(tx)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
-	}
-	pgstore.UndoVersions(items, res)
-	if items[0].Execution.Version != 1 || items[1].Execution.Version != 0 {
-		t.Fatalf("versions after undo: %d, %d", items[0].Execution.Version, items[1].Execution.Version)
 	}
 	if _, err := s.Load(ctx, "born"); !errors.Is(err, stead.ErrNotFound) {
 		t.Fatalf("rolled back insert is visible: %v", err)
 	}
 
-	err = pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error { step(tx); return nil })
+	err = pgx.BeginFunc(ctx, b.Pool(), func(tx pgx.Tx) error { step(tx); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +480,7 @@ func TestSharedTransaction(t *testing.T) {
 
 func TestPgBouncerMode(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, pgstore.WithPgBouncer())
+	s := newStoreOn(t, openPool(t, pgdb.Config{PgBouncer: true}))
 	ctx := context.Background()
 	exe := newExe("pb")
 	mustCommit(t, s, exe, stead.Bundle{ProcessedEventID: "a"})
@@ -532,13 +522,20 @@ func TestRacingBatches(t *testing.T) {
 	ctx := context.Background()
 	const n, rounds = 20, 15
 	exes := make([]*stead.Execution, n)
-	var seed []stead.CommitItem
+	var initial []stead.CommitItem
 	for i := range exes {
 		exes[i] = newExe(fmt.Sprintf("x%02d", i))
-		seed = append(seed, stead.CommitItem{Execution: exes[i]})
+		initial = append(initial, stead.CommitItem{Execution: exes[i]})
 	}
-	if _, err := a.CommitBatch(ctx, seed); err != nil {
+	res, err := a.CommitBatch(ctx, initial)
+	if err != nil {
 		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		exes[i].Version = r.Version
 	}
 	for r := range rounds {
 		batches := make([][]stead.CommitItem, 2)
@@ -550,7 +547,7 @@ func TestRacingBatches(t *testing.T) {
 		results := make([][]stead.CommitResult, 2)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
-		for i, s := range []*pgstore.Store{a, b} {
+		for i, s := range []*stead.Store{a, b} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -573,6 +570,7 @@ func TestRacingBatches(t *testing.T) {
 					if won[exe.ID] != nil {
 						t.Fatalf("round %d: %s won by both batches", r, exe.ID)
 					}
+					exe.Version = res.Version
 					won[exe.ID] = exe
 				case !errors.Is(res.Err, stead.ErrConflict):
 					t.Fatalf("round %d: %s: %v", r, exe.ID, res.Err)
@@ -604,7 +602,7 @@ func TestTraceIndexUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := []*pgstore.Store{a, b}[i%2].AppendTrace(ctx, "tr", stead.TraceStep{EventKind: "append"})
+			_, err := []*stead.Store{a, b}[i%2].AppendTrace(ctx, "tr", stead.TraceStep{EventKind: "append"})
 			errs <- err
 		}()
 	}
@@ -612,10 +610,12 @@ func TestTraceIndexUnderConcurrency(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range commits {
-			if _, err := b.Commit(ctx, exe, stead.Bundle{Trace: &stead.TraceStep{EventKind: "commit"}}); err != nil {
+			c, err := b.Commit(ctx, exe, stead.Bundle{Trace: &stead.TraceStep{EventKind: "commit"}})
+			if err != nil {
 				errs <- err
 				return
 			}
+			exe.Version = c.Version
 		}
 	}()
 	wg.Wait()
@@ -639,9 +639,9 @@ func TestTraceIndexUnderConcurrency(t *testing.T) {
 	}
 }
 
-// TestQueueCommit runs QueueCommit inside a transaction: a won commit fills in its result and
-// bumps the version when the batch is read, a lost one reports the conflict and writes nothing,
-// and invalid input queues nothing.
+// TestQueueCommit runs QueueCommit inside a transaction: a won commit fills in its result when
+// the batch is read, a lost one reports the conflict and writes nothing, and neither changes
+// the execution it was given.
 func TestQueueCommit(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -658,41 +658,41 @@ func TestQueueCommit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := newStore(t)
+			b := backend(t, s)
 			ctx := context.Background()
 			exe := newExe("q")
 			mustCommit(t, s, exe, stead.Bundle{})
-			stale := exe.Clone()
 
 			var res stead.CommitResult
-			err := pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
-				b := &pgx.Batch{}
-				if err := s.QueueCommit(b, exe, tt.bundle, &res); err != nil {
+			err := pgx.BeginFunc(ctx, b.Pool(), func(tx pgx.Tx) error {
+				batch := &pgx.Batch{}
+				if err := b.QueueCommit(batch, exe, tt.bundle, &res); err != nil {
 					return err
 				}
-				if b.Len() != 1 {
-					t.Fatalf("queued %d statements, want 1", b.Len())
+				if batch.Len() != 1 {
+					t.Fatalf("queued %d statements, want 1", batch.Len())
 				}
-				return tx.SendBatch(ctx, b).Close()
+				return tx.SendBatch(ctx, batch).Close()
 			})
-			if err != nil || res.Err != nil || len(res.Seqs) != tt.seqs || exe.Version != 2 {
-				t.Fatalf("won commit: err %v, result %+v, version %d", err, res, exe.Version)
+			if err != nil || res.Err != nil || len(res.Seqs) != tt.seqs || res.Version != 2 || exe.Version != 1 {
+				t.Fatalf("won commit: err %v, result %+v, execution at version %d", err, res, exe.Version)
 			}
 			if _, processed, err := s.LoadForEvent(ctx, "q", "ev"); err != nil || !processed {
 				t.Fatalf("after the won commit: processed %v, %v", processed, err)
 			}
 
-			// The stale copy loses: a conflict in the result, the version untouched, nothing written.
+			// exe is stale now: it loses, with a conflict in the result and nothing written.
 			res = stead.CommitResult{}
-			err = pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
-				b := &pgx.Batch{}
-				if err := s.QueueCommit(b, stale, stead.Bundle{ProcessedEventID: "ev2"}, &res); err != nil {
+			err = pgx.BeginFunc(ctx, b.Pool(), func(tx pgx.Tx) error {
+				batch := &pgx.Batch{}
+				if err := b.QueueCommit(batch, exe, stead.Bundle{ProcessedEventID: "ev2"}, &res); err != nil {
 					return err
 				}
-				return tx.SendBatch(ctx, b).Close()
+				return tx.SendBatch(ctx, batch).Close()
 			})
 			var ce *stead.ConflictError
-			if err != nil || !errors.As(res.Err, &ce) || ce.Expected != 1 || stale.Version != 1 {
-				t.Fatalf("lost commit: err %v, result %+v, version %d", err, res, stale.Version)
+			if err != nil || !errors.As(res.Err, &ce) || ce.Expected != 1 || res.Version != 0 {
+				t.Fatalf("lost commit: err %v, result %+v", err, res)
 			}
 			if _, processed, _ := s.LoadForEvent(ctx, "q", "ev2"); processed {
 				t.Fatal("the lost commit wrote its dedupe marker")
@@ -701,11 +701,19 @@ func TestQueueCommit(t *testing.T) {
 	}
 }
 
-func TestQueueCommitInvalid(t *testing.T) {
+// The transaction entry points refuse what the Store refuses, and queue or send nothing.
+func TestTxEntryPointsRefuseBadInput(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	tx, err := b.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // nothing to keep
 	var res stead.CommitResult
-	tests := []struct {
+	queue := []struct {
 		name   string
 		b      *pgx.Batch
 		exe    *stead.Execution
@@ -717,15 +725,214 @@ func TestQueueCommitInvalid(t *testing.T) {
 		{"nil result", &pgx.Batch{}, newExe("a"), stead.Bundle{}, nil},
 		{"empty id", &pgx.Batch{}, newExe(""), stead.Bundle{}, &res},
 		{"NUL in event id", &pgx.Batch{}, newExe("a"), stead.Bundle{ProcessedEventID: "e\x00"}, &res},
+		{"timer without time", &pgx.Batch{}, newExe("a"), stead.Bundle{Timers: []stead.TimerOp{{Action: stead.TimerSchedule, Path: "p"}}}, &res},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := s.QueueCommit(tt.b, tt.exe, tt.bundle, tt.res)
+	for _, tt := range queue {
+		t.Run("queue commit/"+tt.name, func(t *testing.T) {
+			err := b.QueueCommit(tt.b, tt.exe, tt.bundle, tt.res)
 			if !errors.Is(err, stead.ErrInvalid) {
 				t.Fatalf("QueueCommit = %v, want ErrInvalid", err)
 			}
 			if tt.b != nil && tt.b.Len() != 0 {
 				t.Fatalf("queued %d statements for invalid input", tt.b.Len())
+			}
+		})
+	}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"load for events/nil tx", func() error {
+			_, err := b.LoadForEventsTx(ctx, nil, []stead.EventRef{{ExecutionID: "a", EventID: "e"}})
+			return err
+		}},
+		{"load for events/empty event id", func() error {
+			_, err := b.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "a"}})
+			return err
+		}},
+		{"load for events/too many", func() error {
+			refs := make([]stead.EventRef, stead.MaxBatch+1)
+			for i := range refs {
+				refs[i] = stead.EventRef{ExecutionID: fmt.Sprint("a", i), EventID: "e"}
+			}
+			_, err := b.LoadForEventsTx(ctx, tx, refs)
+			return err
+		}},
+		{"commit batch/nil tx", func() error {
+			_, err := b.CommitBatchTx(ctx, nil, []stead.CommitItem{{Execution: newExe("a")}})
+			return err
+		}},
+		{"commit batch/too many", func() error {
+			_, err := b.CommitBatchTx(ctx, tx, make([]stead.CommitItem, stead.MaxBatch+1))
+			return err
+		}},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.call(); !errors.Is(err, stead.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	// An invalid item is refused in its result; the transaction is still usable.
+	res2, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: newExe("")}})
+	if err != nil || !errors.Is(res2[0].Err, stead.ErrInvalid) {
+		t.Fatalf("invalid item: %+v, %v", res2, err)
+	}
+	if _, err := b.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: "a", EventID: "e"}}); err != nil {
+		t.Fatalf("the transaction is unusable after refused input: %v", err)
+	}
+}
+
+// A deadlock PostgreSQL detects fails the victim with ErrConflict, and the victim's writes are
+// gone. The application's transaction holds B and then waits for A, while a CommitBatch (which
+// locks in id order) holds A and waits for B. Either may be the victim; whichever it is, its
+// error is a conflict and only the survivor's writes land.
+func TestDeadlockIsConflict(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	a1, b1 := newExe("a"), newExe("b")
+	mustCommit(t, s, a1, stead.Bundle{})
+	mustCommit(t, s, b1, stead.Bundle{})
+
+	tx, err := b.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	if res, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: b1, Bundle: stead.Bundle{ProcessedEventID: "tx"}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("lock b in the transaction: %+v, %v", res, err)
+	}
+	batchErr := make(chan error, 1)
+	go func() {
+		res, err := s.CommitBatch(ctx, []stead.CommitItem{
+			{Execution: a1, Bundle: stead.Bundle{ProcessedEventID: "batch"}},
+			{Execution: b1, Bundle: stead.Bundle{ProcessedEventID: "batch"}},
+		})
+		if err == nil && (res[0].Err != nil || res[1].Err != nil) {
+			err = fmt.Errorf("batch items: %v, %v", res[0].Err, res[1].Err)
+		}
+		batchErr <- err
+	}()
+	// Let the batch lock a and start waiting for b before the transaction asks for a.
+	waitForLockWait(t, b)
+	_, txErr := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: a1, Bundle: stead.Bundle{ProcessedEventID: "tx"}}})
+	if txErr != nil {
+		// The transaction was the victim: it is aborted, and the batch goes through.
+		t.Log("the transaction was the victim")
+		if !errors.Is(txErr, stead.ErrConflict) {
+			t.Fatalf("the transaction's deadlock: %v, want ErrConflict", txErr)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-batchErr; err != nil {
+			t.Fatalf("the batch after the transaction's deadlock: %v", err)
+		}
+		assertProcessed(t, s, "batch", "tx")
+		return
+	}
+	t.Log("the batch was the victim")
+	err = <-batchErr
+	if !errors.Is(err, stead.ErrConflict) {
+		t.Fatalf("the batch's deadlock: %v, want ErrConflict", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertProcessed(t, s, "tx", "batch")
+}
+
+// waitForLockWait returns once a connection of b's pool waits for a row lock.
+func waitForLockWait(t *testing.T, b *pgstore.Backend) {
+	t.Helper()
+	for range 200 {
+		var waiting bool
+		if err := b.Pool().QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+				AND strpos(query, $1) > 0 AND strpos(query, 'stead_commit_batch') > 0)`, b.Schema()).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the batch never waited for the transaction's lock")
+}
+
+// assertProcessed checks that executions a and b carry the marker of winner and not that of loser,
+// and are at version 2: only the winner's commits landed.
+func assertProcessed(t *testing.T, s *stead.Store, winner, loser string) {
+	t.Helper()
+	for _, id := range []string{"a", "b"} {
+		got, won, err := s.LoadForEvent(context.Background(), id, winner)
+		if err != nil || !won || got.Version != 2 {
+			t.Fatalf("%s: %+v, processed %q = %v, %v; want version 2 with the marker", id, got, winner, won, err)
+		}
+		if lost, _ := s.IsProcessed(context.Background(), id, loser); lost {
+			t.Fatalf("%s: the deadlock victim's marker %q landed", id, loser)
+		}
+	}
+}
+
+// In a REPEATABLE READ transaction, committing an execution another commit changed since the
+// transaction's snapshot is a serialization failure: ErrConflict, through each entry point.
+func TestSerializationFailureIsConflict(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		commit func(tx pgx.Tx, exe *stead.Execution) error
+	}{
+		{"commit batch", func(tx pgx.Tx, exe *stead.Execution) error {
+			res, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: exe}, {Execution: newExe(exe.ID + "-new")}})
+			if err == nil {
+				err = errors.Join(res[0].Err, res[1].Err)
+			}
+			return err
+		}},
+		{"commit batch of one", func(tx pgx.Tx, exe *stead.Execution) error {
+			res, err := b.CommitBatchTx(ctx, tx, []stead.CommitItem{{Execution: exe}})
+			if err == nil {
+				err = res[0].Err
+			}
+			return err
+		}},
+		{"queue commit", func(tx pgx.Tx, exe *stead.Execution) error {
+			batch := &pgx.Batch{}
+			var res stead.CommitResult
+			if err := b.QueueCommit(batch, exe, stead.Bundle{Emits: []stead.Emit{{Event: stead.Event{ID: "e", Kind: "K"}}}}, &res); err != nil {
+				return err
+			}
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+			return res.Err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := strings.ReplaceAll(tt.name, " ", "-")
+			exe := newExe(id)
+			mustCommit(t, s, exe, stead.Bundle{})
+			tx, err := b.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // it is aborted
+			loaded, err := b.LoadForEventsTx(ctx, tx, []stead.EventRef{{ExecutionID: id, EventID: "ev"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCommit(t, s, exe.Clone(), stead.Bundle{}) // after the transaction's snapshot
+			err = tt.commit(tx, loaded[0].Execution)
+			if !errors.Is(err, stead.ErrConflict) {
+				t.Fatalf("err = %v, want ErrConflict", err)
 			}
 		})
 	}

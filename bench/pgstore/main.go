@@ -33,7 +33,6 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/pgbenchwork"
-	"github.com/steadhq/stead/internal/pgstoresql"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
@@ -48,13 +47,15 @@ type bench struct {
 	big     int
 	schema  string
 	q       string // the schema qualifier
-	store   *pgstore.Store
+	pool    *pgxpool.Pool
+	store   *stead.Store
 	admin   *pgxpool.Pool
-	sql     pgstoresql.Statements
+	sql     map[string]string // the store's statements (pgstore.Statements)
 	out     strings.Builder
 	runID   atomic.Int64
 	only    string
-	nosync  *pgstore.Store // the same schema on connections with synchronous_commit off
+	nosync  *stead.Store // the same schema on connections with synchronous_commit off
+	nspool  *pgxpool.Pool
 }
 
 func main() {
@@ -77,13 +78,17 @@ func (b *bench) run(outPath string) error {
 	_, _ = rand.Read(rnd[:])
 	b.schema = "stead_bench_" + hex.EncodeToString(rnd[:])
 	b.q = pgdb.Qualifier(b.schema)
-	b.sql = pgstoresql.New(b.schema)
+	b.sql = pgstore.Statements(b.schema)
 	var err error
 	if b.admin, err = pgxpool.New(b.ctx, b.dsn); err != nil {
 		return err
 	}
 	defer b.admin.Close()
-	if b.store, err = pgstore.Open(b.ctx, b.dsn, pgstore.WithSchema(b.schema), pgstore.WithMaxConns(16)); err != nil {
+	if b.pool, err = pgdb.Open(b.ctx, b.dsn, pgdb.Config{MaxConns: 16}); err != nil {
+		return err
+	}
+	defer b.pool.Close()
+	if b.store, err = pgstore.New(b.ctx, b.pool, pgstore.WithSchema(b.schema)); err != nil {
 		return err
 	}
 	defer func() {
@@ -98,14 +103,14 @@ func (b *bench) run(outPath string) error {
 	}
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	cfg.MaxConns = 16
-	nosyncPool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	if err != nil {
+	if b.nspool, err = pgxpool.NewWithConfig(b.ctx, cfg); err != nil {
 		return err
 	}
-	defer nosyncPool.Close()
-	if b.nosync, err = pgstore.New(nosyncPool, pgstore.WithSchema(b.schema)); err != nil {
+	defer b.nspool.Close()
+	if b.nosync, err = pgstore.New(b.ctx, b.nspool, pgstore.WithSchema(b.schema), pgstore.WithoutMigrate()); err != nil {
 		return err
 	}
+	defer b.nosync.Close()
 	b.header()
 	steps := []struct {
 		name string
@@ -146,7 +151,7 @@ func (b *bench) header() {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "), version)
 	b.printf("- fsync=%s, synchronous_commit=%s: every commit waits for a WAL flush, so commit rates are bounded by the disk's flush latency, which varies a lot on this machine\n", fsync, syncCommit)
 	b.printf("- each comparison alternates its two sides %d times (%d s each, the first side alternating) and reports the median of each side and the median of the per-round ratios\n", b.rounds, b.secs)
-	b.printf("- the ceiling is pgbench (`%s -n -M prepared -f script.sql -c N -j N -T %d`) running the statement the store sends, taken from internal/pgstoresql, with pgbench variables in place of the parameters\n\n", b.pgbench, b.secs)
+	b.printf("- the ceiling is pgbench (`%s -n -M prepared -f script.sql -c N -j N -T %d`) running the statement the store sends, taken from pgstore.Statements, with pgbench variables in place of the parameters\n\n", b.pgbench, b.secs)
 }
 
 // measure runs fn on callers goroutines for the measurement time and returns calls per second.
@@ -244,7 +249,7 @@ func (b *bench) stateOnlyScript() (string, map[string]string, error) {
 		return "", nil, err
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	script := "\\set old :old + 1\n" + pgbenchSQL(b.sql.CommitState,
+	script := "\\set old :old + 1\n" + pgbenchSQL(b.sql["CommitState"],
 		":client_id", ":def", ":status", "''", ":path", "''", ":created", ":updated", "NULL",
 		":data", ":old", ":old")
 	vars := map[string]string{"old": "-1", "def": exe.DefinitionID, "status": string(exe.Status),
@@ -282,8 +287,7 @@ func (b *bench) storeStateOnly(callers int) (float64, error) {
 	exes := pgbenchwork.Executions(fmt.Sprintf("go-%d-", run), callers)
 	return b.measure(callers, func(w, i int) error {
 		exes[w].UpdatedAt = time.Now()
-		_, err := b.store.Commit(b.ctx, exes[w], stead.Bundle{ProcessedEventID: strconv.Itoa(i)})
-		return err
+		return commit(b.ctx, b.store, exes[w], stead.Bundle{ProcessedEventID: strconv.Itoa(i)})
 	})
 }
 
@@ -308,12 +312,13 @@ func (b *bench) stateOnly() error {
 func (b *bench) complexCommit() error {
 	log.Print("complex commit")
 	b.printf("## Complex commit: 2 emits + dedupe + 1 timer + trace\n\n")
-	b.printf("pgstore sends the whole bundle in one round-trip, a call of the `stead_commit_bundle` function (migration 002), which runs the CAS and then only the side-effect statements the bundle needs. The baseline sends the same bundle the seed's way, one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
+	b.printf("pgstore sends the whole bundle in one round-trip, a call of the `stead_commit_bundle` function (pgstore/migrations/001_init.sql), which runs the CAS and then only the side-effect statements the bundle needs. The baseline sends the same bundle one statement per round-trip inside BEGIN/COMMIT (9 round-trips: BEGIN, CAS UPDATE, 2 outbox INSERTs, dedupe, timer upsert, trace INSERT with MAX()+1, trace cap DELETE, COMMIT; `internal/pgbenchwork.PerStatementCommit`), on the same pool and tables.\n\n")
 	b.printf("The second table runs both on connections with `synchronous_commit = off` (a session setting, nothing else changes): without the wait for the WAL flush, what remains is the round-trips and the server's work, which is what pipelining saves.\n\n")
 	for _, variant := range []struct {
 		title string
-		s     *pgstore.Store
-	}{{"synchronous_commit = on (durable; the target)", b.store}, {"synchronous_commit = off (round-trips and server work only)", b.nosync}} {
+		s     *stead.Store
+		pool  *pgxpool.Pool
+	}{{"synchronous_commit = on (durable; the target)", b.store, b.pool}, {"synchronous_commit = off (round-trips and server work only)", b.nosync, b.nspool}} {
 		b.printf("### %s\n\n", variant.title)
 		b.printf("| callers | pgstore commits/s | one statement per round-trip | ratio | target ≥ 1.5× | rounds (pgstore; per statement) |\n|---|---|---|---|---|---|\n")
 		s := variant.s
@@ -323,20 +328,19 @@ func (b *bench) complexCommit() error {
 					run := b.runID.Add(1)
 					exes := pgbenchwork.Executions(fmt.Sprintf("cx-%d-", run), callers)
 					return b.measure(callers, func(w, i int) error {
-						_, err := s.Commit(b.ctx, exes[w], pgbenchwork.ComplexBundle(i))
-						return err
+						return commit(b.ctx, s, exes[w], pgbenchwork.ComplexBundle(i))
 					})
 				},
 				func() (float64, error) {
 					run := b.runID.Add(1)
 					exes := pgbenchwork.Executions(fmt.Sprintf("ps-%d-", run), callers)
 					for _, e := range exes {
-						if err := stead.Save(b.ctx, s, e); err != nil {
+						if err := commit(b.ctx, s, e, stead.Bundle{}); err != nil {
 							return 0, err
 						}
 					}
 					return b.measure(callers, func(w, i int) error {
-						return pgbenchwork.PerStatementCommit(b.ctx, s.Pool(), b.q, exes[w], pgbenchwork.ComplexBundle(i), pgstore.DefaultTraceCap)
+						return pgbenchwork.PerStatementCommit(b.ctx, variant.pool, b.q, exes[w], pgbenchwork.ComplexBundle(i), pgstore.DefaultTraceCap)
 					})
 				})
 			if err != nil {
@@ -357,11 +361,11 @@ func (b *bench) loadForEvent() error {
 	b.printf("| callers | pgstore loads/s | pgbench loads/s | ratio | rounds (pgstore; pgbench) |\n|---|---|---|---|---|\n")
 	for w := range 8 {
 		exe := pgbenchwork.Execution(fmt.Sprintf("load-%d", w))
-		if _, err := b.store.Commit(b.ctx, exe, stead.Bundle{ProcessedEventID: "seen"}); err != nil {
+		if err := commit(b.ctx, b.store, exe, stead.Bundle{ProcessedEventID: "seen"}); err != nil {
 			return err
 		}
 	}
-	script := "\\set w :client_id\n" + pgbenchSQL(b.sql.LoadForEvent, "('load-' || :w)", ":ev")
+	script := "\\set w :client_id\n" + pgbenchSQL(b.sql["LoadForEvent"], "('load-' || :w)", ":ev")
 	for _, callers := range []int{1, 8} {
 		ms, mp, ratio, ss, ps, err := b.compare(
 			func() (float64, error) {
@@ -405,10 +409,11 @@ func (b *bench) batch() error {
 					batches[w][j].Bundle.ProcessedEventID = strconv.Itoa(i)
 				}
 				res, err := b.store.CommitBatch(b.ctx, batches[w])
-				for _, r := range res {
+				for j, r := range res {
 					if err == nil {
 						err = r.Err
 					}
+					batches[w][j].Execution.Version = r.Version
 				}
 				return err
 			})
@@ -446,7 +451,8 @@ func latencies(n int, fn, after func() error) (time.Duration, time.Duration, err
 // claimSide is one outbox of the claim comparison: a store on its own schema and its backlog.
 type claimSide struct {
 	pending int
-	s       *pgstore.Store
+	s       *stead.Store
+	schema  string
 	q       string
 	claimed []stead.OutboxEntry
 	calls   []float64 // ClaimOutbox latencies
@@ -458,10 +464,10 @@ func (b *bench) claim() error {
 	const iterations = 300
 	b.printf("## Claim of 100 outbox rows against the backlog\n\n")
 	b.printf("Two outboxes, in two schemas of the same database, are filled with `generate_series` (1,000 and %d rows), vacuumed and analyzed. Then, %d times and alternating between the two, 100 rows are claimed (timed) and acknowledged and 100 new rows appended (not timed), so each backlog stays constant; alternating call by call lets the machine's noise hit both alike. A claim writes its 100 leases and waits for the WAL flush, which dominates.\n\n", b.big, iterations)
-	b.printf("The last two columns time the claim statement alone (the SQL of internal/pgstoresql, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
-	small := &claimSide{pending: 1000, s: b.store, q: b.q}
+	b.printf("The last two columns time the claim statement alone (the SQL of pgstore.Statements, one round-trip) inside a transaction that is rolled back, so no WAL flush is waited for: that is the part of the cost a backlog could make grow.\n\n")
+	small := &claimSide{pending: 1000, s: b.store, schema: b.schema, q: b.q}
 	bigSchema := b.schema + "_big"
-	big, err := pgstore.Open(b.ctx, b.dsn, pgstore.WithSchema(bigSchema))
+	big, err := pgstore.New(b.ctx, b.pool, pgstore.WithSchema(bigSchema))
 	if err != nil {
 		return err
 	}
@@ -471,7 +477,7 @@ func (b *bench) claim() error {
 			log.Printf("drop schema %s: %v", bigSchema, err)
 		}
 	}()
-	sides := []*claimSide{small, {pending: b.big, s: big, q: pgdb.Qualifier(bigSchema)}}
+	sides := []*claimSide{small, {pending: b.big, s: big, schema: bigSchema, q: pgdb.Qualifier(bigSchema)}}
 	fill := func(c *claimSide, n int) error {
 		_, err := b.admin.Exec(b.ctx, `INSERT INTO `+c.q+`stead_outbox (source_id, target_id, event)
 			SELECT 'src-' || (g % 1000), 'dst-' || (g % 1000), '{"id":"e' || g || '","kind":"Tick"}'
@@ -538,7 +544,7 @@ func (b *bench) claimAlone(c *claimSide) (time.Duration, error) {
 		return 0, err
 	}
 	defer tx.Rollback(b.ctx) //nolint:errcheck // the point is to roll back
-	claimSQL := pgstoresql.Limit(pgstoresql.New(c.s.Schema()).ClaimOutbox, 100)
+	claimSQL := strings.Replace(pgstore.Statements(c.schema)["ClaimOutbox"], "{limit}", "100", 1)
 	now := time.Now()
 	start := time.Now()
 	tag, err := tx.Exec(b.ctx, claimSQL, now, now.Add(time.Minute))
@@ -547,6 +553,15 @@ func (b *bench) claimAlone(c *claimSide) (time.Duration, error) {
 		err = fmt.Errorf("claimed %d rows", tag.RowsAffected())
 	}
 	return d, err
+}
+
+// commit commits exe and moves it to its new version, for the caller's next commit.
+func commit(ctx context.Context, s *stead.Store, exe *stead.Execution, bundle stead.Bundle) error {
+	c, err := s.Commit(ctx, exe, bundle)
+	if err == nil {
+		exe.Version = c.Version
+	}
+	return err
 }
 
 func pct(xs []float64, p int) float64 {

@@ -1,6 +1,6 @@
-// Package pgbenchwork is the workload the pgstore benchmarks and the bench/pgstore harness share:
-// the execution and bundles they commit, and the seed's one-statement-per-round-trip commit that
-// the pipelined one is compared with. It exists so that both measure exactly the same thing.
+// Package pgbenchwork is the workload the pgstore benchmarks and the bench/pgstore harness share,
+// so that both measure exactly the same thing: the executions and bundles they commit, and the
+// commit sent one statement per round-trip that the store's single round-trip is compared with.
 package pgbenchwork
 
 import (
@@ -9,18 +9,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 )
 
-// Context is the user context of every benchmark execution: a small order, about 150 bytes.
-var Context = json.RawMessage(`{"order":"A-1029","items":[{"sku":"x1","qty":2},{"sku":"y7","qty":1}],"total":129.5,"customer":"c-88213","notes":"leave at the door"}`)
+// userContext is the context of every benchmark execution: a small order, about 150 bytes.
+var userContext = json.RawMessage(`{"order":"A-1029","items":[{"sku":"x1","qty":2},{"sku":"y7","qty":1}],"total":129.5,"customer":"c-88213","notes":"leave at the door"}`)
 
 // Execution returns a running execution of a typical size (about 400 bytes encoded).
 func Execution(id string) *stead.Execution {
 	now := time.Now()
 	return &stead.Execution{ID: id, DefinitionID: "order", Status: stead.StatusRunning,
-		ActivePath: "order.payment.waiting", Context: Context,
+		ActivePath: "order.payment.waiting", Context: userContext,
 		History: map[string]string{"order": "order.payment"}, CreatedAt: now, UpdatedAt: now}
 }
 
@@ -33,8 +33,8 @@ func Executions(prefix string, n int) []*stead.Execution {
 	return exes
 }
 
-// ComplexBundle is the complex step of the issue: 2 emits, a dedupe marker, 1 timer and a trace
-// step. i makes the ids unique.
+// ComplexBundle is the complex step: 2 emits, a dedupe marker, 1 timer and a trace step. i makes
+// the ids unique.
 func ComplexBundle(i int) stead.Bundle {
 	return stead.Bundle{
 		Emits: []stead.Emit{
@@ -48,23 +48,18 @@ func ComplexBundle(i int) stead.Bundle {
 	}
 }
 
-// Beginner is what PerStatementCommit needs: a pool or a connection.
-type Beginner interface {
-	Begin(context.Context) (pgx.Tx, error)
-}
-
-// PerStatementCommit commits exe and b the seed's way, against a pgstore schema (q is its
-// qualifier, "schema." or ""): BEGIN, the CAS UPDATE, each emit, the dedupe marker, each timer,
-// the trace INSERT with its MAX()+1 index and the cap DELETE, then COMMIT — each statement its own
-// round-trip. It is the baseline of the complex-commit benchmark, not a store.
-func PerStatementCommit(ctx context.Context, db Beginner, q string, exe *stead.Execution, b stead.Bundle, traceCap int) error {
+// PerStatementCommit commits exe and b against a pgstore schema (q is its qualifier, "schema."
+// or "") one statement per round-trip: BEGIN, the CAS UPDATE, each emit, the dedupe marker, each
+// timer, the trace INSERT with its MAX()+1 index and the cap DELETE, then COMMIT. It is the
+// baseline of the complex-commit benchmark, not a store, and moves exe to its new version.
+func PerStatementCommit(ctx context.Context, pool *pgxpool.Pool, q string, exe *stead.Execution, b stead.Bundle, traceCap int) error {
 	next := *exe
 	next.Version++
 	data, err := stead.EncodeExecution(&next)
 	if err != nil {
 		return err
 	}
-	tx, err := db.Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,12 @@
 -- (or the search_path) with an application's own. Identifier columns use the "C" collation: ids
 -- compare byte-wise (the order List promises on every backend, whatever the database's
 -- collation), and comparisons are cheaper.
+--
+-- The functions below run the hot path, one call per round-trip. Each is declared with
+-- plan_cache_mode = force_generic_plan and without sequential scans, hash joins or merge joins:
+-- every statement in them is a primary-key lookup or a short walk of an index whatever the tables
+-- hold, so a plan is made once per connection and can never be one chosen from the statistics of
+-- a young or never-analysed table (bench/results/pgstore.md tells what such a plan cost).
 
 -- One row per execution. data is the whole execution as JSON text (stead.EncodeExecution); the
 -- other columns are copies of the fields listing filters and returns, written by the same CAS, so
@@ -74,14 +80,16 @@ CREATE TABLE {schema}stead_trace (
     PRIMARY KEY (execution_id, idx)
 );
 
--- The fast path: a state-only commit in one round-trip. It does the version CAS (or the first
--- insert, for version 0) and the optional dedupe insert, and returns false on a lost CAS instead
--- of raising, so the caller's implicit transaction ends cleanly with nothing written.
+-- stead_commit_state is a state-only commit: the version CAS (or the first insert, for version
+-- 0) and the optional dedupe marker. It returns false on a lost CAS instead of raising, so that
+-- the caller's transaction goes on (or ends) cleanly with nothing written.
 CREATE FUNCTION {schema}stead_commit_state(
     p_id text, p_definition_id text, p_status text, p_outcome text, p_active_path text,
     p_parent_id text, p_created_at timestamptz, p_updated_at timestamptz,
     p_finished_at timestamptz, p_data text, p_old bigint, p_event text)
-RETURNS boolean LANGUAGE plpgsql AS $$
+RETURNS boolean LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 BEGIN
     IF p_old = 0 THEN
         INSERT INTO {schema}stead_executions (id, definition_id, status, outcome, active_path,
@@ -105,5 +113,229 @@ BEGIN
         VALUES (p_id, p_event) ON CONFLICT DO NOTHING;
     END IF;
     RETURN true;
+END
+$$;
+
+-- stead_commit_bundle is a commit with side effects: the CAS of stead_commit_state, then a plain
+-- statement for each kind of side effect the bundle has, guarded by an IF, so that a bundle pays
+-- only for what it carries. Timer ops arrive reduced to one per path, so the upsert never
+-- touches a row twice. It returns the outbox seqs in emit order ('{}' for none), or NULL,
+-- without raising, when the CAS is lost: then nothing is written.
+CREATE FUNCTION {schema}stead_commit_bundle(
+    p_id text, p_definition_id text, p_status text, p_outcome text, p_active_path text,
+    p_parent_id text, p_created_at timestamptz, p_updated_at timestamptz,
+    p_finished_at timestamptz, p_data text, p_old bigint, p_event text,
+    p_emit_targets text[], p_emit_events text[],
+    p_spawn_children text[], p_spawn_root_paths text[], p_spawn_contexts text[],
+    p_arm_paths text[], p_arm_fire_at timestamptz[], p_disarm_paths text[],
+    p_trace text, p_trace_cap bigint)
+RETURNS bigint[] LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    v_trace_next bigint;
+    v_seqs bigint[] := '{}';
+BEGIN
+    IF p_old = 0 THEN
+        INSERT INTO {schema}stead_executions (id, definition_id, status, outcome, active_path,
+            parent_id, version, trace_next, created_at, updated_at, finished_at, data)
+        VALUES (p_id, p_definition_id, p_status, NULLIF(p_outcome, ''), NULLIF(p_active_path, ''),
+            NULLIF(p_parent_id, ''), 1, (p_trace IS NOT NULL)::int, p_created_at, p_updated_at,
+            p_finished_at, p_data)
+        ON CONFLICT (id) DO NOTHING
+        RETURNING trace_next INTO v_trace_next;
+    ELSE
+        UPDATE {schema}stead_executions
+        SET definition_id = p_definition_id, status = p_status, outcome = NULLIF(p_outcome, ''),
+            active_path = NULLIF(p_active_path, ''), parent_id = NULLIF(p_parent_id, ''),
+            version = p_old + 1, created_at = p_created_at, updated_at = p_updated_at,
+            finished_at = p_finished_at, data = p_data,
+            trace_next = trace_next + (p_trace IS NOT NULL)::int
+        WHERE id = p_id AND version = p_old
+        RETURNING trace_next INTO v_trace_next;
+    END IF;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF p_event <> '' THEN
+        INSERT INTO {schema}stead_processed_events (execution_id, event_id)
+        VALUES (p_id, p_event) ON CONFLICT DO NOTHING;
+    END IF;
+    IF cardinality(p_emit_events) > 0 THEN
+        -- Seqs are drawn in the ORDER BY of the SELECT, so sorted they follow the emits.
+        WITH ins AS (
+            INSERT INTO {schema}stead_outbox (source_id, target_id, event)
+            SELECT p_id, NULLIF(m.target, ''), m.event
+            FROM unnest(p_emit_targets, p_emit_events) WITH ORDINALITY AS m(target, event, n)
+            ORDER BY m.n
+            RETURNING seq)
+        SELECT array_agg(seq ORDER BY seq) INTO v_seqs FROM ins;
+    END IF;
+    IF cardinality(p_spawn_children) > 0 THEN
+        INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context)
+        SELECT p_id, s.child_id, s.root_path, s.context
+        FROM unnest(p_spawn_children, p_spawn_root_paths, p_spawn_contexts) WITH ORDINALITY
+            AS s(child_id, root_path, context, n)
+        ORDER BY s.n;
+    END IF;
+    IF cardinality(p_arm_paths) > 0 THEN
+        INSERT INTO {schema}stead_timers (execution_id, path, fire_at)
+        SELECT p_id, t.path, t.fire_at FROM unnest(p_arm_paths, p_arm_fire_at) AS t(path, fire_at)
+        ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at;
+    END IF;
+    IF cardinality(p_disarm_paths) > 0 THEN
+        DELETE FROM {schema}stead_timers
+        WHERE execution_id = p_id AND path = ANY (p_disarm_paths);
+    END IF;
+    IF p_trace IS NOT NULL THEN
+        -- The index comes from the row the CAS just locked and bumped.
+        INSERT INTO {schema}stead_trace (execution_id, idx, entry)
+        VALUES (p_id, v_trace_next - 1, p_trace);
+        IF p_trace_cap > 0 THEN
+            DELETE FROM {schema}stead_trace
+            WHERE execution_id = p_id AND idx <= v_trace_next - 1 - p_trace_cap;
+        END IF;
+    END IF;
+    RETURN v_seqs;
+END
+$$;
+
+-- stead_commit_batch is stead_commit_bundle for many executions at once, set-based: one
+-- statement, one transaction, each execution with its own compare-and-swap. The executions arrive
+-- as parallel arrays, sorted by id (so that concurrent batches lock their rows in one order);
+-- side effects arrive as arrays that name their execution by its 1-based position. The CAS
+-- decides the winners (won) and every side effect joins won, so a loser writes nothing while the
+-- others land; version 0 inserts, and ON CONFLICT DO NOTHING makes an existing row a loss.
+-- It returns one row per winner (r_seq NULL) and one per outbox row it wrote (its seq).
+--
+-- It does not call stead_commit_bundle per execution: running those statements one item at a
+-- time made a batch take 1.75 times as long (bench/results/pgstore.md). Nor does it forbid hash
+-- and merge joins: its joins are between the batch's own rows, and nested loops made it 2.2
+-- times slower. Sequential scans stay forbidden, so the tables are always reached by their
+-- primary keys, in id order.
+CREATE FUNCTION {schema}stead_commit_batch(
+    p_ids text[], p_definition_ids text[], p_statuses text[], p_outcomes text[],
+    p_active_paths text[], p_parent_ids text[], p_created_at timestamptz[],
+    p_updated_at timestamptz[], p_finished_at timestamptz[], p_data text[], p_old bigint[],
+    p_events text[], p_traces text[],
+    p_emit_items int[], p_emit_targets text[], p_emit_events text[],
+    p_spawn_items int[], p_spawn_children text[], p_spawn_root_paths text[],
+    p_spawn_contexts text[],
+    p_arm_items int[], p_arm_paths text[], p_arm_fire_at timestamptz[],
+    p_disarm_items int[], p_disarm_paths text[],
+    p_trace_cap bigint)
+RETURNS TABLE (r_ord bigint, r_seq bigint) LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+BEGIN
+    RETURN QUERY
+    WITH input AS (
+        SELECT * FROM unnest(p_ids, p_definition_ids, p_statuses, p_outcomes, p_active_paths,
+            p_parent_ids, p_created_at, p_updated_at, p_finished_at, p_data, p_old, p_events,
+            p_traces)
+        WITH ORDINALITY AS i(id, definition_id, status, outcome, active_path, parent_id,
+            created_at, updated_at, finished_at, data, old, processed, trace, ord)
+    ), upd AS (
+        UPDATE {schema}stead_executions e
+        SET definition_id = i.definition_id, status = i.status, outcome = NULLIF(i.outcome, ''),
+            active_path = NULLIF(i.active_path, ''), parent_id = NULLIF(i.parent_id, ''),
+            version = i.old + 1, created_at = i.created_at, updated_at = i.updated_at,
+            finished_at = i.finished_at, data = i.data,
+            trace_next = e.trace_next + (i.trace IS NOT NULL)::int
+        FROM input i
+        WHERE e.id = i.id AND i.old > 0 AND e.version = i.old
+        RETURNING i.ord, e.id, e.trace_next
+    ), ins AS (
+        INSERT INTO {schema}stead_executions (id, definition_id, status, outcome, active_path,
+            parent_id, version, trace_next, created_at, updated_at, finished_at, data)
+        SELECT i.id, i.definition_id, i.status, NULLIF(i.outcome, ''), NULLIF(i.active_path, ''),
+            NULLIF(i.parent_id, ''), 1, (i.trace IS NOT NULL)::int, i.created_at, i.updated_at,
+            i.finished_at, i.data
+        FROM input i WHERE i.old = 0
+        ORDER BY i.ord
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id, trace_next
+    ), won AS (
+        SELECT u.ord, u.id, u.trace_next FROM upd u
+        UNION ALL
+        SELECT i.ord, n.id, n.trace_next FROM ins n JOIN input i ON i.id = n.id
+    ), dedupe AS (
+        INSERT INTO {schema}stead_processed_events (execution_id, event_id)
+        SELECT w.id, i.processed FROM won w JOIN input i ON i.ord = w.ord
+        WHERE i.processed <> ''
+        ON CONFLICT DO NOTHING
+    ), outbox AS (
+        -- Seqs are drawn in the ORDER BY of the SELECT, so sorted they follow the emits.
+        INSERT INTO {schema}stead_outbox (source_id, target_id, event)
+        SELECT w.id, NULLIF(m.target, ''), m.event
+        FROM unnest(p_emit_items, p_emit_targets, p_emit_events) WITH ORDINALITY
+            AS m(item, target, event, n)
+        JOIN won w ON w.ord = m.item
+        ORDER BY m.n
+        RETURNING seq, source_id
+    ), spawns AS (
+        INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context)
+        SELECT w.id, s.child_id, s.root_path, s.context
+        FROM unnest(p_spawn_items, p_spawn_children, p_spawn_root_paths, p_spawn_contexts)
+            WITH ORDINALITY AS s(item, child_id, root_path, context, n)
+        JOIN won w ON w.ord = s.item
+        ORDER BY s.n
+    ), arm AS (
+        INSERT INTO {schema}stead_timers (execution_id, path, fire_at)
+        SELECT w.id, t.path, t.fire_at
+        FROM unnest(p_arm_items, p_arm_paths, p_arm_fire_at) AS t(item, path, fire_at)
+        JOIN won w ON w.ord = t.item
+        ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at
+    ), disarm AS (
+        DELETE FROM {schema}stead_timers x
+        USING unnest(p_disarm_items, p_disarm_paths) AS d(item, path), won w
+        WHERE w.ord = d.item AND x.execution_id = w.id AND x.path = d.path
+    ), trace AS (
+        -- The index comes from the row the CAS just locked and bumped.
+        INSERT INTO {schema}stead_trace (execution_id, idx, entry)
+        SELECT w.id, w.trace_next - 1, i.trace FROM won w JOIN input i ON i.ord = w.ord
+        WHERE i.trace IS NOT NULL
+        RETURNING execution_id, idx
+    ), trace_cap AS (
+        DELETE FROM {schema}stead_trace x USING trace t
+        WHERE p_trace_cap > 0 AND x.execution_id = t.execution_id
+            AND x.idx <= t.idx - p_trace_cap
+    )
+    SELECT w.ord, NULL::bigint FROM won w
+    UNION ALL
+    SELECT i.ord, o.seq FROM outbox o JOIN input i ON i.id = o.source_id;
+END
+$$;
+
+-- stead_load_for_event returns the execution's record and whether it applied p_event; no row
+-- when the execution does not exist. The marker is joined by its primary key: an EXISTS in the
+-- select list may run as a hashed subplan that reads the whole ledger on every call.
+CREATE FUNCTION {schema}stead_load_for_event(p_id text, p_event text)
+RETURNS TABLE (r_data text, r_processed boolean)
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+BEGIN
+    RETURN QUERY
+    SELECT e.data, p.event_id IS NOT NULL
+    FROM {schema}stead_executions e
+    LEFT JOIN {schema}stead_processed_events p ON p.execution_id = e.id AND p.event_id = p_event
+    WHERE e.id = p_id;
+END
+$$;
+
+-- stead_load_for_events is stead_load_for_event for many pairs: one row per pair, in the order
+-- of the arrays (r_ord, 1-based), with NULL data for a missing execution.
+CREATE FUNCTION {schema}stead_load_for_events(p_ids text[], p_events text[])
+RETURNS TABLE (r_ord bigint, r_data text, r_processed boolean)
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+BEGIN
+    RETURN QUERY
+    SELECT r.ord, e.data, p.event_id IS NOT NULL
+    FROM unnest(p_ids, p_events) WITH ORDINALITY AS r(id, event_id, ord)
+    LEFT JOIN {schema}stead_executions e ON e.id = r.id
+    LEFT JOIN {schema}stead_processed_events p ON p.execution_id = e.id AND p.event_id = r.event_id
+    ORDER BY r.ord;
 END
 $$;

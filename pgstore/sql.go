@@ -1,0 +1,268 @@
+package pgstore
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgdb"
+)
+
+// Every statement the store sends, named after the method that sends it. {schema} is expanded
+// once, by New; {limit} and {where} per call (withLimit, listSQL). The functions they call are
+// in migrations/001_init.sql. TestStatementsPairedByName holds these constants, the statements
+// struct and Statements to the same names.
+
+// Reads.
+const (
+	sqlLoad = `SELECT data FROM {schema}stead_executions WHERE id = $1::text`
+
+	sqlLoadForEvent = `SELECT r_data, r_processed FROM {schema}stead_load_for_event($1::text, $2::text)`
+
+	// One row per pair, in the order of the arrays, missing executions included (NULL data).
+	sqlLoadForEvents = `SELECT r_ord, r_data, r_processed
+		FROM {schema}stead_load_for_events($1::text[], $2::text[])`
+
+	sqlIsProcessed = `SELECT EXISTS (SELECT 1 FROM {schema}stead_processed_events
+		WHERE execution_id = $1::text AND event_id = $2::text)`
+
+	// {where} is the filter of the page (listSQL).
+	sqlList = `SELECT id, definition_id, status, outcome, active_path, parent_id, version,
+		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
+		ORDER BY id LIMIT {limit}`
+
+	sqlReadTrace = `SELECT idx, entry FROM {schema}stead_trace
+		WHERE execution_id = $1::text ORDER BY idx`
+
+	sqlTimers = `SELECT execution_id, path, fire_at FROM {schema}stead_timers
+		WHERE execution_id = $1::text ORDER BY path`
+
+	sqlPendingOutbox = `SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
+		ORDER BY seq LIMIT {limit}`
+
+	sqlPendingOutboxOfSource = `SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
+		WHERE source_id = $1::text ORDER BY seq LIMIT {limit}`
+
+	sqlPendingSpawns = `SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
+		ORDER BY seq LIMIT {limit}`
+
+	sqlPendingSpawnsOfParent = `SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
+		WHERE parent_id = $1::text ORDER BY seq LIMIT {limit}`
+)
+
+// Commits.
+const (
+	sqlCommitState = `SELECT {schema}stead_commit_state($1::text, $2::text, $3::text, $4::text,
+		$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
+		$11::bigint, $12::text)`
+
+	sqlCommitBundle = `SELECT {schema}stead_commit_bundle($1::text, $2::text, $3::text, $4::text,
+		$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
+		$11::bigint, $12::text, $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+		$18::text[], $19::timestamptz[], $20::text[], $21::text, $22::bigint)`
+
+	sqlCommitBatch = `SELECT r_ord, r_seq FROM {schema}stead_commit_batch($1::text[], $2::text[],
+		$3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+		$9::timestamptz[], $10::text[], $11::bigint[], $12::text[], $13::text[],
+		$14::int[], $15::text[], $16::text[], $17::int[], $18::text[], $19::text[], $20::text[],
+		$21::int[], $22::text[], $23::timestamptz[], $24::int[], $25::text[], $26::bigint)`
+
+	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.
+	sqlConflicts = `SELECT id, version FROM {schema}stead_executions WHERE id = ANY($1::text[])`
+)
+
+// Trace, purge, relays, timers.
+const (
+	// The index comes from the execution row, which the UPDATE locks: concurrent appends and
+	// commits of one execution queue on that lock and each gets the next index.
+	sqlAppendTrace = `WITH bump AS (
+		UPDATE {schema}stead_executions SET trace_next = trace_next + 1
+		WHERE id = $1::text RETURNING trace_next - 1 AS idx),
+	ins AS (
+		INSERT INTO {schema}stead_trace (execution_id, idx, entry)
+		SELECT $1::text, idx, $2::text FROM bump RETURNING idx),
+	cap AS (
+		DELETE FROM {schema}stead_trace t USING ins
+		WHERE $3::bigint > 0 AND t.execution_id = $1::text AND t.idx <= ins.idx - $3::bigint)
+	SELECT idx FROM ins`
+
+	// sqlPurge deletes an execution at an expected version and, in the same statement (so the
+	// same transaction), everything that belongs to it. If the row exists at another version
+	// nothing is deleted. The second EXISTS reads the statement's snapshot, so a row the first
+	// CTE deleted still counts as present there; that is why the row counts as gone when del
+	// deleted it OR it was never there. The result says whether the execution itself was deleted.
+	sqlPurge = `WITH del AS (
+		DELETE FROM {schema}stead_executions WHERE id = $1::text AND version = $2::bigint RETURNING id
+	), go AS (
+		SELECT EXISTS (SELECT 1 FROM del)
+			OR NOT EXISTS (SELECT 1 FROM {schema}stead_executions WHERE id = $1::text) AS ok
+	), p AS (
+		DELETE FROM {schema}stead_processed_events WHERE execution_id = $1::text AND (SELECT ok FROM go)
+	), t AS (
+		DELETE FROM {schema}stead_trace WHERE execution_id = $1::text AND (SELECT ok FROM go)
+	), m AS (
+		DELETE FROM {schema}stead_timers WHERE execution_id = $1::text AND (SELECT ok FROM go)
+	), o AS (
+		DELETE FROM {schema}stead_outbox WHERE target_id = $1::text AND (SELECT ok FROM go)
+	), s AS (
+		DELETE FROM {schema}stead_spawns WHERE parent_id = $1::text AND (SELECT ok FROM go)
+	)
+	SELECT EXISTS (SELECT 1 FROM del)`
+
+	// The claim locks up to {limit} free rows in seq order, skipping rows other claimers hold,
+	// and leases them. The outer UPDATE finds them by seq = ANY(array) on the primary key, so
+	// neither half ever scans the table: a plain join could hash a seq scan of a small, churning
+	// outbox full of dead rows.
+	sqlClaimOutbox = `UPDATE {schema}stead_outbox SET lease_until = $2::timestamptz
+		WHERE seq = ANY (ARRAY(SELECT seq FROM {schema}stead_outbox
+			WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
+			ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED))
+		RETURNING seq, source_id, target_id, event`
+
+	sqlAckOutbox = `DELETE FROM {schema}stead_outbox WHERE seq = ANY($1::bigint[])`
+
+	sqlClaimSpawns = `UPDATE {schema}stead_spawns SET lease_until = $2::timestamptz
+		WHERE seq = ANY (ARRAY(SELECT seq FROM {schema}stead_spawns
+			WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
+			ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED))
+		RETURNING seq, parent_id, child_id, root_path, context`
+
+	sqlAckSpawns = `DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`
+
+	sqlDueTimers = `SELECT execution_id, path, fire_at FROM {schema}stead_timers
+		WHERE fire_at <= $1::timestamptz
+		ORDER BY fire_at, execution_id, path LIMIT {limit}`
+
+	sqlDeleteTimer = `DELETE FROM {schema}stead_timers
+		WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`
+)
+
+// statements are the texts of one store, {schema} expanded.
+type statements struct {
+	load, loadForEvent, loadForEvents, isProcessed, list, readTrace, timers    string
+	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent string
+	commitState, commitBundle, commitBatch, conflicts                          string
+	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns         string
+	dueTimers, deleteTimer                                                     string
+}
+
+func newStatements(schema string) statements {
+	x := func(sql string) string { return pgdb.Expand(sql, schema) }
+	return statements{
+		load:                  x(sqlLoad),
+		loadForEvent:          x(sqlLoadForEvent),
+		loadForEvents:         x(sqlLoadForEvents),
+		isProcessed:           x(sqlIsProcessed),
+		list:                  x(sqlList),
+		readTrace:             x(sqlReadTrace),
+		timers:                x(sqlTimers),
+		pendingOutbox:         x(sqlPendingOutbox),
+		pendingOutboxOfSource: x(sqlPendingOutboxOfSource),
+		pendingSpawns:         x(sqlPendingSpawns),
+		pendingSpawnsOfParent: x(sqlPendingSpawnsOfParent),
+		commitState:           x(sqlCommitState),
+		commitBundle:          x(sqlCommitBundle),
+		commitBatch:           x(sqlCommitBatch),
+		conflicts:             x(sqlConflicts),
+		appendTrace:           x(sqlAppendTrace),
+		purge:                 x(sqlPurge),
+		claimOutbox:           x(sqlClaimOutbox),
+		ackOutbox:             x(sqlAckOutbox),
+		claimSpawns:           x(sqlClaimSpawns),
+		ackSpawns:             x(sqlAckSpawns),
+		dueTimers:             x(sqlDueTimers),
+		deleteTimer:           x(sqlDeleteTimer),
+	}
+}
+
+// sqlByName names each statement for Statements.
+var sqlByName = map[string]string{
+	"Load":                  sqlLoad,
+	"LoadForEvent":          sqlLoadForEvent,
+	"LoadForEvents":         sqlLoadForEvents,
+	"IsProcessed":           sqlIsProcessed,
+	"List":                  sqlList,
+	"ReadTrace":             sqlReadTrace,
+	"Timers":                sqlTimers,
+	"PendingOutbox":         sqlPendingOutbox,
+	"PendingOutboxOfSource": sqlPendingOutboxOfSource,
+	"PendingSpawns":         sqlPendingSpawns,
+	"PendingSpawnsOfParent": sqlPendingSpawnsOfParent,
+	"CommitState":           sqlCommitState,
+	"CommitBundle":          sqlCommitBundle,
+	"CommitBatch":           sqlCommitBatch,
+	"Conflicts":             sqlConflicts,
+	"AppendTrace":           sqlAppendTrace,
+	"Purge":                 sqlPurge,
+	"ClaimOutbox":           sqlClaimOutbox,
+	"AckOutbox":             sqlAckOutbox,
+	"ClaimSpawns":           sqlClaimSpawns,
+	"AckSpawns":             sqlAckSpawns,
+	"DueTimers":             sqlDueTimers,
+	"DeleteTimer":           sqlDeleteTimer,
+}
+
+// Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by
+// name, for tools that replay it: bench/pgstore hands pgbench exactly what the store sends. The
+// names are the methods' ("Load", "ClaimOutbox"), with a suffix where one method sends several
+// statements ("CommitState" and "CommitBundle" for Commit, "PendingOutboxOfSource" for
+// PendingOutbox with a source, "Conflicts" for the lookup after a lost compare-and-swap).
+//
+// Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
+// and {where}, which List replaces with its filter (" WHERE …", or nothing).
+func Statements(schema string) map[string]string {
+	m := maps.Clone(sqlByName)
+	for name, sql := range m {
+		m[name] = pgdb.Expand(sql, schema)
+	}
+	return m
+}
+
+// withLimit puts n in the {limit} placeholder of sql.
+//
+// Limits are written into the text rather than passed as parameters: after five executions a
+// prepared statement may switch to a generic plan, and a generic plan does not know a parameter
+// LIMIT, so PostgreSQL costs it for a tenth of the rows and may sort half a million of them
+// instead of walking an index to the first hundred. Limits are checked integers and an
+// application uses few distinct ones, so each keeps its own cached plan.
+func withLimit(sql string, n int) string {
+	return strings.Replace(sql, "{limit}", strconv.Itoa(n), 1)
+}
+
+// listSQL is the statement of one page of List (from the list statement) and its arguments.
+// Every filter shape is its own text, so that its cached plan uses the index that fits it.
+func listSQL(list string, q stead.ListQuery) (string, []any) {
+	var where strings.Builder
+	var args []any
+	cond := func(c string, arg ...any) {
+		if where.Len() == 0 {
+			where.WriteString(" WHERE ")
+		} else {
+			where.WriteString(" AND ")
+		}
+		args = append(args, arg...)
+		where.WriteString(strings.ReplaceAll(c, "$n", "$"+strconv.Itoa(len(args))))
+	}
+	if q.DefinitionID != "" {
+		cond("definition_id = $n::text", q.DefinitionID)
+	}
+	switch len(q.Statuses) {
+	case 0:
+	case 1:
+		cond("status = $n::text", string(q.Statuses[0]))
+	default:
+		statuses := make([]string, len(q.Statuses))
+		for i, st := range q.Statuses {
+			statuses[i] = string(st)
+		}
+		cond("status = ANY($n::text[])", statuses)
+	}
+	if q.RootsOnly {
+		cond("parent_id IS NULL")
+	}
+	if q.After != "" {
+		cond("id > $n::text", q.After)
+	}
+	return withLimit(strings.Replace(list, "{where}", where.String(), 1), q.Limit), args
+}
