@@ -21,8 +21,9 @@ import (
 // a commit's compare-and-swap and side effects are one atomic transaction; claims never hand one
 // row to two callers while a lease holds; every read sees every commit that finished before it
 // began. It returns errors wrapping the sentinels (pgdb.Classify and sqlitedb.Classify map driver
-// errors); a lost compare-and-swap is a *ConflictError. The Store does not call a backend after
-// Close, but calls in flight may still run when Close is called. storetest.Run checks all of it.
+// errors); a lost compare-and-swap is a *ConflictError. The Store never calls a backend after
+// Close, and Close waits for the calls in flight before it calls Backend.Close, so a backend
+// need not guard against either. storetest.Run checks all of it.
 //
 // Results need not be normalised: the Store puts times in UTC and turns nil slices into empty
 // ones. A backend must not keep or change the slices and values it is given, except the Write's
@@ -57,10 +58,9 @@ type Backend interface {
 	Commit(ctx context.Context, w *Write) ([]int64, error)
 	// CommitBatch applies every write in one transaction, each with its own compare-and-swap, no
 	// two of them for one execution. The result is aligned with ws: Seqs as Commit returns them,
-	// or Err (a *ConflictError) for a write that lost and wrote nothing (Version is left for the
-	// Store to fill in). An error of its own means nothing of the batch was written (or, with
-	// ErrTimeout, that the outcome is unknown).
-	CommitBatch(ctx context.Context, ws []*Write) ([]CommitResult, error)
+	// or Err (a *ConflictError) for a write that lost and wrote nothing. An error of its own means
+	// nothing of the batch was written (or, with ErrTimeout, that the outcome is unknown).
+	CommitBatch(ctx context.Context, ws []*Write) ([]WriteResult, error)
 	// AppendTrace appends step (its Index is zero, At normalised) and returns the index it got.
 	AppendTrace(ctx context.Context, id string, step TraceStep) (int64, error)
 	// Purge deletes the execution and every row of it if it is stored at expectedVersion; see
@@ -80,6 +80,11 @@ type Backend interface {
 	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
 	// DeleteTimer deletes the timer if it still fires at t.FireAt, and reports whether it did.
 	DeleteTimer(ctx context.Context, t Timer) (bool, error)
+
+	// CursorKey returns the secret listing cursors are signed with: at least MinCursorKey random
+	// bytes, made once when the store's schema is created and the same for every process on that
+	// database, so a cursor from one worker pages on another. The Store asks once and keeps it.
+	CursorKey(ctx context.Context) ([]byte, error)
 
 	// Close releases what the backend opened itself (never a pool or database handle the
 	// application gave it). The Store calls it once.
@@ -104,6 +109,13 @@ type Write struct {
 	// their net effect — at most one op per path, in the order of each path's last op, so that
 	// applying them in order is the same as applying the caller's ops in order.
 	Bundle Bundle
+}
+
+// WriteResult is a Backend's answer for one write of a CommitBatch: the outbox seqs of its emits
+// in order (nil for none), or the error it lost with.
+type WriteResult struct {
+	Seqs []int64
+	Err  error
 }
 
 // ListQuery is a checked listing request as a Backend receives it.

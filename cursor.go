@@ -1,22 +1,39 @@
 package stead
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"hash/fnv"
+	"fmt"
 	"slices"
 
 	"github.com/steadhq/stead/internal/check"
 )
 
-// listing is a checked ListFilter: the query a backend runs, and the fingerprint that binds the
-// page's cursor to the filter.
+// A listing cursor is the id of the last row of a page and a keyed MAC over that id and the
+// filter, under the store's own secret (Backend.CursorKey): a cursor the store did not produce
+// for this filter — truncated, edited, built by hand or taken from another filter or another
+// database — fails the MAC and is ErrInvalid, so no caller can steer a listing with one.
+//
+//	cursor = base64url(version | id | HMAC-SHA256(key, filter | id)[:macLen])
+
+const (
+	cursorVersion = 2
+	macLen        = 16 // 128 bits: forging one takes 2^128 tries on average
+	// MinCursorKey is the shortest secret a Backend may give for cursors.
+	MinCursorKey = 32
+)
+
+// listing is a checked ListFilter: the query a backend runs, and the filter's canonical bytes,
+// which every cursor of that filter is bound to.
 type listing struct {
-	query       ListQuery
-	fingerprint uint64
+	query  ListQuery
+	filter []byte
 }
 
-// prepareList checks f and decodes its cursor.
+// prepareList checks f; the cursor is opened later, with the store's key (open).
 func prepareList(f ListFilter) (listing, error) {
 	var l listing
 	q := ListQuery{DefinitionID: f.DefinitionID, RootsOnly: f.RootsOnly}
@@ -37,49 +54,75 @@ func prepareList(f ListFilter) (listing, error) {
 	if q.Limit, err = check.Limit("limit", f.Limit, DefaultListLimit, MaxListLimit); err != nil {
 		return l, err
 	}
-	l.query = q
-	l.fingerprint = fingerprint(q)
-	if f.Cursor != "" {
-		if l.query.After, err = decodeCursor(f.Cursor, l.fingerprint); err != nil {
-			return l, err
-		}
+	if len(f.Cursor) > maxCursorLen {
+		return l, check.Invalidf("cursor of %d bytes was not produced by this store", len(f.Cursor))
 	}
+	l.query, l.filter = q, canonicalFilter(q)
 	return l, nil
 }
 
-// next returns the cursor of the page that follows the row with id lastID.
-func (l listing) next(lastID string) string {
-	b := binary.BigEndian.AppendUint64([]byte{cursorVersion}, l.fingerprint)
-	return base64.RawURLEncoding.EncodeToString(append(b, lastID...))
-}
+// maxCursorLen bounds what a cursor can be before decoding: an id of MaxIDLen bytes, the version
+// and the MAC, in base64.
+var maxCursorLen = base64.RawURLEncoding.EncodedLen(1 + MaxIDLen + macLen)
 
-const cursorVersion = 1
-
-func fingerprint(q ListQuery) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(q.DefinitionID))
-	h.Write([]byte{0})
+// canonicalFilter encodes every field of q that selects rows, each length-prefixed, so that two
+// filters have the same bytes only if they select the same rows.
+func canonicalFilter(q ListQuery) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(q.DefinitionID)))
+	b = append(b, q.DefinitionID...)
+	b = binary.AppendUvarint(b, uint64(len(q.Statuses)))
 	for _, s := range q.Statuses {
-		h.Write([]byte(s))
-		h.Write([]byte{','})
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	if q.RootsOnly {
-		h.Write([]byte{1})
+		return append(b, 1)
 	}
-	return h.Sum64()
+	return append(b, 0)
 }
 
-func decodeCursor(cursor string, fp uint64) (string, error) {
+func (l listing) mac(key []byte, id string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(l.filter)
+	m.Write([]byte{0})
+	m.Write([]byte(id))
+	return m.Sum(nil)[:macLen]
+}
+
+// next returns the cursor of the page that follows the row with id lastID.
+func (l listing) next(key []byte, lastID string) string {
+	b := append([]byte{cursorVersion}, lastID...)
+	return base64.RawURLEncoding.EncodeToString(append(b, l.mac(key, lastID)...))
+}
+
+// open checks cursor against the filter and the key and returns the id it continues after.
+func (l listing) open(key []byte, cursor string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(b) < 10 || b[0] != cursorVersion {
+	if err != nil || len(b) < 1+1+macLen || b[0] != cursorVersion {
 		return "", check.Invalidf("malformed cursor")
 	}
-	if binary.BigEndian.Uint64(b[1:9]) != fp {
-		return "", check.Invalidf("cursor belongs to another filter")
+	id, sum := string(b[1:len(b)-macLen]), b[len(b)-macLen:]
+	if !hmac.Equal(sum, l.mac(key, id)) {
+		return "", check.Invalidf("cursor was not produced by this store for this filter")
 	}
-	after := string(b[9:])
-	if err := check.ID("cursor", after); err != nil {
-		return "", check.Invalidf("malformed cursor")
+	return id, nil
+}
+
+// cursorKey returns the store's cursor key, asking the backend once; a failure is not
+// remembered, so the next listing asks again.
+func (s *Store) cursorKey(ctx context.Context) ([]byte, error) {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.key != nil {
+		return s.key, nil
 	}
-	return after, nil
+	key, err := s.b.CursorKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(key) < MinCursorKey {
+		return nil, fmt.Errorf("stead: the backend's cursor key has %d bytes, fewer than %d", len(key), MinCursorKey)
+	}
+	s.key = slices.Clone(key)
+	return s.key, nil
 }

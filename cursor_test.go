@@ -3,8 +3,11 @@ package stead
 import (
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
+
+var testKey = []byte(strings.Repeat("k", MinCursorKey))
 
 func TestCursorRoundTrip(t *testing.T) {
 	f := ListFilter{DefinitionID: "d1", Statuses: []Status{StatusRunning, StatusDone}, Limit: 4}
@@ -12,23 +15,53 @@ func TestCursorRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Cursor = q.next("exe-42")
+	cursor := q.next(testKey, "exe-42")
+	// The status order does not change the filter.
+	f.Statuses = []Status{StatusDone, StatusRunning, StatusDone}
 	q2, err := prepareList(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q2.query.After != "exe-42" || q2.query.Limit != 4 {
-		t.Fatalf("after = %q limit = %d", q2.query.After, q2.query.Limit)
-	}
-	// The status order does not change the filter.
-	f.Statuses = []Status{StatusDone, StatusRunning, StatusDone}
-	if _, err := prepareList(f); err != nil {
-		t.Fatalf("same filter, other order: %v", err)
+	if after, err := q2.open(testKey, cursor); err != nil || after != "exe-42" || q2.query.Limit != 4 {
+		t.Fatalf("open = %q, %v (limit %d)", after, err, q2.query.Limit)
 	}
 }
 
-func TestPrepareRefuses(t *testing.T) {
-	valid, _ := prepareList(ListFilter{DefinitionID: "d1"})
+// TestForgedCursors tries every truncation and every single-bit flip of a real cursor, the same
+// cursor under another key and under another filter, and cursors built by hand: none opens.
+func TestForgedCursors(t *testing.T) {
+	q, _ := prepareList(ListFilter{DefinitionID: "d1"})
+	real := q.next(testKey, "exe-42")
+	raw, _ := base64.RawURLEncoding.DecodeString(real)
+	var forged []string
+	for n := range len(raw) {
+		forged = append(forged, base64.RawURLEncoding.EncodeToString(raw[:n]))
+	}
+	for i := range raw {
+		for bit := range 8 {
+			b := append([]byte(nil), raw...)
+			b[i] ^= 1 << bit
+			forged = append(forged, base64.RawURLEncoding.EncodeToString(b))
+		}
+	}
+	other, _ := prepareList(ListFilter{DefinitionID: "d2"})
+	forged = append(forged,
+		other.next(testKey, "exe-42"),
+		q.next([]byte(strings.Repeat("x", MinCursorKey)), "exe-42"),
+		base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion}, "exe-42"+strings.Repeat("\x00", macLen)...)),
+		"!!!", real+"A", strings.Repeat("A", maxCursorLen+1),
+	)
+	for _, c := range forged {
+		if after, err := q.open(testKey, c); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("forged cursor %q opened: %q, %v", c, after, err)
+		}
+	}
+	if after, err := q.open(testKey, real); err != nil || after != "exe-42" {
+		t.Fatalf("the real cursor: %q, %v", after, err)
+	}
+}
+
+func TestPrepareListRefuses(t *testing.T) {
 	tests := []struct {
 		name string
 		f    ListFilter
@@ -37,15 +70,12 @@ func TestPrepareRefuses(t *testing.T) {
 		{"huge limit", ListFilter{Limit: MaxListLimit + 1}},
 		{"unknown status", ListFilter{Statuses: []Status{"zombie"}}},
 		{"nul in definition", ListFilter{DefinitionID: "d\x00"}},
-		{"garbage cursor", ListFilter{Cursor: "!!!"}},
-		{"short cursor", ListFilter{Cursor: base64.RawURLEncoding.EncodeToString([]byte{1, 2})}},
-		{"cursor of another filter", ListFilter{DefinitionID: "d2", Cursor: valid.next("x")}},
-		{"cursor with empty key", ListFilter{DefinitionID: "d1", Cursor: valid.next("")}},
+		{"oversized cursor", ListFilter{Cursor: strings.Repeat("A", maxCursorLen+1)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := prepareList(tt.f); !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Prepare = %v, want ErrInvalid", err)
+				t.Fatalf("prepareList = %v, want ErrInvalid", err)
 			}
 		})
 	}

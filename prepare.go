@@ -41,8 +41,10 @@ func PrepareWrite(exe *Execution, b Bundle) (*Write, error) {
 	return &Write{Execution: next, Expected: exe.Version, Record: record, Bundle: nb}, nil
 }
 
-// committed is what the Store returns once the backend applied w.
-func (w *Write) committed(seqs []int64) (Committed, error) {
+// Committed is what a commit of w did, once a backend applied it and returned seqs: the new
+// version and the seqs, which must be one per emit (an error otherwise: the backend broke the
+// contract). A backend's own entry points use it to answer as the Store does.
+func (w *Write) Committed(seqs []int64) (Committed, error) {
 	if len(seqs) != len(w.Bundle.Emits) {
 		return Committed{}, fmt.Errorf("stead: commit %q: the backend returned %d sequence numbers for %d emits",
 			w.Execution.ID, len(seqs), len(w.Bundle.Emits))
@@ -97,7 +99,7 @@ func (ws Writes) Len() int { return len(ws.W) }
 
 // Results folds what the backend answered for ws.W into results (from PrepareBatch), filling in
 // each winner's new version.
-func (ws Writes) Results(results []CommitResult, out []CommitResult) ([]CommitResult, error) {
+func (ws Writes) Results(results []CommitResult, out []WriteResult) ([]CommitResult, error) {
 	if len(out) != len(ws.W) {
 		return nil, fmt.Errorf("stead: commit batch: the backend answered %d of %d writes", len(out), len(ws.W))
 	}
@@ -107,7 +109,7 @@ func (ws Writes) Results(results []CommitResult, out []CommitResult) ([]CommitRe
 			r.Err = out[k].Err
 			continue
 		}
-		c, err := w.committed(out[k].Seqs)
+		c, err := w.Committed(out[k].Seqs)
 		if err != nil {
 			return nil, err
 		}
@@ -298,6 +300,19 @@ func prepareClaim(now time.Time, lease time.Duration, limit int) (claim, error) 
 	c.until = c.until.Truncate(time.Microsecond)
 	c.limit, err = check.Limit("limit", limit, DefaultListLimit, MaxListLimit)
 	return c, err
+}
+
+// CheckRefs checks the refs of a LoadForEvents: at most MaxBatch, each a valid EventRef.
+func CheckRefs(refs []EventRef) error {
+	if len(refs) > MaxBatch {
+		return check.Invalidf("%d refs, more than %d", len(refs), MaxBatch)
+	}
+	for i, r := range refs {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("ref %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 func checkSeqs(seqs []int64) error {

@@ -3,7 +3,7 @@ package stead
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/steadhq/stead/internal/check"
@@ -22,8 +22,14 @@ import (
 // A Store is safe for concurrent use by many goroutines; several processes may share one
 // database. Every read sees every commit that finished before it began.
 type Store struct {
-	b      Backend
-	closed atomic.Bool
+	b Backend
+	// mu is held for reading by every call in flight, so that Close, which takes it for writing,
+	// waits for them: a backend is never closed under a call and never called after Close.
+	mu     sync.RWMutex
+	closed bool
+
+	keyMu sync.Mutex
+	key   []byte // the backend's cursor key, once read
 }
 
 // NewStore returns the checked Store in front of b. It panics if b is nil: that is a programming
@@ -40,26 +46,35 @@ func NewStore(b Backend) *Store {
 // checks as the Store (PrepareWrite and friends).
 func (s *Store) Backend() Backend { return s.b }
 
-// Close closes the backend. Later calls return an error wrapping ErrClosed; closing again is a
-// no-op. It does not close a pool or database handle the application passed to the backend.
+// Close waits for the calls in flight to return, then closes the backend. Later calls return an
+// error wrapping ErrClosed; closing again is a no-op. It does not close a pool or database handle
+// the application passed to the backend.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return nil
 	}
+	s.closed = true
 	return s.b.Close()
 }
 
-// enter refuses a call on a closed store or with a context that is already done, so that no
-// backend has to.
+// enter admits a call: it refuses one on a closed store or with a context that is already done,
+// so that no backend has to. A nil error holds s.mu for reading: the caller defers s.leave.
 func (s *Store) enter(ctx context.Context, op string) error {
-	if s.closed.Load() {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
 		return fmt.Errorf("stead: %s: %w", op, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
+		s.mu.RUnlock()
 		return fmt.Errorf("stead: %s: %w", op, err)
 	}
 	return nil
 }
+
+func (s *Store) leave() { s.mu.RUnlock() }
 
 // Load returns the execution, or an error wrapping ErrNotFound.
 func (s *Store) Load(ctx context.Context, id string) (*Execution, error) {
@@ -69,6 +84,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Execution, error) {
 	if err := s.enter(ctx, "load"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	exe, err := s.b.Load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -86,6 +102,7 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (exe *Exec
 	if err := s.enter(ctx, "load for event"); err != nil {
 		return nil, false, err
 	}
+	defer s.leave()
 	exe, processed, err = s.b.LoadForEvent(ctx, ref)
 	if err != nil {
 		return nil, false, err
@@ -97,17 +114,13 @@ func (s *Store) LoadForEvent(ctx context.Context, id, eventID string) (exe *Exec
 // LoadForEvents is LoadForEvent for many pairs at once (at most MaxBatch). The result is aligned
 // with refs; a missing execution has a nil Execution.
 func (s *Store) LoadForEvents(ctx context.Context, refs []EventRef) ([]Loaded, error) {
-	if len(refs) > MaxBatch {
-		return nil, check.Invalidf("%d refs, more than %d", len(refs), MaxBatch)
-	}
-	for i, r := range refs {
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("ref %d: %w", i, err)
-		}
+	if err := CheckRefs(refs); err != nil {
+		return nil, err
 	}
 	if err := s.enter(ctx, "load for events"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	if len(refs) == 0 {
 		return []Loaded{}, nil
 	}
@@ -139,6 +152,7 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 	if err := s.enter(ctx, "is processed"); err != nil {
 		return false, err
 	}
+	defer s.leave()
 	return s.b.IsProcessed(ctx, ref)
 }
 
@@ -153,6 +167,16 @@ func (s *Store) List(ctx context.Context, f ListFilter) (Page, error) {
 	if err := s.enter(ctx, "list"); err != nil {
 		return Page{}, err
 	}
+	defer s.leave()
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	if f.Cursor != "" {
+		if q.query.After, err = q.open(key, f.Cursor); err != nil {
+			return Page{}, err
+		}
+	}
 	page := q.query
 	page.Limit++ // one more than the page tells whether another page follows
 	items, err := s.b.List(ctx, page)
@@ -165,7 +189,7 @@ func (s *Store) List(ctx context.Context, f ListFilter) (Page, error) {
 	}
 	if len(p.Items) > q.query.Limit {
 		p.Items = p.Items[:q.query.Limit]
-		p.NextCursor = q.next(p.Items[len(p.Items)-1].ID)
+		p.NextCursor = q.next(key, p.Items[len(p.Items)-1].ID)
 	}
 	for i := range p.Items {
 		p.Items[i].normalize()
@@ -182,6 +206,7 @@ func (s *Store) ReadTrace(ctx context.Context, id string) ([]TraceStep, error) {
 	if err := s.enter(ctx, "read trace"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	steps, err := s.b.ReadTrace(ctx, id)
 	if err != nil {
 		return nil, err
@@ -200,6 +225,7 @@ func (s *Store) Timers(ctx context.Context, id string) ([]Timer, error) {
 	if err := s.enter(ctx, "timers"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	ts, err := s.b.Timers(ctx, id)
 	if err != nil {
 		return nil, err
@@ -218,6 +244,7 @@ func (s *Store) PendingOutbox(ctx context.Context, source string, limit int) ([]
 	if err := s.enter(ctx, "pending outbox"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	es, err := s.b.PendingOutbox(ctx, source, limit)
 	if err != nil {
 		return nil, err
@@ -234,6 +261,7 @@ func (s *Store) PendingSpawns(ctx context.Context, parentID string, limit int) (
 	if err := s.enter(ctx, "pending spawns"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	es, err := s.b.PendingSpawns(ctx, parentID, limit)
 	if err != nil {
 		return nil, err
@@ -259,11 +287,12 @@ func (s *Store) Commit(ctx context.Context, exe *Execution, b Bundle) (Committed
 	if err := s.enter(ctx, "commit"); err != nil {
 		return Committed{}, err
 	}
+	defer s.leave()
 	seqs, err := s.b.Commit(ctx, w)
 	if err != nil {
 		return Committed{}, err
 	}
-	return w.committed(seqs)
+	return w.Committed(seqs)
 }
 
 // Save is a state-only commit of exe (Commit with an empty bundle). It returns the new version.
@@ -286,6 +315,7 @@ func (s *Store) CommitBatch(ctx context.Context, items []CommitItem) ([]CommitRe
 	if err := s.enter(ctx, "commit batch"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	if ws.Len() == 0 {
 		return results, nil
 	}
@@ -310,6 +340,7 @@ func (s *Store) AppendTrace(ctx context.Context, id string, step TraceStep) (int
 	if err := s.enter(ctx, "append trace"); err != nil {
 		return 0, err
 	}
+	defer s.leave()
 	return s.b.AppendTrace(ctx, id, step)
 }
 
@@ -328,6 +359,7 @@ func (s *Store) Purge(ctx context.Context, id string, expectedVersion int64) (bo
 	if err := s.enter(ctx, "purge"); err != nil {
 		return false, err
 	}
+	defer s.leave()
 	return s.b.Purge(ctx, id, expectedVersion)
 }
 
@@ -346,6 +378,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, now time.Time, lease time.Durat
 	if err := s.enter(ctx, "claim outbox"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	es, err := s.b.ClaimOutbox(ctx, c.now, c.until, c.limit)
 	if err != nil {
 		return nil, err
@@ -362,6 +395,7 @@ func (s *Store) AckOutbox(ctx context.Context, seqs []int64) error {
 	if err := s.enter(ctx, "ack outbox"); err != nil {
 		return err
 	}
+	defer s.leave()
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -377,6 +411,7 @@ func (s *Store) ClaimSpawns(ctx context.Context, now time.Time, lease time.Durat
 	if err := s.enter(ctx, "claim spawns"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	es, err := s.b.ClaimSpawns(ctx, c.now, c.until, c.limit)
 	if err != nil {
 		return nil, err
@@ -392,6 +427,7 @@ func (s *Store) AckSpawns(ctx context.Context, seqs []int64) error {
 	if err := s.enter(ctx, "ack spawns"); err != nil {
 		return err
 	}
+	defer s.leave()
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -411,6 +447,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]Time
 	if err := s.enter(ctx, "due timers"); err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	ts, err := s.b.DueTimers(ctx, now, limit)
 	if err != nil {
 		return nil, err
@@ -428,6 +465,7 @@ func (s *Store) DeleteTimer(ctx context.Context, t Timer) (bool, error) {
 	if err := s.enter(ctx, "delete timer"); err != nil {
 		return false, err
 	}
+	defer s.leave()
 	return s.b.DeleteTimer(ctx, t)
 }
 
@@ -473,7 +511,8 @@ type ListFilter struct {
 	// Limit is the page size: 0 means DefaultListLimit; negative or above MaxListLimit is invalid.
 	Limit int
 	// Cursor continues from a previous page's NextCursor, with the same filter. A cursor that was
-	// not produced by the store for this filter is ErrInvalid.
+	// not produced by this store's database for this filter is ErrInvalid: cursors carry a keyed
+	// MAC under a secret the store keeps in its own schema.
 	Cursor string
 }
 

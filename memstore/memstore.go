@@ -3,6 +3,7 @@ package memstore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ func WithTraceCap(n int) Option {
 // production would read back.
 type backend struct {
 	traceCap int
+	key      []byte // the cursor key, random per store
 
 	mu        sync.Mutex
 	closed    bool
@@ -62,6 +64,7 @@ type ring struct {
 func New(opts ...Option) *stead.Store {
 	s := &backend{
 		traceCap:  DefaultTraceCap,
+		key:       make([]byte, stead.MinCursorKey),
 		exes:      make(map[string]*row),
 		processed: make(map[string]map[string]struct{}),
 		timers:    make(map[timerKey]time.Time),
@@ -69,6 +72,7 @@ func New(opts ...Option) *stead.Store {
 		outbox:    queue[stead.OutboxEntry]{clone: cloneOutbox},
 		spawns:    queue[stead.SpawnEntry]{clone: cloneSpawn},
 	}
+	_, _ = rand.Read(s.key) // crypto/rand.Read never fails (it panics on a broken system)
 	for _, o := range opts {
 		o(s)
 	}
@@ -88,6 +92,9 @@ func (s *backend) lock(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CursorKey is the store's random key: its cursors open on no other store.
+func (s *backend) CursorKey(ctx context.Context) ([]byte, error) { return s.key, nil }
 
 // Close drops everything the store holds.
 func (s *backend) Close() error {
@@ -249,12 +256,12 @@ func (s *backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 	return s.apply(w), nil
 }
 
-func (s *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
+func (s *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	res := make([]stead.CommitResult, len(ws))
+	res := make([]stead.WriteResult, len(ws))
 	for i, w := range ws {
 		if res[i].Err = s.cas(w); res[i].Err == nil {
 			res[i].Seqs = s.apply(w)

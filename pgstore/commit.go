@@ -20,7 +20,7 @@ import (
 // and then only the side effects the bundle has, and writes nothing if the CAS is lost. A lost
 // CAS costs one more round-trip, to report the version found.
 func (b *Backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
-	var res []stead.CommitResult
+	var res []stead.WriteResult
 	err := b.with(ctx, "commit", func(q querier) error {
 		var err error
 		res, err = b.commitOne(ctx, q, w, false)
@@ -107,7 +107,8 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 			*res = stead.CommitResult{Err: &stead.ConflictError{ID: w.Execution.ID, Expected: w.Expected, Found: -1}}
 			return nil
 		}
-		*res = stead.CommitResult{Committed: stead.Committed{Version: w.Execution.Version, Seqs: seqs}}
+		c, err := w.Committed(seqs)
+		*res = stead.CommitResult{Committed: c, Err: err}
 		return nil
 	})
 	return nil
@@ -116,8 +117,8 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 // CommitBatch implements stead.Backend in one round-trip, a call of stead_commit_batch; the
 // writes that lose their CAS cost one more round-trip, together, to report the versions found.
 // A batch of one takes the single-commit path.
-func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
-	var out []stead.CommitResult
+func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
+	var out []stead.WriteResult
 	err := b.with(ctx, "commit batch", func(q querier) error {
 		var err error
 		out, err = b.commitBatch(ctx, q, ws, false)
@@ -147,7 +148,7 @@ func (b *Backend) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.Co
 	if ws.Len() == 0 {
 		return results, nil
 	}
-	var out []stead.CommitResult
+	var out []stead.WriteResult
 	err = onTx(op, tx, func(q querier) error {
 		var err error
 		out, err = b.commitBatch(ctx, q, ws.W, true)
@@ -163,7 +164,7 @@ func (b *Backend) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.Co
 // sent sorted by id, so that concurrent batches over the same executions lock them in the same
 // order. In a caller's transaction (inTx), a failed conflict lookup fails the batch: it aborted
 // the transaction.
-func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write, inTx bool) ([]stead.CommitResult, error) {
+func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write, inTx bool) ([]stead.WriteResult, error) {
 	if len(ws) == 1 {
 		// One item costs the server less through the single-commit functions.
 		return b.commitOne(ctx, q, ws[0], inTx)
@@ -201,7 +202,7 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 	if err != nil {
 		return nil, err
 	}
-	out := make([]stead.CommitResult, len(ws))
+	out := make([]stead.WriteResult, len(ws))
 	var lost []*stead.Write
 	var lostAt []int
 	for i, k := range order {
@@ -226,7 +227,7 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 
 // commitOne commits one write and looks up the version found if it lost. Outside a caller's
 // transaction the commit's own is over by then, so a failed lookup only costs the detail.
-func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx bool) ([]stead.CommitResult, error) {
+func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx bool) ([]stead.WriteResult, error) {
 	sql, args, err := b.commitStatement(w)
 	if err != nil {
 		return nil, err
@@ -236,13 +237,13 @@ func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx
 		return nil, err
 	}
 	if won {
-		return []stead.CommitResult{{Committed: stead.Committed{Seqs: seqs}}}, nil
+		return []stead.WriteResult{{Seqs: seqs}}, nil
 	}
 	errs, err := b.conflicts(ctx, q, []*stead.Write{w})
 	if err != nil && inTx {
 		return nil, err
 	}
-	return []stead.CommitResult{{Err: errs[0]}}, nil
+	return []stead.WriteResult{{Err: errs[0]}}, nil
 }
 
 // conflicts returns the ConflictError of every write that lost its CAS, with the version

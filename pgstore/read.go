@@ -61,13 +61,8 @@ func (b *Backend) LoadForEventsTx(ctx context.Context, tx pgx.Tx, refs []stead.E
 	if tx == nil {
 		return nil, check.Invalidf("pgstore: %s: transaction is nil", op)
 	}
-	if len(refs) > stead.MaxBatch {
-		return nil, check.Invalidf("pgstore: %s: %d refs, more than %d", op, len(refs), stead.MaxBatch)
-	}
-	for i, r := range refs {
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("pgstore: %s: ref %d: %w", op, i, err)
-		}
+	if err := stead.CheckRefs(refs); err != nil {
+		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	if err := b.enter(op); err != nil {
 		return nil, err
@@ -123,6 +118,15 @@ func (b *Backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, er
 		return q.QueryRow(ctx, b.sql.isProcessed, ref.ExecutionID, ref.EventID).Scan(&ok)
 	})
 	return ok, err
+}
+
+// CursorKey reads the secret the schema was created with.
+func (b *Backend) CursorKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	err := b.with(ctx, "cursor key", func(q querier) error {
+		return q.QueryRow(ctx, b.sql.cursorKey).Scan(&key)
+	})
+	return key, err
 }
 
 // List implements stead.Backend. It reads only the listing columns, and each page is a keyset

@@ -32,6 +32,8 @@ const (
 		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
 		ORDER BY id LIMIT {limit}`
 
+	sqlCursorKey = `SELECT value FROM {schema}stead_secrets WHERE name = 'cursor'`
+
 	sqlReadTrace = `SELECT idx, entry FROM {schema}stead_trace
 		WHERE execution_id = $1::text ORDER BY idx`
 
@@ -144,7 +146,7 @@ type statements struct {
 	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent string
 	commitState, commitBundle, commitBatch, conflicts                          string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns         string
-	dueTimers, deleteTimer                                                     string
+	dueTimers, deleteTimer, cursorKey                                          string
 }
 
 func newStatements(schema string) statements {
@@ -173,6 +175,7 @@ func newStatements(schema string) statements {
 		ackSpawns:             x(sqlAckSpawns),
 		dueTimers:             x(sqlDueTimers),
 		deleteTimer:           x(sqlDeleteTimer),
+		cursorKey:             x(sqlCursorKey),
 	}
 }
 
@@ -201,6 +204,7 @@ var sqlByName = map[string]string{
 	"AckSpawns":             sqlAckSpawns,
 	"DueTimers":             sqlDueTimers,
 	"DeleteTimer":           sqlDeleteTimer,
+	"CursorKey":             sqlCursorKey,
 }
 
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by

@@ -57,7 +57,7 @@ func (b *backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 
 // CommitBatch runs every write in one transaction. Each write's compare-and-swap is its first
 // statement, so one that loses has written nothing and needs no savepoint, and the others go on.
-func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
+func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
 	encs := make([]encoded, len(ws))
 	for i, w := range ws {
 		var err error
@@ -65,7 +65,7 @@ func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.C
 			return nil, err
 		}
 	}
-	res := make([]stead.CommitResult, len(ws))
+	res := make([]stead.WriteResult, len(ws))
 	err := b.write(ctx, func(st *writeStmts) error {
 		for i, w := range ws {
 			if err := ctx.Err(); err != nil {
@@ -75,11 +75,11 @@ func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.C
 			var ce *stead.ConflictError
 			switch {
 			case errors.As(err, &ce):
-				res[i] = stead.CommitResult{Err: err}
+				res[i] = stead.WriteResult{Err: err}
 			case err != nil:
 				return err
 			default:
-				res[i] = stead.CommitResult{Committed: stead.Committed{Seqs: seqs}}
+				res[i] = stead.WriteResult{Seqs: seqs}
 			}
 		}
 		return nil

@@ -33,6 +33,18 @@ func (b *backend) Load(ctx context.Context, id string) (*stead.Execution, error)
 	return decode(id, data)
 }
 
+// CursorKey reads the secret the schema was created with.
+func (b *backend) CursorKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	err := b.read(ctx, func(r *readStmts) error {
+		return r.CursorKey.QueryRowContext(ctx).Scan(&key)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: cursor key: %w", err)
+	}
+	return key, nil
+}
+
 // LoadForEvent reads the record and the marker in one statement.
 func (b *backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.Execution, bool, error) {
 	var (

@@ -107,6 +107,8 @@ const (
 		WHERE execution_id = ? AND event_id = ?)`
 	sqlReadTrace = `SELECT idx, entry FROM stead_trace WHERE execution_id = ? ORDER BY idx`
 	sqlTimers    = `SELECT path, fire_at FROM stead_timers WHERE execution_id = ? ORDER BY path`
+	sqlCursorKey = `SELECT value FROM stead_secrets WHERE name = 'cursor'`
+
 	sqlDueTimers = `SELECT execution_id, path, fire_at FROM stead_timers WHERE fire_at <= ?
 		ORDER BY fire_at, execution_id, path LIMIT ?`
 
@@ -185,6 +187,7 @@ var statements = map[string]string{
 	"sqlIsProcessed":           sqlIsProcessed,
 	"sqlReadTrace":             sqlReadTrace,
 	"sqlTimers":                sqlTimers,
+	"sqlCursorKey":             sqlCursorKey,
 	"sqlDueTimers":             sqlDueTimers,
 	"sqlPendingOutbox":         sqlPendingOutbox,
 	"sqlPendingOutboxBySource": sqlPendingOutboxBySource,

@@ -32,7 +32,7 @@ type writeStmts struct {
 // readStmts are the statements of reads, on the reader pool.
 type readStmts struct {
 	Load, LoadForEvent, LoadForEvents, IsProcessed *sql.Stmt
-	ReadTrace, Timers, DueTimers                   *sql.Stmt
+	ReadTrace, Timers, DueTimers, CursorKey        *sql.Stmt
 
 	PendingOutbox, PendingOutboxBySource, PendingSpawns, PendingSpawnsByParent *sql.Stmt
 }

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,6 +20,7 @@ var listRules = []rule{
 	{name: "order_is_byte_wise", run: testListByteOrder},
 	{name: "pages_while_inserting", run: testListWhileInserting},
 	{name: "cursor_bound_to_filter", run: testListCursorBound},
+	{name: "forged_cursors_are_refused", run: testListForgedCursors},
 }
 
 // finishedAt is the FinishedAt of every done execution of the listing seed.
@@ -332,5 +335,56 @@ func testListCursorBound(h *harness) {
 	same.Cursor = p.NextCursor
 	if _, err := h.s.List(h.ctx, same); err != nil {
 		h.Fatalf("cursor reused with the same filter spelled differently: %v", err)
+	}
+}
+
+// testListForgedCursors edits a cursor the store produced in every way a caller could: every
+// truncation, every single-bit flip of its bytes, the id part replaced by another id. None may
+// open a page: a cursor the store did not produce is ErrInvalid.
+func testListForgedCursors(h *harness) {
+	h.seedList()
+	f := stead.ListFilter{DefinitionID: h.id("d1"), Limit: 1}
+	p, err := h.s.List(h.ctx, f)
+	if err != nil || p.NextCursor == "" {
+		h.Fatalf("List = %+v, %v; want a cursor", p, err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(p.NextCursor)
+	if err != nil {
+		// Not base64: the suite cannot edit it byte by byte, but it must still refuse edits of
+		// the text.
+		raw = []byte(p.NextCursor)
+	}
+	enc := func(b []byte) string {
+		if err != nil {
+			return string(b)
+		}
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	var forged []string
+	for n := 1; n < len(raw); n++ { // the empty cursor is the first page's
+		forged = append(forged, enc(raw[:n]))
+	}
+	for i := range raw {
+		for bit := range 8 {
+			b := slices.Clone(raw)
+			b[i] ^= 1 << bit
+			if c := enc(b); c != p.NextCursor {
+				forged = append(forged, c)
+			}
+		}
+	}
+	if i := bytes.Index(raw, []byte(p.Items[0].ID)); i >= 0 {
+		b := slices.Concat(raw[:i], []byte(h.id("zz")), raw[i+len(p.Items[0].ID):])
+		forged = append(forged, enc(b))
+	}
+	for _, c := range forged {
+		f.Cursor = c
+		if got, err := h.s.List(h.ctx, f); !errors.Is(err, stead.ErrInvalid) {
+			h.Fatalf("forged cursor %q: %+v, %v; want ErrInvalid", c, got, err)
+		}
+	}
+	f.Cursor = p.NextCursor
+	if _, err := h.s.List(h.ctx, f); err != nil {
+		h.Fatalf("the store's own cursor after the forgeries: %v", err)
 	}
 }

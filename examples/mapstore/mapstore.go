@@ -3,6 +3,7 @@ package mapstore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,12 +22,15 @@ func New(traceCap int) *stead.Store {
 	if traceCap <= 0 {
 		traceCap = DefaultTraceCap
 	}
-	return stead.NewStore(&Backend{rows: map[string]*row{}, traceCap: traceCap})
+	b := &Backend{rows: map[string]*row{}, traceCap: traceCap, key: make([]byte, stead.MinCursorKey)}
+	_, _ = rand.Read(b.key) // crypto/rand.Read never fails (it panics on a broken system)
+	return stead.NewStore(b)
 }
 
 // Backend implements stead.Backend over maps. Its zero value is not ready; use New.
 type Backend struct {
 	traceCap int
+	key      []byte // signs listing cursors; a SQL backend would keep it in its schema
 
 	mu      sync.Mutex
 	rows    map[string]*row
@@ -58,6 +62,8 @@ type spawnRow struct {
 // below only lock, read and write.
 
 func (b *Backend) Close() error { return nil }
+
+func (b *Backend) CursorKey(ctx context.Context) ([]byte, error) { return b.key, nil }
 
 func (b *Backend) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	b.mu.Lock()
@@ -179,10 +185,10 @@ func (b *Backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 	return b.apply(w), nil
 }
 
-func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
+func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]stead.CommitResult, len(ws))
+	out := make([]stead.WriteResult, len(ws))
 	for i, w := range ws {
 		if out[i].Err = b.cas(w); out[i].Err == nil {
 			out[i].Seqs = b.apply(w)

@@ -72,6 +72,16 @@ CREATE TABLE {schema}stead_spawns (
 );
 CREATE INDEX stead_spawns_parent ON {schema}stead_spawns (parent_id, seq);
 
+-- Secrets of the store, made once with the schema: 'cursor' signs listing cursors (a keyed MAC),
+-- so that a cursor is refused unless this database produced it. 32 bytes of SHA-256 over two
+-- random UUIDs (gen_random_uuid is core PostgreSQL; pgcrypto need not be installed).
+CREATE TABLE {schema}stead_secrets (
+    name  text COLLATE "C" PRIMARY KEY,
+    value bytea NOT NULL
+);
+INSERT INTO {schema}stead_secrets (name, value)
+VALUES ('cursor', sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')));
+
 -- The optional trace ring.
 CREATE TABLE {schema}stead_trace (
     execution_id text COLLATE "C" NOT NULL,

@@ -71,3 +71,11 @@ CREATE TABLE stead_spawns (
     lease_until INTEGER
 );
 CREATE INDEX stead_spawns_parent ON stead_spawns (parent_id, seq);
+
+-- Secrets of the store, made once with the schema: 'cursor' signs listing cursors (a keyed MAC),
+-- so that a cursor is refused unless this database produced it.
+CREATE TABLE stead_secrets (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+INSERT INTO stead_secrets (name, value) VALUES ('cursor', randomblob(32));
