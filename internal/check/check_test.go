@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadhq/stead/internal/check/jsonbtest"
 	"github.com/steadhq/stead/internal/errs"
 )
 
@@ -116,5 +117,30 @@ func TestTime(t *testing.T) {
 	}
 	if _, err := RequiredTime("now", time.Time{}); !errors.Is(err, errs.Invalid) {
 		t.Fatalf("RequiredTime(zero) = %v, want Invalid", err)
+	}
+}
+
+// JSON refuses exactly what PostgreSQL's jsonb refuses beyond the grammar; turn/pgturn proves
+// the same table against a live server.
+func TestJSONRefusesWhatJSONBRefuses(t *testing.T) {
+	for _, tt := range jsonbtest.Cases() {
+		t.Run(tt.Name, func(t *testing.T) {
+			err := JSON("doc", []byte(tt.Doc))
+			if tt.Stored && err != nil {
+				t.Fatalf("JSON = %v, want nil", err)
+			}
+			if !tt.Stored && !errors.Is(err, errs.Invalid) {
+				t.Fatalf("JSON = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestJSONEmptyIsAbsent(t *testing.T) {
+	if err := JSON("doc", nil); err != nil {
+		t.Fatalf("JSON(nil) = %v", err)
+	}
+	if err := JSON("doc", []byte(" ")); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("JSON(whitespace) = %v, want ErrInvalid", err)
 	}
 }
