@@ -53,8 +53,9 @@
 // rolled the transaction back); a COMMIT that got no answer is ErrTimeout (it may have landed:
 // re-read, do not retry blindly); statement_timeout firing is ErrTimeout too.
 //
-// The schema's migrations (migrations/) are recorded in turn_migrations; New applies them under
-// an advisory lock, so it is safe on every start-up and from many processes at once. The
+// The schema is one migration, migrations/001_init.sql, recorded in turn_migrations; later
+// changes will be new files. New applies what is missing under an advisory lock, so it is safe on
+// every start-up and from many processes at once. The
 // tables may live in their own schema (WithSchema); statements name it explicitly and rely on no
 // session state, so the backend works behind PgBouncer in transaction mode
 // (pgdb.Config.PgBouncer).
