@@ -385,8 +385,9 @@ WITH moved AS (
     WHERE outbox_id = $1 AND status IN ('pending', 'dispatching', 'outcome_unknown')
     RETURNING 1)` + settledTail
 
-// A definite failure settles the row; repeating it on a failed row is accepted and keeps the
-// first reason (the original adapter overwrote it; the contract says a repeat changes nothing).
+// A definite failure settles the row. Repeating it on a failed row is accepted and changes
+// nothing, the first reason included: the reason on record is the one the dispatcher saw first,
+// which a retried report must not rewrite (the UPDATE's status list leaves a failed row alone).
 const sqlMarkFailed = `
 WITH moved AS (
     UPDATE {schema}turn_outbox
