@@ -8,12 +8,12 @@ import (
 	"github.com/steadhq/stead/internal/check"
 )
 
-// Size limits every backend enforces alike.
+// Size limits every backend enforces alike (the execution store's too).
 const (
 	// MaxIDLen is the longest account, key, code or other short text, in bytes.
-	MaxIDLen = check.MaxIDLen
+	MaxIDLen = 512
 	// MaxPayload is the largest JSON document or free text (a user turn's text), in bytes.
-	MaxPayload = check.MaxPayload
+	MaxPayload = 1 << 20
 )
 
 // ValidateAccount checks an account id: non-empty, valid UTF-8, no NUL, at most MaxIDLen bytes.
