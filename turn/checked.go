@@ -76,8 +76,6 @@ func idList(ids []ID, err error) ([]ID, error) {
 	return many(ids, err, func(*ID) {})
 }
 
-func requiredNow(field string, t time.Time) (time.Time, error) { return check.RequiredTime(field, t) }
-
 // LoadConversation implements ConversationReader.
 func (c *checked) LoadConversation(ctx context.Context, account string, id ID) (Conversation, error) {
 	if err := c.admit(ValidateAccount(account), ValidateID("conversation id", id)); err != nil {
@@ -256,7 +254,7 @@ func (c *checked) InvalidateCaseCards(ctx context.Context, account string, key C
 
 // ExpireDue implements InteractionWriter.
 func (c *checked) ExpireDue(ctx context.Context, now time.Time) ([]ID, error) {
-	now, err := requiredNow("now", now)
+	now, err := check.RequiredTime("now", now)
 	if err := c.admit(err); err != nil {
 		return nil, err
 	}
@@ -424,7 +422,7 @@ func (c *checked) Enqueue(ctx context.Context, e OutboxEntry) error {
 
 // ClaimDue implements OutboxWriter.
 func (c *checked) ClaimDue(ctx context.Context, now time.Time, limit int, workerID string) ([]OutboxEntry, error) {
-	now, err := requiredNow("now", now)
+	now, err := check.RequiredTime("now", now)
 	if err := c.admit(err, ValidateLimit(limit), ValidateKey("worker id", workerID)); err != nil {
 		return nil, err
 	}
@@ -468,7 +466,7 @@ func (c *checked) Reschedule(ctx context.Context, id ID, next time.Time) error {
 
 // ReleaseExpiredClaims implements OutboxWriter.
 func (c *checked) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]ID, error) {
-	claimedBefore, err := requiredNow("claimed before", claimedBefore)
+	claimedBefore, err := check.RequiredTime("claimed before", claimedBefore)
 	if err := c.admit(err); err != nil {
 		return nil, err
 	}
