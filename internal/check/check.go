@@ -118,11 +118,11 @@ func Time(field string, t time.Time) (time.Time, error) {
 	if t.IsZero() {
 		return time.Time{}, nil
 	}
-	u := t.UTC()
+	u := t.UTC().Truncate(time.Microsecond) // what every backend stores, so what is checked
 	if u.Before(MinTime) || u.After(MaxTime) {
 		return time.Time{}, Invalidf("%s %s is outside the years 1 to 9999", field, t.Format(time.RFC3339Nano))
 	}
-	return u.Truncate(time.Microsecond), nil
+	return u, nil
 }
 
 // RequiredTime is Time for a time that must be set.

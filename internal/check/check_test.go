@@ -97,6 +97,7 @@ func TestTime(t *testing.T) {
 		{"zero stays zero", time.Time{}, time.Time{}, true},
 		{"truncated to microseconds, in UTC", time.Date(2026, 1, 2, 3, 4, 5, 6789, est), time.Date(2026, 1, 2, 8, 4, 5, 6000, time.UTC), true},
 		{"last instant", MaxTime, MaxTime, true},
+		{"last nanosecond truncates to the last instant", MaxTime.Add(999), MaxTime, true},
 		{"first instant after the zero time", MinTime.Add(time.Microsecond), MinTime.Add(time.Microsecond), true},
 		{"an offset cannot carry a time past the end", time.Date(9999, 12, 31, 23, 0, 0, 0, est), time.Time{}, false},
 		{"year 10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}, false},
