@@ -1,10 +1,6 @@
 package turn
 
-import (
-	"time"
-
-	"github.com/steadhq/stead/internal/check"
-)
+import "time"
 
 // Bundle is everything one turn step commits, applied all-or-nothing by CommitStore.Commit in
 // this fixed order (every backend alike), each item by the same rule as its standalone method:
@@ -88,85 +84,128 @@ func (b *Bundle) IsEmpty() bool {
 		len(b.OutboxEntries) == 0 && b.ReplayRecord == nil && b.TurnPhase == nil
 }
 
-// Validate checks the bundle for account before anything is written; every CommitStore calls it
-// first. In order: each event batch must belong to account (CodeBundleAccountMismatch) and be
-// non-empty (CodeInvalidRecord), then each inserted interaction and the replay record must
-// belong to account, then every item must be well-formed input (ErrInvalid). Rules that depend
-// on stored state (transitions, uniqueness, existence) are checked while applying.
+// Validate checks the bundle for account, as PrepareCommit does, and reports the first
+// refusal.
 func (b *Bundle) Validate(account string) error {
+	_, err := PrepareCommit(account, *b)
+	return err
+}
+
+// PrepareCommit checks the bundle for account and returns the copy a backend applies: every
+// time in UTC at microsecond precision, empty documents nil, the caller's bundle untouched. The
+// checked Stores run it before Commit reaches the backend, and every path that applies a bundle
+// outside them (pgturn's CommitIn, inside the application's transaction) must run it too, so
+// that no bundle reaches storage unchecked.
+//
+// The refusals come in this order: each event batch must belong to account
+// (CodeBundleAccountMismatch) and be non-empty (CodeInvalidRecord), then each inserted
+// interaction and the replay record must belong to account, then every item must be
+// well-formed input (ErrInvalid; an insert must be a new active card and an outbox entry a new
+// pending row, else CodeInvalidRecord). Rules that depend on stored state (transitions,
+// uniqueness, existence) are the backend's, checked while applying.
+func PrepareCommit(account string, b Bundle) (Bundle, error) {
 	if err := ValidateAccount(account); err != nil {
-		return err
+		return Bundle{}, err
 	}
 	for i, batch := range b.Events {
 		if batch.AccountID != account {
-			return BundleAccountMismatch("event batch %d belongs to another account", i)
+			return Bundle{}, BundleAccountMismatch("event batch %d belongs to another account", i)
 		}
 		if len(batch.Events) == 0 {
-			return InvalidRecord("event batch %d is empty", i)
+			return Bundle{}, InvalidRecord("event batch %d is empty", i)
 		}
 	}
 	for i, ins := range b.InteractionInserts {
 		if ins.Interaction.AccountID != account {
-			return BundleAccountMismatch("interaction insert %d (%s) belongs to another account", i, ins.Interaction.ID)
+			return Bundle{}, BundleAccountMismatch("interaction insert %d (%s) belongs to another account", i, ins.Interaction.ID)
 		}
 	}
 	if b.ReplayRecord != nil && b.ReplayRecord.AccountID != account {
-		return BundleAccountMismatch("replay record of turn %s belongs to another account", b.ReplayRecord.TurnID)
+		return Bundle{}, BundleAccountMismatch("replay record of turn %s belongs to another account", b.ReplayRecord.TurnID)
 	}
-	for _, c := range b.JournalCompletions {
-		if err := ValidateID("command id", c.CommandID); err != nil {
-			return err
-		}
-		if err := c.Outcome.Validate(); err != nil {
-			return err
-		}
+	var out Bundle
+	var err error
+	if out.JournalCompletions, err = prepareAll(b.JournalCompletions, JournalCompletion.prepare); err != nil {
+		return Bundle{}, err
 	}
-	for _, batch := range b.Events {
-		if err := batch.Validate(); err != nil {
-			return err
-		}
+	if out.Events, err = prepareAll(b.Events, EventBatch.prepare); err != nil {
+		return Bundle{}, err
 	}
-	for _, f := range b.InteractionFinishes {
-		if err := ValidateID("interaction id", f.InteractionID); err != nil {
-			return err
-		}
-		if err := f.Outcome.Validate(); err != nil {
-			return err
-		}
+	if out.InteractionFinishes, err = prepareAll(b.InteractionFinishes, InteractionFinish.prepare); err != nil {
+		return Bundle{}, err
 	}
-	for _, inv := range b.InteractionInvalidations {
-		if err := inv.CaseKey.Validate(); err != nil {
-			return err
-		}
-		if err := ValidateRevision("new revision", inv.NewRevision); err != nil {
-			return err
-		}
-		if err := inv.Reason.Validate(); err != nil {
-			return err
-		}
+	if out.InteractionInvalidations, err = prepareAll(b.InteractionInvalidations, CaseInvalidation.prepare); err != nil {
+		return Bundle{}, err
 	}
-	for _, ins := range b.InteractionInserts {
-		if err := ins.Interaction.Validate(); err != nil {
-			return err
-		}
+	if out.InteractionInserts, err = prepareAll(b.InteractionInserts, InteractionInsert.prepare); err != nil {
+		return Bundle{}, err
 	}
-	for _, e := range b.OutboxEntries {
-		if err := e.Validate(); err != nil {
-			return err
-		}
+	if out.OutboxEntries, err = prepareAll(b.OutboxEntries, OutboxEntry.prepareEnqueue); err != nil {
+		return Bundle{}, err
 	}
 	if b.ReplayRecord != nil {
-		if err := b.ReplayRecord.Validate(); err != nil {
-			return err
+		r, err := b.ReplayRecord.prepare()
+		if err != nil {
+			return Bundle{}, err
 		}
+		out.ReplayRecord = &r
 	}
 	if b.TurnPhase != nil {
 		if err := ValidateID("turn id", b.TurnPhase.TurnID); err != nil {
-			return err
+			return Bundle{}, err
 		}
-		if !b.TurnPhase.Phase.Valid() {
-			return check.Invalidf("unknown turn phase %q", b.TurnPhase.Phase)
+		if err := validPhase(b.TurnPhase.Phase); err != nil {
+			return Bundle{}, err
+		}
+		p := *b.TurnPhase
+		out.TurnPhase = &p
+	}
+	return out, nil
+}
+
+// prepareAll prepares every item into a new slice, nil when there are none.
+func prepareAll[T any](xs []T, prepare func(T) (T, error)) ([]T, error) {
+	if len(xs) == 0 {
+		return nil, nil
+	}
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		var err error
+		if out[i], err = prepare(x); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return out, nil
+}
+
+func (c JournalCompletion) prepare() (JournalCompletion, error) {
+	if err := ValidateID("command id", c.CommandID); err != nil {
+		return c, err
+	}
+	var err error
+	c.Outcome, err = c.Outcome.prepare()
+	return c, err
+}
+
+func (f InteractionFinish) prepare() (InteractionFinish, error) {
+	if err := ValidateID("interaction id", f.InteractionID); err != nil {
+		return f, err
+	}
+	return f, f.Outcome.Validate()
+}
+
+func (inv CaseInvalidation) prepare() (CaseInvalidation, error) {
+	if err := inv.CaseKey.Validate(); err != nil {
+		return inv, err
+	}
+	if err := ValidateRevision("new revision", inv.NewRevision); err != nil {
+		return inv, err
+	}
+	return inv, inv.Reason.Validate()
+}
+
+func (ins InteractionInsert) prepare() (InteractionInsert, error) {
+	var err error
+	ins.Interaction, err = ins.Interaction.prepareInsert()
+	return ins, err
 }

@@ -9,6 +9,20 @@
 // order. Stores holds one implementation per role; Stores.ReadOnly hands out the reader halves
 // with no way back to a writer.
 //
+// The seam: a backend implements Backend, the seven roles on arguments already checked, and
+// NewStores puts one checking front before it. The front refuses bad input with ErrInvalid before
+// the backend sees it, hands the backend normalised values (UTC microsecond times, empty
+// documents nil) and normalises results alike, so the rules cannot drift between backends and a
+// backend written elsewhere gets them for free. Backend constructors return the front:
+//
+//	stores := memturn.New()                       // or pgturn.New(ctx, pool)
+//	if err := stores.Conversations.CreateConversation(ctx, conv); err != nil { ... }
+//	receipt, err := stores.Commits.Commit(ctx, conv.AccountID, bundle)
+//	page, err := stores.ReadOnly().Events.ReadFrom(ctx, conv.AccountID, turn.Start, 100)
+//
+// Stores.Backend is the escape hatch to a backend's own features (pgturn's CommitIn); such a
+// feature runs the same exported checks (PrepareCommit).
+//
 // The rules every backend keeps, proven by the conformance suite in turn/turntest:
 //   - every row is scoped by account, and another tenant's id is ErrNotFound, exactly like an id
 //     that never existed (the outbox, a system queue addressed by its own ids, is the one

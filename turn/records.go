@@ -452,6 +452,15 @@ type EventBatch struct {
 
 // Cursor is a position in an account's event stream: ReadFrom returns the events with a
 // sequence strictly after it. The zero Cursor is the start. It is a plain number on the wire.
+//
+// A read of the stream produces only Start and the sequence of one of the account's events
+// (EventPage.Next), and events are never removed, so those are exactly the cursors ReadFrom
+// accepts; After(e.Sequence) of one's own event is one of them. Anything else is ErrInvalid:
+// a negative number, a number past the account's last event (which would otherwise read as
+// "caught up" and hide the events appended below it), a position between two of its events or
+// another account's sequence. What the check cannot tell is whose cursor it is: a genuine cursor
+// of the same account further along the stream skips the events before it. A cursor is therefore
+// the consumer's own state, not a token to accept from an untrusted party.
 type Cursor int64
 
 // Start is the cursor before every event.

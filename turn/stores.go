@@ -5,15 +5,22 @@ import (
 	"time"
 )
 
-// Rules every implementation of the interfaces below follows:
+// The interfaces below are what users call and what a backend implements alike; the rules are
+// split between the two sides of the seam.
+//
+// The checked Stores (NewStores) keep the rules that need no stored state, once for every
+// backend: bad input (zero ids, empty accounts, unknown enum values, invalid text or JSON, times
+// outside the years 1 to 9999 in UTC, negative limits, cursors no read produced) is refused with
+// an error matching ErrInvalid before anything is written; arguments reach the backend
+// normalised (see PrepareCommit) and results come back normalised (UTC microsecond times,
+// non-nil lists); a limit is an upper bound: zero asks for nothing, a huge one is not an error.
+//
+// A backend keeps the rules that depend on what is stored:
 //   - every lookup and write is scoped by account (except the outbox, a system queue): another
 //     tenant's id is ErrNotFound, exactly like an id that never existed, on reads and on writes;
 //   - status changes are compare-and-swap against the state the rule requires, never blind
 //     overwrites; a refused write changes nothing;
-//   - lists have the orders stated on each method;
-//   - bad input (zero ids, empty account, invalid text or JSON, negative limits) is refused with
-//     an error matching ErrInvalid before anything is written;
-//   - a limit is an upper bound: zero asks for nothing, a huge one is not an error.
+//   - lists have the orders stated on each method.
 
 // ConversationReader reads conversations, turns and their phase markers.
 type ConversationReader interface {
@@ -85,7 +92,8 @@ type InteractionWriter interface {
 	InsertReplacingBlocking(ctx context.Context, it Interaction) ([]ID, error)
 	// BeginResolution moves the card from expected to resolving, recording the chosen option, the
 	// answering turn and resolved_at (the store's clock), and returns the record. Only active is a
-	// legal source: any other expected status, or a card not in expected, is ErrConflict.
+	// legal source: any other expected status, or a card not in expected, is ErrConflict; an
+	// expected value that is no InteractionStatus at all is ErrInvalid, like every unknown enum.
 	BeginResolution(ctx context.Context, account string, id ID, expected InteractionStatus, optionID string, resolvedBy ID) (InteractionRecord, error)
 	// FinishResolution settles a resolving card with outcome and returns the record. Repeating a
 	// finish that already settled the card the same way is accepted and changes nothing; any other
@@ -101,7 +109,7 @@ type InteractionWriter interface {
 	// the ids ordered by (created_at, id).
 	InvalidateCaseCards(ctx context.Context, account string, key CaseKey, reason InvalidationReason) ([]ID, error)
 	// ExpireDue expires, across every account, each active card whose expires_at is at or before
-	// now, and returns their ids ordered by (account, id).
+	// now (required), and returns their ids ordered by (account, id).
 	ExpireDue(ctx context.Context, now time.Time) ([]ID, error)
 }
 
@@ -154,7 +162,7 @@ type EventReader interface {
 	// ReadFrom returns the account's events with a sequence after the cursor, across every case,
 	// in sequence order, at most limit (other tenants' events never count toward it). Passing back
 	// page.Next delivers every event exactly once, in commit order, even while the journal grows.
-	// A negative cursor is ErrInvalid.
+	// A cursor no read of this account's stream can have produced is ErrInvalid (see Cursor).
 	ReadFrom(ctx context.Context, account string, after Cursor, limit int) (EventPage, error)
 	// LoadEvents returns the events that exist for the account, in the requested order (a
 	// repeated id is returned repeated). Unknown and foreign ids are silently omitted.
@@ -201,7 +209,7 @@ type OutboxWriter interface {
 	// Enqueue inserts the entry, which must be pending (else CodeInvalidRecord). ErrConflict if
 	// the outbox id, or the (destination, idempotency key) pair, exists.
 	Enqueue(ctx context.Context, e OutboxEntry) error
-	// ClaimDue claims up to limit pending rows due at now (next_attempt_at zero or <= now),
+	// ClaimDue claims up to limit pending rows due at now (required; next_attempt_at zero or <= now),
 	// oldest first by (created_at, outbox_id): each moves to dispatching, its attempt count grows
 	// by one, and the claim {workerID, now} is recorded. It returns the updated entries in that
 	// order. A row is never handed to two claimers at once.
@@ -225,7 +233,7 @@ type OutboxWriter interface {
 	// clearing the claim and keeping the last failure. ErrConflict on a settled row.
 	Reschedule(ctx context.Context, id ID, next time.Time) error
 	// ReleaseExpiredClaims returns to pending, due immediately, every dispatching row whose claim
-	// was taken strictly before claimedBefore, clearing the claim (the attempt count is kept). It
+	// was taken strictly before claimedBefore (required), clearing the claim (the attempt count is kept). It
 	// returns their ids in id order.
 	ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]ID, error)
 }
@@ -267,7 +275,12 @@ type CommitStore interface {
 	Commit(ctx context.Context, account string, b Bundle) (Receipt, error)
 }
 
-// Backend is a single implementation of all seven roles, as the bundled backends provide.
+// Backend is the storage seam: one implementation of all seven roles, as a backend provides
+// it. Its methods may assume what the checked Stores guarantee: every argument passed the checks
+// documented on the method and on PrepareCommit, times are in UTC at microsecond precision,
+// empty documents are nil. A backend runs storage code only: the rules that depend on stored
+// state, in the orders stated. What it returns belongs to the caller (the front normalises
+// results in place). Hand it to NewStores; never give it to users directly.
 type Backend interface {
 	ConversationStore
 	InteractionStore
@@ -278,7 +291,8 @@ type Backend interface {
 	CommitStore
 }
 
-// Stores holds one implementation per role. It is a small value: copy it freely.
+// Stores holds one implementation per role. It is a small value: copy it freely; every copy of
+// the Stores NewStores returned shares one front, so closing one closes them all.
 type Stores struct {
 	Conversations ConversationStore
 	Interactions  InteractionStore
@@ -287,11 +301,38 @@ type Stores struct {
 	Outbox        OutboxStore
 	Replay        ReplayStore
 	Commits       CommitStore
+
+	front *checked // set by NewStores
 }
 
-// NewStores puts one backend behind every role.
+// NewStores puts b behind every role, each a checking front: every call is checked and its
+// arguments normalised before it reaches b, and its results are normalised on the way back, so
+// every backend answers alike. Backend constructors (memturn.New, pgturn.New) return it.
 func NewStores(b Backend) Stores {
-	return Stores{Conversations: b, Interactions: b, Journal: b, Events: b, Outbox: b, Replay: b, Commits: b}
+	c := &checked{b: b}
+	return Stores{Conversations: c, Interactions: c, Journal: c, Events: c, Outbox: c, Replay: c, Commits: c, front: c}
+}
+
+// Backend returns the backend NewStores put behind the roles, for a feature only that backend
+// has (pgturn's CommitIn): assert it to the backend's type. Its methods skip every check of the
+// front; a backend-specific feature runs the exported checks itself (PrepareCommit). It is nil
+// for Stores assembled by hand.
+func (s Stores) Backend() Backend {
+	if s.front == nil {
+		return nil
+	}
+	return s.front.b
+}
+
+// Close makes every later call through these Stores, their copies and their read-only view fail
+// with ErrClosed before it reaches the backend, then closes the backend if it is an io.Closer.
+// The bundled backends hold nothing to close: a pgturn backend never closes the pool the
+// application gave it. Close is idempotent, and does nothing for Stores assembled by hand.
+func (s Stores) Close() error {
+	if s.front == nil {
+		return nil
+	}
+	return s.front.close()
 }
 
 // Check reports the first role without an implementation, in the order conversations,

@@ -25,7 +25,7 @@ func TestRecordValidation(t *testing.T) {
 	}
 	card := func() turn.Interaction {
 		return turn.Interaction{ID: turn.NewID(), AccountID: "a", ConversationID: turn.NewID(),
-			CaseRef: turn.CaseRef{Workflow: "w", CaseID: "c", ExpectedRevision: 1}, Kind: turn.KindBoolean,
+			CaseRef: turn.CaseRef{Workflow: "w", CaseID: "c", ExpectedRevision: 1}, CreatedByTurn: turn.NewID(), Kind: turn.KindBoolean,
 			Status: turn.InteractionActive, CreatedAt: at0, Payload: turn.CardPayload{Title: "t", Options: []turn.CardOption{{ID: "o", Label: "l"}}}}
 	}
 	entry := func() turn.JournalEntry {
@@ -52,6 +52,22 @@ func TestRecordValidation(t *testing.T) {
 			c.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 			return c.Validate()
 		}, false, false},
+		{"conversation created at the zero time", func() error { c := conv(); c.CreatedAt = time.Time{}; return c.Validate() }, false, false},
+		{"conversation on the last day at -05:00, which is year 10000 in UTC", func() error {
+			c := conv()
+			c.CreatedAt = time.Date(9999, 12, 31, 20, 0, 0, 0, time.FixedZone("EST", -5*3600))
+			return c.Validate()
+		}, false, false},
+		{"conversation on the last day at +05:00", func() error {
+			c := conv()
+			c.CreatedAt = time.Date(9999, 12, 31, 20, 0, 0, 0, time.FixedZone("", 5*3600))
+			return c.Validate()
+		}, true, false},
+		{"conversation with a lone surrogate in its metadata", func() error {
+			c := conv()
+			c.Metadata = json.RawMessage(`{"name":"\ud800"}`)
+			return c.Validate()
+		}, false, false},
 		{"conversation with array metadata", func() error { c := conv(); c.Metadata = json.RawMessage(`[1]`); return c.Validate() }, true, false},
 		{"user turn", func() error { return user().Validate() }, true, false},
 		{"user turn with oversized text", func() error { u := user(); u.Input.Text = strings.Repeat("x", turn.MaxPayload+1); return u.Validate() }, false, false},
@@ -61,6 +77,7 @@ func TestRecordValidation(t *testing.T) {
 		{"assistant turn with bad block body", func() error { a := assistant(); a.Blocks[0].Body = json.RawMessage(`nul`); return a.Validate() }, false, false},
 		{"assistant turn without turn", func() error { a := assistant(); a.TurnID = turn.ID{}; return a.Validate() }, false, false},
 		{"card", func() error { return card().Validate() }, true, false},
+		{"card without its creating turn", func() error { c := card(); c.CreatedByTurn = turn.ID{}; return c.Validate() }, false, false},
 		{"card with unknown status", func() error { c := card(); c.Status = "pondering"; return c.Validate() }, false, false},
 		{"card with negative revision", func() error { c := card(); c.CaseRef.ExpectedRevision = -3; return c.Validate() }, false, true},
 		{"card with empty case id", func() error { c := card(); c.CaseRef.CaseID = ""; return c.Validate() }, false, false},
@@ -89,6 +106,13 @@ func TestRecordValidation(t *testing.T) {
 		{"restore", func() error { return turn.RestoreActive().Validate() }, true, false},
 		{"limit -1", func() error { return turn.ValidateLimit(-1) }, false, false},
 		{"cursor -1", func() error { return turn.ValidateCursor(-1) }, false, false},
+		{"time on the last day at -05:00", func() error {
+			return turn.ValidateTime("t", time.Date(9999, 12, 31, 19, 0, 0, 0, time.FixedZone("EST", -5*3600)))
+		}, false, false},
+		{"time on the last day in UTC", func() error {
+			return turn.ValidateTime("t", time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))
+		}, true, false},
+		{"the zero time, which means unset", func() error { return turn.ValidateTime("t", time.Time{}) }, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,8 +54,9 @@ func TextMax(field, v string, max int) error {
 }
 
 // JSON checks an optional JSON document: empty is allowed; otherwise it must be valid UTF-8, valid
-// JSON, at most MaxPayload bytes, and carry no \u0000 escape (PostgreSQL jsonb refuses it, so every
-// backend refuses it alike).
+// JSON, at most MaxPayload bytes, and hold nothing PostgreSQL's jsonb refuses (no \u0000 escape,
+// no lone surrogate escape, no number its numeric type cannot hold: see jsonbProblem), so that
+// every backend refuses the same documents.
 func JSON(field string, raw []byte) error {
 	if len(raw) == 0 {
 		return nil
@@ -69,8 +70,8 @@ func JSON(field string, raw []byte) error {
 	if !json.Valid(raw) {
 		return Invalidf("%s is not valid JSON", field)
 	}
-	if hasNULEscape(raw) {
-		return Invalidf("%s contains a \\u0000 escape", field)
+	if problem := jsonbProblem(raw); problem != "" {
+		return Invalidf("%s %s", field, problem)
 	}
 	return nil
 }
@@ -87,26 +88,6 @@ func JSONObject(field string, raw []byte) error {
 		return Invalidf("%s is not a JSON object", field)
 	}
 	return nil
-}
-
-// hasNULEscape reports whether raw contains \u0000 as an escape (not as an escaped backslash
-// followed by the letters u0000).
-func hasNULEscape(raw []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(raw[i:], []byte(`\u0000`))
-		if j < 0 {
-			return false
-		}
-		j += i
-		n := 0
-		for k := j - 1; k >= 0 && raw[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return true
-		}
-		i = j + 1
-	}
 }
 
 // Limit checks a page or batch size: negative or above max is invalid, zero takes def.
@@ -137,11 +118,11 @@ func Time(field string, t time.Time) (time.Time, error) {
 	if t.IsZero() {
 		return time.Time{}, nil
 	}
-	u := t.UTC()
+	u := t.UTC().Truncate(time.Microsecond) // what every backend stores, so what is checked
 	if u.Before(MinTime) || u.After(MaxTime) {
 		return time.Time{}, Invalidf("%s %s is outside the years 1 to 9999", field, t.Format(time.RFC3339Nano))
 	}
-	return u.Truncate(time.Microsecond), nil
+	return u, nil
 }
 
 // RequiredTime is Time for a time that must be set.

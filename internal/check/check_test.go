@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadhq/stead/internal/check/jsonbtest"
 	"github.com/steadhq/stead/internal/errs"
 )
 
@@ -96,6 +97,7 @@ func TestTime(t *testing.T) {
 		{"zero stays zero", time.Time{}, time.Time{}, true},
 		{"truncated to microseconds, in UTC", time.Date(2026, 1, 2, 3, 4, 5, 6789, est), time.Date(2026, 1, 2, 8, 4, 5, 6000, time.UTC), true},
 		{"last instant", MaxTime, MaxTime, true},
+		{"last nanosecond truncates to the last instant", MaxTime.Add(999), MaxTime, true},
 		{"first instant after the zero time", MinTime.Add(time.Microsecond), MinTime.Add(time.Microsecond), true},
 		{"an offset cannot carry a time past the end", time.Date(9999, 12, 31, 23, 0, 0, 0, est), time.Time{}, false},
 		{"year 10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}, false},
@@ -116,5 +118,30 @@ func TestTime(t *testing.T) {
 	}
 	if _, err := RequiredTime("now", time.Time{}); !errors.Is(err, errs.Invalid) {
 		t.Fatalf("RequiredTime(zero) = %v, want Invalid", err)
+	}
+}
+
+// JSON refuses exactly what PostgreSQL's jsonb refuses beyond the grammar; turn/pgturn proves
+// the same table against a live server.
+func TestJSONRefusesWhatJSONBRefuses(t *testing.T) {
+	for _, tt := range jsonbtest.Cases() {
+		t.Run(tt.Name, func(t *testing.T) {
+			err := JSON("doc", []byte(tt.Doc))
+			if tt.Stored && err != nil {
+				t.Fatalf("JSON = %v, want nil", err)
+			}
+			if !tt.Stored && !errors.Is(err, errs.Invalid) {
+				t.Fatalf("JSON = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestJSONEmptyIsAbsent(t *testing.T) {
+	if err := JSON("doc", nil); err != nil {
+		t.Fatalf("JSON(nil) = %v", err)
+	}
+	if err := JSON("doc", []byte(" ")); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("JSON(whitespace) = %v, want ErrInvalid", err)
 	}
 }

@@ -26,12 +26,12 @@ func BenchmarkCommitBundle(b *testing.B) {
 	for _, n := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			s := memturn.New(nil)
+			s := memturn.New()
 			conv, tid := turn.NewID(), turn.NewID()
-			if err := s.CreateConversation(ctx, turn.Conversation{ID: conv, AccountID: "a", CreatedAt: t0}); err != nil {
+			if err := s.Conversations.CreateConversation(ctx, turn.Conversation{ID: conv, AccountID: "a", CreatedAt: t0}); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.AppendUserTurn(ctx, turn.UserTurn{ReceivedAt: t0, Input: turn.TurnInput{TurnID: tid, ConversationID: conv, Actor: turn.Actor{AccountID: "a"}}}); err != nil {
+			if err := s.Conversations.AppendUserTurn(ctx, turn.UserTurn{ReceivedAt: t0, Input: turn.TurnInput{TurnID: tid, ConversationID: conv, Actor: turn.Actor{AccountID: "a"}}}); err != nil {
 				b.Fatal(err)
 			}
 			bundles := make([]turn.Bundle, b.N)
@@ -42,7 +42,7 @@ func BenchmarkCommitBundle(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := s.Commit(ctx, "a", bundles[i]); err != nil {
+				if _, err := s.Commits.Commit(ctx, "a", bundles[i]); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -53,19 +53,23 @@ func BenchmarkCommitBundle(b *testing.B) {
 // One page of the event stream from the middle of a 10 000-event journal.
 func BenchmarkReadFrom(b *testing.B) {
 	ctx := context.Background()
-	s := memturn.New(nil)
+	s := memturn.New()
 	for range 100 {
-		if _, err := s.AppendEvents(ctx, benchBatch("a", 100)); err != nil {
+		if _, err := s.Events.AppendEvents(ctx, benchBatch("a", 100)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.AppendEvents(ctx, benchBatch("other", 100)); err != nil {
+		if _, err := s.Events.AppendEvents(ctx, benchBatch("other", 100)); err != nil {
 			b.Fatal(err)
 		}
+	}
+	middle, err := s.Events.ReadFrom(ctx, "a", turn.Start, 5000)
+	if err != nil {
+		b.Fatal(err)
 	}
 	for _, n := range []int{32, 128, 512} {
 		b.Run(fmt.Sprintf("page=%d", n), func(b *testing.B) {
 			for range b.N {
-				page, err := s.ReadFrom(ctx, "a", 5000, n)
+				page, err := s.Events.ReadFrom(ctx, "a", middle.Next, n)
 				if err != nil || len(page.Events) != n {
 					b.Fatal(len(page.Events), err)
 				}
@@ -77,12 +81,12 @@ func BenchmarkReadFrom(b *testing.B) {
 // 8 dispatchers claiming 16 due rows at a time from a refilled outbox, settling each claim.
 func BenchmarkClaimDue(b *testing.B) {
 	ctx := context.Background()
-	s := memturn.New(nil)
+	s := memturn.New()
 	cmd := turn.NewID()
 	enqueue := func(n int) {
 		for range n {
 			id := turn.NewID()
-			if err := s.Enqueue(ctx, turn.OutboxEntry{OutboxID: id, CommandID: cmd, Destination: "d", IdempotencyKey: id.String(),
+			if err := s.Outbox.Enqueue(ctx, turn.OutboxEntry{OutboxID: id, CommandID: cmd, Destination: "d", IdempotencyKey: id.String(),
 				Status: turn.OutboxPending, CreatedAt: t0, Payload: json.RawMessage(`{}`)}); err != nil {
 				b.Fatal(err)
 			}
@@ -96,13 +100,13 @@ func BenchmarkClaimDue(b *testing.B) {
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {
-				got, err := s.ClaimDue(ctx, time.Unix(100, 0), 16, fmt.Sprintf("worker-%d", w))
+				got, err := s.Outbox.ClaimDue(ctx, time.Unix(100, 0), 16, fmt.Sprintf("worker-%d", w))
 				if err != nil {
 					b.Error(err)
 					return
 				}
 				for _, e := range got {
-					if err := s.MarkCompleted(ctx, e.OutboxID); err != nil {
+					if err := s.Outbox.MarkCompleted(ctx, e.OutboxID); err != nil {
 						b.Error(err)
 					}
 				}
@@ -115,7 +119,7 @@ func BenchmarkClaimDue(b *testing.B) {
 // One idempotency admission of a new key.
 func BenchmarkBeginCommand(b *testing.B) {
 	ctx := context.Background()
-	s := memturn.New(nil)
+	s := memturn.New()
 	tid := turn.NewID()
 	entries := make([]turn.JournalEntry, b.N)
 	for i := range entries {
@@ -125,7 +129,7 @@ func BenchmarkBeginCommand(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if adm, err := s.BeginCommand(ctx, entries[i]); err != nil || !adm.Fresh {
+		if adm, err := s.Journal.BeginCommand(ctx, entries[i]); err != nil || !adm.Fresh {
 			b.Fatal(adm, err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // ManualClock is a clock that moves only when told to, for deterministic tests. It is safe for
-// concurrent use. Pass its Now method to New.
+// concurrent use. Pass its Now method to WithClock.
 type ManualClock struct {
 	mu  sync.Mutex
 	now time.Time

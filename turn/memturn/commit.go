@@ -6,16 +6,13 @@ import (
 	"github.com/steadhq/stead/turn"
 )
 
-// Commit implements turn.CommitStore. It validates the bundle, then applies it under the store's
-// lock in the fixed order of turn.Bundle through the same rule functions as the standalone
-// methods, recording an undo step for every change. On any error (a refused item, or a failure
+// Commit implements turn.CommitStore. It applies the bundle (checked by turn.PrepareCommit) under
+// the backend's lock in the fixed order of turn.Bundle through the same rule functions as the
+// standalone methods, recording an undo step for every change. On any error (a refused item, or a failure
 // armed with FailNext at a bundle point) the undo log is replayed newest first, which leaves the
 // state exactly as found: records the bundle modified, rows it created, the event sequence
 // counter and any account shard it created.
-func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
-	if err := b.Validate(account); err != nil {
-		return turn.Receipt{}, err
-	}
+func (s *Backend) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
 	if err := s.lock(ctx); err != nil {
 		return turn.Receipt{}, err
 	}
@@ -30,8 +27,10 @@ func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn
 }
 
 // stageFault returns the failure armed for the end of a bundle stage: the stage's own point,
-// then the named point that the original fires there.
-func (s *Store) stageFault(step int) error {
+// then the standalone point of the same write (AfterJournalInsertBeforeCommit after the journal
+// stage, AfterCommitBeforeEventReadback after the events, AfterInteractionPersistence after the
+// inserts), so that a test arming the standalone point also reaches the write inside a bundle.
+func (s *Backend) stageFault(step int) error {
 	if err := s.faults.take(AfterBundleStep(step)); err != nil {
 		return err
 	}
@@ -46,7 +45,7 @@ func (s *Store) stageFault(step int) error {
 	return nil
 }
 
-func (s *Store) apply(u *undo, account string, b turn.Bundle) (turn.Receipt, error) {
+func (s *Backend) apply(u *undo, account string, b turn.Bundle) (turn.Receipt, error) {
 	now := s.now()
 	r := turn.Receipt{EventIDs: []turn.ID{}, InsertedInteractions: []turn.ID{}, InvalidatedInteractions: []turn.ID{}, CommittedAt: now}
 	stages := []func() error{

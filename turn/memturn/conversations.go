@@ -10,7 +10,7 @@ import (
 )
 
 // LoadConversation implements turn.ConversationReader.
-func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
+func (s *Backend) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.Conversation{}, err
@@ -22,13 +22,13 @@ func (s *Store) LoadConversation(ctx context.Context, account string, id turn.ID
 	return turn.Conversation{}, notFound("conversation", id)
 }
 
-func (s *Store) turnOf(row turnRow) turn.Turn {
+func (s *Backend) turnOf(row turnRow) turn.Turn {
 	return turn.Turn{User: copyUserTurn(row.user), Assistant: copyAssistantTurn(row.assistant), Phase: row.marker.Phase}
 }
 
 // LoadRecentTurns implements turn.ConversationReader.
-func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
-	sh, err := s.lockShard(ctx, account, turn.ValidateLimit(limit))
+func (s *Backend) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Store) LoadRecentTurns(ctx context.Context, account string, conversatio
 }
 
 // LoadTurn implements turn.ConversationReader.
-func (s *Store) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
+func (s *Backend) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.Turn{}, err
@@ -66,7 +66,7 @@ func (s *Store) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.
 }
 
 // TurnPhase implements turn.ConversationReader.
-func (s *Store) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
+func (s *Backend) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.PhaseMarker{}, err
@@ -79,15 +79,7 @@ func (s *Store) TurnPhase(ctx context.Context, account string, id turn.ID) (turn
 }
 
 // ListUnfinishedTurns implements turn.ConversationReader.
-func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
-	if scope.AccountID != "" {
-		if err := turn.ValidateAccount(scope.AccountID); err != nil {
-			return nil, err
-		}
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return nil, err
-	}
+func (s *Backend) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -117,10 +109,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScop
 }
 
 // CreateConversation implements turn.ConversationWriter.
-func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
+func (s *Backend) CreateConversation(ctx context.Context, c turn.Conversation) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -134,10 +123,7 @@ func (s *Store) CreateConversation(ctx context.Context, c turn.Conversation) err
 }
 
 // AppendUserTurn implements turn.ConversationWriter.
-func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
-	if err := t.Validate(); err != nil {
-		return err
-	}
+func (s *Backend) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -157,13 +143,7 @@ func (s *Store) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 }
 
 // AppendAssistantTurn implements turn.ConversationWriter.
-func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.AssistantTurn) error {
-	if err := turn.ValidateAccount(account); err != nil {
-		return err
-	}
-	if err := t.Validate(); err != nil {
-		return err
-	}
+func (s *Backend) AppendAssistantTurn(ctx context.Context, account string, t turn.AssistantTurn) error {
 	if err := s.faults.take(BeforeResponsePersistence); err != nil {
 		return err
 	}
@@ -188,10 +168,7 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, account string, t turn.
 }
 
 // SetTurnPhase implements turn.ConversationWriter.
-func (s *Store) SetTurnPhase(ctx context.Context, account string, id turn.ID, phase turn.Phase) (turn.PhaseMarker, error) {
-	if err := validatePhaseUpdate(account, id, phase); err != nil {
-		return turn.PhaseMarker{}, err
-	}
+func (s *Backend) SetTurnPhase(ctx context.Context, account string, id turn.ID, phase turn.Phase) (turn.PhaseMarker, error) {
 	if err := s.lock(ctx); err != nil {
 		return turn.PhaseMarker{}, err
 	}
@@ -199,20 +176,7 @@ func (s *Store) SetTurnPhase(ctx context.Context, account string, id turn.ID, ph
 	return s.setPhase(nil, account, id, phase, s.now())
 }
 
-func validatePhaseUpdate(account string, id turn.ID, phase turn.Phase) error {
-	if err := turn.ValidateAccount(account); err != nil {
-		return err
-	}
-	if err := turn.ValidateID("turn id", id); err != nil {
-		return err
-	}
-	if !phase.Valid() {
-		return invalidf("unknown turn phase %q", phase)
-	}
-	return nil
-}
-
-func (s *Store) setPhase(u *undo, account string, id turn.ID, phase turn.Phase, now time.Time) (turn.PhaseMarker, error) {
+func (s *Backend) setPhase(u *undo, account string, id turn.ID, phase turn.Phase, now time.Time) (turn.PhaseMarker, error) {
 	sh := s.shardOf(account)
 	row, ok := sh.turns[id]
 	if !ok {

@@ -3,7 +3,6 @@ package memturn
 import (
 	"fmt"
 
-	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/turn"
 )
 
@@ -14,5 +13,3 @@ func notFound(what string, id turn.ID) error {
 func conflict(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{turn.ErrConflict}, args...)...)
 }
-
-func invalidf(format string, args ...any) error { return check.Invalidf(format, args...) }

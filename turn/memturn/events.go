@@ -9,8 +9,8 @@ import (
 )
 
 // ListSince implements turn.EventReader.
-func (s *Store) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
-	sh, err := s.lockShard(ctx, account, key.Validate(), turn.ValidateLimit(limit))
+func (s *Backend) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -28,8 +28,8 @@ func (s *Store) ListSince(ctx context.Context, account string, key turn.CaseKey,
 }
 
 // ReadFrom implements turn.EventReader.
-func (s *Store) ReadFrom(ctx context.Context, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
-	sh, err := s.lockShard(ctx, account, turn.ValidateCursor(after), turn.ValidateLimit(limit))
+func (s *Backend) ReadFrom(ctx context.Context, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.EventPage{}, err
 	}
@@ -46,7 +46,7 @@ func (s *Store) ReadFrom(ctx context.Context, account string, after turn.Cursor,
 }
 
 // LoadEvents implements turn.EventReader.
-func (s *Store) LoadEvents(ctx context.Context, account string, ids []turn.ID) ([]turn.Event, error) {
+func (s *Backend) LoadEvents(ctx context.Context, account string, ids []turn.ID) ([]turn.Event, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return nil, err
@@ -62,8 +62,8 @@ func (s *Store) LoadEvents(ctx context.Context, account string, ids []turn.ID) (
 }
 
 // CountEvents implements turn.EventReader.
-func (s *Store) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
-	sh, err := s.lockShard(ctx, account, key.Validate())
+func (s *Backend) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return 0, err
 	}
@@ -78,10 +78,7 @@ func (s *Store) CountEvents(ctx context.Context, account string, key turn.CaseKe
 }
 
 // AppendEvents implements turn.EventWriter.
-func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID, error) {
-	if err := b.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Backend) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -98,7 +95,7 @@ func (s *Store) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID,
 
 // append checks every id (against the stored events and within the batch) before writing any,
 // then hands out sequences in batch order.
-func (s *Store) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
+func (s *Backend) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
 	sh := s.ensureShard(u, b.AccountID)
 	seen := make(map[turn.ID]bool, len(b.Events))
 	for _, e := range b.Events {
@@ -114,7 +111,7 @@ func (s *Store) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
 		sh.stream = append(sh.stream, copyEvent(turn.Event{
 			Sequence: s.seq, EventID: e.EventID, AccountID: b.AccountID, CaseKey: b.CaseKey,
 			CaseRevision: b.Revision, CommandID: b.CommandID, EventType: e.EventType,
-			Payload: e.Payload, OccurredAt: tm(e.OccurredAt),
+			Payload: e.Payload, OccurredAt: e.OccurredAt,
 		}))
 		sh.eventIndex[e.EventID] = len(sh.stream) - 1
 		id := e.EventID
@@ -130,8 +127,8 @@ func (s *Store) append(u *undo, b turn.EventBatch) ([]turn.ID, error) {
 
 // RedactPayload implements turn.EventWriter. The first erasure is the one on record: a repeat
 // returns it and changes nothing.
-func (s *Store) RedactPayload(ctx context.Context, account string, event turn.ID, authority string) (turn.Redaction, error) {
-	sh, err := s.lockShard(ctx, account, turn.ValidateKey("authority", authority))
+func (s *Backend) RedactPayload(ctx context.Context, account string, event turn.ID, authority string) (turn.Redaction, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.Redaction{}, err
 	}

@@ -14,7 +14,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := memturn.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	stores := memturn.New(clock.Now).Stores()
+	stores := memturn.New(memturn.WithClock(clock.Now))
 
 	const account = "acme"
 	conv, turnID, cmd := turn.NewID(), turn.NewID(), turn.NewID()

@@ -92,10 +92,10 @@ func (f *faults) clear() {
 
 // FailNext arms err to be returned the next time the store reaches p. Failures armed at the same
 // point fire in the order they were armed, one per passage.
-func (s *Store) FailNext(p Point, err error) { s.faults.arm(p, err) }
+func (s *Backend) FailNext(p Point, err error) { s.faults.arm(p, err) }
 
 // ArmedFailures returns how many failures are armed at each point.
-func (s *Store) ArmedFailures() map[Point]int { return s.faults.count() }
+func (s *Backend) ArmedFailures() map[Point]int { return s.faults.count() }
 
 // ClearFailures disarms every failure.
-func (s *Store) ClearFailures() { s.faults.clear() }
+func (s *Backend) ClearFailures() { s.faults.clear() }

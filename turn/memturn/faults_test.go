@@ -13,10 +13,17 @@ import (
 
 var t0 = time.Unix(0, 0).UTC()
 
+// newStores returns checked Stores and the backend behind them, for its fault injection points.
+func newStores(opts ...memturn.Option) (turn.Stores, *memturn.Backend) {
+	s := memturn.New(opts...)
+	return s, s.Backend().(*memturn.Backend)
+}
+
 // world is a store prepared like the bundle checks: a turn, a pending command, a resolving
 // blocking card, a stale card and a replay record; bundle touches all of them.
 type world struct {
-	s                  *memturn.Store
+	s                  turn.Stores
+	b                  *memturn.Backend // the fault injection points
 	account            string
 	conv, turnID, cmd  turn.ID
 	answered, stale    turn.ID
@@ -33,21 +40,22 @@ func card(account string, conv turn.ID, rev turn.Revision, blocking bool, at tim
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := t.Context()
-	w := &world{s: memturn.New(memturn.NewManualClock(t0).Now), account: "acct", conv: turn.NewID(), turnID: turn.NewID(), cmd: turn.NewID()}
+	w := &world{account: "acct", conv: turn.NewID(), turnID: turn.NewID(), cmd: turn.NewID()}
+	w.s, w.b = newStores(memturn.WithClock(memturn.NewManualClock(t0).Now))
 	s := w.s
-	must(t, s.CreateConversation(ctx, turn.Conversation{ID: w.conv, AccountID: w.account, CreatedAt: t0}))
-	must(t, s.AppendUserTurn(ctx, turn.UserTurn{ReceivedAt: t0, Input: turn.TurnInput{TurnID: w.turnID, ConversationID: w.conv,
+	must(t, s.Conversations.CreateConversation(ctx, turn.Conversation{ID: w.conv, AccountID: w.account, CreatedAt: t0}))
+	must(t, s.Conversations.AppendUserTurn(ctx, turn.UserTurn{ReceivedAt: t0, Input: turn.TurnInput{TurnID: w.turnID, ConversationID: w.conv,
 		Actor: turn.Actor{AccountID: w.account}}}))
-	_, err := s.BeginCommand(ctx, turn.JournalEntry{CommandID: w.cmd, AccountID: w.account, IdempotencyKey: "k", TurnID: w.turnID,
+	_, err := s.Journal.BeginCommand(ctx, turn.JournalEntry{CommandID: w.cmd, AccountID: w.account, IdempotencyKey: "k", TurnID: w.turnID,
 		CaseRef: turn.CaseRef{Workflow: "w", CaseID: "c", ExpectedRevision: 1}, CommandType: "t", Status: turn.JournalPending, CreatedAt: t0})
 	must(t, err)
 	answered := card(w.account, w.conv, 1, true, t0)
-	must(t, s.InsertInteraction(ctx, answered))
-	_, err = s.BeginResolution(ctx, w.account, answered.ID, turn.InteractionActive, "yes", w.turnID)
+	must(t, s.Interactions.InsertInteraction(ctx, answered))
+	_, err = s.Interactions.BeginResolution(ctx, w.account, answered.ID, turn.InteractionActive, "yes", w.turnID)
 	must(t, err)
 	stale := card(w.account, w.conv, 1, false, t0.Add(time.Second))
-	must(t, s.InsertInteraction(ctx, stale))
-	must(t, s.PutReplay(ctx, turn.ReceivedReplay(w.turnID, w.conv, w.account, t0)))
+	must(t, s.Interactions.InsertInteraction(ctx, stale))
+	must(t, s.Replay.PutReplay(ctx, turn.ReceivedReplay(w.turnID, w.conv, w.account, t0)))
 	w.answered, w.stale = answered.ID, stale.ID
 	w.events = []turn.ID{turn.NewID(), turn.NewID()}
 	w.outbox = []turn.ID{turn.NewID()}
@@ -90,21 +98,21 @@ func (w *world) snapshot(t *testing.T) map[string]any {
 		snap[name] = v
 		snap[name+" err"] = err != nil
 	}
-	e, err := s.LoadCommand(ctx, w.account, w.cmd)
+	e, err := s.Journal.LoadCommand(ctx, w.account, w.cmd)
 	get("command", e, err)
-	evs, err := s.ReadFrom(ctx, w.account, turn.Start, 100)
+	evs, err := s.Events.ReadFrom(ctx, w.account, turn.Start, 100)
 	get("stream", evs, err)
 	for _, id := range []turn.ID{w.answered, w.stale, w.next} {
-		rec, err := s.LoadInteraction(ctx, w.account, id)
+		rec, err := s.Interactions.LoadInteraction(ctx, w.account, id)
 		get("card "+id.String(), rec, err)
 	}
-	open, err := s.ListOpenForCase(ctx, w.account, turn.CaseKey{Workflow: "w", CaseID: "c"})
+	open, err := s.Interactions.ListOpenForCase(ctx, w.account, turn.CaseKey{Workflow: "w", CaseID: "c"})
 	get("open", open, err)
-	ob, err := s.LoadOutbox(ctx, w.outbox[0])
+	ob, err := s.Outbox.LoadOutbox(ctx, w.outbox[0])
 	get("outbox", ob, err)
-	rp, err := s.LoadReplay(ctx, w.account, w.turnID)
+	rp, err := s.Replay.LoadReplay(ctx, w.account, w.turnID)
 	get("replay", rp, err)
-	ph, err := s.TurnPhase(ctx, w.account, w.turnID)
+	ph, err := s.Conversations.TurnPhase(ctx, w.account, w.turnID)
 	get("phase", ph, err)
 	return snap
 }
@@ -131,21 +139,21 @@ func TestBundleRollsBackAfterEveryStage(t *testing.T) {
 			b := w.bundle()
 			before := w.snapshot(t)
 			injected := errors.New("injected")
-			w.s.FailNext(p, injected)
-			if _, err := w.s.Commit(t.Context(), w.account, b); !errors.Is(err, injected) {
+			w.b.FailNext(p, injected)
+			if _, err := w.s.Commits.Commit(t.Context(), w.account, b); !errors.Is(err, injected) {
 				t.Fatalf("Commit = %v, want the injected failure", err)
 			}
 			if after := w.snapshot(t); !reflect.DeepEqual(before, after) {
 				t.Fatalf("state changed by a failed bundle:\nbefore %v\nafter  %v", before, after)
 			}
-			if n := len(w.s.ArmedFailures()); n != 0 {
+			if n := len(w.b.ArmedFailures()); n != 0 {
 				t.Fatalf("%d failures still armed", n)
 			}
-			r, err := w.s.Commit(t.Context(), w.account, b)
+			r, err := w.s.Commits.Commit(t.Context(), w.account, b)
 			if err != nil {
 				t.Fatalf("Commit after the failure: %v", err)
 			}
-			page, err := w.s.ReadFrom(t.Context(), w.account, turn.Start, 10)
+			page, err := w.s.Events.ReadFrom(t.Context(), w.account, turn.Start, 10)
 			must(t, err)
 			if len(page.Events) != 2 || page.Events[0].Sequence != 1 || page.Events[1].Sequence != 2 {
 				t.Fatalf("a rolled-back append consumed sequences: %+v", page.Events)
@@ -162,19 +170,19 @@ func TestBundleRollsBackAfterEveryStage(t *testing.T) {
 func TestFailedBundleLeavesNoAccountBehind(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := memturn.New(nil)
+	s := memturn.New()
 	batch := turn.EventBatch{AccountID: "fresh", CaseKey: turn.CaseKey{Workflow: "w", CaseID: "c"}, CommandID: turn.NewID(), Revision: 1,
 		Events: []turn.NewEvent{{EventID: turn.NewID(), EventType: "e", OccurredAt: t0}}}
-	_, err := s.Commit(ctx, "fresh", turn.Bundle{Events: []turn.EventBatch{batch}, TurnPhase: &turn.PhaseUpdate{TurnID: turn.NewID(), Phase: turn.PhaseFailed}})
+	_, err := s.Commits.Commit(ctx, "fresh", turn.Bundle{Events: []turn.EventBatch{batch}, TurnPhase: &turn.PhaseUpdate{TurnID: turn.NewID(), Phase: turn.PhaseFailed}})
 	if !errors.Is(err, turn.ErrNotFound) {
 		t.Fatalf("Commit = %v", err)
 	}
-	page, err := s.ReadFrom(ctx, "fresh", turn.Start, 10)
+	page, err := s.Events.ReadFrom(ctx, "fresh", turn.Start, 10)
 	must(t, err)
 	if len(page.Events) != 0 {
 		t.Fatal("events of a failed bundle are visible")
 	}
-	if _, err := s.Commit(ctx, "fresh", turn.Bundle{Events: []turn.EventBatch{batch}}); err != nil {
+	if _, err := s.Commits.Commit(ctx, "fresh", turn.Bundle{Events: []turn.EventBatch{batch}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -190,74 +198,74 @@ func TestStandaloneFaultPoints(t *testing.T) {
 	}{
 		{memturn.BeforeJournalInsert, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			_, err := w.s.BeginCommand(ctx, entry(w, w.outbox[0], "fresh-key"))
+			_, err := w.s.Journal.BeginCommand(ctx, entry(w, w.outbox[0], "fresh-key"))
 			return err
 		}, func(t *testing.T, w *world) {
-			if _, err := w.s.LoadCommand(t.Context(), w.account, w.outbox[0]); !errors.Is(err, turn.ErrNotFound) {
+			if _, err := w.s.Journal.LoadCommand(t.Context(), w.account, w.outbox[0]); !errors.Is(err, turn.ErrNotFound) {
 				t.Fatalf("the entry was written before the journal insert: %v", err)
 			}
 		}},
 		{memturn.AfterJournalInsertBeforeCommit, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			_, err := w.s.BeginCommand(ctx, entry(w, w.outbox[0], "fresh-key"))
+			_, err := w.s.Journal.BeginCommand(ctx, entry(w, w.outbox[0], "fresh-key"))
 			return err
 		}, func(t *testing.T, w *world) {
-			e, err := w.s.LoadCommand(t.Context(), w.account, w.outbox[0])
+			e, err := w.s.Journal.LoadCommand(t.Context(), w.account, w.outbox[0])
 			if err != nil || e.Status != turn.JournalPending {
 				t.Fatalf("the entry did not survive as pending: %v %v", e.Status, err)
 			}
-			adm, err := w.s.BeginCommand(t.Context(), entry(w, turn.NewID(), "fresh-key"))
+			adm, err := w.s.Journal.BeginCommand(t.Context(), entry(w, turn.NewID(), "fresh-key"))
 			if err != nil || adm.Fresh || adm.Entry.CommandID != w.outbox[0] {
 				t.Fatalf("a retry after the crash is not a replay: %+v %v", adm, err)
 			}
 		}},
 		{memturn.AfterCommitBeforeEventReadback, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			_, err := w.s.AppendEvents(ctx, w.bundle().Events[0])
+			_, err := w.s.Events.AppendEvents(ctx, w.bundle().Events[0])
 			return err
 		}, func(t *testing.T, w *world) {
-			evs, _ := w.s.LoadEvents(t.Context(), w.account, w.events)
+			evs, _ := w.s.Events.LoadEvents(t.Context(), w.account, w.events)
 			if len(evs) != 2 {
 				t.Fatalf("the appended events did not stay: %d", len(evs))
 			}
 		}},
 		{memturn.AfterInteractionPersistence, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			return w.s.InsertInteraction(ctx, cardWithID(w, w.outbox[0]))
+			return w.s.Interactions.InsertInteraction(ctx, cardWithID(w, w.outbox[0]))
 		}, func(t *testing.T, w *world) {
-			if _, err := w.s.LoadInteraction(t.Context(), w.account, w.outbox[0]); err != nil {
+			if _, err := w.s.Interactions.LoadInteraction(t.Context(), w.account, w.outbox[0]); err != nil {
 				t.Fatalf("the inserted card did not stay: %v", err)
 			}
 		}},
 		{memturn.BeforeResponsePersistence, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			return w.s.AppendAssistantTurn(ctx, w.account, turn.AssistantTurn{TurnID: w.turnID, ConversationID: w.conv})
+			return w.s.Conversations.AppendAssistantTurn(ctx, w.account, turn.AssistantTurn{TurnID: w.turnID, ConversationID: w.conv})
 		}, func(t *testing.T, w *world) {
-			tr, err := w.s.LoadTurn(t.Context(), w.account, w.turnID)
+			tr, err := w.s.Conversations.LoadTurn(t.Context(), w.account, w.turnID)
 			if err != nil || tr.Assistant != nil {
 				t.Fatalf("the assistant turn was written: %v", err)
 			}
 		}},
 		{memturn.BeforeOutboxDispatch, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			must(t, w.s.Enqueue(ctx, outboxRow(w)))
-			_, err := w.s.ClaimDue(ctx, t0, 10, "worker")
+			must(t, w.s.Outbox.Enqueue(ctx, outboxRow(w)))
+			_, err := w.s.Outbox.ClaimDue(ctx, t0, 10, "worker")
 			return err
 		}, func(t *testing.T, w *world) {
-			rec, _ := w.s.LoadOutbox(t.Context(), w.outbox[0])
+			rec, _ := w.s.Outbox.LoadOutbox(t.Context(), w.outbox[0])
 			if rec.Entry.Status != turn.OutboxPending || rec.Entry.AttemptCount != 0 {
 				t.Fatalf("the row was claimed: %+v", rec.Entry)
 			}
 		}},
 		{memturn.AfterOutboxDispatch, func(t *testing.T, w *world) error {
 			ctx := t.Context()
-			must(t, w.s.Enqueue(ctx, outboxRow(w)))
-			if _, err := w.s.ClaimDue(ctx, t0, 10, "worker"); err != nil {
+			must(t, w.s.Outbox.Enqueue(ctx, outboxRow(w)))
+			if _, err := w.s.Outbox.ClaimDue(ctx, t0, 10, "worker"); err != nil {
 				return err
 			}
-			return w.s.MarkCompleted(ctx, w.outbox[0])
+			return w.s.Outbox.MarkCompleted(ctx, w.outbox[0])
 		}, func(t *testing.T, w *world) {
-			rec, _ := w.s.LoadOutbox(t.Context(), w.outbox[0])
+			rec, _ := w.s.Outbox.LoadOutbox(t.Context(), w.outbox[0])
 			if rec.Entry.Status != turn.OutboxDispatching || rec.Claim == nil || rec.Claim.WorkerID != "worker" {
 				t.Fatalf("the row is not left dispatching with its claim: %+v", rec)
 			}
@@ -267,8 +275,8 @@ func TestStandaloneFaultPoints(t *testing.T) {
 		t.Run(string(tt.point), func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
-			w.s.FailNext(tt.point, injected)
-			if got := w.s.ArmedFailures()[tt.point]; got != 1 {
+			w.b.FailNext(tt.point, injected)
+			if got := w.b.ArmedFailures()[tt.point]; got != 1 {
 				t.Fatalf("armed %d", got)
 			}
 			if err := tt.call(t, w); !errors.Is(err, injected) {
@@ -281,18 +289,18 @@ func TestStandaloneFaultPoints(t *testing.T) {
 
 func TestFailuresFireInOrderAndClear(t *testing.T) {
 	t.Parallel()
-	s := memturn.New(nil)
+	s, b := newStores()
 	first, second := errors.New("first"), errors.New("second")
-	s.FailNext(memturn.BeforeOutboxDispatch, first)
-	s.FailNext(memturn.BeforeOutboxDispatch, second)
+	b.FailNext(memturn.BeforeOutboxDispatch, first)
+	b.FailNext(memturn.BeforeOutboxDispatch, second)
 	for _, want := range []error{first, second, nil} {
-		if _, err := s.ClaimDue(t.Context(), t0, 1, "w"); err != want {
+		if _, err := s.Outbox.ClaimDue(t.Context(), t0, 1, "w"); err != want {
 			t.Fatalf("ClaimDue = %v, want %v", err, want)
 		}
 	}
-	s.FailNext(memturn.BeforeJournalInsert, first)
-	s.ClearFailures()
-	if n := len(s.ArmedFailures()); n != 0 {
+	b.FailNext(memturn.BeforeJournalInsert, first)
+	b.ClearFailures()
+	if n := len(b.ArmedFailures()); n != 0 {
 		t.Fatalf("%d points armed after ClearFailures", n)
 	}
 }

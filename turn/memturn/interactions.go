@@ -10,7 +10,7 @@ import (
 )
 
 // LoadInteraction implements turn.InteractionReader.
-func (s *Store) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
+func (s *Backend) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.InteractionRecord{}, err
@@ -28,7 +28,7 @@ func sortRecords(recs []turn.InteractionRecord) {
 	})
 }
 
-func (s *Store) listOpen(ctx context.Context, account string, keep func(turn.Interaction) bool) ([]turn.InteractionRecord, error) {
+func (s *Backend) listOpen(ctx context.Context, account string, keep func(turn.Interaction) bool) ([]turn.InteractionRecord, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return nil, err
@@ -45,21 +45,18 @@ func (s *Store) listOpen(ctx context.Context, account string, keep func(turn.Int
 }
 
 // ListOpenForConversation implements turn.InteractionReader.
-func (s *Store) ListOpenForConversation(ctx context.Context, account string, conversation turn.ID) ([]turn.InteractionRecord, error) {
+func (s *Backend) ListOpenForConversation(ctx context.Context, account string, conversation turn.ID) ([]turn.InteractionRecord, error) {
 	return s.listOpen(ctx, account, func(i turn.Interaction) bool { return i.ConversationID == conversation })
 }
 
 // ListOpenForCase implements turn.InteractionReader.
-func (s *Store) ListOpenForCase(ctx context.Context, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
-	if err := key.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Backend) ListOpenForCase(ctx context.Context, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
 	return s.listOpen(ctx, account, func(i turn.Interaction) bool { return i.CaseRef.Key() == key })
 }
 
 // BlockingAnsweredAt implements turn.InteractionReader.
-func (s *Store) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, revision turn.Revision) (bool, error) {
-	sh, err := s.lockShard(ctx, account, key.Validate(), turn.ValidateRevision("revision", revision))
+func (s *Backend) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, revision turn.Revision) (bool, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return false, err
 	}
@@ -74,20 +71,17 @@ func (s *Store) BlockingAnsweredAt(ctx context.Context, account string, key turn
 }
 
 // InsertInteraction implements turn.InteractionWriter.
-func (s *Store) InsertInteraction(ctx context.Context, it turn.Interaction) error {
+func (s *Backend) InsertInteraction(ctx context.Context, it turn.Interaction) error {
 	_, err := s.insertStandalone(ctx, it, false)
 	return err
 }
 
 // InsertReplacingBlocking implements turn.InteractionWriter.
-func (s *Store) InsertReplacingBlocking(ctx context.Context, it turn.Interaction) ([]turn.ID, error) {
+func (s *Backend) InsertReplacingBlocking(ctx context.Context, it turn.Interaction) ([]turn.ID, error) {
 	return s.insertStandalone(ctx, it, true)
 }
 
-func (s *Store) insertStandalone(ctx context.Context, it turn.Interaction, replace bool) ([]turn.ID, error) {
-	if err := it.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Backend) insertStandalone(ctx context.Context, it turn.Interaction, replace bool) ([]turn.ID, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -104,10 +98,7 @@ func (s *Store) insertStandalone(ctx context.Context, it turn.Interaction, repla
 
 // insert is the rule shared by the standalone inserts and the bundle: the id first, then the
 // blocking slot; a replacing insert supersedes an active occupant, never a resolving one.
-func (s *Store) insert(u *undo, it turn.Interaction, replace bool, now time.Time) ([]turn.ID, error) {
-	if it.Status != turn.InteractionActive {
-		return nil, turn.InvalidRecord("interaction %s is inserted %s, not active", it.ID, it.Status)
-	}
+func (s *Backend) insert(u *undo, it turn.Interaction, replace bool, now time.Time) ([]turn.ID, error) {
 	sh := s.ensureShard(u, it.AccountID)
 	if _, ok := sh.interactions[it.ID]; ok {
 		return nil, conflict("interaction %s exists", it.ID)
@@ -143,8 +134,8 @@ func (s *Store) insert(u *undo, it turn.Interaction, replace bool, now time.Time
 }
 
 // BeginResolution implements turn.InteractionWriter.
-func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
-	sh, err := s.lockShard(ctx, account, turn.ValidateText("option id", optionID), validStatus(expected))
+func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.InteractionRecord{}, err
 	}
@@ -166,21 +157,8 @@ func (s *Store) BeginResolution(ctx context.Context, account string, id turn.ID,
 	return copyRecord(rec), nil
 }
 
-func validStatus(st turn.InteractionStatus) error {
-	if !st.Valid() {
-		return invalidf("unknown interaction status %q", st)
-	}
-	return nil
-}
-
 // FinishResolution implements turn.InteractionWriter.
-func (s *Store) FinishResolution(ctx context.Context, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return turn.InteractionRecord{}, err
-	}
-	if err := outcome.Validate(); err != nil {
-		return turn.InteractionRecord{}, err
-	}
+func (s *Backend) FinishResolution(ctx context.Context, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
 	if err := s.lock(ctx); err != nil {
 		return turn.InteractionRecord{}, err
 	}
@@ -190,7 +168,7 @@ func (s *Store) FinishResolution(ctx context.Context, account string, id turn.ID
 
 // finish settles a resolving card. A card already settled exactly this way is accepted
 // unchanged (a retried finish); so is restoring a card that is active with no answer.
-func (s *Store) finish(u *undo, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+func (s *Backend) finish(u *undo, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
 	sh := s.shardOf(account)
 	rec, ok := sh.interactions[id]
 	if !ok {
@@ -224,13 +202,7 @@ func (s *Store) finish(u *undo, account string, id turn.ID, outcome turn.Resolut
 }
 
 // InvalidateForCase implements turn.InteractionWriter.
-func (s *Store) InvalidateForCase(ctx context.Context, account string, key turn.CaseKey, newRevision turn.Revision, reason turn.InvalidationReason) ([]turn.ID, error) {
-	if err := validateInvalidation(account, key, reason); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateRevision("new revision", newRevision); err != nil {
-		return nil, err
-	}
+func (s *Backend) InvalidateForCase(ctx context.Context, account string, key turn.CaseKey, newRevision turn.Revision, reason turn.InvalidationReason) ([]turn.ID, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -240,10 +212,7 @@ func (s *Store) InvalidateForCase(ctx context.Context, account string, key turn.
 }
 
 // InvalidateCaseCards implements turn.InteractionWriter.
-func (s *Store) InvalidateCaseCards(ctx context.Context, account string, key turn.CaseKey, reason turn.InvalidationReason) ([]turn.ID, error) {
-	if err := validateInvalidation(account, key, reason); err != nil {
-		return nil, err
-	}
+func (s *Backend) InvalidateCaseCards(ctx context.Context, account string, key turn.CaseKey, reason turn.InvalidationReason) ([]turn.ID, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -251,20 +220,10 @@ func (s *Store) InvalidateCaseCards(ctx context.Context, account string, key tur
 	return s.invalidate(nil, account, key, nil, reason, s.now()), nil
 }
 
-func validateInvalidation(account string, key turn.CaseKey, reason turn.InvalidationReason) error {
-	if err := turn.ValidateAccount(account); err != nil {
-		return err
-	}
-	if err := key.Validate(); err != nil {
-		return err
-	}
-	return reason.Validate()
-}
-
 // invalidate retires the case's active cards. With a new revision (the revision sweep) it spares
 // revision-independent cards and cards bound to that revision; without one (the operator's
 // path) it takes every active card. Resolving cards are never touched.
-func (s *Store) invalidate(u *undo, account string, key turn.CaseKey, newRevision *turn.Revision, reason turn.InvalidationReason, now time.Time) []turn.ID {
+func (s *Backend) invalidate(u *undo, account string, key turn.CaseKey, newRevision *turn.Revision, reason turn.InvalidationReason, now time.Time) []turn.ID {
 	out := []turn.ID{}
 	sh := s.shardOf(account)
 	var hit []turn.InteractionRecord
@@ -294,10 +253,7 @@ func (s *Store) invalidate(u *undo, account string, key turn.CaseKey, newRevisio
 }
 
 // ExpireDue implements turn.InteractionWriter.
-func (s *Store) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error) {
-	if err := turn.ValidateTime("now", now); err != nil {
-		return nil, err
-	}
+func (s *Backend) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}

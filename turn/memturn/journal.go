@@ -9,7 +9,7 @@ import (
 )
 
 // LoadCommand implements turn.JournalReader.
-func (s *Store) LoadCommand(ctx context.Context, account string, command turn.ID) (turn.JournalEntry, error) {
+func (s *Backend) LoadCommand(ctx context.Context, account string, command turn.ID) (turn.JournalEntry, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.JournalEntry{}, err
@@ -21,7 +21,7 @@ func (s *Store) LoadCommand(ctx context.Context, account string, command turn.ID
 	return turn.JournalEntry{}, notFound("command", command)
 }
 
-func (s *Store) commands(ctx context.Context, account string, turnID turn.ID, keep func(turn.JournalStatus) bool) ([]turn.JournalEntry, error) {
+func (s *Backend) commands(ctx context.Context, account string, turnID turn.ID, keep func(turn.JournalStatus) bool) ([]turn.JournalEntry, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return nil, err
@@ -40,27 +40,18 @@ func (s *Store) commands(ctx context.Context, account string, turnID turn.ID, ke
 }
 
 // CommandsForTurn implements turn.JournalReader.
-func (s *Store) CommandsForTurn(ctx context.Context, account string, turnID turn.ID) ([]turn.JournalEntry, error) {
+func (s *Backend) CommandsForTurn(ctx context.Context, account string, turnID turn.ID) ([]turn.JournalEntry, error) {
 	return s.commands(ctx, account, turnID, func(turn.JournalStatus) bool { return true })
 }
 
 // PendingForTurn implements turn.JournalReader.
-func (s *Store) PendingForTurn(ctx context.Context, account string, turnID turn.ID) ([]turn.JournalEntry, error) {
+func (s *Backend) PendingForTurn(ctx context.Context, account string, turnID turn.ID) ([]turn.JournalEntry, error) {
 	return s.commands(ctx, account, turnID, turn.JournalStatus.Resumable)
 }
 
 // BeginCommand implements turn.JournalWriter. The key is checked before the command id, so a
 // repeat of an admitted request always replays, whatever its command id.
-func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Admission, error) {
-	if err := e.Validate(); err != nil {
-		return turn.Admission{}, err
-	}
-	if e.Status != turn.JournalPending && e.Status != turn.JournalAwaitingConfirmation {
-		return turn.Admission{}, turn.InvalidRecord("command %s begins %s, not pending or awaiting_confirmation", e.CommandID, e.Status)
-	}
-	if e.Result != nil || !e.CompletedAt.IsZero() {
-		return turn.Admission{}, turn.InvalidRecord("command %s begins with an outcome", e.CommandID)
-	}
+func (s *Backend) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Admission, error) {
 	if err := s.faults.take(BeforeJournalInsert); err != nil {
 		return turn.Admission{}, err
 	}
@@ -88,7 +79,7 @@ func (s *Store) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Adm
 }
 
 // MarkExecuting implements turn.JournalWriter.
-func (s *Store) MarkExecuting(ctx context.Context, account string, command turn.ID) error {
+func (s *Backend) MarkExecuting(ctx context.Context, account string, command turn.ID) error {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return err
@@ -109,13 +100,7 @@ func (s *Store) MarkExecuting(ctx context.Context, account string, command turn.
 }
 
 // CompleteCommand implements turn.JournalWriter.
-func (s *Store) CompleteCommand(ctx context.Context, account string, command turn.ID, outcome turn.JournalOutcome) error {
-	if err := turn.ValidateAccount(account); err != nil {
-		return err
-	}
-	if err := outcome.Validate(); err != nil {
-		return err
-	}
+func (s *Backend) CompleteCommand(ctx context.Context, account string, command turn.ID, outcome turn.JournalOutcome) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -125,7 +110,7 @@ func (s *Store) CompleteCommand(ctx context.Context, account string, command tur
 
 // complete moves the entry to the outcome's status if the journal allows it; the same outcome
 // recorded again is accepted unchanged.
-func (s *Store) complete(u *undo, account string, command turn.ID, outcome turn.JournalOutcome, now time.Time) error {
+func (s *Backend) complete(u *undo, account string, command turn.ID, outcome turn.JournalOutcome, now time.Time) error {
 	sh := s.shardOf(account)
 	e, ok := sh.journal[command]
 	if !ok {

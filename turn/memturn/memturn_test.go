@@ -13,7 +13,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	turntest.Run(t, func(context.Context) (turn.Stores, error) {
-		return memturn.New(nil).Stores(), nil
+		return memturn.New(), nil
 	}, turntest.Parallel())
 }
 
@@ -21,7 +21,7 @@ func TestConformanceSharedStore(t *testing.T) {
 	t.Parallel()
 	// One store for every check, as a shared database would be: the checks must isolate
 	// themselves by account, id and outbox destination.
-	shared := memturn.New(nil).Stores()
+	shared := memturn.New()
 	turntest.Run(t, func(context.Context) (turn.Stores, error) { return shared, nil })
 }
 
@@ -30,7 +30,7 @@ func TestReportIsDeterministicOnAStoppedClock(t *testing.T) {
 	run := func() string {
 		clock := memturn.NewManualClock(time.Unix(0, 0))
 		return turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) {
-			return memturn.New(clock.Now).Stores(), nil
+			return memturn.New(memturn.WithClock(clock.Now)), nil
 		}).String()
 	}
 	first, second := run(), run()
@@ -44,5 +44,5 @@ func TestReportIsDeterministicOnAStoppedClock(t *testing.T) {
 
 func TestExtraChecks(t *testing.T) {
 	t.Parallel()
-	turntest.RunExtra(t, func(context.Context) (turn.Stores, error) { return memturn.New(nil).Stores(), nil }, turntest.Parallel())
+	turntest.RunExtra(t, func(context.Context) (turn.Stores, error) { return memturn.New(), nil }, turntest.Parallel())
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // LoadOutbox implements turn.OutboxReader.
-func (s *Store) LoadOutbox(ctx context.Context, id turn.ID) (turn.OutboxRecord, error) {
+func (s *Backend) LoadOutbox(ctx context.Context, id turn.ID) (turn.OutboxRecord, error) {
 	if err := s.lock(ctx); err != nil {
 		return turn.OutboxRecord{}, err
 	}
@@ -29,7 +29,7 @@ func sortOutbox[T any](xs []T, entry func(T) turn.OutboxEntry) {
 }
 
 // OutboxForCommand implements turn.OutboxReader.
-func (s *Store) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.OutboxRecord, error) {
+func (s *Backend) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.OutboxRecord, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -43,10 +43,7 @@ func (s *Store) OutboxForCommand(ctx context.Context, command turn.ID) ([]turn.O
 }
 
 // Enqueue implements turn.OutboxWriter.
-func (s *Store) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
-	if err := e.Validate(); err != nil {
-		return err
-	}
+func (s *Backend) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -54,10 +51,7 @@ func (s *Store) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
 	return s.enqueue(nil, e)
 }
 
-func (s *Store) enqueue(u *undo, e turn.OutboxEntry) error {
-	if e.Status != turn.OutboxPending {
-		return turn.InvalidRecord("outbox row %s is enqueued %s, not pending", e.OutboxID, e.Status)
-	}
+func (s *Backend) enqueue(u *undo, e turn.OutboxEntry) error {
 	if _, ok := s.outbox[e.OutboxID]; ok {
 		return conflict("outbox row %s exists", e.OutboxID)
 	}
@@ -73,7 +67,7 @@ func (s *Store) enqueue(u *undo, e turn.OutboxEntry) error {
 }
 
 // storeOutbox writes the row and keeps the live index in step.
-func (s *Store) storeOutbox(u *undo, rec turn.OutboxRecord) {
+func (s *Backend) storeOutbox(u *undo, rec turn.OutboxRecord) {
 	id := rec.Entry.OutboxID
 	if old, ok := s.outbox[id]; ok {
 		if set := s.live[old.Entry.Status]; set != nil {
@@ -88,16 +82,7 @@ func (s *Store) storeOutbox(u *undo, rec turn.OutboxRecord) {
 
 // ClaimDue implements turn.OutboxWriter. One mutex guards every row, so two claimers can never
 // take the same one.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID string) ([]turn.OutboxEntry, error) {
-	if err := turn.ValidateTime("now", now); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateLimit(limit); err != nil {
-		return nil, err
-	}
-	if err := turn.ValidateKey("worker id", workerID); err != nil {
-		return nil, err
-	}
+func (s *Backend) ClaimDue(ctx context.Context, now time.Time, limit int, workerID string) ([]turn.OutboxEntry, error) {
 	if err := s.faults.take(BeforeOutboxDispatch); err != nil {
 		return nil, err
 	}
@@ -105,7 +90,6 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, workerID
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	now = tm(now)
 	type dueRow struct {
 		created time.Time
 		id      turn.ID
@@ -139,7 +123,7 @@ type outboxChange func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error)
 
 // settle is update for a settlement, which reports on a dispatch: it runs after the
 // AfterOutboxDispatch fault point.
-func (s *Store) settle(ctx context.Context, id turn.ID, apply outboxChange) error {
+func (s *Backend) settle(ctx context.Context, id turn.ID, apply outboxChange) error {
 	if err := s.faults.take(AfterOutboxDispatch); err != nil {
 		return err
 	}
@@ -147,7 +131,7 @@ func (s *Store) settle(ctx context.Context, id turn.ID, apply outboxChange) erro
 }
 
 // update loads the row under the lock and stores what apply returns when apply says to write.
-func (s *Store) update(ctx context.Context, id turn.ID, apply outboxChange) error {
+func (s *Backend) update(ctx context.Context, id turn.ID, apply outboxChange) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -166,7 +150,7 @@ func (s *Store) update(ctx context.Context, id turn.ID, apply outboxChange) erro
 }
 
 // MarkCompleted implements turn.OutboxWriter.
-func (s *Store) MarkCompleted(ctx context.Context, id turn.ID) error {
+func (s *Backend) MarkCompleted(ctx context.Context, id turn.ID) error {
 	return s.settle(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
 		switch rec.Entry.Status {
 		case turn.OutboxCompleted:
@@ -182,24 +166,16 @@ func (s *Store) MarkCompleted(ctx context.Context, id turn.ID) error {
 }
 
 // MarkFailed implements turn.OutboxWriter. A repeated definite failure keeps the first reason:
-// the contract says it is accepted without change (the original's PostgreSQL adapter overwrote
-// the reason while its memory store kept it; the documented intent wins).
-func (s *Store) MarkFailed(ctx context.Context, id turn.ID, reason string, retryAt time.Time) error {
-	if err := turn.ValidateKey("reason", reason); err != nil {
-		return err
-	}
-	if !retryAt.IsZero() {
-		if err := turn.ValidateTime("retry at", retryAt); err != nil {
-			return err
-		}
-	}
+// the contract accepts the repeat without change, and the reason on record is the one the
+// dispatcher saw first, which a retried report must not rewrite.
+func (s *Backend) MarkFailed(ctx context.Context, id turn.ID, reason string, retryAt time.Time) error {
 	return s.settle(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
 		if !retryAt.IsZero() {
 			if rec.Entry.Status.Terminal() {
 				return rec, false, conflict("outbox row %s is %s and cannot be retried", id, rec.Entry.Status)
 			}
 			rec.Entry.Status = turn.OutboxPending
-			rec.Entry.NextAttemptAt = tm(retryAt)
+			rec.Entry.NextAttemptAt = retryAt
 			rec.LastFailure = reason
 			rec.Claim = nil
 			return rec, true, nil
@@ -219,10 +195,7 @@ func (s *Store) MarkFailed(ctx context.Context, id turn.ID, reason string, retry
 }
 
 // MarkOutcomeUnknown implements turn.OutboxWriter.
-func (s *Store) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef string) error {
-	if err := turn.ValidateText("remote ref", remoteRef); err != nil {
-		return err
-	}
+func (s *Backend) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef string) error {
 	return s.settle(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
 		switch rec.Entry.Status {
 		case turn.OutboxDispatching:
@@ -242,33 +215,24 @@ func (s *Store) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef st
 }
 
 // Reschedule implements turn.OutboxWriter.
-func (s *Store) Reschedule(ctx context.Context, id turn.ID, next time.Time) error {
-	if !next.IsZero() {
-		if err := turn.ValidateTime("next attempt at", next); err != nil {
-			return err
-		}
-	}
+func (s *Backend) Reschedule(ctx context.Context, id turn.ID, next time.Time) error {
 	return s.update(ctx, id, func(rec turn.OutboxRecord) (turn.OutboxRecord, bool, error) {
 		if rec.Entry.Status.Terminal() {
 			return rec, false, conflict("outbox row %s is %s and cannot be rescheduled", id, rec.Entry.Status)
 		}
 		rec.Entry.Status = turn.OutboxPending
-		rec.Entry.NextAttemptAt = tm(next)
+		rec.Entry.NextAttemptAt = next
 		rec.Claim = nil
 		return rec, true, nil
 	})
 }
 
 // ReleaseExpiredClaims implements turn.OutboxWriter.
-func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turn.ID, error) {
-	if err := turn.ValidateTime("claimed before", claimedBefore); err != nil {
-		return nil, err
-	}
+func (s *Backend) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turn.ID, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	claimedBefore = tm(claimedBefore)
 	out := []turn.ID{}
 	for id := range s.live[turn.OutboxDispatching] {
 		rec := s.outbox[id]

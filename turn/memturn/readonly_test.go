@@ -11,7 +11,7 @@ import (
 
 func TestReadOnlyViewHasNoWayBackToWriters(t *testing.T) {
 	t.Parallel()
-	stores := memturn.New(nil).Stores()
+	stores := memturn.New()
 	ro := stores.ReadOnly()
 	if err := ro.Check(); err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestReadOnlyViewHasNoWayBackToWriters(t *testing.T) {
 	for _, r := range roles {
 		switch r.reader.(type) {
 		case turn.ConversationWriter, turn.InteractionWriter, turn.JournalWriter, turn.EventWriter,
-			turn.OutboxWriter, turn.ReplayWriter, turn.CommitStore, *memturn.Store:
+			turn.OutboxWriter, turn.ReplayWriter, turn.CommitStore, *memturn.Backend:
 			t.Errorf("the read-only %s role can be asserted back to a writer", r.name)
 		}
 	}
@@ -45,7 +45,7 @@ func TestReadOnlyViewHasNoWayBackToWriters(t *testing.T) {
 
 func TestStoresPrintNoImplementation(t *testing.T) {
 	t.Parallel()
-	stores := memturn.New(nil).Stores()
+	stores := memturn.New()
 	for _, s := range []string{
 		fmt.Sprintf("%v", stores), fmt.Sprintf("%+v", stores), fmt.Sprintf("%#v", stores),
 		fmt.Sprintf("%v", stores.ReadOnly()), fmt.Sprintf("%#v", stores.ReadOnly()),

@@ -8,7 +8,7 @@ import (
 )
 
 // LoadReplay implements turn.ReplayReader.
-func (s *Store) LoadReplay(ctx context.Context, account string, turnID turn.ID) (turn.ReplayRecord, error) {
+func (s *Backend) LoadReplay(ctx context.Context, account string, turnID turn.ID) (turn.ReplayRecord, error) {
 	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return turn.ReplayRecord{}, err
@@ -21,8 +21,8 @@ func (s *Store) LoadReplay(ctx context.Context, account string, turnID turn.ID) 
 }
 
 // ReplaysForConversation implements turn.ReplayReader.
-func (s *Store) ReplaysForConversation(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.ReplayRecord, error) {
-	sh, err := s.lockShard(ctx, account, turn.ValidateLimit(limit))
+func (s *Backend) ReplaysForConversation(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.ReplayRecord, error) {
+	sh, err := s.lockShard(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +44,7 @@ func (s *Store) ReplaysForConversation(ctx context.Context, account string, conv
 }
 
 // PutReplay implements turn.ReplayWriter.
-func (s *Store) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
+func (s *Backend) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -56,7 +53,7 @@ func (s *Store) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
 	return nil
 }
 
-func (s *Store) putReplay(u *undo, r turn.ReplayRecord) {
+func (s *Backend) putReplay(u *undo, r turn.ReplayRecord) {
 	sh := s.ensureShard(u, r.AccountID)
 	put(u, sh.replay, r.TurnID, copyReplay(r))
 }

@@ -11,12 +11,14 @@ import (
 	"github.com/steadhq/stead/turn"
 )
 
-// Store is the in-memory turn store: all seven roles behind one mutex. It is the reference
-// backend: small enough to read, deterministic (ordered lists, a clock you choose), and able to
-// fail on demand (FailNext) so that atomicity can be tested rather than assumed.
+// Backend is the in-memory turn backend: all seven roles behind one mutex. It is the reference:
+// small enough to read, deterministic (ordered lists, a clock you choose), and able to fail on
+// demand (FailNext) so that atomicity can be tested rather than assumed. It assumes the checked
+// front of turn.NewStores before it: New returns that front, and Stores.Backend reaches this
+// type for its test affordances.
 //
-// Records go in and come out as copies, so a caller cannot reach into the store's state.
-type Store struct {
+// Records go in and come out as copies, so a caller cannot reach into the backend's state.
+type Backend struct {
 	clock  func() time.Time
 	faults faults
 
@@ -53,16 +55,27 @@ type turnRow struct {
 	marker    turn.PhaseMarker
 }
 
-var _ turn.Backend = (*Store)(nil)
+var _ turn.Backend = (*Backend)(nil)
 
-// New returns an empty store that stamps its own times with clock (time.Now when nil), in UTC
-// truncated to microseconds as PostgreSQL would keep them.
-func New(clock func() time.Time) *Store {
-	if clock == nil {
-		clock = time.Now
+// Option configures New.
+type Option func(*Backend)
+
+// WithClock makes the backend stamp the times it owns (phase updates, resolutions, completions,
+// invalidations, redactions, receipts) from now instead of time.Now, in UTC truncated to
+// microseconds as PostgreSQL keeps them. A ManualClock's Now makes a run deterministic.
+func WithClock(now func() time.Time) Option {
+	return func(b *Backend) {
+		if now != nil {
+			b.clock = now
+		}
 	}
-	return &Store{
-		clock:     clock,
+}
+
+// New returns the checked Stores of an empty in-memory backend. Its test affordances (FailNext,
+// ArmedFailures, ClearFailures) are on the backend: stores.Backend().(*memturn.Backend).
+func New(opts ...Option) turn.Stores {
+	b := &Backend{
+		clock:     time.Now,
 		shards:    map[string]*shard{},
 		outbox:    map[turn.ID]turn.OutboxRecord{},
 		keys:      map[outboxKey]turn.ID{},
@@ -72,17 +85,18 @@ func New(clock func() time.Time) *Store {
 			turn.OutboxDispatching: {},
 		},
 	}
+	for _, o := range opts {
+		o(b)
+	}
+	return turn.NewStores(b)
 }
 
-// Stores returns the store behind every role.
-func (s *Store) Stores() turn.Stores { return turn.NewStores(s) }
-
-func (s *Store) now() time.Time { return turn.ClockTime(s.clock()) }
+func (s *Backend) now() time.Time { return turn.ClockTime(s.clock()) }
 
 // shardOf returns the account's shard. An account that has stored nothing gets an empty shard,
 // on which every lookup simply finds nothing; a write goes to a shard found by a lookup or made
 // by ensureShard.
-func (s *Store) shardOf(account string) *shard {
+func (s *Backend) shardOf(account string) *shard {
 	if sh := s.shards[account]; sh != nil {
 		return sh
 	}
@@ -90,7 +104,7 @@ func (s *Store) shardOf(account string) *shard {
 }
 
 // ensureShard returns the account's shard, creating it (undoably) if the account has none.
-func (s *Store) ensureShard(u *undo, account string) *shard {
+func (s *Backend) ensureShard(u *undo, account string) *shard {
 	if sh := s.shards[account]; sh != nil {
 		return sh
 	}
@@ -109,18 +123,9 @@ func (s *Store) ensureShard(u *undo, account string) *shard {
 	return sh
 }
 
-// lockShard opens a call scoped to one account: it checks the account, then the caller's other
-// argument checks in order, takes the lock and returns the account's shard (shardOf). Unless it
-// returns an error, the caller holds s.mu and must unlock it.
-func (s *Store) lockShard(ctx context.Context, account string, checks ...error) (*shard, error) {
-	if err := turn.ValidateAccount(account); err != nil {
-		return nil, err
-	}
-	for _, err := range checks {
-		if err != nil {
-			return nil, err
-		}
-	}
+// lockShard opens a call scoped to one account: it takes the lock and returns the account's
+// shard (shardOf). Unless it returns an error, the caller holds s.mu and must unlock it.
+func (s *Backend) lockShard(ctx context.Context, account string) (*shard, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -152,7 +157,7 @@ func del[K comparable, V any](u *undo, m map[K]V, k K) {
 
 // lock takes the store's mutex after checking ctx: a call whose context is already done does
 // nothing.
-func (s *Store) lock(ctx context.Context) error {
+func (s *Backend) lock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -173,16 +178,12 @@ func doc(raw json.RawMessage) json.RawMessage {
 
 func optDoc(raw json.RawMessage) json.RawMessage { return bytes.Clone(raw) }
 
-func tm(t time.Time) time.Time { return turn.ClockTime(t) }
-
 func copyConversation(c turn.Conversation) turn.Conversation {
-	c.CreatedAt = tm(c.CreatedAt)
 	c.Metadata = doc(c.Metadata)
 	return c
 }
 
 func copyUserTurn(u turn.UserTurn) turn.UserTurn {
-	u.ReceivedAt = tm(u.ReceivedAt)
 	u.Input.InteractionResponse = doc(u.Input.InteractionResponse)
 	u.Input.Attachments = doc(u.Input.Attachments)
 	u.Input.Origin = doc(u.Input.Origin)
@@ -207,9 +208,6 @@ func copyInteraction(i turn.Interaction) turn.Interaction {
 	i.Payload.Options = slices.Clone(i.Payload.Options)
 	i.Payload.ReviewEntries = doc(i.Payload.ReviewEntries)
 	i.Payload.Metadata = doc(i.Payload.Metadata)
-	i.CreatedAt = tm(i.CreatedAt)
-	i.ExpiresAt = tm(i.ExpiresAt)
-	i.ResolvedAt = tm(i.ResolvedAt)
 	return i
 }
 
@@ -241,8 +239,6 @@ func copyEntry(e turn.JournalEntry) turn.JournalEntry {
 	e.CommandPayload = doc(e.CommandPayload)
 	e.Origin = doc(e.Origin)
 	e.Result = copyOutcome(e.Result)
-	e.CreatedAt = tm(e.CreatedAt)
-	e.CompletedAt = tm(e.CompletedAt)
 	return e
 }
 
@@ -257,9 +253,6 @@ func copyEvent(e turn.Event) turn.Event {
 
 func copyOutboxEntry(e turn.OutboxEntry) turn.OutboxEntry {
 	e.Payload = doc(e.Payload)
-	e.NextAttemptAt = tm(e.NextAttemptAt)
-	e.CreatedAt = tm(e.CreatedAt)
-	e.CompletedAt = tm(e.CompletedAt)
 	return e
 }
 
@@ -273,7 +266,6 @@ func copyOutboxRecord(r turn.OutboxRecord) turn.OutboxRecord {
 }
 
 func copyReplay(r turn.ReplayRecord) turn.ReplayRecord {
-	r.RecordedAt = tm(r.RecordedAt)
 	r.EventIDs = slices.Clone(r.EventIDs)
 	r.Details = doc(r.Details)
 	return r

@@ -21,8 +21,8 @@ func BenchmarkCommitBundle(b *testing.B) {
 	s := newStore(b)
 	ctx := b.Context()
 	conv, turnID := turn.NewID(), turn.NewID()
-	must(b, s.CreateConversation(ctx, turn.Conversation{ID: conv, AccountID: "acct", CreatedAt: at(0)}), "conversation")
-	must(b, s.AppendUserTurn(ctx, turn.UserTurn{Input: turn.TurnInput{TurnID: turnID, ConversationID: conv,
+	must(b, s.Conversations.CreateConversation(ctx, turn.Conversation{ID: conv, AccountID: "acct", CreatedAt: at(0)}), "conversation")
+	must(b, s.Conversations.AppendUserTurn(ctx, turn.UserTurn{Input: turn.TurnInput{TurnID: turnID, ConversationID: conv,
 		Actor: turn.Actor{AccountID: "acct", UserID: "ada"}, Text: "book the 9:40 to Lyon"}, ReceivedAt: at(1)}), "turn")
 	for _, n := range []int{1, 8, 64} {
 		b.Run("events="+strconv.Itoa(n), func(b *testing.B) {
@@ -38,7 +38,7 @@ func BenchmarkCommitBundle(b *testing.B) {
 					ReplayRecord:  &replay,
 					TurnPhase:     &turn.PhaseUpdate{TurnID: turnID, Phase: turn.PhaseCommitted},
 				}
-				if _, err := s.Commit(ctx, "acct", bundle); err != nil {
+				if _, err := s.Commits.Commit(ctx, "acct", bundle); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -57,7 +57,7 @@ func BenchmarkReadFrom(b *testing.B) {
 	const batches, perBatch = 64, 64 // 4096 events of the account, as many of another
 	for i := range batches {
 		for _, acct := range []string{"acct", "other"} {
-			_, err := s.AppendEvents(ctx, eventBatch(acct, key, turn.Revision(i+1), perBatch, at(i)))
+			_, err := s.Events.AppendEvents(ctx, eventBatch(acct, key, turn.Revision(i+1), perBatch, at(i)))
 			must(b, err, "seed")
 		}
 	}
@@ -65,7 +65,7 @@ func BenchmarkReadFrom(b *testing.B) {
 		b.Run("page="+strconv.Itoa(page), func(b *testing.B) {
 			cursor := turn.Start
 			for b.Loop() {
-				p, err := s.ReadFrom(ctx, "acct", cursor, page)
+				p, err := s.Events.ReadFrom(ctx, "acct", cursor, page)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -92,7 +92,7 @@ func BenchmarkClaimDue(b *testing.B) {
 		// times, and earlier runs consumed theirs), inserted in bulk: the claim is measured, not
 		// the enqueue.
 		need := (b.N + dispatchers) * batch
-		_, err := s.Pool().Exec(ctx, `INSERT INTO `+s.Schema()+`.turn_outbox
+		_, err := s.pool.Exec(ctx, `INSERT INTO `+s.schema+`.turn_outbox
 			(outbox_id, command_id, destination, payload, idempotency_key, status, created_at)
 			SELECT gen_random_uuid(), gen_random_uuid(), 'bench', '{}', 'k-' || ($1::int + i), 'pending',
 			    'epoch'::timestamptz + make_interval(secs => $1::int + i)
@@ -105,7 +105,7 @@ func BenchmarkClaimDue(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			name := "dispatcher-" + strconv.FormatInt(worker.Add(1), 10)
 			for pb.Next() {
-				got, err := s.ClaimDue(ctx, at(1<<30), batch, name)
+				got, err := s.Outbox.ClaimDue(ctx, at(1<<30), batch, name)
 				if err != nil {
 					b.Error(err)
 					return
@@ -133,17 +133,17 @@ func BenchmarkBeginCommand(b *testing.B) {
 	}
 	b.Run("fresh", func(b *testing.B) {
 		for b.Loop() {
-			a, err := s.BeginCommand(ctx, entry(turn.NewID().String()))
+			a, err := s.Journal.BeginCommand(ctx, entry(turn.NewID().String()))
 			if err != nil || !a.Fresh {
 				b.Fatalf("admission %+v, %v", a, err)
 			}
 		}
 	})
 	b.Run("replay", func(b *testing.B) {
-		_, err := s.BeginCommand(ctx, entry("known-key"))
+		_, err := s.Journal.BeginCommand(ctx, entry("known-key"))
 		must(b, err, "first admission")
 		for b.Loop() {
-			a, err := s.BeginCommand(ctx, entry("known-key"))
+			a, err := s.Journal.BeginCommand(ctx, entry("known-key"))
 			if err != nil || a.Fresh {
 				b.Fatalf("admission %+v, %v", a, err)
 			}

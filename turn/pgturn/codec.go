@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,12 +72,12 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{turn.ErrCorrupt}, args...)...)
 }
 
-// nullTime binds the zero time as NULL, and any other as the store keeps it (turn.ClockTime).
+// nullTime binds the zero time as NULL.
 func nullTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return turn.ClockTime(t)
+	return t
 }
 
 // utc returns a time read back from PostgreSQL in UTC, or the zero time for NULL.
@@ -112,29 +111,11 @@ func nullID(id turn.ID) any {
 	return id
 }
 
-func revision(r turn.Revision, field string) (int64, error) {
-	if r < 0 {
-		return 0, turn.InvalidRecord("%s is negative (%d)", field, r)
-	}
-	return int64(r), nil
-}
-
 func readRevision(v int64, field string) (turn.Revision, error) {
 	if v < 0 {
 		return 0, corrupt("stored %s is negative (%d)", field, v)
 	}
 	return turn.Revision(v), nil
-}
-
-// clampLimit converts a caller's limit to SQL, saturating instead of overflowing.
-func clampLimit(n int) int64 {
-	if n < 0 {
-		return 0
-	}
-	if uint64(n) > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(n)
 }
 
 func interactionStatus(s string) (turn.InteractionStatus, error) {

@@ -9,19 +9,16 @@ import (
 	"github.com/steadhq/stead/turn"
 )
 
-// Commit validates the bundle for account, then applies it in one transaction, committed only
-// after every item's rule accepted: on any error nothing of the bundle was ever visible to
-// another connection, including the records it modified. BEGIN and every item's statement travel
-// in one round trip and COMMIT in a second, whatever the bundle's size. A COMMIT that gets no
-// answer is ErrTimeout (it may have landed: re-read, for instance the journal entry, before
-// retrying).
-func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
-	if err := b.Validate(account); err != nil {
-		return turn.Receipt{}, err
-	}
+// Commit implements turn.CommitStore: it applies the bundle (checked by turn.PrepareCommit) in
+// one transaction, committed only after every item's rule accepted: on any error nothing of the
+// bundle was ever visible to another connection, including the records it modified. BEGIN and
+// every item's statement travel in one round trip and COMMIT in a second, whatever the bundle's
+// size. A COMMIT that gets no answer is ErrTimeout (it may have landed: re-read, for instance the
+// journal entry, before retrying).
+func (s *Backend) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
 	at := s.now()
 	if b.IsEmpty() {
-		return turn.Receipt{CommittedAt: at}, s.open()
+		return emptyReceipt(at), nil
 	}
 	steps, receipt, err := s.bundleSteps(account, &b, at)
 	if err != nil {
@@ -33,29 +30,33 @@ func (s *Store) Commit(ctx context.Context, account string, b turn.Bundle) (turn
 	return receipt(), nil
 }
 
-// CommitIn applies the bundle inside tx, a transaction the caller owns, so that the application's
-// own writes to its tables in the same database land with the bundle or not at all. It does not
-// commit: the caller does, or rolls back to discard both.
+// CommitIn applies the bundle inside tx, a transaction the application owns, so that its own
+// writes to its tables in the same database land with the bundle or not at all. It does not
+// commit: the caller does, or rolls back to discard both. It is the one write reached through
+// the escape hatch rather than the checked Stores, so it runs the same check first
+// (turn.PrepareCommit) and refuses what Commit refuses, before anything is sent:
+//
+//	b := stores.Backend().(*pgturn.Backend)
+//	receipt, err := b.CommitIn(ctx, tx, account, bundle)
 //
 // The bundle runs under a savepoint. If an item fails, the savepoint is rolled back and the error
 // returned: none of the bundle remains in tx, and tx is still usable, so the caller's own writes
 // survive and the caller decides whether to commit them. Store-stamped times are taken when
 // CommitIn runs, not when the caller commits. A bundle carrying events holds its account's
-// append lock (see AppendEvents) until tx ends, so keep tx short: the account's other appends
-// wait for it.
-func (s *Store) CommitIn(ctx context.Context, tx pgx.Tx, account string, b turn.Bundle) (turn.Receipt, error) {
-	if err := b.Validate(account); err != nil {
-		return turn.Receipt{}, err
-	}
+// append lock (see sqlAppendEventsLock) until tx ends, so keep tx short: the account's other
+// appends wait for it. CommitIn runs on the application's transaction, so Stores.Close does not
+// stop it.
+func (s *Backend) CommitIn(ctx context.Context, tx pgx.Tx, account string, b turn.Bundle) (turn.Receipt, error) {
 	if tx == nil {
 		return turn.Receipt{}, fmt.Errorf("%w: pgturn: CommitIn needs a transaction", turn.ErrInvalid)
 	}
-	if err := s.open(); err != nil {
+	b, err := turn.PrepareCommit(account, b)
+	if err != nil {
 		return turn.Receipt{}, err
 	}
 	at := s.now()
 	if b.IsEmpty() {
-		return turn.Receipt{CommittedAt: at}, nil
+		return emptyReceipt(at), nil
 	}
 	steps, receipt, err := s.bundleSteps(account, &b, at)
 	if err != nil {
@@ -67,10 +68,15 @@ func (s *Store) CommitIn(ctx context.Context, tx pgx.Tx, account string, b turn.
 	return receipt(), nil
 }
 
+// emptyReceipt is the receipt of a bundle that carries nothing: no round trip, nothing written.
+func emptyReceipt(at time.Time) turn.Receipt {
+	return turn.Receipt{EventIDs: []turn.ID{}, InsertedInteractions: []turn.ID{}, InvalidatedInteractions: []turn.ID{}, CommittedAt: at}
+}
+
 // bundleSteps turns the bundle into its statements in the contract's fixed order, each built by the
 // same function as its standalone method and stamped with at. receipt assembles what the steps
 // reported once they have all run.
-func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps []step, receipt func() turn.Receipt, err error) {
+func (s *Backend) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps []step, receipt func() turn.Receipt, err error) {
 	add := func(st step, err error) error {
 		if err == nil {
 			steps = append(steps, st)
@@ -78,7 +84,7 @@ func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps
 		return err
 	}
 	if len(b.Events) > 0 {
-		steps = append(steps, s.appendLockStep(account)) // first: see sqlAppendLock
+		steps = append(steps, s.appendLockStep(account)) // first: see sqlAppendEventsLock
 	}
 	appended := make([][]turn.ID, len(b.Events))
 	retired := make([][]turn.ID, len(b.InteractionInvalidations))
@@ -89,9 +95,7 @@ func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps
 		}
 	}
 	for i, batch := range b.Events {
-		if err := add(s.appendStep(fmt.Sprintf("bundle event batch %d", i), batch, &appended[i])); err != nil {
-			return nil, nil, err
-		}
+		steps = append(steps, s.appendStep(fmt.Sprintf("bundle event batch %d", i), batch, &appended[i]))
 	}
 	for i, f := range b.InteractionFinishes {
 		if err := add(s.finishStep(fmt.Sprintf("bundle interaction finish %d", i), account, f.InteractionID, f.Outcome, nil)); err != nil {
@@ -109,9 +113,7 @@ func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps
 		}
 	}
 	for i, e := range b.OutboxEntries {
-		if err := add(s.enqueueStep(fmt.Sprintf("bundle outbox entry %d", i), e)); err != nil {
-			return nil, nil, err
-		}
+		steps = append(steps, s.enqueueStep(fmt.Sprintf("bundle outbox entry %d", i), e))
 	}
 	if b.ReplayRecord != nil {
 		if err := add(s.replayStep("bundle replay record", *b.ReplayRecord)); err != nil {
@@ -119,12 +121,10 @@ func (s *Store) bundleSteps(account string, b *turn.Bundle, at time.Time) (steps
 		}
 	}
 	if p := b.TurnPhase; p != nil {
-		if err := add(s.phaseStep("bundle turn phase", account, p.TurnID, p.Phase, at, nil)); err != nil {
-			return nil, nil, err
-		}
+		steps = append(steps, s.phaseStep("bundle turn phase", account, p.TurnID, p.Phase, at, nil))
 	}
 	return steps, func() turn.Receipt {
-		r := turn.Receipt{CommittedAt: at}
+		r := emptyReceipt(at)
 		for _, ids := range appended {
 			r.EventIDs = append(r.EventIDs, ids...)
 		}

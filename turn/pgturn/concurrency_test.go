@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
-	"github.com/steadhq/stead/turn/pgturn"
 )
 
 const rounds = 16
@@ -26,12 +25,16 @@ func TestRaceRevisionInvalidation(t *testing.T) {
 	for round := range rounds {
 		ref := turn.CaseRef{Workflow: "trip", CaseID: fmt.Sprintf("case-%d", round), ExpectedRevision: 1}
 		c := card("acct", conv, ref, at(round))
-		must(t, s1.InsertInteraction(ctx, c), "insert")
+		must(t, s1.Interactions.InsertInteraction(ctx, c), "insert")
 		var got [2][]turn.ID
 		var errs [2]error
 		race(
-			func() { got[0], errs[0] = s1.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged()) },
-			func() { got[1], errs[1] = s2.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged()) },
+			func() {
+				got[0], errs[0] = s1.Interactions.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged())
+			},
+			func() {
+				got[1], errs[1] = s2.Interactions.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged())
+			},
 		)
 		must(t, errors.Join(errs[:]...), "invalidate")
 		if n := len(got[0]) + len(got[1]); n != 1 {
@@ -44,7 +47,7 @@ func TestRaceRevisionInvalidation(t *testing.T) {
 		if winner[0] != c.ID {
 			t.Fatalf("round %d: winner retired %v, want %v", round, winner, c.ID)
 		}
-		rec, err := s2.LoadInteraction(ctx, "acct", c.ID)
+		rec, err := s2.Interactions.LoadInteraction(ctx, "acct", c.ID)
 		must(t, err, "load")
 		if rec.Interaction.Status != turn.InteractionInvalidated || rec.Invalidation == nil ||
 			rec.Invalidation.NewRevision == nil || *rec.Invalidation.NewRevision != 2 {
@@ -63,14 +66,14 @@ func TestRaceBeginResolution(t *testing.T) {
 	for round := range rounds {
 		ref := turn.CaseRef{Workflow: "trip", CaseID: fmt.Sprintf("case-%d", round), ExpectedRevision: 1}
 		c := card("acct", conv, ref, at(round))
-		must(t, s1.InsertInteraction(ctx, c), "insert")
+		must(t, s1.Interactions.InsertInteraction(ctx, c), "insert")
 		var errs [2]error
 		race(
 			func() {
-				_, errs[0] = s1.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
+				_, errs[0] = s1.Interactions.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
 			},
 			func() {
-				_, errs[1] = s2.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
+				_, errs[1] = s2.Interactions.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
 			},
 		)
 		wins := 0
@@ -110,7 +113,7 @@ func TestRaceJournalAdmission(t *testing.T) {
 				e := turn.JournalEntry{CommandID: turn.NewID(), AccountID: "acct", IdempotencyKey: key,
 					TurnID: turn.NewID(), CaseRef: turn.CaseRef{Workflow: "trip", CaseID: "c", ExpectedRevision: 1},
 					CommandType: "trip.charge", CommandPayload: []byte(`{}`), Status: turn.JournalPending, CreatedAt: at(i)}
-				a, err := s.BeginCommand(ctx, e)
+				a, err := s.Journal.BeginCommand(ctx, e)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -143,15 +146,15 @@ func TestRaceOutboxClaim(t *testing.T) {
 	const rows = 40
 	cmd := turn.NewID()
 	for i := range rows {
-		must(t, s1.Enqueue(ctx, outboxEntry(cmd, "claim-race", fmt.Sprintf("key-%d", i), at(i))), "enqueue")
+		must(t, s1.Outbox.Enqueue(ctx, outboxEntry(cmd, "claim-race", fmt.Sprintf("key-%d", i), at(i))), "enqueue")
 	}
 	var mu sync.Mutex
 	claimedBy := map[turn.ID]string{}
 	var errs [2]error
-	drain := func(s *pgturn.Store, worker string, slot int) func() {
+	drain := func(s store, worker string, slot int) func() {
 		return func() {
 			for {
-				batch, err := s.ClaimDue(ctx, at(100), 3, worker)
+				batch, err := s.Outbox.ClaimDue(ctx, at(100), 3, worker)
 				if err != nil {
 					errs[slot] = err
 					return
@@ -176,7 +179,7 @@ func TestRaceOutboxClaim(t *testing.T) {
 		t.Fatalf("%d rows claimed, want %d", len(claimedBy), rows)
 	}
 	for id, worker := range claimedBy {
-		rec, err := s1.LoadOutbox(ctx, id)
+		rec, err := s1.Outbox.LoadOutbox(ctx, id)
 		must(t, err, "load")
 		if rec.Entry.Status != turn.OutboxDispatching || rec.Entry.AttemptCount != 1 || rec.Claim == nil || rec.Claim.WorkerID != worker {
 			t.Fatalf("row %s after the race: %+v (claimed by %s)", id, rec, worker)
@@ -193,20 +196,20 @@ func TestRaceRedaction(t *testing.T) {
 	key := turn.CaseKey{Workflow: "trip", CaseID: "c"}
 	for round := range rounds / 2 {
 		b := eventBatch("acct", key, turn.Revision(round+1), 1, at(round))
-		_, err := s1.AppendEvents(ctx, b)
+		_, err := s1.Events.AppendEvents(ctx, b)
 		must(t, err, "append")
 		id := b.Events[0].EventID
 		var got [2]turn.Redaction
 		var errs [2]error
 		race(
-			func() { got[0], errs[0] = s1.RedactPayload(ctx, "acct", id, "erasure-request-1") },
-			func() { got[1], errs[1] = s2.RedactPayload(ctx, "acct", id, "erasure-request-2") },
+			func() { got[0], errs[0] = s1.Events.RedactPayload(ctx, "acct", id, "erasure-request-1") },
+			func() { got[1], errs[1] = s2.Events.RedactPayload(ctx, "acct", id, "erasure-request-2") },
 		)
 		must(t, errors.Join(errs[:]...), "redact")
 		if got[0] != got[1] {
 			t.Fatalf("round %d: the two requests got %+v and %+v, want the same record", round, got[0], got[1])
 		}
-		evs, err := s2.LoadEvents(ctx, "acct", []turn.ID{id})
+		evs, err := s2.Events.LoadEvents(ctx, "acct", []turn.ID{id})
 		must(t, err, "load")
 		if len(evs) != 1 || evs[0].Redaction == nil || *evs[0].Redaction != got[0] || string(evs[0].Payload) != "null" {
 			t.Fatalf("round %d: stored event %+v, want redaction %+v and a null payload", round, evs, got[0])
@@ -223,13 +226,13 @@ func TestBlockingSlotEnforcedByIndex(t *testing.T) {
 	conv := turn.NewID()
 	ref := turn.CaseRef{Workflow: "trip", CaseID: "c", ExpectedRevision: 1}
 	first := card("acct", conv, ref, at(0))
-	must(t, s.InsertInteraction(ctx, first), "insert first")
+	must(t, s.Interactions.InsertInteraction(ctx, first), "insert first")
 
-	if err := s.InsertInteraction(ctx, card("acct", conv, ref, at(1))); !errors.Is(err, turn.ErrConflict) {
+	if err := s.Interactions.InsertInteraction(ctx, card("acct", conv, ref, at(1))); !errors.Is(err, turn.ErrConflict) {
 		t.Fatalf("second blocking card through the adapter: %v, want ErrConflict", err)
 	}
 	raw := func() error {
-		_, err := s.Pool().Exec(ctx, `INSERT INTO `+schema+`.turn_interactions (account_id, interaction_id,
+		_, err := s.pool.Exec(ctx, `INSERT INTO `+schema+`.turn_interactions (account_id, interaction_id,
 			conversation_id, workflow_key, case_id, case_revision, kind, blocking, revision_independent,
 			payload_hash, interaction, status, created_at)
 			VALUES ('acct', $1, $2, 'trip', 'c', 1, 'boolean', true, false, 'h', '{}', 'active', now())`,
@@ -243,17 +246,17 @@ func TestBlockingSlotEnforcedByIndex(t *testing.T) {
 
 	nb := card("acct", conv, ref, at(2))
 	nb.Blocking = false
-	must(t, s.InsertInteraction(ctx, nb), "non-blocking card on the occupied case")
-	must(t, s.InsertInteraction(ctx, card("acct", conv, turn.CaseRef{Workflow: "trip", CaseID: "other", ExpectedRevision: 1}, at(3))), "blocking card on another case")
-	must(t, s.InsertInteraction(ctx, card("other-acct", conv, ref, at(4))), "blocking card of another account")
+	must(t, s.Interactions.InsertInteraction(ctx, nb), "non-blocking card on the occupied case")
+	must(t, s.Interactions.InsertInteraction(ctx, card("acct", conv, turn.CaseRef{Workflow: "trip", CaseID: "other", ExpectedRevision: 1}, at(3))), "blocking card on another case")
+	must(t, s.Interactions.InsertInteraction(ctx, card("other-acct", conv, ref, at(4))), "blocking card of another account")
 
 	// A resolving card still holds the slot; a resolved one frees it.
-	_, err := s.BeginResolution(ctx, "acct", first.ID, turn.InteractionActive, "yes", turn.NewID())
+	_, err := s.Interactions.BeginResolution(ctx, "acct", first.ID, turn.InteractionActive, "yes", turn.NewID())
 	must(t, err, "begin")
 	if err := raw(); !errors.As(err, &pgErr) || pgErr.ConstraintName != "turn_interactions_one_open_blocking_per_case" {
 		t.Fatalf("raw INSERT while the occupant is resolving: %v, want the index to refuse it", err)
 	}
-	_, err = s.FinishResolution(ctx, "acct", first.ID, turn.Resolved())
+	_, err = s.Interactions.FinishResolution(ctx, "acct", first.ID, turn.Resolved())
 	must(t, err, "finish")
 	must(t, raw(), "raw INSERT once the occupant is resolved")
 }
@@ -266,7 +269,7 @@ func TestAdmissionWaitingOnTheWinner(t *testing.T) {
 	s, other, schema := twoStores(t)
 	ctx := t.Context()
 	winner := turn.NewID()
-	tx, err := other.Pool().Begin(ctx)
+	tx, err := other.pool.Begin(ctx)
 	must(t, err, "begin")
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	_, err = tx.Exec(ctx, `INSERT INTO `+schema+`.turn_journal (account_id, command_id, idempotency_key, turn_id,
@@ -279,7 +282,7 @@ func TestAdmissionWaitingOnTheWinner(t *testing.T) {
 	var admitErr error
 	go func() {
 		defer close(done)
-		a, admitErr = s.BeginCommand(ctx, turn.JournalEntry{CommandID: turn.NewID(), AccountID: "acct",
+		a, admitErr = s.Journal.BeginCommand(ctx, turn.JournalEntry{CommandID: turn.NewID(), AccountID: "acct",
 			IdempotencyKey: "book-once", TurnID: turn.NewID(), CaseRef: turn.CaseRef{Workflow: "trip", CaseID: "c", ExpectedRevision: 1},
 			CommandType: "trip.book", Status: turn.JournalPending, CreatedAt: at(0)})
 	}()
@@ -292,7 +295,7 @@ func TestAdmissionWaitingOnTheWinner(t *testing.T) {
 			t.Fatal("the admission never waited on the winner's row")
 		}
 		var waiting bool
-		must(t, other.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+		must(t, other.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%turn_journal%')`, schema).Scan(&waiting), "poll")
 		if waiting {
 			break

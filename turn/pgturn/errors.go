@@ -35,8 +35,8 @@ const (
 //   - any other SQLSTATE: CodePostgresPrefix+SQLSTATE; any other driver failure:
 //     CodePostgresDriver.
 //
-// The original documents exclusion violations (23P01) as a conflict while its code reports them
-// as an unknown code; this follows the documented intent.
+// An exclusion violation (23P01) is a conflict like a unique violation: both are a rule over
+// several rows refusing the write, and the caller's move is the same (reload, retry or drop).
 func classify(err error) error {
 	if err == nil || classified(err) {
 		return err
@@ -70,8 +70,9 @@ func classify(err error) error {
 	c := pgdb.Classify(err)
 	switch {
 	case errors.Is(c, errs.Timeout):
-		// pgutil reads a connection lost mid-statement as indeterminate because a statement in
-		// autocommit may have landed. Here every write is inside a transaction not yet committed.
+		// pgdb.Classify reads a connection lost mid-statement as indeterminate, because a
+		// statement in autocommit may have landed. Here every write is inside a transaction not
+		// yet committed, so the server rolled it back.
 		return fmt.Errorf("%w: connection lost before commit: %w", errs.Unavailable, err)
 	case c == err:
 		return fmt.Errorf("%w: %w", turn.NewError(CodePostgresDriver, nil, ""), err)

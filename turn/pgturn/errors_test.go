@@ -11,22 +11,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
 )
 
-// Waiting longer than AcquireTimeout for a connection sends nothing and is ErrUnavailable.
+// Waiting longer than the acquire timeout for a connection sends nothing and is ErrUnavailable.
 func TestAcquireTimeoutIsUnavailable(t *testing.T) {
 	t.Parallel()
 	pgdbtest.Pool(t) // skips when the server is unreachable
-	s, err := pgturn.ConnectWith(t.Context(), pgdbtest.URL(), pgturn.Config{MaxConns: 1, AcquireTimeout: 100 * time.Millisecond})
-	must(t, err, "connect")
-	defer s.Close()
-	held, err := s.Pool().Acquire(t.Context())
+	pool := openPool(t, pgdbtest.URL(), pgdb.Config{MaxConns: 1})
+	s := newStoreOn(t, pool, pgdbtest.Schema(t), pgturn.WithAcquireTimeout(100*time.Millisecond))
+	held, err := pool.Acquire(t.Context())
 	must(t, err, "hold the only connection")
-	_, err = s.LoadConversation(t.Context(), "acct", turn.NewID())
+	_, err = s.Conversations.LoadConversation(t.Context(), "acct", turn.NewID())
 	held.Release()
 	if !errors.Is(err, turn.ErrUnavailable) {
 		t.Fatalf("load with the pool exhausted: %v, want ErrUnavailable", err)
@@ -37,14 +38,11 @@ func TestAcquireTimeoutIsUnavailable(t *testing.T) {
 func TestStatementTimeoutIsTimeout(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
-	s, err := pgturn.ConnectWith(t.Context(), pgdbtest.URL(), pgturn.Config{Schema: schema, StatementTimeout: 200 * time.Millisecond})
-	must(t, err, "connect")
-	defer s.Close()
+	s := newStoreOn(t, openPool(t, pgdbtest.URL(), pgdb.Config{StatementTimeout: 200 * time.Millisecond}), schema)
 	ctx := t.Context()
-	must(t, s.Migrate(ctx), "migrate")
 	e := outboxEntry(turn.NewID(), "mailer", "k", at(0))
-	must(t, s.Enqueue(ctx, e), "enqueue")
-	_, err = s.ClaimDue(ctx, at(1), 1, "w")
+	must(t, s.Outbox.Enqueue(ctx, e), "enqueue")
+	_, err := s.Outbox.ClaimDue(ctx, at(1), 1, "w")
 	must(t, err, "claim")
 
 	locker := pgdbtest.Pool(t)
@@ -52,62 +50,75 @@ func TestStatementTimeoutIsTimeout(t *testing.T) {
 	must(t, err, "begin")
 	_, err = tx.Exec(ctx, `SELECT 1 FROM `+schema+`.turn_outbox WHERE outbox_id = $1 FOR UPDATE`, e.OutboxID)
 	must(t, err, "lock the row")
-	err = s.MarkCompleted(ctx, e.OutboxID)
+	err = s.Outbox.MarkCompleted(ctx, e.OutboxID)
 	must(t, tx.Rollback(ctx), "release the lock")
 	if !errors.Is(err, turn.ErrTimeout) {
 		t.Fatalf("write blocked past statement_timeout: %v, want ErrTimeout", err)
 	}
-	rec, err := s.LoadOutbox(ctx, e.OutboxID)
+	rec, err := s.Outbox.LoadOutbox(ctx, e.OutboxID)
 	must(t, err, "load")
 	if rec.Entry.Status != turn.OutboxDispatching {
 		t.Fatalf("status %q after the cancelled write, want dispatching", rec.Entry.Status)
 	}
 }
 
-func TestConnectErrors(t *testing.T) {
+// openPool opens a pool with the given settings, closed when t ends.
+func openPool(t testing.TB, url string, c pgdb.Config) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgdb.Open(t.Context(), url, c)
+	must(t, err, "open a pool")
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func TestNewErrors(t *testing.T) {
 	t.Parallel()
+	pool := pgdbtest.Pool(t)
 	tests := []struct {
 		name string
-		url  string
-		c    pgturn.Config
+		pool *pgxpool.Pool
+		opts []pgturn.Option
 		want error
 	}{
-		{"malformed URL", "postgres://%zz", pgturn.Config{}, turn.ErrInvalid},
-		{"unsafe schema", pgdbtest.URL(), pgturn.Config{Schema: "a;b"}, turn.ErrInvalid},
-		{"idle above max", pgdbtest.URL(), pgturn.Config{MaxConns: 1, MinIdleConns: 2}, turn.ErrInvalid},
-		{"nothing listening", "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1", pgturn.Config{ConnectAttempts: 1}, turn.ErrUnavailable},
+		{"nil pool", nil, nil, turn.ErrInvalid},
+		{"unsafe schema", pool, []pgturn.Option{pgturn.WithSchema("a;b")}, turn.ErrInvalid},
+		{"system schema", pool, []pgturn.Option{pgturn.WithSchema("pg_catalog")}, turn.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := pgturn.ConnectWith(t.Context(), tt.url, tt.c)
-			if err == nil {
-				s.Close()
-			}
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("ConnectWith: %v, want %v", err, tt.want)
+			if _, err := pgturn.New(t.Context(), tt.pool, tt.opts...); !errors.Is(err, tt.want) {
+				t.Fatalf("New: %v, want %v", err, tt.want)
 			}
 		})
 	}
-	if _, err := pgturn.FromPool(nil); !errors.Is(err, turn.ErrInvalid) {
-		t.Fatalf("FromPool(nil): %v, want ErrInvalid", err)
+	// Nothing listening: the pool opens lazily, and the migration finds no server.
+	dead, err := pgxpool.New(t.Context(), "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1")
+	must(t, err, "a pool on nothing")
+	defer dead.Close()
+	if _, err := pgturn.New(t.Context(), dead); !errors.Is(err, turn.ErrUnavailable) {
+		t.Fatalf("New on a pool with no server: %v, want ErrUnavailable", err)
+	}
+	// Without the migration, New only checks the schema's version: an empty schema is refused.
+	if _, err := pgturn.New(t.Context(), pool, pgturn.WithSchema(pgdbtest.Schema(t)), pgturn.WithoutMigrate()); err == nil {
+		t.Fatal("New without migrating accepted a schema that was never migrated")
 	}
 }
 
+// Close refuses every later call with ErrClosed and leaves the application's pool open.
 func TestClosedStore(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	s.Close()
-	s.Close() // idempotent
-	if _, err := s.LoadConversation(t.Context(), "acct", turn.NewID()); !errors.Is(err, stead.ErrClosed) {
+	must(t, s.Close(), "close")
+	must(t, s.Close(), "close again") // idempotent
+	if _, err := s.Conversations.LoadConversation(t.Context(), "acct", turn.NewID()); !errors.Is(err, stead.ErrClosed) {
 		t.Fatalf("read after Close: %v, want ErrClosed", err)
 	}
-	if _, err := s.Commit(t.Context(), "acct", turn.Bundle{}); !errors.Is(err, stead.ErrClosed) {
+	if _, err := s.Commits.Commit(t.Context(), "acct", turn.Bundle{}); !errors.Is(err, stead.ErrClosed) {
 		t.Fatalf("commit after Close: %v, want ErrClosed", err)
 	}
-	// FromPool's Close leaves the caller's pool open.
-	if err := s.Pool().Ping(t.Context()); err != nil {
-		t.Fatalf("caller's pool after Close: %v", err)
+	if err := s.pool.Ping(t.Context()); err != nil {
+		t.Fatalf("the application's pool after Close: %v", err)
 	}
 }
 
@@ -184,13 +195,13 @@ func TestLostCommitIsTimeout(t *testing.T) {
 	ctx := t.Context()
 	c := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
 	proxy.armed.Store(true)
-	if err := s.CreateConversation(ctx, c); !errors.Is(err, turn.ErrTimeout) {
+	if err := s.Conversations.CreateConversation(ctx, c); !errors.Is(err, turn.ErrTimeout) {
 		t.Fatalf("write whose COMMIT got no answer: %v, want ErrTimeout", err)
 	}
-	direct := newStoreOn(t, schema)
+	direct := newStoreOn(t, pgdbtest.Pool(t), schema, pgturn.WithoutMigrate())
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err := direct.LoadConversation(ctx, "acct", c.ID)
+		_, err := direct.Conversations.LoadConversation(ctx, "acct", c.ID)
 		if err == nil {
 			break
 		}
@@ -209,32 +220,21 @@ func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
 	ctx := t.Context()
 	c := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
 	proxy.armed.Store(true)
-	if err := s.CreateConversation(ctx, c); !errors.Is(err, turn.ErrUnavailable) {
+	if err := s.Conversations.CreateConversation(ctx, c); !errors.Is(err, turn.ErrUnavailable) {
 		t.Fatalf("write whose connection dropped before COMMIT: %v, want ErrUnavailable", err)
 	}
-	if _, err := newStoreOn(t, schema).LoadConversation(ctx, "acct", c.ID); !errors.Is(err, turn.ErrNotFound) {
+	if _, err := newStoreOn(t, pgdbtest.Pool(t), schema, pgturn.WithoutMigrate()).Conversations.LoadConversation(ctx, "acct", c.ID); !errors.Is(err, turn.ErrNotFound) {
 		t.Fatalf("conversation after the lost write: %v, want ErrNotFound", err)
 	}
-	must(t, s.CreateConversation(ctx, c), "retry")
+	must(t, s.Conversations.CreateConversation(ctx, c), "retry")
 }
 
 // cutStore returns a store, migrated on a fresh schema, that reaches PostgreSQL only through a
 // cutProxy (not yet armed); it returns the proxy and the schema with it.
-func cutStore(t *testing.T, cut func([]byte) bool, forward bool) (*pgturn.Store, *cutProxy, string) {
+func cutStore(t *testing.T, cut func([]byte) bool, forward bool) (store, *cutProxy, string) {
 	t.Helper()
 	schema := pgdbtest.Schema(t)
 	proxy, proxied := newCutProxy(t, cut, forward)
-	s, err := pgturn.ConnectWith(t.Context(), proxied, pgturn.Config{Schema: schema, MinIdleConns: -1, ConnectAttempts: 1})
-	must(t, err, "connect")
-	t.Cleanup(func() { s.Close() })
-	must(t, s.Migrate(t.Context()), "migrate")
+	s := newStoreOn(t, openPool(t, proxied, pgdb.Config{ConnectAttempts: 1}), schema)
 	return s, proxy, schema
-}
-
-// newStoreOn returns a store on an existing schema, on a pool of its own.
-func newStoreOn(t *testing.T, schema string) *pgturn.Store {
-	t.Helper()
-	s, err := pgturn.FromPool(pgdbtest.Pool(t), pgturn.WithSchema(schema))
-	must(t, err, "store")
-	return s
 }

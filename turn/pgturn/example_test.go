@@ -8,27 +8,28 @@ import (
 	"os"
 	"time"
 
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
 )
 
-// Connect, migrate, and commit one turn's step as a bundle. (Examples here need a PostgreSQL
-// server, so they are compiled but not run by go test; the tests prove the same behaviour.)
-func ExampleConnectWith() {
+// Open a pool, put the turn store on it, and commit one turn's step as a bundle. (Examples here
+// need a PostgreSQL server, so they are compiled but not run by go test; the tests prove the same
+// behaviour.)
+func ExampleNew() {
 	ctx := context.Background()
-	store, err := pgturn.ConnectWith(ctx, os.Getenv("DATABASE_URL"), pgturn.Config{
+	pool, err := pgdb.Open(ctx, os.Getenv("DATABASE_URL"), pgdb.Config{
 		MaxConns:         16,
 		StatementTimeout: 5 * time.Second, // generous enough for the largest bundle of a turn
-		Schema:           "turns",
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil { // safe on every start-up, from every process
+	defer pool.Close()                                               // the application's pool: the turn store never closes it
+	stores, err := pgturn.New(ctx, pool, pgturn.WithSchema("turns")) // migrates: safe on every start-up
+	if err != nil {
 		log.Fatal(err)
 	}
-	stores := store.Stores() // one backend behind the seven roles
 
 	account, conv, turnID := "aurora", turn.NewID(), turn.NewID()
 	now := time.Now()
@@ -54,16 +55,20 @@ func ExampleConnectWith() {
 
 // Enlist the bundle in the application's own transaction, so that the application's tables and
 // the turn store change together or not at all.
-func ExampleStore_CommitIn() {
+func ExampleBackend_CommitIn() {
 	ctx := context.Background()
-	store, err := pgturn.Connect(ctx, os.Getenv("DATABASE_URL"))
+	pool, err := pgdb.Open(ctx, os.Getenv("DATABASE_URL"), pgdb.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
+	defer pool.Close()
+	stores, err := pgturn.New(ctx, pool)
+	if err != nil {
+		log.Fatal(err)
+	}
 	var bundle turn.Bundle // built by the turn's step
 
-	tx, err := store.Pool().Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,7 +76,8 @@ func ExampleStore_CommitIn() {
 	if _, err := tx.Exec(ctx, `UPDATE bookings SET departure = '09:40' WHERE id = 't-42'`); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := store.CommitIn(ctx, tx, "aurora", bundle); err != nil {
+	// The escape hatch to the backend: CommitIn checks the bundle exactly as Commit does.
+	if _, err := stores.Backend().(*pgturn.Backend).CommitIn(ctx, tx, "aurora", bundle); err != nil {
 		log.Fatal(err) // the bundle left nothing in tx; the booking update is still there
 	}
 	if err := tx.Commit(ctx); err != nil {

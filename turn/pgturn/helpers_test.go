@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/pgturn"
@@ -16,24 +17,40 @@ var epoch = time.Unix(0, 0).UTC()
 
 func at(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
 
+// store is a backend behind its checked front, with the pool and schema it runs on.
+type store struct {
+	turn.Stores
+	pool   *pgxpool.Pool
+	schema string
+}
+
+// backend returns the backend behind the front, for CommitIn.
+func (s store) backend() *pgturn.Backend { return s.Backend().(*pgturn.Backend) }
+
+// newStore returns a store on a fresh, migrated schema of its own, dropped when t ends.
+func newStore(t testing.TB, opts ...pgturn.Option) store {
+	t.Helper()
+	return newStoreOn(t, pgdbtest.Pool(t), pgdbtest.Schema(t), opts...)
+}
+
+// newStoreOn returns a store on pool and schema, migrating it.
+func newStoreOn(t testing.TB, pool *pgxpool.Pool, schema string, opts ...pgturn.Option) store {
+	t.Helper()
+	stores, err := pgturn.New(t.Context(), pool, append([]pgturn.Option{pgturn.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store{Stores: stores, pool: pool, schema: schema}
+}
+
 // twoStores returns two stores on one fresh, migrated schema, each on a pool of its own: two
 // independent sets of connections, as two processes would have, so a race between them is a
 // race between real transactions.
-func twoStores(t *testing.T) (*pgturn.Store, *pgturn.Store, string) {
+func twoStores(t *testing.T) (store, store, string) {
 	t.Helper()
 	schema := pgdbtest.Schema(t)
-	var out [2]*pgturn.Store
-	for i := range out {
-		s, err := pgturn.FromPool(pgdbtest.Pool(t), pgturn.WithSchema(schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = s
-	}
-	if err := out[0].Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return out[0], out[1], schema
+	first := newStoreOn(t, pgdbtest.Pool(t), schema)
+	return first, newStoreOn(t, pgdbtest.Pool(t), schema, pgturn.WithoutMigrate()), schema
 }
 
 // race runs fns at once, released together, and waits for all of them.

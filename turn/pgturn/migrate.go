@@ -27,19 +27,29 @@ func migrations() fs.FS {
 	return sub
 }
 
-// Migrate brings the schema up to date: it creates the configured schema if missing, then applies
-// the versions not yet recorded, in one transaction. It is safe on every start-up and from many
-// processes at once: a transaction-scoped advisory lock serialises concurrent callers, the
-// statements are idempotent, and a caller that waited finds nothing left to do. There are no
-// down-migrations and no version drops or rewrites anything, so an older release keeps working
-// against a newer schema (the columns it does not know are nullable). To remove the store, drop
-// its schema.
-func (s *Store) Migrate(ctx context.Context) error {
-	if err := s.open(); err != nil {
-		return err
-	}
+// migrate brings the schema up to date: it creates the configured schema if missing, then applies
+// the versions not yet recorded, in one transaction. A transaction-scoped advisory lock
+// serialises concurrent callers, so many processes may start at once: the first applies, the
+// others wait and find nothing to do. To remove the backend, drop its schema.
+func (s *Backend) migrate(ctx context.Context) error {
 	if err := pgdb.Migrate(ctx, s.pool, s.schema, versionTable, migrations()); err != nil {
 		return fmt.Errorf("pgturn: %w", err)
+	}
+	return nil
+}
+
+// checkSchema verifies, without DDL, that the schema is at the version this build needs.
+func (s *Backend) checkSchema(ctx context.Context) error {
+	want, err := pgdb.LatestVersion(migrations())
+	if err != nil {
+		return fmt.Errorf("pgturn: %w", err)
+	}
+	have, err := pgdb.AppliedVersion(ctx, s.pool, s.schema, versionTable)
+	if err != nil {
+		return fmt.Errorf("pgturn: check schema version: %w", err)
+	}
+	if have < want {
+		return fmt.Errorf("pgturn: schema %q is at version %d, this build needs %d: migrate it (New without WithoutMigrate)", s.schema, have, want)
 	}
 	return nil
 }

@@ -7,16 +7,7 @@ import (
 	"github.com/steadhq/stead/turn"
 )
 
-// The record is stored whole as a document; the columns beside it are what the store reads.
-const sqlPutReplay = `
-INSERT INTO {schema}turn_replays (account_id, turn_id, conversation_id, phase, recorded_at, record)
-VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (account_id, turn_id) DO UPDATE
-SET conversation_id = EXCLUDED.conversation_id, phase = EXCLUDED.phase,
-    recorded_at = EXCLUDED.recorded_at, record = EXCLUDED.record`
-
-func (s *Store) replayStep(what string, r turn.ReplayRecord) (step, error) {
-	r.RecordedAt = turn.ClockTime(r.RecordedAt)
+func (s *Backend) replayStep(what string, r turn.ReplayRecord) (step, error) {
 	body, err := marshal(r)
 	if err != nil {
 		return step{}, err
@@ -40,9 +31,7 @@ func readReplay(body []byte) (turn.ReplayRecord, error) {
 	return r, nil
 }
 
-const sqlLoadReplay = `SELECT record FROM {schema}turn_replays WHERE account_id = $1 AND turn_id = $2`
-
-func (s *Store) loadReplay(ctx context.Context, q querier, account string, id turn.ID) (turn.ReplayRecord, error) {
+func (s *Backend) loadReplay(ctx context.Context, q querier, account string, id turn.ID) (turn.ReplayRecord, error) {
 	var body []byte
 	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadReplay), account, id), "replay record of turn", id, &body); err != nil {
 		return turn.ReplayRecord{}, err
@@ -50,17 +39,8 @@ func (s *Store) loadReplay(ctx context.Context, q querier, account string, id tu
 	return readReplay(body)
 }
 
-// The newest limit records, returned oldest first.
-const sqlReplaysForConversation = `
-SELECT record FROM (
-    SELECT record, recorded_at, turn_id FROM {schema}turn_replays
-    WHERE account_id = $1 AND conversation_id = $2
-    ORDER BY recorded_at DESC, turn_id DESC
-    LIMIT $3) newest
-ORDER BY recorded_at, turn_id`
-
-func (s *Store) replaysForConversation(ctx context.Context, q querier, account string, conv turn.ID, limit int) ([]turn.ReplayRecord, error) {
-	rows, err := q.Query(ctx, s.sql(sqlReplaysForConversation), account, conv, clampLimit(limit))
+func (s *Backend) replaysForConversation(ctx context.Context, q querier, account string, conv turn.ID, limit int) ([]turn.ReplayRecord, error) {
+	rows, err := q.Query(ctx, s.sql(sqlReplaysForConversation), account, conv, int64(limit))
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -70,7 +70,7 @@ func stepErr(steps []step, current int, err error) error {
 // in one round trip, each answer is read in order by its step's rule, and the transaction is
 // committed (a second round trip) only if every rule accepted. Otherwise it is rolled back and
 // nothing of it was ever visible to another connection.
-func (s *Store) runSteps(ctx context.Context, steps []step) error {
+func (s *Backend) runSteps(ctx context.Context, steps []step) error {
 	conn, err := s.acquire(ctx)
 	if err != nil {
 		return err
@@ -92,23 +92,20 @@ func (s *Store) runSteps(ctx context.Context, steps []step) error {
 	return nil
 }
 
-// savepoint brackets a bundle applied inside the caller's transaction.
-const savepoint = "pgturn_bundle"
-
 // runStepsIn applies steps inside tx, under a savepoint: on failure the savepoint is rolled back,
 // so none of the steps remains in tx and tx stays usable.
-func (s *Store) runStepsIn(ctx context.Context, tx pgx.Tx, steps []step) error {
+func (s *Backend) runStepsIn(ctx context.Context, tx pgx.Tx, steps []step) error {
 	var b pgx.Batch
-	b.Queue("SAVEPOINT " + savepoint)
+	b.Queue(sqlCommitInSavepoint)
 	current := -1
 	queue(&b, steps, &current)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
-		_, _ = tx.Exec(rctx, "ROLLBACK TO SAVEPOINT "+savepoint+"; RELEASE SAVEPOINT "+savepoint)
+		_, _ = tx.Exec(rctx, sqlCommitInRollback)
 		return stepErr(steps, current, err)
 	}
-	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
+	if _, err := tx.Exec(ctx, sqlCommitInRelease); err != nil {
 		return classify(err)
 	}
 	return nil

@@ -1,10 +1,7 @@
 package turntest
 
-// checks lists the rules in run order. The names are stable: they are the subtest names.
-//
-// The original's documentation table listed 24 rules while its runner ran 25 (the
-// administrative invalidation check was missing from the table); the runner is the intent, and
-// all 25 are here.
+// checks lists the rules in run order. The names are stable: they are the subtest names, and
+// CheckCount counts them.
 func checks() []Check {
 	return []Check{
 		{"blocking_interaction_conflict", checkBlockingInteractionConflict},

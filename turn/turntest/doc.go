@@ -6,7 +6,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		turntest.Run(t, func(ctx context.Context) (turn.Stores, error) {
-//			return turn.NewStores(memturn.New(nil)), nil
+//			return memturn.New(), nil
 //		}, turntest.Parallel())
 //	}
 //

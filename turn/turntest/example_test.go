@@ -14,7 +14,7 @@ import (
 // a report instead of failing a test.
 func ExampleRunAll() {
 	report := turntest.RunAll(context.Background(), func(context.Context) (turn.Stores, error) {
-		return memturn.New(nil).Stores(), nil // an empty set of stores per check
+		return memturn.New(), nil // an empty set of stores per check
 	})
 	fmt.Println(strings.SplitN(report.String(), "\n", 2)[0])
 	fmt.Println(report.Err())

@@ -14,11 +14,18 @@ import (
 )
 
 // ExtraChecks returns checks beyond the contract's 25: bad input refused before anything is
-// written, many concurrent admissions of one idempotency key, and exactly-once paging while
-// writers append. They run like the others (Check.Run) and take the same factory.
+// written (zero ids and empty accounts, documents jsonb refuses, unknown enum values, times out
+// of range in UTC, cursors no read produced), many concurrent admissions of one idempotency key,
+// and exactly-once paging while writers append. They run like the others (Check.Run) and take
+// the same factory.
 func ExtraChecks() []Check {
 	return []Check{
 		{"bad_input_is_refused_and_writes_nothing", checkBadInput},
+		{"zero_ids_and_empty_accounts_are_invalid", checkZeroIDsAndEmptyAccountsAreInvalid},
+		{"json_postgres_refuses_is_invalid", checkJSONPostgresRefusesIsInvalid},
+		{"unknown_enum_values_are_invalid", checkUnknownEnumValuesAreInvalid},
+		{"times_are_checked_in_utc", checkTimesAreCheckedInUTC},
+		{"forged_cursors_are_invalid", checkForgedCursorsAreInvalid},
 		{"concurrent_admissions_of_one_key_have_one_fresh", checkConcurrentAdmission},
 		{"admissions_stay_unique_under_random_interleavings", checkAdmissionInterleavings},
 		{"stream_pages_exactly_once_while_two_accounts_append", func(c *C) { checkConcurrentStream(c, false) }},

@@ -13,12 +13,16 @@ import (
 	"github.com/steadhq/stead/turn/turntest"
 )
 
+// reference returns the in-memory backend behind a fresh set of checked Stores: the mutants below
+// wrap it, and turn.NewStores puts the same checks before them as before any backend.
+func reference() *memturn.Backend { return memturn.New().Backend().(*memturn.Backend) }
+
 // The suite is only worth something if it fails broken stores. Each mutant below breaks one rule
 // of the contract on top of the reference store; the checks guarding that rule must fail.
 
 // leakyCards ignores the account when loading a card (a query that forgot the tenant).
 type leakyCards struct {
-	*memturn.Store
+	*memturn.Backend
 	mu    sync.Mutex
 	owner map[turn.ID]string
 }
@@ -27,7 +31,7 @@ func (l *leakyCards) InsertInteraction(ctx context.Context, it turn.Interaction)
 	l.mu.Lock()
 	l.owner[it.ID] = it.AccountID
 	l.mu.Unlock()
-	return l.Store.InsertInteraction(ctx, it)
+	return l.Backend.InsertInteraction(ctx, it)
 }
 
 func (l *leakyCards) LoadInteraction(ctx context.Context, _ string, id turn.ID) (turn.InteractionRecord, error) {
@@ -37,12 +41,12 @@ func (l *leakyCards) LoadInteraction(ctx context.Context, _ string, id turn.ID) 
 	if !ok {
 		return turn.InteractionRecord{}, turn.ErrNotFound
 	}
-	return l.Store.LoadInteraction(ctx, owner, id)
+	return l.Backend.LoadInteraction(ctx, owner, id)
 }
 
 // deletingErasure implements erasure as a delete: the event disappears from every read.
 type deletingErasure struct {
-	*memturn.Store
+	*memturn.Backend
 	mu      sync.Mutex
 	deleted map[turn.ID]turn.CaseKey
 }
@@ -59,7 +63,7 @@ func (d *deletingErasure) keep(events []turn.Event) []turn.Event {
 }
 
 func (d *deletingErasure) RedactPayload(ctx context.Context, account string, id turn.ID, authority string) (turn.Redaction, error) {
-	evs, err := d.Store.LoadEvents(ctx, account, []turn.ID{id})
+	evs, err := d.Backend.LoadEvents(ctx, account, []turn.ID{id})
 	if err != nil || len(evs) == 0 || d.gone(id) {
 		return turn.Redaction{}, turn.ErrNotFound
 	}
@@ -70,23 +74,23 @@ func (d *deletingErasure) RedactPayload(ctx context.Context, account string, id 
 }
 
 func (d *deletingErasure) ReadFrom(ctx context.Context, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
-	p, err := d.Store.ReadFrom(ctx, account, after, limit)
+	p, err := d.Backend.ReadFrom(ctx, account, after, limit)
 	p.Events = d.keep(p.Events)
 	return p, err
 }
 
 func (d *deletingErasure) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
-	evs, err := d.Store.ListSince(ctx, account, key, since, limit)
+	evs, err := d.Backend.ListSince(ctx, account, key, since, limit)
 	return d.keep(evs), err
 }
 
 func (d *deletingErasure) LoadEvents(ctx context.Context, account string, ids []turn.ID) ([]turn.Event, error) {
-	evs, err := d.Store.LoadEvents(ctx, account, ids)
+	evs, err := d.Backend.LoadEvents(ctx, account, ids)
 	return d.keep(evs), err
 }
 
 func (d *deletingErasure) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
-	n, err := d.Store.CountEvents(ctx, account, key)
+	n, err := d.Backend.CountEvents(ctx, account, key)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, k := range d.deleted {
@@ -99,7 +103,7 @@ func (d *deletingErasure) CountEvents(ctx context.Context, account string, key t
 
 // looseCommit applies a bundle item by item through the standalone methods, with no
 // transaction: whatever ran before a failing item stays.
-type looseCommit struct{ *memturn.Store }
+type looseCommit struct{ *memturn.Backend }
 
 func (l looseCommit) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
 	if err := b.Validate(account); err != nil {
@@ -157,12 +161,12 @@ func (l looseCommit) Commit(ctx context.Context, account string, b turn.Bundle) 
 }
 
 // greedyClaim hands out rows without marking them claimed: a second worker gets them again.
-type greedyClaim struct{ *memturn.Store }
+type greedyClaim struct{ *memturn.Backend }
 
 func (g greedyClaim) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turn.OutboxEntry, error) {
-	claimed, err := g.Store.ClaimDue(ctx, now, limit, worker)
+	claimed, err := g.Backend.ClaimDue(ctx, now, limit, worker)
 	for _, e := range claimed {
-		_ = g.Store.Reschedule(ctx, e.OutboxID, time.Time{}) // back to pending at once
+		_ = g.Backend.Reschedule(ctx, e.OutboxID, time.Time{}) // back to pending at once
 	}
 	return claimed, err
 }
@@ -181,14 +185,14 @@ func TestMutantsFail(t *testing.T) {
 		{
 			name: "ignores the account on load",
 			stores: func() turn.Stores {
-				return turn.NewStores(&leakyCards{Store: memturn.New(nil), owner: map[turn.ID]string{}})
+				return turn.NewStores(&leakyCards{Backend: reference(), owner: map[turn.ID]string{}})
 			},
 			mustFail: []string{"cross_tenant_isolation"},
 		},
 		{
 			name: "erasure deletes the event",
 			stores: func() turn.Stores {
-				return turn.NewStores(&deletingErasure{Store: memturn.New(nil), deleted: map[turn.ID]turn.CaseKey{}})
+				return turn.NewStores(&deletingErasure{Backend: reference(), deleted: map[turn.ID]turn.CaseKey{}})
 			},
 			mustFail: []string{"event_redaction_preserves_identity_and_order", "event_redaction_is_audited_and_idempotent"},
 			onlyFail: []string{"event_redaction_preserves_identity_and_order", "event_redaction_is_audited_and_idempotent"},
@@ -196,13 +200,13 @@ func TestMutantsFail(t *testing.T) {
 		},
 		{
 			name:     "bundle without a transaction",
-			stores:   func() turn.Stores { return turn.NewStores(looseCommit{memturn.New(nil)}) },
+			stores:   func() turn.Stores { return turn.NewStores(looseCommit{reference()}) },
 			mustFail: []string{"commit_bundle_atomic_on_invalid_item", "commit_bundle_restores_modified_records"},
 			onlyFail: []string{"commit_bundle_atomic_on_invalid_item", "commit_bundle_restores_modified_records"},
 		},
 		{
 			name:     "claims are not exclusive",
-			stores:   func() turn.Stores { return turn.NewStores(greedyClaim{memturn.New(nil)}) },
+			stores:   func() turn.Stores { return turn.NewStores(greedyClaim{reference()}) },
 			mustFail: []string{"outbox_claim_exclusivity_and_reschedule"},
 		},
 	}
@@ -238,7 +242,7 @@ func TestMutantsFail(t *testing.T) {
 
 func TestReportForm(t *testing.T) {
 	t.Parallel()
-	report := turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) { return memturn.New(nil).Stores(), nil })
+	report := turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) { return memturn.New(), nil })
 	if !report.Passed() || report.Err() != nil || len(report.Outcomes) != turntest.CheckCount {
 		t.Fatalf("report:\n%s", report)
 	}
@@ -272,12 +276,12 @@ func TestHarnessNeverPanics(t *testing.T) {
 	}{
 		{"factory error", func(context.Context) (turn.Stores, error) { return turn.Stores{}, context.Canceled }, "factory:"},
 		{"missing role", func(context.Context) (turn.Stores, error) {
-			s := memturn.New(nil).Stores()
+			s := memturn.New()
 			s.Replay = nil
 			return s, nil
 		}, "replay"},
 		{"panicking store", func(context.Context) (turn.Stores, error) {
-			s := memturn.New(nil).Stores()
+			s := memturn.New()
 			s.Interactions = panicking{s.Interactions}
 			return s, nil
 		}, "panic"},

@@ -1,5 +1,5 @@
--- Version 1: every table and index of the turn store. Statements only create (IF NOT EXISTS),
--- never alter or drop, so re-applying to a schema that already has them changes nothing.
+-- The turn store: every table, index and constraint. Statements only create (IF NOT EXISTS), so
+-- re-applying them to a schema that already has them changes nothing.
 --
 -- account_id leads every key and index (but the outbox's, a system queue addressed by id): the
 -- tenant is part of a row's identity, so another tenant's id is simply a different row, and a
@@ -118,7 +118,13 @@ CREATE TABLE IF NOT EXISTS {schema}turn_events (
     event_type    text        NOT NULL,
     payload       jsonb       NOT NULL,
     occurred_at   timestamptz NOT NULL,
-    PRIMARY KEY (account_id, event_id)
+    -- The audit trail of an erased payload lives on the event row itself, so the one UPDATE that
+    -- erases a payload also records when and on whose authority, and a redaction is recorded
+    -- whole or not at all.
+    redacted_at         timestamptz,
+    redaction_authority text,
+    PRIMARY KEY (account_id, event_id),
+    CONSTRAINT turn_events_redaction_complete CHECK ((redacted_at IS NULL) = (redaction_authority IS NULL))
 );
 CREATE UNIQUE INDEX IF NOT EXISTS turn_events_sequence ON {schema}turn_events (sequence);
 CREATE INDEX IF NOT EXISTS turn_events_by_case
