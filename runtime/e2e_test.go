@@ -20,7 +20,6 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/internal/backend"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/runtime"
 	_ "modernc.org/sqlite" // the effects ledger of the process tests
@@ -107,7 +106,7 @@ func helperWorker() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := backend.Open(ctx, os.Getenv(envHelperStore), backend.Options{Schema: os.Getenv(envHelperSchema)})
+	b, err := openBackend(ctx, os.Getenv(envHelperStore), os.Getenv(envHelperSchema))
 	if err != nil {
 		log.Error("open", slog.Any("err", err))
 		return 3
@@ -163,10 +162,10 @@ var backendCases = []backendCase{
 	{"postgres shared-tx batched", pgSpec, true, 32},
 }
 
-func openCase(t *testing.T, c backendCase) (*backend.Backend, string, string) {
+func openCase(t *testing.T, c backendCase) (*testBackend, string, string) {
 	t.Helper()
 	spec, schema := c.spec(t)
-	b, err := backend.Open(context.Background(), spec, backend.Options{Schema: schema})
+	b, err := openBackend(context.Background(), spec, schema)
 	if err != nil {
 		t.Fatalf("open %s: %v", c.name, err)
 	}
@@ -391,7 +390,7 @@ func (p *workerProcess) stop(t *testing.T, sig os.Signal) error {
 
 // seedEffects creates executions of the effects definition and queues `work` work events and a
 // finish for each.
-func seedEffects(t *testing.T, b *backend.Backend, executions, work int) []string {
+func seedEffects(t *testing.T, b *testBackend, executions, work int) []string {
 	t.Helper()
 	ctx := context.Background()
 	c := &runtime.Client{Store: b.Store, Transport: b.Transport}
@@ -422,7 +421,7 @@ func seedEffects(t *testing.T, b *backend.Backend, executions, work int) []strin
 // once, and the ledger holds exactly one action key for each (execution, event). It returns the
 // rows per worker and how many keys ran more than once (steps replayed after a crash, the
 // at-least-once window of external effects).
-func checkEffects(t *testing.T, b *backend.Backend, ledgerPath string, exes []string, work int) (map[string]int, int) {
+func checkEffects(t *testing.T, b *testBackend, ledgerPath string, exes []string, work int) (map[string]int, int) {
 	t.Helper()
 	ctx := context.Background()
 	for _, id := range exes {
@@ -487,7 +486,7 @@ func ledgerCount(t *testing.T, path string) int {
 	return n
 }
 
-func allDone(b *backend.Backend, exes []string) bool {
+func allDone(b *testBackend, exes []string) bool {
 	for _, id := range exes {
 		exe, err := b.Store.Load(context.Background(), id)
 		if err != nil || exe.Status != stead.StatusDone {
@@ -499,7 +498,7 @@ func allDone(b *backend.Backend, exes []string) bool {
 
 // runUntilAllDone runs a worker with cfg until every execution of exes is done, then stops it
 // and fails the test if Run returned an error.
-func runUntilAllDone(t *testing.T, b *backend.Backend, exes []string, cfg runtime.Config) {
+func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg runtime.Config) {
 	t.Helper()
 	w, err := runtime.NewWorker(cfg)
 	if err != nil {

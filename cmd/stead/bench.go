@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/steadhq/stead/bench"
-	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/cmd/stead/internal/scenario"
+	"github.com/steadhq/stead/cmd/stead/internal/backend"
 )
 
 func newBench() *cobra.Command {
@@ -47,12 +47,12 @@ It prints one line per row as it goes and a Markdown table at the end.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "backlog: %d executions × %d events = %d events\n", executions, eventsPer, executions*eventsPer)
-			rows, err := bench.RunMatrix(cmd.Context(), bench.Matrix{
+			rows, err := scenario.RunMatrix(cmd.Context(), scenario.Matrix{
 				SQLite: !noSQLite, Postgres: postgres, Executions: executions, EventsPer: eventsPer,
 				Concurrency: cs, Batch: batch, PgbenchFor: pgbenchFor, Progress: out, RunTimeout: limit, Trickle: trickle,
 			})
 			fmt.Fprintln(out)
-			fmt.Fprint(out, bench.Markdown(rows))
+			fmt.Fprint(out, scenario.Markdown(rows))
 			return err
 		},
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/cmd/stead/internal/backend"
 	"github.com/steadhq/stead/runtime"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
-	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/cmd/stead/internal/backend"
 )
 
 // storeFlags are the flags of every command that opens a database.

@@ -6,34 +6,41 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgstore"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
 )
 
-// Backend is a store and a transport on one database.
+// Backend is a store and a transport on one database, and the pool or file handle they share.
 type Backend struct {
 	// Kind is "sqlite" or "postgres".
 	Kind string
 	// Where is the file, or the URL without its password.
 	Where     string
-	Store     stead.Store
-	Transport transport.Transport
+	Store     *stead.Store
+	Transport *transport.Transport
+	// Pool is the PostgreSQL pool (nil on SQLite); DB the SQLite handle (nil on PostgreSQL).
+	Pool *pgxpool.Pool
+	DB   *sqlitedb.DB
+
+	closers []func() error // what Open opened, in opening order
 }
 
-// Close closes the transport and the store.
+// Close closes what Open opened, the transport and the store before the pool or file they share.
+// It is safe on a Backend that Open left half open.
 func (b *Backend) Close() error {
 	var errs []error
-	if b.Transport != nil {
-		errs = append(errs, b.Transport.Close())
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
 	}
-	if b.Store != nil {
-		errs = append(errs, b.Store.Close())
-	}
+	b.closers = nil
 	return errors.Join(errs...)
 }
 
@@ -46,16 +53,18 @@ func IsPostgres(spec string) bool {
 type Options struct {
 	// Schema keeps stead's PostgreSQL tables in that schema (PostgreSQL only).
 	Schema string
-	// MaxConns bounds each PostgreSQL pool (0: the driver's default).
+	// MaxConns bounds the PostgreSQL pool the store and the transport share (default
+	// DefaultMaxConns).
 	MaxConns int32
 	// NoNotify stops the PostgreSQL transport's notifications (see pgtransport.WithoutNotify):
 	// PostgreSQL serialises the commits of notifying transactions on one lock, which caps a
 	// busy fleet; idle waiters then wake by polling.
 	NoNotify bool
-	// Ungated leaves the SQLite store's and transport's writes unserialized (see gate); for
-	// measuring what the gate buys.
-	Ungated bool
 }
+
+// DefaultMaxConns is the pool size when Options leaves it at zero: enough for a worker's claim
+// loops, its relays and a client at once.
+const DefaultMaxConns = 16
 
 // Open opens the store and the transport named by spec, creating or migrating their schema.
 func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
@@ -63,9 +72,23 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 		return nil, check.Invalidf("no store given: want a SQLite file path or a postgres:// URL")
 	}
 	b := &Backend{}
+	if err := b.open(ctx, spec, o); err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return b, nil
+}
+
+func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 	var err error
 	if IsPostgres(spec) {
 		b.Kind, b.Where = "postgres", Redact(spec)
+		if o.MaxConns == 0 {
+			o.MaxConns = DefaultMaxConns
+		}
+		if b.Pool, err = pgdb.Open(ctx, spec, pgdb.Config{MaxConns: o.MaxConns}); err != nil {
+			return err
+		}
+		b.closers = append(b.closers, func() error { b.Pool.Close(); return nil })
 		var sopts []pgstore.Option
 		var topts []pgtransport.Option
 		if o.Schema != "" {
@@ -75,39 +98,33 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 		if o.NoNotify {
 			topts = append(topts, pgtransport.WithoutNotify())
 		}
-		if o.MaxConns > 0 {
-			sopts = append(sopts, pgstore.WithMaxConns(o.MaxConns))
-			topts = append(topts, pgtransport.WithMaxConns(o.MaxConns))
+		if b.Store, err = pgstore.New(ctx, b.Pool, sopts...); err != nil {
+			return err
 		}
-		if b.Store, err = pgstore.Open(ctx, spec, sopts...); err != nil {
-			return nil, err
+		b.closers = append(b.closers, b.Store.Close)
+		if b.Transport, err = pgtransport.New(ctx, b.Pool, topts...); err != nil {
+			return err
 		}
-		if b.Transport, err = pgtransport.Open(ctx, spec, topts...); err != nil {
-			b.Close()
-			return nil, err
-		}
-		return b, nil
+		b.closers = append(b.closers, b.Transport.Close)
+		return nil
 	}
 	if o.Schema != "" {
-		return nil, check.Invalidf("a schema applies to PostgreSQL only")
+		return check.Invalidf("a schema applies to PostgreSQL only")
 	}
 	b.Kind, b.Where = "sqlite", spec
-	st, err := sqlitestore.Open(ctx, spec)
-	if err != nil {
-		return nil, err
+	if b.DB, err = sqlitedb.Open(ctx, sqlitedb.Config{Path: spec}); err != nil {
+		return err
 	}
-	b.Store = st
-	tr, err := sqlitetransport.Open(ctx, spec)
-	if err != nil {
-		b.Close()
-		return nil, err
+	b.closers = append(b.closers, b.DB.Close)
+	if b.Store, err = sqlitestore.New(ctx, b.DB); err != nil {
+		return err
 	}
-	b.Transport = tr
-	if !o.Ungated {
-		g := &gate{}
-		b.Store, b.Transport = gatedStore{Store: st, g: g}, gatedTransport{Transport: tr, g: g}
+	b.closers = append(b.closers, b.Store.Close)
+	if b.Transport, err = sqlitetransport.New(ctx, b.DB); err != nil {
+		return err
 	}
-	return b, nil
+	b.closers = append(b.closers, b.Transport.Close)
+	return nil
 }
 
 // Redact hides the password of a PostgreSQL URL for logs and summaries.

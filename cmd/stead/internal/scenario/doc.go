@@ -1,4 +1,4 @@
-// Package bench is stead's end-to-end benchmark scenario: a backlog of events over many
+// Package scenario is stead's end-to-end benchmark scenario: a backlog of events over many
 // executions, drained by one worker (claim → load → step → commit → relay → ack), on SQLite or
 // PostgreSQL, in the separate and the shared-transaction mode, batched or not. `stead bench` and
 // BenchmarkEndToEnd run it; bench/results/runtime.md holds the figures.
@@ -9,4 +9,4 @@
 // start to the last commit, publish→commit latency quantiles, and the peak heap in use. The
 // machine is a hand-written counter, so the figures are those of the runtime, the store and the
 // transport. PgbenchCeiling gives the server's single-row UPDATE rate at the same concurrency.
-package bench
+package scenario

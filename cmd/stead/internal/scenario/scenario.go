@@ -1,4 +1,4 @@
-package bench
+package scenario
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/internal/backend"
+	"github.com/steadhq/stead/cmd/stead/internal/backend"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/runtime"
 	"github.com/steadhq/stead/transport"

@@ -1,0 +1,4 @@
+// Package backend opens, for the stead command, a store and a transport on one database named by
+// a single string: a SQLite file path or a PostgreSQL URL. Both share one handle (a sqlitedb.DB
+// and its write gate, or one pgxpool.Pool).
+package backend

@@ -1,0 +1,78 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgstore"
+	"github.com/steadhq/stead/sqlitedb"
+	"github.com/steadhq/stead/sqlitestore"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/pgtransport"
+	"github.com/steadhq/stead/transport/sqlitetransport"
+)
+
+// testBackend is a store and a transport on one database, as a deployment opens them: one
+// sqlitedb.DB or one pool, shared.
+type testBackend struct {
+	Store     *stead.Store
+	Transport *transport.Transport
+	closers   []func() error
+}
+
+// openBackend opens spec (a SQLite file or a PostgreSQL URL, with schema) the way the stead
+// command does.
+func openBackend(ctx context.Context, spec, schema string) (*testBackend, error) {
+	b := &testBackend{}
+	err := b.open(ctx, spec, schema)
+	if err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return b, nil
+}
+
+func (b *testBackend) open(ctx context.Context, spec, schema string) error {
+	if strings.HasPrefix(spec, "postgres://") {
+		pool, err := pgdb.Open(ctx, spec, pgdb.Config{MaxConns: 16})
+		if err != nil {
+			return err
+		}
+		b.closers = append(b.closers, func() error { pool.Close(); return nil })
+		if b.Store, err = pgstore.New(ctx, pool, pgstore.WithSchema(schema)); err != nil {
+			return err
+		}
+		b.closers = append(b.closers, b.Store.Close)
+		b.Transport, err = pgtransport.New(ctx, pool, pgtransport.WithSchema(schema))
+		if err == nil {
+			b.closers = append(b.closers, b.Transport.Close)
+		}
+		return err
+	}
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: spec})
+	if err != nil {
+		return err
+	}
+	b.closers = append(b.closers, db.Close)
+	if b.Store, err = sqlitestore.New(ctx, db); err != nil {
+		return err
+	}
+	b.closers = append(b.closers, b.Store.Close)
+	b.Transport, err = sqlitetransport.New(ctx, db)
+	if err == nil {
+		b.closers = append(b.closers, b.Transport.Close)
+	}
+	return err
+}
+
+// Close closes the transport and the store, then the handle they share.
+func (b *testBackend) Close() error {
+	var errs []error
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
+	}
+	b.closers = nil
+	return errors.Join(errs...)
+}
