@@ -44,4 +44,3 @@ func TestConformanceExtra(t *testing.T) {
 		return s, nil
 	}, turntest.Parallel())
 }
-
