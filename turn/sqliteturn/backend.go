@@ -21,6 +21,11 @@ import (
 type Backend struct {
 	db    *sqlitedb.DB
 	clock func() time.Time
+
+	// inTx, when set (by tests only), runs inside every write transaction once its statements
+	// ran, before it commits or rolls back: what another connection sees then is what it would
+	// see at any moment of the transaction.
+	inTx func()
 }
 
 var _ turn.Backend = (*Backend)(nil)
@@ -120,7 +125,11 @@ func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
 		if err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
+		err = fn(tx)
+		if s.inTx != nil {
+			s.inTx()
+		}
+		if err != nil {
 			_ = tx.Rollback()
 			return err
 		}
