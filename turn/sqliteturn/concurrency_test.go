@@ -121,8 +121,12 @@ func TestRaceRevisionInvalidation(t *testing.T) {
 		var got [2][]turn.ID
 		var errs [2]error
 		race(
-			func() { got[0], errs[0] = s1.Interactions.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged()) },
-			func() { got[1], errs[1] = s2.Interactions.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged()) },
+			func() {
+				got[0], errs[0] = s1.Interactions.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged())
+			},
+			func() {
+				got[1], errs[1] = s2.Interactions.InvalidateForCase(ctx, "acct", ref.Key(), 2, turn.RevisionChanged())
+			},
 		)
 		must(t, errors.Join(errs[:]...), "invalidate")
 		if n := len(got[0]) + len(got[1]); n != 1 {
@@ -144,8 +148,12 @@ func TestRaceBeginResolution(t *testing.T) {
 		must(t, s1.Interactions.InsertInteraction(ctx, c), "insert")
 		var errs [2]error
 		race(
-			func() { _, errs[0] = s1.Interactions.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID()) },
-			func() { _, errs[1] = s2.Interactions.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID()) },
+			func() {
+				_, errs[0] = s1.Interactions.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
+			},
+			func() {
+				_, errs[1] = s2.Interactions.BeginResolution(ctx, "acct", c.ID, turn.InteractionActive, "yes", turn.NewID())
+			},
 		)
 		wins := 0
 		for _, err := range errs {
