@@ -49,4 +49,5 @@
 //
 // Backends: turn/memturn (in memory, the reference, with a manual clock and fault injection),
 // turn/pgturn (PostgreSQL) and turn/sqliteturn (SQLite).
+// turn/dispatch delivers the outbox on any of them.
 package turn
