@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/steadhq/stead/sqlitedb"
@@ -21,6 +22,9 @@ import (
 type Backend struct {
 	db    *sqlitedb.DB
 	clock func() time.Time
+	// Statements prepared once per connection and reused: parsing costs more than running most
+	// of them.
+	writes, reads *statements
 
 	// inTx, when set (by tests only), runs inside every write transaction once its statements
 	// ran, before it commits or rolls back: what another connection sees then is what it would
@@ -83,17 +87,125 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (turn.Stores, err
 	if err := sqlitedb.Migrate(ctx, db, MigrationsTable, migrations()); err != nil {
 		return turn.Stores{}, fmt.Errorf("sqliteturn: %w", err)
 	}
-	return turn.NewStores(&Backend{db: db, clock: c.clock}), nil
+	b := &Backend{db: db, clock: c.clock}
+	var err error
+	if b.writes, err = prepareStatements(ctx, db.W); err != nil {
+		return turn.Stores{}, fmt.Errorf("sqliteturn: prepare: %w", classify(err))
+	}
+	if b.reads, err = prepareStatements(ctx, db.R); err != nil {
+		b.writes.close()
+		return turn.Stores{}, fmt.Errorf("sqliteturn: prepare: %w", classify(err))
+	}
+	return turn.NewStores(b), nil
+}
+
+// Close releases the prepared statements (the checked front calls it once, from Stores.Close).
+// It leaves the database open: it is the application's.
+func (s *Backend) Close() error {
+	s.writes.close()
+	s.reads.close()
+	return nil
 }
 
 // now is the instant the backend stamps: UTC at microsecond precision (turn.ClockTime).
 func (s *Backend) now() time.Time { return turn.ClockTime(s.clock()) }
 
-// querier is what the statements need: a write transaction, or the reader pool.
+// querier is what the statements need: a write transaction (inTx), or the reader pool
+// (statements on DB.R). Both run each query as a statement prepared once per connection.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// statements holds every statement prepared on a pool; database/sql prepares each again on
+// every other connection of the pool the first time it runs there, and reuses it after.
+type statements struct {
+	pool *sql.DB
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
+}
+
+// prepareStatements prepares every statement of statementTexts on pool.
+func prepareStatements(ctx context.Context, pool *sql.DB) (*statements, error) {
+	p := &statements{pool: pool, m: make(map[string]*sql.Stmt, len(statementTexts))}
+	for _, q := range statementTexts {
+		st, err := pool.PrepareContext(ctx, q)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.m[q] = st
+	}
+	return p, nil
+}
+
+// get returns the prepared statement of query; false when it has none (the set is closed, or
+// the query is not one of statementTexts), and the caller runs the query unprepared.
+func (p *statements) get(query string) (*sql.Stmt, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.m[query]
+	return st, ok
+}
+
+func (p *statements) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range p.m {
+		st.Close()
+	}
+	p.m = nil
+}
+
+func (p *statements) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st, ok := p.get(query); ok {
+		return st.ExecContext(ctx, args...)
+	}
+	return p.pool.ExecContext(ctx, query, args...)
+}
+
+func (p *statements) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st, ok := p.get(query); ok {
+		return st.QueryContext(ctx, args...)
+	}
+	return p.pool.QueryContext(ctx, query, args...)
+}
+
+func (p *statements) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := p.get(query); ok {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return p.pool.QueryRowContext(ctx, query, args...)
+}
+
+// inTx runs the prepared statements of st inside tx, on tx's connection.
+type inTx struct {
+	tx *sql.Tx
+	st *statements
+}
+
+// The statement, bound to tx: database/sql reuses the statement prepared on tx's connection, or
+// prepares it there (on that connection only) the first time.
+func (q inTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st, ok := q.st.get(query); ok {
+		return q.tx.StmtContext(bg, st).ExecContext(ctx, args...)
+	}
+	return q.tx.ExecContext(ctx, query, args...)
+}
+
+func (q inTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st, ok := q.st.get(query); ok {
+		return q.tx.StmtContext(bg, st).QueryContext(ctx, args...)
+	}
+	return q.tx.QueryContext(ctx, query, args...)
+}
+
+func (q inTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := q.st.get(query); ok {
+		return q.tx.StmtContext(bg, st).QueryRowContext(ctx, args...)
+	}
+	return q.tx.QueryRowContext(ctx, query, args...)
 }
 
 // bg is the context of the statements inside a write transaction. The writer connection never
@@ -125,7 +237,7 @@ func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
 		if err != nil {
 			return err
 		}
-		err = fn(tx)
+		err = fn(inTx{tx: tx, st: s.writes})
 		if s.inTx != nil {
 			s.inTx()
 		}
@@ -152,7 +264,7 @@ func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
 // commit that finished before it began. It is retried while another process holds a lock the
 // read needs (rare in WAL mode: a recovery, a checkpoint restart).
 func (s *Backend) read(ctx context.Context, fn func(q querier) error) error {
-	err := sqlitedb.Retry(ctx, s.db.BusyTimeout, func() error { return fn(s.db.R) })
+	err := sqlitedb.Retry(ctx, s.db.BusyTimeout, func() error { return fn(s.reads) })
 	return classify(err)
 }
 

@@ -147,3 +147,28 @@ func TestEveryStatementPrepares(t *testing.T) {
 		st.Close()
 	}
 }
+
+// statementTexts, what New prepares, is every statement of sql.go, each once.
+func TestStatementTextsListEveryStatement(t *testing.T) {
+	t.Parallel()
+	consts := sqlConstants(t)
+	want := map[string]bool{}
+	for _, name := range statementNames(consts) {
+		want[consts[name]] = true
+	}
+	got := map[string]bool{}
+	for _, q := range statementTexts {
+		if got[q] {
+			t.Errorf("statementTexts lists %.40q twice", q)
+		}
+		if !want[q] {
+			t.Errorf("statementTexts lists %.40q, no statement of sql.go", q)
+		}
+		got[q] = true
+	}
+	for q := range want {
+		if !got[q] {
+			t.Errorf("statementTexts misses %.40q", q)
+		}
+	}
+}
