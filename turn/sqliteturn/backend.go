@@ -233,7 +233,12 @@ func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
 	}
 	defer s.db.Unlock()
 	err := sqlitedb.Retry(ctx, s.db.BusyTimeout, func() error {
-		tx, err := s.db.W.BeginTx(bg, nil)
+		conn, err := s.db.W.Conn(bg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		tx, err := conn.BeginTx(bg, nil)
 		if err != nil {
 			return err
 		}
@@ -249,7 +254,14 @@ func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
 			_ = tx.Rollback()
 			return err
 		}
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			// A COMMIT SQLite refuses with SQLITE_BUSY (readers of an in-memory database, which
+			// has no WAL, still hold it) leaves the transaction open on the connection, though
+			// database/sql counts it done: end it before the connection goes back to the pool.
+			_, _ = conn.ExecContext(bg, sqlCommitRollback)
+			return err
+		}
+		return nil
 	})
 	if err == nil {
 		return nil

@@ -338,6 +338,11 @@ SELECT record FROM (
     LIMIT ?3)
 ORDER BY recorded_at, turn_id`
 
+// After a COMMIT that failed (of any write, a bundle's or not): whatever SQLite left open is
+// rolled back, so no connection returns to the pool inside a transaction. "No transaction" is
+// the usual answer, and harmless.
+const sqlCommitRollback = `ROLLBACK`
+
 // statementTexts lists every statement above: New prepares each once on the DB's writer and reader
 // pools, before any transaction (preparing on another connection of a pool while a write
 // transaction holds the file would wait on its lock). TestStatementTextsListEveryStatement keeps
@@ -397,4 +402,5 @@ var statementTexts = []string{
 	sqlPutReplay,
 	sqlLoadReplay,
 	sqlReplaysForConversation,
+	sqlCommitRollback,
 }
