@@ -334,8 +334,9 @@ func (s Stores) Backend() Backend {
 
 // Close makes every later call through these Stores, their copies and their read-only view fail
 // with ErrClosed before it reaches the backend, then closes the backend if it is an io.Closer.
-// The bundled backends hold nothing to close: a pgturn backend never closes the pool the
-// application gave it. Close is idempotent, and does nothing for Stores assembled by hand.
+// No bundled backend closes what the application gave it: a pgturn backend leaves its pool open,
+// a sqliteturn backend releases its prepared statements and leaves its sqlitedb.DB open. Close
+// is idempotent, and does nothing for Stores assembled by hand.
 func (s Stores) Close() error {
 	if s.front == nil {
 		return nil
