@@ -15,7 +15,7 @@
 // documents nil) and normalises results alike, so the rules cannot drift between backends and a
 // backend written elsewhere gets them for free. Backend constructors return the front:
 //
-//	stores := memturn.New()                       // or pgturn.New(ctx, pool)
+//	stores := memturn.New()                       // or pgturn.New(ctx, pool), sqliteturn.New(ctx, db)
 //	if err := stores.Conversations.CreateConversation(ctx, conv); err != nil { ... }
 //	receipt, err := stores.Commits.Commit(ctx, conv.AccountID, bundle)
 //	page, err := stores.ReadOnly().Events.ReadFrom(ctx, conv.AccountID, turn.Start, 100)
@@ -33,6 +33,11 @@
 //   - event sequences are assigned by the store in append order; ReadFrom pages never skip or
 //     repeat an event; a redaction erases a payload in place, keeps identity and order, and
 //     records who erased it, once;
+//   - event sequences are global across tenants, not per account. Isolation covers every row,
+//     not the count of rows: from the sequences of two of its own events (or two cursors) a
+//     tenant can tell how many events other tenants appended in between, never which tenants or
+//     what. Keep sequences and cursors server-side where that volume is confidential (see
+//     EventReader.ReadFrom);
 //   - an outbox row is never claimed by two dispatchers at once, and a refused settlement writes
 //     nothing;
 //   - a bundle that fails leaves no trace, including on the records it would have modified.
@@ -42,6 +47,7 @@
 // with a stable meaning are *Error values carrying a code (CodeIdentityMismatch,
 // CodeInvalidRecord, CodeBundleAccountMismatch); test for one with HasCode.
 //
-// Backends: turn/memturn (in memory, the reference, with a manual clock and fault injection)
-// and turn/pgturn (PostgreSQL).
+// Backends: turn/memturn (in memory, the reference, with a manual clock and fault injection),
+// turn/pgturn (PostgreSQL) and turn/sqliteturn (SQLite).
+// turn/dispatch delivers the outbox on any of them.
 package turn

@@ -412,7 +412,9 @@ type Admission struct {
 // Event is a stored domain event.
 type Event struct {
 	// Sequence is assigned by the store: strictly increasing in append order across the whole
-	// store (not per case or account), never reused, never changed. Gaps are allowed.
+	// store (not per case or account), never reused, never changed. Gaps are allowed. Being
+	// store-wide, it tells a tenant how many events others appended between two of its own (see
+	// EventReader.ReadFrom).
 	Sequence     int64    `json:"sequence"`
 	EventID      ID       `json:"event_id"`
 	AccountID    string   `json:"account_id"`

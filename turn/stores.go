@@ -163,6 +163,14 @@ type EventReader interface {
 	// in sequence order, at most limit (other tenants' events never count toward it). Passing back
 	// page.Next delivers every event exactly once, in commit order, even while the journal grows.
 	// A cursor no read of this account's stream can have produced is ErrInvalid (see Cursor).
+	//
+	// Sequences, and so cursors, are global to the store, not per account: the gap between the
+	// sequences of two of an account's events is how many events other tenants appended between
+	// them, plus the values rolled-back appends consumed (PostgreSQL). A tenant that sees its
+	// events' sequences or its cursors can therefore count other tenants' appends over time,
+	// though never learn whose they were or what they said. Where that volume is itself
+	// confidential, keep sequences and cursors on the server side of the tenant boundary (or give
+	// such a tenant a store of its own).
 	ReadFrom(ctx context.Context, account string, after Cursor, limit int) (EventPage, error)
 	// LoadEvents returns the events that exist for the account, in the requested order (a
 	// repeated id is returned repeated). Unknown and foreign ids are silently omitted.
@@ -326,8 +334,9 @@ func (s Stores) Backend() Backend {
 
 // Close makes every later call through these Stores, their copies and their read-only view fail
 // with ErrClosed before it reaches the backend, then closes the backend if it is an io.Closer.
-// The bundled backends hold nothing to close: a pgturn backend never closes the pool the
-// application gave it. Close is idempotent, and does nothing for Stores assembled by hand.
+// No bundled backend closes what the application gave it: a pgturn backend leaves its pool open,
+// a sqliteturn backend releases its prepared statements and leaves its sqlitedb.DB open. Close
+// is idempotent, and does nothing for Stores assembled by hand.
 func (s Stores) Close() error {
 	if s.front == nil {
 		return nil

@@ -2,27 +2,49 @@ package turntest_test
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/turn/memturn"
+	"github.com/steadhq/stead/turn/sqliteturn"
 	"github.com/steadhq/stead/turn/turntest"
 )
 
-// reference returns the in-memory backend behind a fresh set of checked Stores: the mutants below
-// wrap it, and turn.NewStores puts the same checks before them as before any backend.
-func reference() *memturn.Backend { return memturn.New().Backend().(*memturn.Backend) }
+// backends returns a fresh backend of each kind the mutants are built on, taken from behind its
+// checked Stores: the mutants below wrap it, and turn.NewStores puts the same checks before them
+// as before any backend. A mutant of the SQLite backend proves the checks catch the broken rule
+// on a real database too, not only against the reference's data structures.
+var backends = []struct {
+	name string
+	new  func(t *testing.T) turn.Backend
+}{
+	{"memory", func(*testing.T) turn.Backend { return memturn.New().Backend() }},
+	{"sqlite", func(t *testing.T) turn.Backend {
+		db, err := sqlitedb.Open(t.Context(), sqlitedb.Config{Path: filepath.Join(t.TempDir(), "turns.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		s, err := sqliteturn.New(t.Context(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Backend()
+	}},
+}
 
 // The suite is only worth something if it fails broken stores. Each mutant below breaks one rule
-// of the contract on top of the reference store; the checks guarding that rule must fail.
+// of the contract on top of a correct backend; the checks guarding that rule must fail.
 
 // leakyCards ignores the account when loading a card (a query that forgot the tenant).
 type leakyCards struct {
-	*memturn.Backend
+	turn.Backend
 	mu    sync.Mutex
 	owner map[turn.ID]string
 }
@@ -46,7 +68,7 @@ func (l *leakyCards) LoadInteraction(ctx context.Context, _ string, id turn.ID) 
 
 // deletingErasure implements erasure as a delete: the event disappears from every read.
 type deletingErasure struct {
-	*memturn.Backend
+	turn.Backend
 	mu      sync.Mutex
 	deleted map[turn.ID]turn.CaseKey
 }
@@ -103,7 +125,7 @@ func (d *deletingErasure) CountEvents(ctx context.Context, account string, key t
 
 // looseCommit applies a bundle item by item through the standalone methods, with no
 // transaction: whatever ran before a failing item stays.
-type looseCommit struct{ *memturn.Backend }
+type looseCommit struct{ turn.Backend }
 
 func (l looseCommit) Commit(ctx context.Context, account string, b turn.Bundle) (turn.Receipt, error) {
 	if err := b.Validate(account); err != nil {
@@ -161,7 +183,7 @@ func (l looseCommit) Commit(ctx context.Context, account string, b turn.Bundle) 
 }
 
 // greedyClaim hands out rows without marking them claimed: a second worker gets them again.
-type greedyClaim struct{ *memturn.Backend }
+type greedyClaim struct{ turn.Backend }
 
 func (g greedyClaim) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turn.OutboxEntry, error) {
 	claimed, err := g.Backend.ClaimDue(ctx, now, limit, worker)
@@ -175,7 +197,7 @@ func TestMutantsFail(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		stores func() turn.Stores
+		stores func(b turn.Backend) turn.Stores
 		// mustFail are checks that must catch the mutant; onlyFail, when set, bounds the
 		// checks allowed to fail (the mutant breaks nothing else).
 		mustFail []string
@@ -184,15 +206,15 @@ func TestMutantsFail(t *testing.T) {
 	}{
 		{
 			name: "ignores the account on load",
-			stores: func() turn.Stores {
-				return turn.NewStores(&leakyCards{Backend: reference(), owner: map[turn.ID]string{}})
+			stores: func(b turn.Backend) turn.Stores {
+				return turn.NewStores(&leakyCards{Backend: b, owner: map[turn.ID]string{}})
 			},
 			mustFail: []string{"cross_tenant_isolation"},
 		},
 		{
 			name: "erasure deletes the event",
-			stores: func() turn.Stores {
-				return turn.NewStores(&deletingErasure{Backend: reference(), deleted: map[turn.ID]turn.CaseKey{}})
+			stores: func(b turn.Backend) turn.Stores {
+				return turn.NewStores(&deletingErasure{Backend: b, deleted: map[turn.ID]turn.CaseKey{}})
 			},
 			mustFail: []string{"event_redaction_preserves_identity_and_order", "event_redaction_is_audited_and_idempotent"},
 			onlyFail: []string{"event_redaction_preserves_identity_and_order", "event_redaction_is_audited_and_idempotent"},
@@ -200,43 +222,47 @@ func TestMutantsFail(t *testing.T) {
 		},
 		{
 			name:     "bundle without a transaction",
-			stores:   func() turn.Stores { return turn.NewStores(looseCommit{reference()}) },
+			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(looseCommit{b}) },
 			mustFail: []string{"commit_bundle_atomic_on_invalid_item", "commit_bundle_restores_modified_records"},
 			onlyFail: []string{"commit_bundle_atomic_on_invalid_item", "commit_bundle_restores_modified_records"},
 		},
 		{
 			name:     "claims are not exclusive",
-			stores:   func() turn.Stores { return turn.NewStores(greedyClaim{reference()}) },
+			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(greedyClaim{b}) },
 			mustFail: []string{"outbox_claim_exclusivity_and_reschedule"},
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			report := turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) { return tt.stores(), nil })
-			failed := map[string]string{}
-			for _, f := range report.Failures() {
-				failed[f.Check] = f.Failure
-			}
-			for _, name := range tt.mustFail {
-				if _, ok := failed[name]; !ok {
-					t.Errorf("%s passed against the mutant", name)
+		for _, backend := range backends {
+			t.Run(tt.name+"/"+backend.name, func(t *testing.T) {
+				t.Parallel()
+				report := turntest.RunAll(t.Context(), func(context.Context) (turn.Stores, error) {
+					return tt.stores(backend.new(t)), nil
+				})
+				failed := map[string]string{}
+				for _, f := range report.Failures() {
+					failed[f.Check] = f.Failure
 				}
-			}
-			if tt.onlyFail != nil {
-				for name, why := range failed {
-					if !slices.Contains(tt.onlyFail, name) {
-						t.Errorf("%s failed too: %s", name, why)
+				for _, name := range tt.mustFail {
+					if _, ok := failed[name]; !ok {
+						t.Errorf("%s passed against the mutant", name)
 					}
 				}
-			}
-			if tt.detail != "" && !strings.Contains(failed[tt.mustFail[0]], tt.detail) {
-				t.Errorf("%s failed with %q, want it to say %q", tt.mustFail[0], failed[tt.mustFail[0]], tt.detail)
-			}
-			if report.Passed() || report.Err() == nil {
-				t.Error("the report passed")
-			}
-		})
+				if tt.onlyFail != nil {
+					for name, why := range failed {
+						if !slices.Contains(tt.onlyFail, name) {
+							t.Errorf("%s failed too: %s", name, why)
+						}
+					}
+				}
+				if tt.detail != "" && !strings.Contains(failed[tt.mustFail[0]], tt.detail) {
+					t.Errorf("%s failed with %q, want it to say %q", tt.mustFail[0], failed[tt.mustFail[0]], tt.detail)
+				}
+				if report.Passed() || report.Err() == nil {
+					t.Error("the report passed")
+				}
+			})
+		}
 	}
 }
 

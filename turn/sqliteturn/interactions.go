@@ -1,0 +1,294 @@
+package sqliteturn
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/steadhq/stead/turn"
+)
+
+type interactionRow struct {
+	doc          string
+	status       string
+	resolvedAt   sql.NullInt64
+	optionID     sql.NullString
+	resolvedBy   sql.NullString
+	eventIDs     string
+	failureCode  sql.NullString
+	invalidation sql.NullString
+	createdAt    int64
+}
+
+func (r *interactionRow) dest() []any {
+	return []any{&r.doc, &r.status, &r.resolvedAt, &r.optionID, &r.resolvedBy, &r.eventIDs,
+		&r.failureCode, &r.invalidation, &r.createdAt}
+}
+
+// record overlays the lifecycle columns on the card as created.
+func (r *interactionRow) record() (turn.InteractionRecord, error) {
+	var rec turn.InteractionRecord
+	if err := unmarshal(r.doc, &rec.Interaction, "interaction"); err != nil {
+		return rec, err
+	}
+	it := &rec.Interaction
+	var err error
+	if it.Status, err = interactionStatus(r.status); err != nil {
+		return rec, err
+	}
+	it.ResolvedAt, it.ResolvedOptionID = fromMicros(r.resolvedAt), r.optionID.String
+	it.CreatedAt = time.UnixMicro(r.createdAt).UTC()
+	if !it.ExpiresAt.IsZero() {
+		it.ExpiresAt = it.ExpiresAt.UTC()
+	}
+	if r.resolvedBy.Valid {
+		if rec.ResolvedByTurn, err = turn.ParseID(r.resolvedBy.String); err != nil {
+			return rec, corrupt("interaction resolved by a malformed turn id")
+		}
+	}
+	var ids []turn.ID
+	if err := unmarshal(r.eventIDs, &ids, "resolution event ids"); err != nil {
+		return rec, err
+	}
+	if len(ids) > 0 {
+		rec.ResolutionEventIDs = ids
+	}
+	rec.FailureCode = r.failureCode.String
+	if r.invalidation.Valid {
+		rec.Invalidation = new(turn.Invalidation)
+		if err := unmarshal(r.invalidation.String, rec.Invalidation, "invalidation"); err != nil {
+			return rec, err
+		}
+		rec.Invalidation.At = rec.Invalidation.At.UTC()
+	}
+	return rec, nil
+}
+
+func collectInteractions(rows *sql.Rows, err error) ([]turn.InteractionRecord, error) {
+	return collect(rows, err, (*interactionRow).dest, (*interactionRow).record)
+}
+
+// loadInteraction reads the card on q (the reader pool, or a write transaction).
+func loadInteraction(ctx context.Context, q querier, account string, id turn.ID) (turn.InteractionRecord, error) {
+	var r interactionRow
+	if err := scanOne(q.QueryRowContext(ctx, sqlLoadInteraction, account, id), "interaction", id, r.dest()...); err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	return r.record()
+}
+
+// LoadInteraction implements turn.InteractionReader.
+func (s *Backend) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
+	return readOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return loadInteraction(ctx, q, account, id) })
+}
+
+// ListOpenForConversation implements turn.InteractionReader.
+func (s *Backend) ListOpenForConversation(ctx context.Context, account string, conv turn.ID) ([]turn.InteractionRecord, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
+		return collectInteractions(q.QueryContext(ctx, sqlListOpenForConversation, account, conv))
+	})
+}
+
+// ListOpenForCase implements turn.InteractionReader.
+func (s *Backend) ListOpenForCase(ctx context.Context, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
+		return collectInteractions(q.QueryContext(ctx, sqlListOpenForCase, account, key.Workflow, key.CaseID))
+	})
+}
+
+// BlockingAnsweredAt implements turn.InteractionReader.
+func (s *Backend) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, rev turn.Revision) (bool, error) {
+	return readOne(ctx, s, func(q querier) (bool, error) {
+		var yes bool
+		err := q.QueryRowContext(ctx, sqlBlockingAnsweredAt, account, key.Workflow, key.CaseID, int64(rev)).Scan(&yes)
+		return yes, classify(err)
+	})
+}
+
+// InsertInteraction implements turn.InteractionWriter.
+func (s *Backend) InsertInteraction(ctx context.Context, it turn.Interaction) error {
+	return s.write(ctx, func(q querier) error {
+		_, err := s.insert(q, it, false, s.now())
+		return err
+	})
+}
+
+// InsertReplacingBlocking implements turn.InteractionWriter.
+func (s *Backend) InsertReplacingBlocking(ctx context.Context, it turn.Interaction) ([]turn.ID, error) {
+	at := s.now()
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.insert(q, it, true, at) })
+}
+
+// insert inserts a new active card and returns the ids it superseded. With replace, an active
+// blocking occupant of the same case is first invalidated as superseded by the new card, so it
+// leaves the slot before the new card meets the blocking index.
+func (s *Backend) insert(q querier, it turn.Interaction, replace bool, at time.Time) ([]turn.ID, error) {
+	body, err := marshal(it)
+	if err != nil {
+		return nil, err
+	}
+	superseded := []turn.ID{}
+	if replace && it.Blocking {
+		inv, err := marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
+		if err != nil {
+			return nil, err
+		}
+		rows, err := q.QueryContext(bg, sqlInsertReplacingBlocking, it.AccountID, it.CaseRef.Workflow, it.CaseRef.CaseID, inv)
+		if superseded, err = collect(rows, err, func(id *turn.ID) []any { return []any{id} }, asIs[turn.ID]); err != nil {
+			return nil, err
+		}
+	}
+	_, err = q.ExecContext(bg, sqlInsertInteraction, it.AccountID, it.ID, it.ConversationID, it.CaseRef.Workflow,
+		it.CaseRef.CaseID, int64(it.CaseRef.ExpectedRevision), string(it.Kind), it.Blocking, it.RevisionIndependent,
+		it.PayloadHash, body, micros(it.CreatedAt), micros(it.ExpiresAt))
+	if err != nil {
+		return nil, classify(err)
+	}
+	return superseded, nil
+}
+
+// BeginResolution implements turn.InteractionWriter: active -> resolving, recording the option,
+// the turn and when. Only an active card can start resolving, so any other expected status is a
+// conflict.
+func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
+	at := s.now()
+	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
+		if expected == turn.InteractionActive {
+			var r interactionRow
+			err := q.QueryRowContext(bg, sqlBeginResolution, account, id, nullText(optionID), micros(at), nullID(resolvedBy)).Scan(r.dest()...)
+			if err == nil {
+				return r.record()
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return turn.InteractionRecord{}, classify(err)
+			}
+		}
+		rec, err := loadInteraction(bg, q, account, id)
+		if err != nil {
+			return rec, err
+		}
+		return turn.InteractionRecord{}, conflict("interaction %s is %q; expected %q, and only active cards begin resolving",
+			id, rec.Interaction.Status, expected)
+	})
+}
+
+// FinishResolution implements turn.InteractionWriter.
+func (s *Backend) FinishResolution(ctx context.Context, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return s.finish(q, account, id, outcome) })
+}
+
+// finish settles a resolving card. A repeat of a finish that already landed (same status, same
+// data) is accepted and gives the record unchanged; anything else is a conflict.
+func (s *Backend) finish(q querier, account string, id turn.ID, o turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+	var res sql.Result
+	var err error
+	switch o.Kind {
+	case turn.ResolutionResolved:
+		res, err = q.ExecContext(bg, sqlFinishResolutionResolved, account, id, idList(o.EventIDs))
+	case turn.ResolutionFailed:
+		res, err = q.ExecContext(bg, sqlFinishResolutionFailed, account, id, o.Code)
+	case turn.ResolutionRestoreActive:
+		res, err = q.ExecContext(bg, sqlFinishResolutionRestoreActive, account, id)
+	default:
+		return turn.InteractionRecord{}, turn.InvalidRecord("unknown resolution outcome %q", o.Kind)
+	}
+	n, err := affected(res, err)
+	if err != nil {
+		return turn.InteractionRecord{}, err
+	}
+	rec, err := loadInteraction(bg, q, account, id)
+	if err != nil {
+		return rec, err
+	}
+	if n == 0 && !o.Matches(rec) {
+		return turn.InteractionRecord{}, conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
+	}
+	return rec, nil
+}
+
+// InvalidateForCase implements turn.InteractionWriter.
+func (s *Backend) InvalidateForCase(ctx context.Context, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason) ([]turn.ID, error) {
+	at := s.now()
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.invalidate(q, account, key, rev, reason, at) })
+}
+
+// invalidate retires the case's active cards bound to a revision other than rev.
+func (s *Backend) invalidate(q querier, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
+	inv, err := marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
+	if err != nil {
+		return nil, err
+	}
+	return collectRetired(q.QueryContext(bg, sqlInvalidateForCase, account, key.Workflow, key.CaseID, int64(rev), inv))
+}
+
+// InvalidateCaseCards implements turn.InteractionWriter: the operator's path, every active card
+// of the case whatever its revision or independence.
+func (s *Backend) InvalidateCaseCards(ctx context.Context, account string, key turn.CaseKey, reason turn.InvalidationReason) ([]turn.ID, error) {
+	inv, err := marshal(turn.Invalidation{Reason: reason, At: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
+		return collectRetired(q.QueryContext(bg, sqlInvalidateCaseCards, account, key.Workflow, key.CaseID, inv))
+	})
+}
+
+type retiredCard struct {
+	id turn.ID
+	at int64
+}
+
+func (r *retiredCard) dest() []any { return []any{&r.id, &r.at} }
+
+// collectRetired returns the ids in list order, (created_at, id): RETURNING has no order.
+func collectRetired(rows *sql.Rows, err error) ([]turn.ID, error) {
+	got, err := collect(rows, err, (*retiredCard).dest, asIs[retiredCard])
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(got, func(a, b retiredCard) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return a.id.Compare(b.id)
+	})
+	ids := make([]turn.ID, len(got))
+	for i, r := range got {
+		ids[i] = r.id
+	}
+	return ids, nil
+}
+
+type expiredCard struct {
+	account string
+	id      turn.ID
+}
+
+func (e *expiredCard) dest() []any { return []any{&e.account, &e.id} }
+
+// ExpireDue implements turn.InteractionWriter: every active card due at now, across accounts,
+// ordered by (account, id).
+func (s *Backend) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error) {
+	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
+		rows, err := q.QueryContext(bg, sqlExpireDue, micros(now))
+		cards, err := collect(rows, err, (*expiredCard).dest, asIs[expiredCard])
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(cards, func(a, b expiredCard) int {
+			if c := strings.Compare(a.account, b.account); c != 0 {
+				return c
+			}
+			return a.id.Compare(b.id)
+		})
+		ids := make([]turn.ID, len(cards))
+		for i, c := range cards {
+			ids[i] = c.id
+		}
+		return ids, nil
+	})
+}

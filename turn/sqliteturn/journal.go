@@ -1,0 +1,163 @@
+package sqliteturn
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/steadhq/stead/turn"
+)
+
+type journalRow struct {
+	e                  turn.JournalEntry
+	rev                int64
+	payload, origin    string
+	status             string
+	result             sql.NullString
+	created, completed sql.NullInt64
+}
+
+func (r *journalRow) dest() []any {
+	e := &r.e
+	return []any{&e.CommandID, &e.AccountID, &e.IdempotencyKey, &e.TurnID, &e.CaseRef.Workflow,
+		&e.CaseRef.CaseID, &r.rev, &e.CommandType, &r.payload, &r.origin, &r.status, &r.result,
+		&r.created, &r.completed}
+}
+
+func (r *journalRow) entry() (turn.JournalEntry, error) {
+	e := r.e
+	var err error
+	if e.CaseRef.ExpectedRevision, err = readRevision(r.rev, "expected revision"); err != nil {
+		return e, err
+	}
+	if e.Status, err = journalStatus(r.status); err != nil {
+		return e, err
+	}
+	e.CommandPayload, e.Origin = readDoc(sql.NullString{String: r.payload, Valid: true}), readDoc(sql.NullString{String: r.origin, Valid: true})
+	if r.result.Valid {
+		e.Result = new(turn.JournalOutcome)
+		if err := unmarshal(r.result.String, e.Result, "journal outcome"); err != nil {
+			return e, err
+		}
+	}
+	e.CreatedAt, e.CompletedAt = fromMicros(r.created), fromMicros(r.completed)
+	return e, nil
+}
+
+func collectJournal(rows *sql.Rows, err error) ([]turn.JournalEntry, error) {
+	return collect(rows, err, (*journalRow).dest, (*journalRow).entry)
+}
+
+// LoadCommand implements turn.JournalReader.
+func (s *Backend) LoadCommand(ctx context.Context, account string, id turn.ID) (turn.JournalEntry, error) {
+	return readOne(ctx, s, func(q querier) (turn.JournalEntry, error) {
+		var r journalRow
+		if err := scanOne(q.QueryRowContext(ctx, sqlLoadCommand, account, id), "command", id, r.dest()...); err != nil {
+			return turn.JournalEntry{}, err
+		}
+		return r.entry()
+	})
+}
+
+// CommandsForTurn implements turn.JournalReader.
+func (s *Backend) CommandsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.JournalEntry, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.JournalEntry, error) {
+		return collectJournal(q.QueryContext(ctx, sqlCommandsForTurn, account, id))
+	})
+}
+
+// PendingForTurn implements turn.JournalReader.
+func (s *Backend) PendingForTurn(ctx context.Context, account string, id turn.ID) ([]turn.JournalEntry, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.JournalEntry, error) {
+		return collectJournal(q.QueryContext(ctx, sqlPendingForTurn, account, id))
+	})
+}
+
+// BeginCommand implements turn.JournalWriter. The key is read and, when free, taken in one write
+// transaction, which holds the file's write lock: no admission of any process can take the key
+// in between, so there is exactly one Fresh per key.
+func (s *Backend) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Admission, error) {
+	return writeOne(ctx, s, func(q querier) (turn.Admission, error) {
+		var r journalRow
+		err := q.QueryRowContext(bg, sqlBeginCommand, e.AccountID, e.IdempotencyKey).Scan(r.dest()...)
+		if err == nil {
+			stored, err := r.entry()
+			return turn.Admission{Entry: stored}, err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return turn.Admission{}, classify(err)
+		}
+		_, err = q.ExecContext(bg, sqlBeginCommandInsert, e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
+			e.CaseRef.Workflow, e.CaseRef.CaseID, int64(e.CaseRef.ExpectedRevision), e.CommandType,
+			doc(e.CommandPayload), doc(e.Origin), string(e.Status), micros(e.CreatedAt))
+		if err != nil {
+			return turn.Admission{}, classify(err)
+		}
+		return turn.Admission{Fresh: true, Entry: e}, nil
+	})
+}
+
+// MarkExecuting implements turn.JournalWriter; on an executing entry it is an accepted repeat.
+func (s *Backend) MarkExecuting(ctx context.Context, account string, id turn.ID) error {
+	return s.write(ctx, func(q querier) error {
+		n, err := affected(q.ExecContext(bg, sqlMarkExecuting, account, id))
+		if err != nil || n == 1 {
+			return err
+		}
+		var st string
+		if err := scanOne(q.QueryRowContext(bg, sqlMarkExecutingStatus, account, id), "command", id, &st); err != nil {
+			return err
+		}
+		status, err := journalStatus(st)
+		if err != nil {
+			return err
+		}
+		if status == turn.JournalExecuting {
+			return nil
+		}
+		return conflict("command %s is %q and cannot start executing", id, status)
+	})
+}
+
+// CompleteCommand implements turn.JournalWriter.
+func (s *Backend) CompleteCommand(ctx context.Context, account string, id turn.ID, outcome turn.JournalOutcome) error {
+	at := s.now()
+	return s.write(ctx, func(q querier) error { return s.complete(q, account, id, outcome, at) })
+}
+
+// complete records the outcome. Recording the same outcome again is an accepted repeat.
+func (s *Backend) complete(q querier, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
+	target := o.Status()
+	result, err := marshal(o)
+	if err != nil {
+		return err
+	}
+	sources, err := marshal(target.Sources())
+	if err != nil {
+		return err
+	}
+	n, err := affected(q.ExecContext(bg, sqlCompleteCommand, account, id, string(target), result, micros(at), sources))
+	if err != nil || n == 1 {
+		return err
+	}
+	var st string
+	var prior sql.NullString
+	if err := scanOne(q.QueryRowContext(bg, sqlCompleteCommandStored, account, id), "command", id, &st, &prior); err != nil {
+		return err
+	}
+	status, err := journalStatus(st)
+	if err != nil {
+		return err
+	}
+	if status == target && prior.Valid {
+		var p turn.JournalOutcome
+		if err := unmarshal(prior.String, &p, "journal outcome"); err != nil {
+			return err
+		}
+		if p.Equal(o) {
+			return nil // the same outcome, recorded again: a retry
+		}
+	}
+	return conflict("command %s is %q and cannot record %q", id, status, o.Kind)
+}

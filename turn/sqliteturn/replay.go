@@ -1,0 +1,54 @@
+package sqliteturn
+
+import (
+	"context"
+
+	"github.com/steadhq/stead/turn"
+)
+
+// PutReplay implements turn.ReplayWriter.
+func (s *Backend) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
+	return s.write(ctx, func(q querier) error { return s.putReplay(q, r) })
+}
+
+func (s *Backend) putReplay(q querier, r turn.ReplayRecord) error {
+	body, err := marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(bg, sqlPutReplay, r.AccountID, r.TurnID, r.ConversationID, string(r.Phase), micros(r.RecordedAt), body)
+	return classify(err)
+}
+
+func readReplay(body string) (turn.ReplayRecord, error) {
+	var r turn.ReplayRecord
+	if err := unmarshal(body, &r, "replay record"); err != nil {
+		return r, err
+	}
+	if !r.Phase.Valid() {
+		return r, corrupt("replay record of turn %s has unknown phase %q", r.TurnID, r.Phase)
+	}
+	r.RecordedAt = r.RecordedAt.UTC()
+	return r, nil
+}
+
+// LoadReplay implements turn.ReplayReader.
+func (s *Backend) LoadReplay(ctx context.Context, account string, id turn.ID) (turn.ReplayRecord, error) {
+	return readOne(ctx, s, func(q querier) (turn.ReplayRecord, error) {
+		var body string
+		if err := scanOne(q.QueryRowContext(ctx, sqlLoadReplay, account, id), "replay record of turn", id, &body); err != nil {
+			return turn.ReplayRecord{}, err
+		}
+		return readReplay(body)
+	})
+}
+
+// ReplaysForConversation implements turn.ReplayReader.
+func (s *Backend) ReplaysForConversation(ctx context.Context, account string, conv turn.ID, limit int) ([]turn.ReplayRecord, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.ReplayRecord, error) {
+		rows, err := q.QueryContext(ctx, sqlReplaysForConversation, account, conv, int64(limit))
+		return collect(rows, err, func(b *string) []any { return []any{b} }, func(b *string) (turn.ReplayRecord, error) {
+			return readReplay(*b)
+		})
+	})
+}
