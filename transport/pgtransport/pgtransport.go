@@ -143,7 +143,7 @@ func (t *Transport) Close() error {
 var migrationFiles embed.FS
 
 // migrationTable records which migrations of this package a schema has.
-const migrationTable = "stead_transport_migrations"
+const migrationTable = "transport_migrations"
 
 // migrations returns the embedded migrations in version order.
 func migrations() fs.FS {

@@ -209,7 +209,7 @@ func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 	}
 }
 
-// TestClaimUpdatesInPlace checks the point of migration 003: a claim (and a park) changes only
+// TestClaimUpdatesInPlace checks that a claim (and a park) changes only
 // columns no index covers, so PostgreSQL rewrites the group row in place (a HOT update) without
 // new index entries; only the ack, which moves the group in the round-robin, touches the index.
 // pg_stat_xact_user_tables counts the current transaction's updates as they happen.

@@ -13,7 +13,7 @@
 // stead.ErrUnavailable, nothing written; a ctx that ends first fails it with an error matching
 // ctx's, nothing written either. SQLITE_BUSY never escapes raw.
 //
-// The tables are transport_messages and transport_groups, with sqlitetransport_migrations
+// The tables are transport_messages and transport_groups, with transport_migrations
 // recording their schema version, beside whatever else the file holds (an execution store may
 // share it). Wait wakes at once on a publish, ack or nack of this process; changes made by
 // another process are noticed by polling (WithPollInterval, default 50 ms).

@@ -80,10 +80,9 @@ var migrationFiles embed.FS
 
 // migrationsTable records which versions of the transport's schema a file has; it sits beside
 // sqlitestore's own when both share a file.
-const migrationsTable = "sqlitetransport_migrations"
+const migrationsTable = "transport_migrations"
 
-// migrations is the transport's schema history. Version 1 is written with IF NOT EXISTS so that
-// files created before the transport recorded versions adopt it unchanged.
+// migrations is the transport's schema history.
 var migrations = func() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {

@@ -130,40 +130,6 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	}
 }
 
-// TestOpenAdoptsUnversionedFile opens a file whose transport tables were created before the
-// transport recorded schema versions, and checks that its messages are still served.
-func TestOpenAdoptsUnversionedFile(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "old.db")
-	ddl, err := os.ReadFile("migrations/001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		string(ddl),
-		`INSERT INTO transport_groups (group_id, priority) VALUES ('G', 2)`,
-		`INSERT INTO transport_messages (group_id, event) VALUES ('G', '{"id":"old"}')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			db.Close()
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tr := open(t, path)
-	defer tr.Close()
-	l, err := tr.Claim(context.Background(), "w", time.Minute, 0)
-	if err != nil || l == nil || l.Event.ID != "old" || l.Priority != 2 {
-		t.Fatalf("Claim = %+v, %v; want the old message at priority 2", l, err)
-	}
-}
-
 // holdWriteLock takes the write lock of the file at path from a connection of its own, as
 // another process would, and returns that connection: the caller ends the lock with ROLLBACK.
 // The connection is closed when the test ends.
