@@ -51,14 +51,17 @@
 // of its own so that it sees the ack of the previous holder; under REPEATABLE READ a claim racing
 // such an ack fails with stead.ErrConflict (a serialization failure) instead.
 //
-// Claims never wait (SKIP LOCKED). A publish holds an existing group FOR KEY SHARE, which does
-// not wait for a claimer or an acker even in a transaction that stays open; it waits only to
-// create a group that another open transaction is creating or has just deleted (its last message
-// acked). Acks wait for nothing but a claimer that took the group after their lease ran out. So
-// steps that claim, publish to each other's groups and ack in shared transactions do not
-// deadlock in the ordinary order (claim, publish once per transaction, ack last). Should a cycle
-// form anyway, PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict:
-// roll back and retry the step.
+// Claims never wait: they lock the group rows they lease FOR NO KEY UPDATE SKIP LOCKED, and no
+// other statement holds a group row in a way that makes PostgreSQL wait there despite SKIP LOCKED
+// (publishers hold a separate anchor row per group, see the migration). Acks and nacks wait only
+// for a claimer that took their group after the lease ran out. A publish waits only for another
+// open transaction that is creating or deleting one of its groups: a publish creates a group, an
+// ack of a group's last message deletes it, and a claim outside a transaction deletes an empty
+// group it meets (inside one it frees it instead). So steps that claim, publish to each other's
+// groups and ack in shared transactions do not deadlock in the ordinary order (claim, publish
+// once, ack last). A transaction that publishes twice, or acks before it publishes, can: then
+// PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict; roll back and
+// retry the step.
 //
 // # Schema
 //

@@ -28,7 +28,7 @@ func newStatements(schema string) statements {
 		// the server is not asked for their types.
 		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4::text)`,
 		claim: `SELECT r_group, r_priority, r_seq, r_event, r_key FROM ` + q +
-			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text)`,
+			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text, $8::boolean)`,
 		ack:  `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`,
 		nack: `SELECT ` + q + `transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`,
 	}
@@ -142,7 +142,7 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 	var out []transport.Lease
 	err := t.run(ctx, func(q querier) error {
 		var err error
-		out, err = t.claim(ctx, q, worker, visibility, minPriority, max)
+		out, err = t.claim(ctx, q, worker, visibility, minPriority, max, true)
 		return err
 	})
 	return out, err
@@ -156,10 +156,13 @@ func (t *Transport) ClaimBatchTx(ctx context.Context, tx pgx.Tx, worker string, 
 	if t.closed.Load() {
 		return nil, errClosed
 	}
-	return t.claim(ctx, tx, worker, visibility, minPriority, max)
+	return t.claim(ctx, tx, worker, visibility, minPriority, max, false)
 }
 
-func (t *Transport) claim(ctx context.Context, q querier, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+// claim leases up to max groups. deleteEmpty lets it delete an empty group it meets: never inside
+// the caller's transaction, where the deletion would hold publishers to that group until the
+// caller commits.
+func (t *Transport) claim(ctx context.Context, q querier, worker string, visibility time.Duration, minPriority, max int, deleteEmpty bool) ([]transport.Lease, error) {
 	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
 		return nil, err
 	}
@@ -168,7 +171,7 @@ func (t *Transport) claim(ctx context.Context, q querier, worker string, visibil
 	until := now.Add(visibility)
 	token := transport.NewToken(worker)
 	after := t.cursor.from()
-	rows, err := q.Query(ctx, t.sql.claim, now, until, token, minPriority, max, after.key, after.group)
+	rows, err := q.Query(ctx, t.sql.claim, now, until, token, minPriority, max, after.key, after.group, deleteEmpty)
 	if err != nil {
 		return nil, fail("claim", err)
 	}

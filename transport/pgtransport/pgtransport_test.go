@@ -209,6 +209,42 @@ func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 	}
 }
 
+// TestEmptyGroupMetInTransactionKeepsPublishersFree checks that a claim inside a caller's
+// transaction that meets an empty group frees it rather than deleting it: a deletion would make a
+// publish to the group from another transaction wait until the caller's transaction ends, and two
+// such transactions publishing to each other's groups would deadlock.
+func TestEmptyGroupMetInTransactionKeepsPublishersFree(t *testing.T) {
+	t.Parallel()
+	tr := open(t, pgdbtest.Schema(t))
+	defer tr.Close()
+	ctx := context.Background()
+	if err := ackBesideOpenPublish(t, tr, claimForms[0].claim).Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := tr.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // rolled back below
+	if ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1); err != nil || len(ls) != 0 {
+		t.Fatalf("ClaimBatchTx = %v, %v; want nothing (the group is empty)", ls, err)
+	}
+	if n := countRows(t, tr, "transport_groups"); n != 1 {
+		t.Fatalf("%d group rows while the claiming transaction is open, want the empty one kept", n)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tr.Publish(pctx, "G", event("e3"), 0); err != nil {
+		t.Fatalf("Publish beside the open claim = %v, want it through at once", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e3" {
+		t.Fatalf("Claim = %v, %v; want e3", l, err)
+	}
+}
+
 // TestClaimUpdatesInPlace checks that a claim (and a park) changes only
 // columns no index covers, so PostgreSQL rewrites the group row in place (a HOT update) without
 // new index entries; only the ack, which moves the group in the round-robin, touches the index.

@@ -1,5 +1,5 @@
--- The transport's schema: messages waiting in their groups, and one row per group with messages
--- that carries the group's lease and its place in the round-robin.
+-- The transport's schema: messages waiting in their groups, one row per group with messages that
+-- carries the group's lease and its place in the round-robin, and the group's anchor.
 --
 -- Every function plans generically, once per connection, and may use only index scans and nested
 -- loops: each of their statements is a primary-key lookup or a walk of the round-robin index
@@ -42,17 +42,27 @@ CREATE INDEX transport_groups_prioritised
     ON {schema}transport_groups (priority, (COALESCE(served_at, '-infinity'::timestamptz)), group_id)
     WHERE priority > 0;
 
--- Lock protocol, which every function below follows and which keeps them from waiting on one
--- another, even inside callers' transactions that stay open:
---   * a claim locks the group rows it leases FOR NO KEY UPDATE SKIP LOCKED: claimers never wait,
---     and a group held by an open transaction is skipped;
---   * a publish holds an existing group row FOR KEY SHARE, which conflicts only with a delete:
---     it never waits for a claimer or an acker; it waits only to create a group that another
---     open transaction is creating or deleting;
---   * an ack locks its groups FOR NO KEY UPDATE where its token still holds them (a fence only a
---     claimer that took the group after the lease ran out can make it wait on);
---   * a group row is deleted only under FOR UPDATE SKIP LOCKED taken after its last message
---     went: if a publisher holds the row, the row is freed instead of waited for.
+-- One anchor per group row, created and deleted with it and never updated. A publish holds the
+-- anchors of the groups it appends to FOR KEY SHARE, so that no ack or claim deletes a group before
+-- the messages land, and leaves the group rows alone. Were it to hold the group rows instead,
+-- claimers could wait: PostgreSQL locks the newer versions of a row that was updated while a
+-- FOR KEY SHARE locker was still running, and waits for their holders, even under SKIP LOCKED.
+-- That is how a claim deadlocked against a batch ack that held one group and waited for another.
+CREATE TABLE {schema}transport_group_anchors (
+    group_id text PRIMARY KEY
+);
+
+-- Lock protocol, which every function below follows:
+--   * only claims, acks and nacks lock group rows. A claim locks the rows it leases FOR NO KEY
+--     UPDATE SKIP LOCKED and never waits: a group held by another transaction is skipped;
+--   * an ack or a nack locks the rows of its leases FOR NO KEY UPDATE, in id order. It waits only
+--     for a claimer that took the group after the lease ran out;
+--   * a publish holds the anchors of existing groups FOR KEY SHARE, in id order, and creates the
+--     missing groups in id order. It waits only for a transaction that is creating or deleting
+--     one of those groups;
+--   * a group (its row and its anchor) is deleted only under its anchor's FOR UPDATE SKIP
+--     LOCKED, taken after its last message went, and never by a claim inside a caller's
+--     transaction: a group a publisher holds is freed instead.
 -- Reads that must see the previous holder's ack (a group's head) run in a statement after the
 -- one that locked the row, so that their snapshot is taken after that lock.
 
@@ -78,35 +88,40 @@ BEGIN
     FROM (SELECT DISTINCT ON (u.grp) u.grp, u.prio
           FROM unnest(p_groups, p_priorities) WITH ORDINALITY AS u(grp, prio, ord)
           ORDER BY u.grp, u.ord) d;
-    -- Hold the existing groups so that no ack or claim deletes them before the messages land.
-    -- FOR KEY SHARE does not wait for a claimer or an acker holding a row (they change only
-    -- non-key columns), even one whose transaction stays open.
+    -- Hold the anchors of the existing groups so that no ack or claim deletes them before the
+    -- messages land. Nothing else locks an anchor but a delete.
     SELECT array_agg(k.group_id) INTO held FROM (
-        SELECT t.group_id FROM {schema}transport_groups t WHERE t.group_id = ANY (wanted)
-        ORDER BY t.group_id FOR KEY SHARE) k;
+        SELECT a.group_id FROM {schema}transport_group_anchors a WHERE a.group_id = ANY (wanted)
+        ORDER BY a.group_id FOR KEY SHARE) k;
     held := COALESCE(held, '{}');
     IF cardinality(held) < cardinality(wanted) THEN
         -- Create the missing ones. This waits only for another transaction creating or deleting
-        -- the same group.
+        -- the same group. A new anchor's group row cannot exist: the two come and go together.
         WITH ins AS (
-            INSERT INTO {schema}transport_groups AS t (group_id, priority)
-            SELECT w.grp, w.prio FROM unnest(wanted, prios) AS w(grp, prio)
+            INSERT INTO {schema}transport_group_anchors AS a (group_id)
+            SELECT w.grp FROM unnest(wanted) AS w(grp)
             WHERE w.grp <> ALL (held) ORDER BY w.grp
             ON CONFLICT (group_id) DO NOTHING
-            RETURNING t.group_id)
+            RETURNING a.group_id)
         SELECT array_agg(ins.group_id) INTO made FROM ins;
         made := COALESCE(made, '{}');
-        created := cardinality(made) > 0;
+        IF cardinality(made) > 0 THEN
+            INSERT INTO {schema}transport_groups (group_id, priority)
+            SELECT w.grp, w.prio FROM unnest(wanted, prios) AS w(grp, prio)
+            WHERE w.grp = ANY (made) ORDER BY w.grp;
+            created := true;
+        END IF;
         -- Groups another transaction created (or deleted) meanwhile: one by one until each is held.
         FOR g IN SELECT w.grp, w.prio FROM unnest(wanted, prios) AS w(grp, prio)
                  WHERE w.grp <> ALL (held) AND w.grp <> ALL (made) ORDER BY w.grp
         LOOP
             LOOP
-                PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = g.grp FOR KEY SHARE;
+                PERFORM 1 FROM {schema}transport_group_anchors a WHERE a.group_id = g.grp FOR KEY SHARE;
                 EXIT WHEN FOUND;
-                INSERT INTO {schema}transport_groups AS t (group_id, priority) VALUES (g.grp, g.prio)
+                INSERT INTO {schema}transport_group_anchors (group_id) VALUES (g.grp)
                 ON CONFLICT (group_id) DO NOTHING;
                 IF FOUND THEN
+                    INSERT INTO {schema}transport_groups (group_id, priority) VALUES (g.grp, g.prio);
                     created := true;
                     EXIT;
                 END IF;
@@ -125,17 +140,23 @@ $$;
 
 -- transport_settle_empty handles a group that a claim leased and found without messages (its last
 -- publisher rolled back, or an ack left it to a publisher that had not committed yet). It returns
--- the group's head if a message arrived meanwhile; otherwise it deletes the group, or frees it
--- (to the back of the round-robin) if a publisher is filling it, and returns NULLs.
+-- the group's head if a message arrived meanwhile; otherwise it deletes the group when p_delete
+-- is set and no publisher is filling it, and else frees it (to the back of the round-robin), and
+-- returns NULLs. A claim inside a caller's transaction must not delete: the group would stay
+-- deleted, and a publish to it from another transaction waiting, until the caller commits, and
+-- two such transactions publishing to each other's deleted groups deadlock.
 CREATE FUNCTION {schema}transport_settle_empty(
-    p_group text, p_now timestamptz, OUT r_seq bigint, OUT r_event text)
+    p_group text, p_now timestamptz, p_delete boolean, OUT r_seq bigint, OUT r_event text)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
-    locked boolean;
+    locked boolean := false;
 BEGIN
-    PERFORM 1 FROM {schema}transport_groups t WHERE t.group_id = p_group FOR UPDATE SKIP LOCKED;
-    locked := FOUND;
+    IF p_delete THEN
+        PERFORM 1 FROM {schema}transport_group_anchors a WHERE a.group_id = p_group
+        FOR UPDATE SKIP LOCKED;
+        locked := FOUND;
+    END IF;
     SELECT m.seq, m.event INTO r_seq, r_event FROM {schema}transport_messages m
     WHERE m.group_id = p_group ORDER BY m.seq LIMIT 1;
     IF FOUND THEN
@@ -143,6 +164,7 @@ BEGIN
     END IF;
     IF locked THEN
         DELETE FROM {schema}transport_groups t WHERE t.group_id = p_group;
+        DELETE FROM {schema}transport_group_anchors a WHERE a.group_id = p_group;
     ELSE
         UPDATE {schema}transport_groups t SET locked_by = NULL, lease_until = NULL, served_at = p_now
         WHERE t.group_id = p_group;
@@ -157,10 +179,11 @@ $$;
 -- after it first, so that it does not walk the dead index entries every ack leaves in front of the
 -- live ones, and from the head when nothing is free after it. A claim of one message takes scalar
 -- statements, whose plans are cheaper to start than the set-based form's arrays and joins. An
--- empty group found on the way is settled and another taken in its place.
+-- empty group found on the way is settled (deleted only when p_delete_empty: never inside a
+-- caller's transaction) and another taken in its place.
 CREATE FUNCTION {schema}transport_claim(
     p_now timestamptz, p_until timestamptz, p_token text, p_min int, p_max int,
-    p_after_key timestamptz, p_after_group text)
+    p_after_key timestamptz, p_after_group text, p_delete_empty boolean)
 RETURNS TABLE (r_group text, r_priority int, r_seq bigint, r_event text, r_key timestamptz)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
@@ -214,7 +237,7 @@ BEGIN
         WHERE m.group_id = r_group ORDER BY m.seq LIMIT 1;
         IF NOT FOUND THEN
             SELECT e.r_seq, e.r_event INTO r_seq, r_event
-            FROM {schema}transport_settle_empty(r_group, p_now) e;
+            FROM {schema}transport_settle_empty(r_group, p_now, p_delete_empty) e;
         END IF;
         IF r_seq IS NOT NULL THEN
             RETURN NEXT;
@@ -276,7 +299,7 @@ BEGIN
             r_event := events[i];
             IF r_seq IS NULL THEN
                 SELECT e.r_seq, e.r_event INTO r_seq, r_event
-                FROM {schema}transport_settle_empty(r_group, p_now) e;
+                FROM {schema}transport_settle_empty(r_group, p_now, p_delete_empty) e;
                 IF r_seq IS NULL THEN
                     skip := skip || r_group;
                     emptied := emptied + 1;
@@ -355,17 +378,21 @@ BEGIN
         GET DIAGNOSTICS freed = ROW_COUNT;
     END IF;
     IF freed < cardinality(acked) THEN
-        -- Drained groups are deleted, but only under a lock no publisher holds: a group a
-        -- publisher is filling is freed instead of waited for. Once locked, no publisher can
-        -- reach the row until this transaction ends, and the check below sees every message
-        -- committed before.
+        -- Drained groups are deleted, but only under a lock on their anchors that no publisher
+        -- holds: a group a publisher is filling is freed instead of waited for. Once an anchor
+        -- is locked, no publisher can reach it until this transaction ends, and the check below
+        -- sees every message committed before.
         SELECT array_agg(k.group_id) INTO drained FROM (
-            SELECT t.group_id FROM {schema}transport_groups t
-            WHERE t.group_id = ANY (acked) AND t.locked_by IS NOT NULL
-            ORDER BY t.group_id FOR UPDATE SKIP LOCKED) k;
-        DELETE FROM {schema}transport_groups t
-        WHERE t.group_id = ANY (drained)
-          AND NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = t.group_id);
+            SELECT a.group_id FROM {schema}transport_group_anchors a
+            JOIN {schema}transport_groups t ON t.group_id = a.group_id
+            WHERE a.group_id = ANY (acked) AND t.locked_by IS NOT NULL
+            ORDER BY a.group_id FOR UPDATE OF a SKIP LOCKED) k;
+        WITH gone AS (
+            DELETE FROM {schema}transport_groups t
+            WHERE t.group_id = ANY (drained)
+              AND NOT EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = t.group_id)
+            RETURNING t.group_id)
+        DELETE FROM {schema}transport_group_anchors a USING gone WHERE a.group_id = gone.group_id;
         UPDATE {schema}transport_groups t SET locked_by = NULL, lease_until = NULL, served_at = p_now
         WHERE t.group_id = ANY (acked) AND t.locked_by IS NOT NULL;
         GET DIAGNOSTICS n = ROW_COUNT;
