@@ -222,24 +222,17 @@ func TestLostCASRedelivers(t *testing.T) {
 	}
 }
 
-// failingPublish refuses publishes while down is set.
+// failingPublish is a transport backend that refuses publishes while down is set.
 type failingPublish struct {
-	transport.Transport
+	transport.Backend
 	down atomic.Bool
-}
-
-func (f *failingPublish) Publish(ctx context.Context, g string, ev stead.Event, p int) error {
-	if f.down.Load() {
-		return fmt.Errorf("%w: transport down", stead.ErrUnavailable)
-	}
-	return f.Transport.Publish(ctx, g, ev, p)
 }
 
 func (f *failingPublish) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
 	if f.down.Load() {
 		return fmt.Errorf("%w: transport down", stead.ErrUnavailable)
 	}
-	return f.Transport.PublishBatch(ctx, msgs)
+	return f.Backend.PublishBatch(ctx, msgs)
 }
 
 // TestRecoveryDeliversLeftovers leaves what a crash leaves — start events whose publish failed,
@@ -248,8 +241,9 @@ func (f *failingPublish) PublishBatch(ctx context.Context, msgs []transport.Outg
 func TestRecoveryDeliversLeftovers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	fp := &failingPublish{Transport: h.tr}
-	h.client.Transport = fp
+	fp := &failingPublish{Backend: h.tr.Backend()}
+	failing := transport.New(fp) // h.tr still closes the backend
+	h.client.Transport = failing
 	fp.down.Store(true)
 	h.create("left-a", "left-b") // their starts stay in the outbox
 	fp.down.Store(false)
@@ -266,7 +260,7 @@ func TestRecoveryDeliversLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := h.config()
-	cfg.Transport = fp
+	cfg.Transport = failing
 	cfg.RelayInterval = -1 // only the recovery at start may deliver
 	h.start(cfg)
 	eventually(t, 5*time.Second, "leftovers delivered", func() bool {

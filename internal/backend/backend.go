@@ -8,7 +8,9 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgstore"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
@@ -22,10 +24,12 @@ type Backend struct {
 	// Where is the file, or the URL without its password.
 	Where     string
 	Store     stead.Store
-	Transport transport.Transport
+	Transport *transport.Transport
+	// closeLast closes what the transport runs on (its SQLite DB or PostgreSQL pool), after it.
+	closeLast func() error
 }
 
-// Close closes the transport and the store.
+// Close closes the transport, the store, then what the transport ran on.
 func (b *Backend) Close() error {
 	var errs []error
 	if b.Transport != nil {
@@ -33,6 +37,9 @@ func (b *Backend) Close() error {
 	}
 	if b.Store != nil {
 		errs = append(errs, b.Store.Close())
+	}
+	if b.closeLast != nil {
+		errs = append(errs, b.closeLast())
 	}
 	return errors.Join(errs...)
 }
@@ -77,12 +84,19 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 		}
 		if o.MaxConns > 0 {
 			sopts = append(sopts, pgstore.WithMaxConns(o.MaxConns))
-			topts = append(topts, pgtransport.WithMaxConns(o.MaxConns))
 		}
 		if b.Store, err = pgstore.Open(ctx, spec, sopts...); err != nil {
 			return nil, err
 		}
-		if b.Transport, err = pgtransport.Open(ctx, spec, topts...); err != nil {
+		// The transport has a pool of its own, of the store's size, as it always had: the
+		// connection budgets the commands compute count on two.
+		pool, err := pgdb.Open(ctx, spec, pgdb.Config{MaxConns: o.MaxConns})
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.closeLast = func() error { pool.Close(); return nil }
+		if b.Transport, err = pgtransport.New(ctx, pool, topts...); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -97,7 +111,15 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b.Store = st
-	tr, err := sqlitetransport.Open(ctx, spec)
+	// The store opens the file itself for now, so the transport has a DB of its own on it; the
+	// gate makes the two queue their writes (see gate).
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: spec})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.closeLast = db.Close
+	tr, err := sqlitetransport.New(ctx, db)
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -105,7 +127,9 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 	b.Transport = tr
 	if !o.Ungated {
 		g := &gate{}
-		b.Store, b.Transport = gatedStore{Store: st, g: g}, gatedTransport{Transport: tr, g: g}
+		b.Store = gatedStore{Store: st, g: g}
+		// The gated transport owns tr's backend from now on: closing it closes the backend.
+		b.Transport = transport.New(gatedBackend{Backend: tr.Backend(), g: g})
 	}
 	return b, nil
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // A SQLite database has one writer at a time. The store and the transport each hold their own
-// write connection to the file, so in one process they contend for that lock, and the loser
+// write connection to the file (on DBs of their own until sqlitestore takes the application's
+// sqlitedb.DB; then the DB's write gate does what this one does), so in one process they contend
+// for that lock, and the loser
 // sleeps in SQLite's busy handler (1, 2, 5, 10 … 100 ms back-off) even when the winner is done
 // within microseconds. Measured with the benchmark scenario, that contention cost more than
 // half the throughput of a worker. The gate serializes the process's writes to the file behind
@@ -73,38 +75,25 @@ func (s gatedStore) DeleteTimer(ctx context.Context, t stead.Timer) (ok bool, er
 	return ok, err
 }
 
-// gatedTransport is a transport.Transport whose writes (claims included) pass the gate.
-type gatedTransport struct {
-	transport.Transport
+// gatedBackend is a transport backend whose writes (claims included) pass the gate.
+type gatedBackend struct {
+	transport.Backend
 	g *gate
 }
 
-func (t gatedTransport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
-	return t.g.do(func() error { return t.Transport.Publish(ctx, group, ev, priority) })
+func (t gatedBackend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
+	return t.g.do(func() error { return t.Backend.PublishBatch(ctx, msgs) })
 }
 
-func (t gatedTransport) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
-	return t.g.do(func() error { return t.Transport.PublishBatch(ctx, msgs) })
-}
-
-func (t gatedTransport) Claim(ctx context.Context, worker string, vis time.Duration, minPriority int) (l *transport.Lease, err error) {
-	err = t.g.do(func() error { l, err = t.Transport.Claim(ctx, worker, vis, minPriority); return err })
-	return l, err
-}
-
-func (t gatedTransport) ClaimBatch(ctx context.Context, worker string, vis time.Duration, minPriority, max int) (ls []transport.Lease, err error) {
-	err = t.g.do(func() error { ls, err = t.Transport.ClaimBatch(ctx, worker, vis, minPriority, max); return err })
+func (t gatedBackend) ClaimBatch(ctx context.Context, worker string, vis time.Duration, minPriority, max int) (ls []transport.Lease, err error) {
+	err = t.g.do(func() error { ls, err = t.Backend.ClaimBatch(ctx, worker, vis, minPriority, max); return err })
 	return ls, err
 }
 
-func (t gatedTransport) Ack(ctx context.Context, l *transport.Lease) error {
-	return t.g.do(func() error { return t.Transport.Ack(ctx, l) })
+func (t gatedBackend) AckBatch(ctx context.Context, ls []transport.Lease) error {
+	return t.g.do(func() error { return t.Backend.AckBatch(ctx, ls) })
 }
 
-func (t gatedTransport) AckBatch(ctx context.Context, ls []transport.Lease) error {
-	return t.g.do(func() error { return t.Transport.AckBatch(ctx, ls) })
-}
-
-func (t gatedTransport) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
-	return t.g.do(func() error { return t.Transport.Nack(ctx, l, delay) })
+func (t gatedBackend) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
+	return t.g.do(func() error { return t.Backend.Nack(ctx, l, delay) })
 }

@@ -15,21 +15,21 @@ import (
 	"github.com/steadhq/stead/transport/internal/wake"
 )
 
-// Option configures a Transport.
-type Option func(*Transport)
+// Option configures New.
+type Option func(*backend)
 
 // WithClock sets the clock leases and parks are measured with (default time.Now).
-func WithClock(now func() time.Time) Option { return func(t *Transport) { t.now = now } }
+func WithClock(now func() time.Time) Option { return func(t *backend) { t.clock = now } }
 
 // WithPollInterval bounds how long Wait blocks without a notification (default 1 s), so that a
 // waiter re-checks even when the clock is not the wall clock.
-func WithPollInterval(d time.Duration) Option { return func(t *Transport) { t.poll = d } }
+func WithPollInterval(d time.Duration) Option { return func(t *backend) { t.poll = d } }
 
-// Transport is the in-memory transport. It is safe for concurrent use.
-type Transport struct {
-	now  func() time.Time
-	poll time.Duration
-	sig  *wake.Signal
+// backend is the in-memory transport.Backend. It is safe for concurrent use.
+type backend struct {
+	clock func() time.Time
+	poll  time.Duration
+	sig   *wake.Signal
 
 	mu     sync.Mutex
 	closed bool
@@ -39,7 +39,7 @@ type Transport struct {
 	leased [transport.MaxPriority + 1]groupHeap // by (until, id); parked groups too
 }
 
-var _ transport.Transport = (*Transport)(nil)
+var _ transport.Backend = (*backend)(nil)
 
 type group struct {
 	id       string
@@ -52,23 +52,23 @@ type group struct {
 }
 
 // New returns an empty in-memory transport.
-func New(opts ...Option) *Transport {
-	t := &Transport{now: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}}
+func New(opts ...Option) *transport.Transport {
+	t := &backend{clock: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}}
 	for _, o := range opts {
 		o(t)
 	}
 	for p := range t.free {
 		t.free[p].byServed = true
 	}
-	return t
+	return transport.New(t)
 }
 
-// lock takes t's mutex for an operation, unless ctx is done or t is closed: then it returns the
-// error and leaves the mutex free. On success the caller unlocks.
-func (t *Transport) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+// now reads the clock at the precision the SQL backends keep, so that leases end alike everywhere.
+func (t *backend) now() time.Time { return t.clock().UTC().Truncate(time.Microsecond) }
+
+// lock takes t's mutex for an operation, unless t is closed: then it returns the error and leaves
+// the mutex free. On success the caller unlocks.
+func (t *backend) lock() error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -77,17 +77,9 @@ func (t *Transport) lock(ctx context.Context) error {
 	return nil
 }
 
-// Publish implements transport.Transport.
-func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
-	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
-}
-
-// PublishBatch implements transport.Transport.
-func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
-	if err := transport.ValidateBatch(msgs); err != nil {
-		return err
-	}
-	if err := t.lock(ctx); err != nil {
+// PublishBatch implements transport.Backend.
+func (t *backend) PublishBatch(_ context.Context, msgs []transport.Outgoing) error {
+	if err := t.lock(); err != nil {
 		return err
 	}
 	defer t.mu.Unlock()
@@ -111,18 +103,10 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing)
 	return nil
 }
 
-// Claim implements transport.Transport.
-func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
-	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
-}
-
-// ClaimBatch implements transport.Transport.
-func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
-		return nil, err
-	}
+// ClaimBatch implements transport.Backend.
+func (t *backend) ClaimBatch(_ context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
 	gen := t.sig.Gen()
-	if err := t.lock(ctx); err != nil {
+	if err := t.lock(); err != nil {
 		return nil, err
 	}
 	defer t.mu.Unlock()
@@ -155,7 +139,7 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 // next returns the claimable group that comes first in claim order: the lowest key, where a free
 // group's key is when it was last served and an expired lease's key is when it ended; ties go to
 // the lower id.
-func (t *Transport) next(now time.Time, minPriority int) *group {
+func (t *backend) next(now time.Time, minPriority int) *group {
 	var best *group
 	var bestKey time.Time
 	consider := func(g *group, key time.Time) {
@@ -175,20 +159,9 @@ func (t *Transport) next(now time.Time, minPriority int) *group {
 	return best
 }
 
-// Ack implements transport.Transport.
-func (t *Transport) Ack(ctx context.Context, l *transport.Lease) error {
-	if err := transport.ValidateLease(l); err != nil {
-		return err
-	}
-	return t.AckBatch(ctx, []transport.Lease{*l})
-}
-
-// AckBatch implements transport.Transport.
-func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
-	if err := transport.ValidateLeases(ls); err != nil {
-		return err
-	}
-	if err := t.lock(ctx); err != nil {
+// AckBatch implements transport.Backend.
+func (t *backend) AckBatch(_ context.Context, ls []transport.Lease) error {
+	if err := t.lock(); err != nil {
 		return err
 	}
 	defer t.mu.Unlock()
@@ -217,15 +190,9 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	return nil
 }
 
-// Nack implements transport.Transport.
-func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
-	if err := transport.ValidateLease(l); err != nil {
-		return err
-	}
-	if err := transport.ValidateDelay(delay); err != nil {
-		return err
-	}
-	if err := t.lock(ctx); err != nil {
+// Nack implements transport.Backend.
+func (t *backend) Nack(_ context.Context, l *transport.Lease, delay time.Duration) error {
+	if err := t.lock(); err != nil {
 		return err
 	}
 	defer t.mu.Unlock()
@@ -247,7 +214,7 @@ func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Dur
 }
 
 // held returns the group l still holds, or nil when the lease is stale.
-func (t *Transport) held(l *transport.Lease) *group {
+func (t *backend) held(l *transport.Lease) *group {
 	g := t.groups[l.Group]
 	if g == nil || g.token != l.Token {
 		return nil
@@ -255,10 +222,10 @@ func (t *Transport) held(l *transport.Lease) *group {
 	return g
 }
 
-// Wait implements transport.Transport. Besides publishes and acks it wakes when the earliest
+// Wait implements transport.Backend. Besides publishes and acks it wakes when the earliest
 // lease or park ends (on the wall clock, as measured by the injected clock now), and at the
 // latest after the poll interval.
-func (t *Transport) Wait(ctx context.Context) error {
+func (t *backend) Wait(ctx context.Context) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -285,8 +252,8 @@ func (t *Transport) Wait(ctx context.Context) error {
 	return err
 }
 
-// Close implements transport.Transport. Waiters return at once.
-func (t *Transport) Close() error {
+// Close implements transport.Backend. Waiters return at once.
+func (t *backend) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()

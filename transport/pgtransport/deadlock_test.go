@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
@@ -21,24 +20,30 @@ import (
 // errRollback makes a step's transaction roll back on purpose, as a lost compare-and-swap does.
 var errRollback = errors.New("rolled back on purpose")
 
-// quickDeadlockURL returns the test server's URL with deadlock_timeout lowered from 1 s to 20 ms
-// when the test's role may set it (a superuser), so that PostgreSQL looks for cycles almost at
-// once and a run of seconds meets many more of them.
-func quickDeadlockURL(t *testing.T) string {
+// quickDeadlockPool returns a pool on the test server whose connections look for lock cycles
+// after 20 ms instead of PostgreSQL's 1 s (deadlock_timeout) when the test's role may set that (a
+// superuser), so that a run of seconds meets many more of them.
+func quickDeadlockPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	var super bool
 	q := `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`
 	if err := pgdbtest.Pool(t).QueryRow(context.Background(), q).Scan(&super); err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(pgdbtest.URL())
-	if err != nil || !super {
-		return pgdbtest.URL()
+	cfg, err := pgxpool.ParseConfig(pgdbtest.URL())
+	if err != nil {
+		t.Fatal(err)
 	}
-	v := u.Query()
-	v.Set("options", strings.TrimSpace(v.Get("options")+" -c deadlock_timeout=20ms"))
-	u.RawQuery = strings.ReplaceAll(v.Encode(), "+", "%20") // pgx reads a + as itself
-	return u.String()
+	cfg.MaxConns = 16
+	if super {
+		cfg.ConnConfig.RuntimeParams["deadlock_timeout"] = "20ms"
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // TestNoDeadlockUnderContention runs every kind of caller hard against one small set of groups
@@ -48,12 +53,9 @@ func quickDeadlockURL(t *testing.T) string {
 // failure would surface as stead.ErrConflict.
 func TestNoDeadlockUnderContention(t *testing.T) {
 	t.Parallel()
-	tr, err := pgtransport.Open(context.Background(), quickDeadlockURL(t),
-		pgtransport.WithSchema(pgdbtest.Schema(t)), pgtransport.WithMaxConns(16), pgtransport.WithoutNotify())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := openOn(t, quickDeadlockPool(t), pgdbtest.Schema(t), pgtransport.WithoutNotify())
 	defer tr.Close()
+	b := backendOf(tr)
 	ctx, stop := context.WithTimeout(context.Background(), 4*time.Second)
 	defer stop()
 
@@ -89,7 +91,7 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 		}
 	}
 	inTx := func(fn func(tx pgx.Tx) error) error {
-		err := pgx.BeginFunc(ctx, tr.Pool(), fn)
+		err := pgx.BeginFunc(ctx, b.Pool(), fn)
 		if errors.Is(err, errRollback) {
 			return nil
 		}
@@ -115,7 +117,7 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 		{2, func(int) error { return tr.PublishBatch(ctx, outgoing(6)) }},
 		{2, func(int) error { // publish in a transaction that stays open a moment
 			return inTx(func(tx pgx.Tx) error {
-				if err := tr.PublishBatchTx(ctx, tx, outgoing(6)); err != nil {
+				if err := b.PublishBatchTx(ctx, tx, outgoing(6)); err != nil {
 					return err
 				}
 				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
@@ -124,14 +126,14 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 		}},
 		{2, func(w int) error { // a step: claim, publish to other groups, ack, in one transaction
 			return inTx(func(tx pgx.Tx) error {
-				ls, err := tr.ClaimBatchTx(ctx, tx, fmt.Sprintf("step%d", w), time.Minute, 0, 4)
+				ls, err := b.ClaimBatchTx(ctx, tx, fmt.Sprintf("step%d", w), time.Minute, 0, 4)
 				if err != nil || len(ls) == 0 {
 					return err
 				}
-				if err := tr.PublishBatchTx(ctx, tx, outgoing(len(ls))); err != nil {
+				if err := b.PublishBatchTx(ctx, tx, outgoing(len(ls))); err != nil {
 					return err
 				}
-				if err := tr.AckBatchTx(ctx, tx, ls); err != nil {
+				if err := b.AckBatchTx(ctx, tx, ls); err != nil {
 					return err
 				}
 				if rand.IntN(10) == 0 {
@@ -142,14 +144,14 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 		}},
 		{1, func(w int) error { // a single-message step, the unbatched worker's
 			return inTx(func(tx pgx.Tx) error {
-				ls, err := tr.ClaimBatchTx(ctx, tx, fmt.Sprintf("single%d", w), time.Minute, 0, 1)
+				ls, err := b.ClaimBatchTx(ctx, tx, fmt.Sprintf("single%d", w), time.Minute, 0, 1)
 				if err != nil || len(ls) == 0 {
 					return err
 				}
-				if err := tr.PublishBatchTx(ctx, tx, outgoing(1)); err != nil {
+				if err := b.PublishBatchTx(ctx, tx, outgoing(1)); err != nil {
 					return err
 				}
-				return tr.AckBatchTx(ctx, tx, ls)
+				return b.AckBatchTx(ctx, tx, ls)
 			})
 		}},
 	}

@@ -2,7 +2,7 @@
 // test calls Run with a Factory that builds a fresh, empty transport on the clock it is given:
 //
 //	func TestConformance(t *testing.T) {
-//		transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+//		transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
 //			return memtransport.New(memtransport.WithClock(clock))
 //		})
 //	}

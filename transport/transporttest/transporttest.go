@@ -16,7 +16,7 @@ import (
 )
 
 // Factory builds a fresh, empty transport whose time is clock(). The suite closes it.
-type Factory func(t *testing.T, clock func() time.Time) transport.Transport
+type Factory func(t *testing.T, clock func() time.Time) *transport.Transport
 
 // Start is where every scenario's clock starts.
 var Start = time.Date(2026, 1, 1, 0, 1, 40, 0, time.UTC)
@@ -70,7 +70,7 @@ var scenarios = []struct {
 // env is one scenario's transport and clock.
 type env struct {
 	t     *testing.T
-	tr    transport.Transport
+	tr    *transport.Transport
 	clock *Clock
 	ctx   context.Context
 }
