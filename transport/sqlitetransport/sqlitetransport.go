@@ -143,17 +143,17 @@ func (t *backend) tx(ctx context.Context, fn func(ctx context.Context) error) er
 // Retry waits, honouring ctx. COMMIT runs without ctx: it is local and short, and interrupting
 // it would leave the outcome unknown for no gain.
 func (t *backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, err := t.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := t.st.txBegin.ExecContext(ctx); err != nil {
 		return interrupted(ctx, err)
 	}
 	if err := fn(ctx); err != nil {
-		if _, rerr := t.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+		if _, rerr := t.st.txRollback.ExecContext(context.Background()); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
 		return interrupted(ctx, err)
 	}
-	if _, err := t.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
-		_, _ = t.conn.ExecContext(context.Background(), "ROLLBACK")
+	if _, err := t.st.txCommit.ExecContext(context.Background()); err != nil {
+		_, _ = t.st.txRollback.ExecContext(context.Background())
 		return err
 	}
 	return nil
@@ -211,14 +211,14 @@ func (t *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 	err := t.write(ctx, "publish", func(ctx context.Context) error {
 		created = false
 		for i, m := range msgs {
-			res, err := t.st.createGroup.ExecContext(ctx, m.Group, m.Priority)
+			res, err := t.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
 				created = true
 			}
-			if _, err := t.st.insertMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
+			if _, err := t.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
 				return err
 			}
 		}
@@ -239,9 +239,9 @@ func (t *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 		now := t.now()
 		until := now.Add(visibility)
 		token := transport.NewToken(worker)
-		pick := t.st.pickAny
+		pick := t.st.claimPick
 		if minPriority > 0 {
-			pick = t.st.pickPrioritised
+			pick = t.st.claimPickPrioritised
 		}
 		for len(out) < max {
 			heads, empty, err := t.heads(ctx, pick, micros(now), minPriority, max-len(out))
@@ -249,7 +249,7 @@ func (t *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 				return err
 			}
 			for _, h := range heads {
-				if _, err := t.st.lease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
+				if _, err := t.st.claimLease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
 					return err
 				}
 				out = append(out, transport.Lease{Message: h, Token: token, Until: until})
@@ -306,7 +306,7 @@ func (t *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPrior
 		return nil, 0, err
 	}
 	for _, g := range empties {
-		if _, err := t.st.deleteGroup.ExecContext(ctx, g); err != nil {
+		if _, err := t.st.claimDeleteEmpty.ExecContext(ctx, g); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -331,7 +331,7 @@ func (t *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 			}
 			// Free the group behind the waiting ones, or delete it if it is drained: the next
 			// publish creates it afresh with its own priority.
-			res, err = t.st.freeIfMore.ExecContext(ctx, now, l.Group)
+			res, err = t.st.ackFree.ExecContext(ctx, now, l.Group)
 			if err != nil {
 				return err
 			}
@@ -339,7 +339,7 @@ func (t *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				freed = true
 				continue
 			}
-			if _, err := t.st.deleteGroup.ExecContext(ctx, l.Group); err != nil {
+			if _, err := t.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
 				return err
 			}
 		}
@@ -356,10 +356,10 @@ func (t *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Durat
 	freed := false
 	err := t.write(ctx, "nack", func(ctx context.Context) error {
 		if delay > 0 {
-			_, err := t.st.park.ExecContext(ctx, micros(t.now().Add(delay)), l.Group, l.Token)
+			_, err := t.st.nackPark.ExecContext(ctx, micros(t.now().Add(delay)), l.Group, l.Token)
 			return err
 		}
-		res, err := t.st.release.ExecContext(ctx, l.Group, l.Token)
+		res, err := t.st.nackRelease.ExecContext(ctx, l.Group, l.Token)
 		if err != nil {
 			return err
 		}
