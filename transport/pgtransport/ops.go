@@ -15,22 +15,33 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// statements are the SQL texts of one schema, expanded once.
+// statements are the SQL texts of sql.go for one schema, expanded once.
 type statements struct {
 	publish, claim, ack, nack string
 }
 
-func newStatements(schema string) statements {
-	q := pgdb.Qualifier(schema)
-	return statements{
-		// Every parameter is cast, so the statements also work unprepared (behind PgBouncer),
-		// when the server is not asked for their types.
-		publish: `SELECT ` + q + `transport_publish($1::text[], $2::text[], $3::int[], $4::text)`,
-		claim: `SELECT r_group, r_priority, r_seq, r_event, r_key FROM ` + q +
-			`transport_claim($1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text, $8::boolean)`,
-		ack:  `SELECT ` + q + `transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`,
-		nack: `SELECT ` + q + `transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`,
+// byName pairs every statement with its text under the name of the text's constant in sql.go.
+func (s *statements) byName() map[string]statement {
+	return map[string]statement{
+		"sqlPublish": {&s.publish, sqlPublish},
+		"sqlClaim":   {&s.claim, sqlClaim},
+		"sqlAck":     {&s.ack, sqlAck},
+		"sqlNack":    {&s.nack, sqlNack},
 	}
+}
+
+// statement is where one statement's expanded text goes and its text.
+type statement struct {
+	dst  *string
+	text string
+}
+
+func newStatements(schema string) statements {
+	var s statements
+	for _, st := range s.byName() {
+		*st.dst = pgdb.Expand(st.text, schema)
+	}
+	return s
 }
 
 // querier is what a pool and a transaction have in common.
