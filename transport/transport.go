@@ -103,10 +103,12 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []Outgoing) error {
 // Claim leases the head message of a group that has nothing in flight and a priority of at
 // least minPriority, for visibility (at most MaxVisibility). Groups are served round-robin: the
 // group waiting longest since it was last served comes first, whatever its priority (priority
-// filters, it does not order). A backend may trade strictness for speed by a bounded amount: a
-// group that joins the round-robin while others wait (new, handed back, its lease or park over)
-// may be served a bounded number of claims late (pgtransport: within 64 claims of each process).
-// A lease ending exactly now still holds. It returns nil, nil when nothing is claimable.
+// filters, it does not order). A backend may trade strictness for speed by a bounded amount,
+// which it documents: groups that join the round-robin while others wait (new, handed back, their
+// lease or park over, their claim rolled back) may be served later than that order, by a number
+// of claims that grows with how many join together (pgtransport: at most 64 claims of any one
+// process per such group, so k of them within 64·k). A lease ending exactly now still holds. It
+// returns nil, nil when nothing is claimable.
 func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*Lease, error) {
 	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
 	if err != nil || len(ls) == 0 {

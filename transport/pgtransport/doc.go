@@ -23,8 +23,12 @@
 //   - Every ack still leaves a dead entry in front of the live ones in the round-robin index, so
 //     a Backend remembers where its last claim was in the round-robin and the next claim starts
 //     there instead of walking the dead entries from the head. One claim in 64, and any claim that
-//     finds nothing after that place, starts from the head, where groups handed back by a nack, a
-//     lease or park that ran out or a rolled-back claim wait.
+//     finds nothing after that place, starts from the head, where new groups and those handed
+//     back by a nack, a lease or park that ran out or a rolled-back claim wait. Each such claim
+//     serves at least one of them, oldest first, and moves the place back to it: a group behind
+//     the place waits at most 64 claims of any one process, and k of them that join together
+//     within 64·k (within 64+k with one claimer per process, whose next claims go on from the
+//     place moved back; concurrent claimers of a process may move it forward again).
 //   - The functions plan generically, once per connection, and may use only index scans and
 //     nested loops: a plan made from the statistics of a young table stays for the life of the
 //     connection, and a hash over a sequential scan there grew with the queue.

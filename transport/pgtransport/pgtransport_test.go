@@ -551,16 +551,33 @@ func TestQueueInvalid(t *testing.T) {
 	}
 }
 
-// TestGroupBehindCursorIsServed checks that a group that goes back behind the claimers' cursor (a
-// nack hands it back to the head of the round-robin; a shared transaction that claimed it rolls
-// back) is served again while other groups keep the claimers busy after the cursor.
-func TestGroupBehindCursorIsServed(t *testing.T) {
+// TestGroupsBehindCursorAreServed checks the bound the package doc gives: groups that go back
+// behind the claimers' cursor (a nack hands a group back to the head of the round-robin; a shared
+// transaction that claimed it rolls back) while other groups keep the claimers busy after the
+// cursor are served at least one per rescanEvery (64) claims of the process, so k of them within
+// 64·k. With one claimer the claims after the one from the head go on from the place it moved the
+// cursor back to, so all k are served within 64+k; concurrent claimers of one process may move
+// the cursor forward again in between.
+func TestGroupsBehindCursorAreServed(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"nack", "rollback"} {
-		t.Run(how, func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		how      string
+		k        int
+		claimers int
+		limit    int // claims of the process within which every group is served again
+	}{
+		{"nack", "nack", 1, 1, 64 + 1},
+		{"rollback", "rollback", 1, 1, 64 + 1},
+		{"three_nacks", "nack", 3, 1, 64 + 3},
+		{"three_rollbacks", "rollback", 3, 1, 64 + 3},
+		{"three_nacks_four_claimers", "nack", 3, 4, 64 * 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tr := open(t, pgdbtest.Schema(t))
 			defer tr.Close()
+			b := backendOf(tr)
 			ctx := context.Background()
 			var msgs []transport.Outgoing
 			for g := range 300 {
@@ -571,56 +588,83 @@ func TestGroupBehindCursorIsServed(t *testing.T) {
 			if err := tr.PublishBatch(ctx, msgs); err != nil {
 				t.Fatal(err)
 			}
-			// Serve a few groups, then put the next one back behind the cursor.
+			claimAck := func() (string, error) {
+				l, err := tr.Claim(ctx, "w", time.Minute, 0)
+				if err != nil || l == nil {
+					return "", fmt.Errorf("Claim = %v, %v", l, err)
+				}
+				return l.Event.ID, tr.Ack(ctx, l)
+			}
+			// Serve a few groups, then put the next k back behind the cursor.
 			for range 5 {
-				l, err := tr.Claim(ctx, "w", time.Minute, 0)
-				if err != nil || l == nil {
-					t.Fatalf("Claim = %v, %v", l, err)
-				}
-				if err := tr.Ack(ctx, l); err != nil {
+				if _, err := claimAck(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var back string
-			switch how {
-			case "nack":
-				l, err := tr.Claim(ctx, "w", time.Minute, 0)
-				if err != nil || l == nil {
-					t.Fatalf("Claim = %v, %v", l, err)
-				}
-				back = l.Event.ID
-				if err := tr.Nack(ctx, l, 0); err != nil {
-					t.Fatal(err)
-				}
-			case "rollback":
-				tx, err := backendOf(tr).Pool().Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
-				if err != nil || len(ls) != 1 {
-					t.Fatalf("ClaimBatchTx = %v, %v", ls, err)
-				}
-				back = ls[0].Event.ID
-				if err := tx.Rollback(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// 2*rescanEvery claims, all with more groups waiting after the cursor.
-			for i := range 2 * 64 {
-				l, err := tr.Claim(ctx, "w", time.Minute, 0)
-				if err != nil || l == nil {
-					t.Fatalf("Claim = %v, %v", l, err)
-				}
-				if err := tr.Ack(ctx, l); err != nil {
-					t.Fatal(err)
-				}
-				if l.Event.ID == back {
-					t.Logf("%s served again after %d claims", back, i+1)
-					return
+			back := map[string]bool{}
+			for range tc.k {
+				switch tc.how {
+				case "nack":
+					l, err := tr.Claim(ctx, "w", time.Minute, 0)
+					if err != nil || l == nil {
+						t.Fatalf("Claim = %v, %v", l, err)
+					}
+					back[l.Event.ID] = true
+					if err := tr.Nack(ctx, l, 0); err != nil {
+						t.Fatal(err)
+					}
+				case "rollback":
+					tx, err := b.Pool().Begin(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ls, err := b.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+					if err != nil || len(ls) != 1 {
+						t.Fatalf("ClaimBatchTx = %v, %v", ls, err)
+					}
+					back[ls[0].Event.ID] = true
+					if err := tx.Rollback(ctx); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
-			t.Fatalf("%s not served again within %d claims", back, 2*64)
+			// Every claim below has more groups waiting after the cursor.
+			var (
+				mu     sync.Mutex
+				claims int
+				wg     sync.WaitGroup
+				failed error
+			)
+			for range tc.claimers {
+				wg.Go(func() {
+					for {
+						mu.Lock()
+						if len(back) == 0 || claims >= tc.limit || failed != nil {
+							mu.Unlock()
+							return
+						}
+						claims++
+						mu.Unlock()
+						id, err := claimAck()
+						mu.Lock()
+						if err != nil && failed == nil {
+							failed = err
+						}
+						if back[id] {
+							delete(back, id)
+							t.Logf("%s served again within %d claims", id, claims)
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if failed != nil {
+				t.Fatal(failed)
+			}
+			if len(back) > 0 {
+				t.Fatalf("%v not served again within %d claims", back, tc.limit)
+			}
 		})
 	}
 }
