@@ -92,30 +92,30 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*transport.Trans
 	if err != nil {
 		return nil, fmt.Errorf("sqlitetransport: %w", classify(err))
 	}
-	t := &backend{cfg: c, db: db, conn: conn, sig: wake.New()}
-	if err := t.st.prepare(ctx, conn); err != nil {
-		t.st.close()
+	b := &backend{cfg: c, db: db, conn: conn, sig: wake.New()}
+	if err := b.st.prepare(ctx, conn); err != nil {
+		b.st.close()
 		conn.Close()
 		return nil, fmt.Errorf("sqlitetransport: prepare: %w", classify(err))
 	}
-	return transport.New(t), nil
+	return transport.New(b), nil
 }
 
 // Close waits for the write in flight, then returns the pinned connection to db. Waiters return
 // at once with stead.ErrClosed.
-func (t *backend) Close() error {
-	if t.closed.Swap(true) {
+func (b *backend) Close() error {
+	if b.closed.Swap(true) {
 		return nil
 	}
-	t.sig.Close()
+	b.sig.Close()
 	// The gate is free once the write in flight is done; no ctx can end this wait early, and
 	// none is needed: writes are short.
-	if err := t.db.Lock(context.Background()); err != nil {
+	if err := b.db.Lock(context.Background()); err != nil {
 		return fmt.Errorf("sqlitetransport: close: %w", err)
 	}
-	defer t.db.Unlock()
-	t.st.close()
-	if err := t.conn.Close(); err != nil {
+	defer b.db.Unlock()
+	b.st.close()
+	if err := b.conn.Close(); err != nil {
 		return fmt.Errorf("sqlitetransport: close: %w", err)
 	}
 	return nil
@@ -127,33 +127,33 @@ var errClosed = fmt.Errorf("sqlitetransport: %w", stead.ErrClosed)
 // db's write gate. A transaction that found the file locked by another process is rolled back and
 // run again, within db's busy timeout (sqlitedb.Retry): fn must have no effect outside the
 // transaction.
-func (t *backend) tx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := t.db.Lock(ctx); err != nil {
+func (b *backend) tx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := b.db.Lock(ctx); err != nil {
 		return err
 	}
-	defer t.db.Unlock()
-	if t.closed.Load() {
+	defer b.db.Unlock()
+	if b.closed.Load() {
 		return errClosed
 	}
-	return classify(sqlitedb.Retry(ctx, t.db.BusyTimeout, func() error { return t.attempt(ctx, fn) }))
+	return classify(sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error { return b.attempt(ctx, fn) }))
 }
 
 // attempt is one try of tx; any error rolls the transaction back. The connection does not wait
 // for locks itself (busy timeout 0): a lock held elsewhere fails BEGIN IMMEDIATE at once and
 // Retry waits, honouring ctx. COMMIT runs without ctx: it is local and short, and interrupting
 // it would leave the outcome unknown for no gain.
-func (t *backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, err := t.st.txBegin.ExecContext(ctx); err != nil {
+func (b *backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, err := b.st.txBegin.ExecContext(ctx); err != nil {
 		return interrupted(ctx, err)
 	}
 	if err := fn(ctx); err != nil {
-		if _, rerr := t.st.txRollback.ExecContext(context.Background()); rerr != nil {
+		if _, rerr := b.st.txRollback.ExecContext(context.Background()); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
 		return interrupted(ctx, err)
 	}
-	if _, err := t.st.txCommit.ExecContext(context.Background()); err != nil {
-		_, _ = t.st.txRollback.ExecContext(context.Background())
+	if _, err := b.st.txCommit.ExecContext(context.Background()); err != nil {
+		_, _ = b.st.txRollback.ExecContext(context.Background())
 		return err
 	}
 	return nil
@@ -169,8 +169,8 @@ func interrupted(ctx context.Context, err error) error {
 }
 
 // write runs an operation in tx and names it in errors.
-func (t *backend) write(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if err := t.tx(ctx, fn); err != nil {
+func (b *backend) write(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if err := b.tx(ctx, fn); err != nil {
 		if errors.Is(err, stead.ErrClosed) || errors.Is(err, stead.ErrInvalid) {
 			return err
 		}
@@ -191,14 +191,14 @@ func classify(err error) error {
 }
 
 // micros is a time as stored: unix microseconds.
-func micros(t time.Time) int64 { return t.UnixMicro() }
+func micros(tm time.Time) int64 { return tm.UnixMicro() }
 
 // now reads the clock in UTC at the precision the database keeps, so that what a lease reports is
 // what the database compares.
-func (t *backend) now() time.Time { return t.cfg.now().UTC().Truncate(time.Microsecond) }
+func (b *backend) now() time.Time { return b.cfg.now().UTC().Truncate(time.Microsecond) }
 
 // PublishBatch implements transport.Backend in one transaction.
-func (t *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
+func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
 	events := make([]string, len(msgs))
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i].Event)
@@ -208,48 +208,48 @@ func (t *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 		events[i] = string(b)
 	}
 	created := false
-	err := t.write(ctx, "publish", func(ctx context.Context) error {
+	err := b.write(ctx, "publish", func(ctx context.Context) error {
 		created = false
 		for i, m := range msgs {
-			res, err := t.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
+			res, err := b.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
 				created = true
 			}
-			if _, err := t.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
+			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err == nil && created {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return err
 }
 
 // ClaimBatch implements transport.Backend in one transaction.
-func (t *backend) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	gen := t.sig.Gen()
+func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+	gen := b.sig.Gen()
 	var out []transport.Lease
-	err := t.write(ctx, "claim", func(ctx context.Context) error {
+	err := b.write(ctx, "claim", func(ctx context.Context) error {
 		out = out[:0]
-		now := t.now()
+		now := b.now()
 		until := now.Add(visibility)
 		token := transport.NewToken(worker)
-		pick := t.st.claimPick
+		pick := b.st.claimPick
 		if minPriority > 0 {
-			pick = t.st.claimPickPrioritised
+			pick = b.st.claimPickPrioritised
 		}
 		for len(out) < max {
-			heads, empty, err := t.heads(ctx, pick, micros(now), minPriority, max-len(out))
+			heads, empty, err := b.heads(ctx, pick, micros(now), minPriority, max-len(out))
 			if err != nil {
 				return err
 			}
 			for _, h := range heads {
-				if _, err := t.st.claimLease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
+				if _, err := b.st.claimLease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
 					return err
 				}
 				out = append(out, transport.Lease{Message: h, Token: token, Until: until})
@@ -266,14 +266,14 @@ func (t *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 		return nil, err
 	}
 	if len(out) == 0 {
-		t.sig.Empty(gen)
+		b.sig.Empty(gen)
 	}
 	return out, nil
 }
 
 // heads returns the head message of up to n claimable groups in claim order and deletes any
 // empty group among them, reporting how many.
-func (t *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
+func (b *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
 	rows, err := pick.QueryContext(ctx, now, minPriority, n)
 	if err != nil {
 		return nil, 0, err
@@ -306,7 +306,7 @@ func (t *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPrior
 		return nil, 0, err
 	}
 	for _, g := range empties {
-		if _, err := t.st.claimDeleteEmpty.ExecContext(ctx, g); err != nil {
+		if _, err := b.st.claimDeleteEmpty.ExecContext(ctx, g); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -314,15 +314,15 @@ func (t *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPrior
 }
 
 // AckBatch implements transport.Backend in one transaction.
-func (t *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
+func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	freed := false
-	err := t.write(ctx, "ack", func(ctx context.Context) error {
+	err := b.write(ctx, "ack", func(ctx context.Context) error {
 		freed = false
-		now := micros(t.now())
+		now := micros(b.now())
 		for _, l := range ls {
 			// Deletes the message only while the lease's token holds the group: a stale lease
 			// deletes nothing and changes nothing else.
-			res, err := t.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
+			res, err := b.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
 			if err != nil {
 				return err
 			}
@@ -331,7 +331,7 @@ func (t *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 			}
 			// Free the group behind the waiting ones, or delete it if it is drained: the next
 			// publish creates it afresh with its own priority.
-			res, err = t.st.ackFree.ExecContext(ctx, now, l.Group)
+			res, err = b.st.ackFree.ExecContext(ctx, now, l.Group)
 			if err != nil {
 				return err
 			}
@@ -339,27 +339,27 @@ func (t *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				freed = true
 				continue
 			}
-			if _, err := t.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
+			if _, err := b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err == nil && freed {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return err
 }
 
 // Nack implements transport.Backend in one transaction.
-func (t *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
+func (b *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
 	freed := false
-	err := t.write(ctx, "nack", func(ctx context.Context) error {
+	err := b.write(ctx, "nack", func(ctx context.Context) error {
 		if delay > 0 {
-			_, err := t.st.nackPark.ExecContext(ctx, micros(t.now().Add(delay)), l.Group, l.Token)
+			_, err := b.st.nackPark.ExecContext(ctx, micros(b.now().Add(delay)), l.Group, l.Token)
 			return err
 		}
-		res, err := t.st.nackRelease.ExecContext(ctx, l.Group, l.Token)
+		res, err := b.st.nackRelease.ExecContext(ctx, l.Group, l.Token)
 		if err != nil {
 			return err
 		}
@@ -368,15 +368,15 @@ func (t *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Durat
 		return nil
 	})
 	if err == nil && freed {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return err
 }
 
 // Wait implements transport.Backend: it wakes on this process's publishes, acks and nacks at
 // once, and after the poll interval otherwise.
-func (t *backend) Wait(ctx context.Context) error {
-	if err := t.sig.Wait(ctx, t.cfg.poll); err != nil {
+func (b *backend) Wait(ctx context.Context) error {
+	if err := b.sig.Wait(ctx, b.cfg.poll); err != nil {
 		if errors.Is(err, stead.ErrClosed) {
 			return errClosed
 		}
