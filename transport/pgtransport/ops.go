@@ -283,10 +283,6 @@ func (b *Backend) nacked(r pgx.Row) error {
 	return nil
 }
 
-// The methods above that run in the caller's transaction bypass the transport.Transport, so each
-// makes the Transport's refusals itself, in its order: after Close, bad input, a context already
-// done.
-
 // QueuePublish, QueueAck and QueueNack are PublishBatchTx, AckBatchTx and NackTx queued on q
 // instead of sent, for a caller that sends several statements of one transaction in one round
 // trip (pgx.Batch): typically a runtime that queues a step's commit (pgstore's QueueCommit), the

@@ -24,8 +24,10 @@ import (
 //
 //	b := tr.Backend().(*pgtransport.Backend)
 //
-// It is safe for concurrent use, and any number of Backends in any number of processes may share
-// one schema.
+// Those methods (the ones ending in Tx, and the Queue ones) bypass the Transport, so each makes
+// its refusals itself, in its order and with its checks: after Close (stead.ErrClosed), bad input
+// (stead.ErrInvalid), a context already done. It is safe for concurrent use, and any number of
+// Backends in any number of processes may share one schema.
 type Backend struct {
 	pool    *pgxpool.Pool
 	cfg     config
