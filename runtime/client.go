@@ -20,7 +20,7 @@ import (
 // usable; set Store and Transport. A Client is safe for concurrent use.
 type Client struct {
 	Store     *stead.Store
-	Transport transport.Transport
+	Transport *transport.Transport
 	// Known, when set, lists the definitions Create accepts; an unknown one is ErrInvalid.
 	Known Machines
 	// Clock stamps created executions and events (default time.Now).

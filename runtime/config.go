@@ -41,7 +41,7 @@ const (
 // takes the default named after it.
 type Config struct {
 	Store     *stead.Store
-	Transport transport.Transport
+	Transport *transport.Transport
 	Machines  Machines
 
 	// Name identifies the worker in leases and logs (default: host name and process id).

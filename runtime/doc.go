@@ -1,5 +1,5 @@
 // Package runtime drives statechart executions durably: it wires an execution store
-// (stead.Store), an event transport (transport.Transport) and a step function (a Machine, usually
+// (stead.Store), an event transport (*transport.Transport) and a step function (a Machine, usually
 // a *chart.Engine) into workers.
 //
 // A Worker claims messages from the transport (one per execution at a time), loads the execution

@@ -30,7 +30,7 @@ func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 type harness struct {
 	t      *testing.T
 	store  *stead.Store
-	tr     transport.Transport
+	tr     *transport.Transport
 	clock  *clock
 	client *Client
 	logs   *syncBuffer

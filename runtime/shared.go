@@ -22,8 +22,8 @@ type TxStore interface {
 	QueueCommit(b *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error
 }
 
-// TxTransport is a transport that can enlist in a caller's PostgreSQL transaction
-// (pgtransport.Transport).
+// TxTransport is a transport backend that can enlist in a caller's PostgreSQL transaction
+// (pgtransport.Backend), reached through transport.Transport.Backend.
 type TxTransport interface {
 	ClaimBatchTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error)
 	AckBatchTx(ctx context.Context, tx pgx.Tx, leases []transport.Lease) error
@@ -39,14 +39,14 @@ type sharedTx struct {
 	tr    TxTransport
 }
 
-func newSharedTx(s *stead.Store, t transport.Transport) (*sharedTx, error) {
+func newSharedTx(s *stead.Store, t *transport.Transport) (*sharedTx, error) {
 	ts, ok := s.Backend().(TxStore)
 	if !ok {
 		return nil, fmt.Errorf("runtime: SharedTx needs a store that enlists in transactions (pgstore); %T does not", s.Backend())
 	}
-	tt, ok := t.(TxTransport)
+	tt, ok := t.Backend().(TxTransport)
 	if !ok {
-		return nil, fmt.Errorf("runtime: SharedTx needs a transport that enlists in transactions (pgtransport); %T does not", t)
+		return nil, fmt.Errorf("runtime: SharedTx needs a transport that enlists in transactions (pgtransport); %T does not", t.Backend())
 	}
 	return &sharedTx{store: ts, tr: tt}, nil
 }

@@ -20,7 +20,7 @@ import (
 type Worker struct {
 	cfg    Config
 	store  *stead.Store
-	tr     transport.Transport
+	tr     *transport.Transport
 	log    *slog.Logger
 	shared *sharedTx // non-nil in the shared-transaction mode
 }

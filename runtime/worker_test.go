@@ -157,8 +157,8 @@ func (c *conflicting) Commit(ctx context.Context, w *stead.Write) ([]int64, erro
 	return c.Backend.Commit(ctx, w)
 }
 
-func (c *conflicting) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.CommitResult, error) {
-	out := make([]stead.CommitResult, len(ws))
+func (c *conflicting) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
+	out := make([]stead.WriteResult, len(ws))
 	var pass []*stead.Write
 	var at []int
 	for i, w := range ws {
@@ -221,24 +221,17 @@ func TestLostCASRedelivers(t *testing.T) {
 	}
 }
 
-// failingPublish refuses publishes while down is set.
+// failingPublish is a transport backend that refuses publishes while down is set.
 type failingPublish struct {
-	transport.Transport
+	transport.Backend
 	down atomic.Bool
-}
-
-func (f *failingPublish) Publish(ctx context.Context, g string, ev stead.Event, p int) error {
-	if f.down.Load() {
-		return fmt.Errorf("%w: transport down", stead.ErrUnavailable)
-	}
-	return f.Transport.Publish(ctx, g, ev, p)
 }
 
 func (f *failingPublish) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
 	if f.down.Load() {
 		return fmt.Errorf("%w: transport down", stead.ErrUnavailable)
 	}
-	return f.Transport.PublishBatch(ctx, msgs)
+	return f.Backend.PublishBatch(ctx, msgs)
 }
 
 // TestRecoveryDeliversLeftovers leaves what a crash leaves — start events whose publish failed,
@@ -247,8 +240,9 @@ func (f *failingPublish) PublishBatch(ctx context.Context, msgs []transport.Outg
 func TestRecoveryDeliversLeftovers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	fp := &failingPublish{Transport: h.tr}
-	h.client.Transport = fp
+	fp := &failingPublish{Backend: h.tr.Backend()}
+	failing := transport.New(fp) // h.tr still closes the backend
+	h.client.Transport = failing
 	fp.down.Store(true)
 	h.create("left-a", "left-b") // their starts stay in the outbox
 	fp.down.Store(false)
@@ -265,7 +259,7 @@ func TestRecoveryDeliversLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := h.config()
-	cfg.Transport = fp
+	cfg.Transport = failing
 	cfg.RelayInterval = -1 // only the recovery at start may deliver
 	h.start(cfg)
 	eventually(t, 5*time.Second, "leftovers delivered", func() bool {

@@ -22,6 +22,25 @@
 // Time is the transport's injected clock, never the database's: every host of a fleet must keep
 // its clock roughly in step (leases of seconds tolerate skew of milliseconds).
 //
+// # Transport and Backend
+//
+// Callers use *Transport, the checked front type; a backend implements Backend, storage only.
+// Transport refuses bad input (wrapping stead.ErrInvalid), normalises what it passes down and what
+// it hands back (times in UTC at microsecond precision, empty event data as nil), owns closing,
+// and refuses a context that is already done, so that every backend behaves alike and a backend
+// written elsewhere gets the rules for free. Each backend package's constructor returns the front
+// type:
+//
+//	tr := memtransport.New()
+//	defer tr.Close()
+//	err := tr.Publish(ctx, "order-1", stead.Event{ID: "e1", Kind: "paid"}, 0)
+//	l, err := tr.Claim(ctx, "worker-1", 30*time.Second, 0) // nil when nothing is claimable
+//	err = tr.Ack(ctx, l)
+//
+// Backend-specific features are reached with Transport.Backend and a type assertion; those that
+// bypass the front type run the same exported checks (PreparePublish, CheckClaim, CheckAck,
+// CheckNack).
+//
 // Backends: memtransport (one process, tests), sqlitetransport (one host), pgtransport (many
-// hosts, FOR UPDATE SKIP LOCKED and LISTEN/NOTIFY).
+// hosts, FOR NO KEY UPDATE SKIP LOCKED and LISTEN/NOTIFY).
 package transport

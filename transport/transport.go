@@ -2,10 +2,11 @@ package transport
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/internal/check"
 )
 
 // Limits every backend enforces alike.
@@ -46,131 +47,166 @@ type Outgoing struct {
 	Priority int
 }
 
-// Transport delivers events to groups. Implementations are safe for concurrent use; several
-// processes may share one PostgreSQL or SQLite database.
+// Transport delivers events to groups. It checks and normalises every argument, then calls its
+// Backend, so every backend refuses, stores and returns the same things; it is safe for
+// concurrent use, and several processes may share one PostgreSQL or SQLite database.
 //
 // Errors wrap the stead sentinels: bad input is ErrInvalid (nothing written), a closed
 // transport ErrClosed, an unreachable or busy backend ErrUnavailable (nothing written), a lost
-// connection mid-write ErrTimeout (the write may have landed).
-type Transport interface {
-	// Publish appends ev to the group's queue. The priority (0..MaxPriority) is taken only by
-	// the group's first publish: it sticks until the group's last message is acked.
-	Publish(ctx context.Context, group string, ev stead.Event, priority int) error
-	// PublishBatch publishes every message in one write, all or nothing. Messages of one group
-	// keep their order in the slice.
-	PublishBatch(ctx context.Context, msgs []Outgoing) error
-	// Claim leases the head message of a group that has nothing in flight and a priority of at
-	// least minPriority, for visibility. Groups are served round-robin: the group waiting
-	// longest since it was last served comes first, whatever its priority (priority filters,
-	// it does not order). A backend may trade strictness for speed by a bounded amount: a group
-	// that joins the round-robin while others wait (new, handed back, its lease or park over) may
-	// be served a bounded number of claims late (pgtransport: within 64 claims of each process).
-	// A lease ending exactly now still holds. It returns nil, nil when nothing is claimable.
-	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*Lease, error)
-	// ClaimBatch is Claim for up to max messages (1..MaxBatch) at once, at most one per group.
-	// It returns an empty slice when nothing is claimable.
-	ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]Lease, error)
-	// Ack removes the leased message and frees its group; the group goes behind the groups
-	// that are waiting. A lease that ended still acks if no one claimed the group since; one
-	// whose group was claimed again (stale) changes nothing and is not an error.
-	Ack(ctx context.Context, l *Lease) error
-	// AckBatch acks many leases in one write.
-	AckBatch(ctx context.Context, ls []Lease) error
-	// Nack returns the message to the head of its group. With delay 0 it is claimable again at
-	// once; with a positive delay the group is parked (nothing of it is claimable) until the
-	// delay has passed. A stale lease changes nothing and is not an error.
-	Nack(ctx context.Context, l *Lease, delay time.Duration) error
-	// Wait blocks until something may have become claimable (a publish, an ack or nack that
-	// frees a group with messages, a lease or park ending) or ctx is done, when it returns
-	// ctx's error. It may return early: callers claim, and wait again when nothing came.
-	Wait(ctx context.Context) error
-	// Close releases the transport. Calls after Close return an error wrapping ErrClosed.
-	Close() error
-}
-
-// Validate checks a message before it is published.
-func (o *Outgoing) Validate() error {
-	if err := check.ID("group", o.Group); err != nil {
-		return err
-	}
-	if err := o.Event.Validate(); err != nil {
-		return err
-	}
-	if o.Priority < 0 || o.Priority > MaxPriority {
-		return check.Invalidf("priority %d outside 0..%d", o.Priority, MaxPriority)
-	}
-	return nil
-}
-
-// ValidateBatch checks a PublishBatch.
-func ValidateBatch(msgs []Outgoing) error {
-	if len(msgs) > MaxBatch {
-		return check.Invalidf("batch of %d messages, more than %d", len(msgs), MaxBatch)
-	}
-	for i := range msgs {
-		if err := msgs[i].Validate(); err != nil {
-			return fmtIndex(i, err)
-		}
-	}
-	return nil
-}
-
-// ValidateClaim checks the arguments of Claim and ClaimBatch (max 1 for Claim).
-func ValidateClaim(worker string, visibility time.Duration, minPriority, max int) error {
-	if err := check.ID("worker", worker); err != nil {
-		return err
-	}
-	if visibility <= 0 || visibility > MaxVisibility {
-		return check.Invalidf("visibility %v outside (0, %v]", visibility, MaxVisibility)
-	}
-	if minPriority < 0 || minPriority > MaxPriority {
-		return check.Invalidf("minimum priority %d outside 0..%d", minPriority, MaxPriority)
-	}
-	if max < 1 || max > MaxBatch {
-		return check.Invalidf("claim of %d messages outside 1..%d", max, MaxBatch)
-	}
-	return nil
-}
-
-// ValidateLease checks a lease given to Ack or Nack.
-func ValidateLease(l *Lease) error {
-	if l == nil {
-		return check.Invalidf("lease is nil")
-	}
-	if err := check.ID("lease group", l.Group); err != nil {
-		return err
-	}
-	return check.ID("lease token", l.Token)
-}
-
-// ValidateLeases checks an AckBatch.
-func ValidateLeases(ls []Lease) error {
-	if len(ls) > MaxBatch {
-		return check.Invalidf("batch of %d leases, more than %d", len(ls), MaxBatch)
-	}
-	for i := range ls {
-		if err := ValidateLease(&ls[i]); err != nil {
-			return fmtIndex(i, err)
-		}
-	}
-	return nil
-}
-
-// ValidateDelay checks a Nack delay.
-func ValidateDelay(d time.Duration) error {
-	if d < 0 || d > MaxVisibility {
-		return check.Invalidf("nack delay %v outside [0, %v]", d, MaxVisibility)
-	}
-	return nil
-}
-
-// FirstLease turns the result of a ClaimBatch of max 1 into that of Claim: the one lease, or
-// nil when nothing was claimable or err is not nil. It lets a backend write Claim as
+// connection mid-write ErrTimeout (the write may have landed). A call whose context is already
+// done returns the context's error and reaches nothing.
 //
-//	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
-func FirstLease(ls []Lease, err error) (*Lease, error) {
+// Times in what a Transport returns are in UTC at microsecond precision, and empty event data is
+// nil, whatever the backend.
+type Transport struct {
+	b      Backend
+	closed atomic.Bool
+}
+
+// New returns a Transport in front of b, which it owns: Close closes b.
+func New(b Backend) *Transport { return &Transport{b: b} }
+
+// Backend returns the backend behind t, for backend-specific features reached by a type
+// assertion (pgtransport's methods that run inside the caller's transaction). Calls made on it
+// directly skip t's checks unless the backend runs them itself.
+func (t *Transport) Backend() Backend { return t.b }
+
+var errClosed = fmt.Errorf("transport: %w", stead.ErrClosed)
+
+// Publish appends ev to the group's queue. The priority (0..MaxPriority) is taken only by the
+// group's first publish: it sticks until the group's last message is acked. The event's
+// CreatedAt is stored in UTC at microsecond precision; a time outside the years 1 to 9999 (once in
+// UTC) is refused.
+func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
+	return t.PublishBatch(ctx, []Outgoing{{Group: group, Event: ev, Priority: priority}})
+}
+
+// PublishBatch publishes every message (at most MaxBatch) in one write, all or nothing. Messages
+// of one group keep their order in the slice.
+func (t *Transport) PublishBatch(ctx context.Context, msgs []Outgoing) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	prepared, err := PreparePublish(msgs)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(prepared) == 0 {
+		return nil
+	}
+	return t.b.PublishBatch(ctx, prepared)
+}
+
+// Claim leases the head message of a group that has nothing in flight and a priority of at
+// least minPriority, for visibility (at most MaxVisibility). Groups are served round-robin: the
+// group waiting longest since it was last served comes first, whatever its priority (priority
+// filters, it does not order). A backend may trade strictness for speed by a bounded amount,
+// which it documents: groups that join the round-robin while others wait (new, handed back, their
+// lease or park over, their claim rolled back) may be served later than that order, by a number
+// of claims that grows with how many join together (pgtransport: at most 64 claims of any one
+// process per such group, so k of them within 64·k). A lease ending exactly now still holds. It
+// returns nil, nil when nothing is claimable.
+func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*Lease, error) {
+	ls, err := t.ClaimBatch(ctx, worker, visibility, minPriority, 1)
 	if err != nil || len(ls) == 0 {
 		return nil, err
 	}
 	return &ls[0], nil
+}
+
+// ClaimBatch is Claim for up to max messages (1..MaxBatch) at once, at most one per group. It
+// returns an empty slice when nothing is claimable.
+func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]Lease, error) {
+	if t.closed.Load() {
+		return nil, errClosed
+	}
+	if err := CheckClaim(worker, visibility, minPriority, max); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ls, err := t.b.ClaimBatch(ctx, worker, visibility, minPriority, max)
+	if err != nil {
+		return nil, err
+	}
+	if ls == nil {
+		ls = []Lease{}
+	}
+	for i := range ls {
+		normalise(&ls[i])
+	}
+	return ls, nil
+}
+
+// Ack removes the leased message and frees its group; the group goes behind the groups that are
+// waiting. A lease that ended still acks if no one claimed the group since; one whose group was
+// claimed again (stale) changes nothing and is not an error.
+func (t *Transport) Ack(ctx context.Context, l *Lease) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	if err := checkLease(l); err != nil {
+		return err
+	}
+	return t.AckBatch(ctx, []Lease{*l})
+}
+
+// AckBatch acks many leases (at most MaxBatch) in one write.
+func (t *Transport) AckBatch(ctx context.Context, ls []Lease) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	if err := CheckAck(ls); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	return t.b.AckBatch(ctx, ls)
+}
+
+// Nack returns the message to the head of its group. With delay 0 it is claimable again at once;
+// with a positive delay (at most MaxVisibility) the group is parked (nothing of it is claimable)
+// until the delay has passed. A stale lease changes nothing and is not an error.
+func (t *Transport) Nack(ctx context.Context, l *Lease, delay time.Duration) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	if err := CheckNack(l, delay); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.b.Nack(ctx, l, delay)
+}
+
+// Wait blocks until something may have become claimable (a publish, an ack or nack that frees a
+// group with messages, a lease or park ending) or ctx is done, when it returns ctx's error. It may
+// return early: callers claim, and wait again when nothing came. Close ends it with an error
+// wrapping ErrClosed.
+func (t *Transport) Wait(ctx context.Context) error {
+	if t.closed.Load() {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.b.Wait(ctx)
+}
+
+// Close closes the backend, once. Calls after Close return an error wrapping ErrClosed without
+// reaching the backend; a second Close returns nil.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	return t.b.Close()
 }

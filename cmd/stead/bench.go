@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/steadhq/stead/cmd/stead/internal/scenario"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cmd/stead/internal/scenario"
 )
 
 func newBench() *cobra.Command {

@@ -173,7 +173,7 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 }
 
 // advanceToNextTimer moves the clock to the earliest armed timer, if it is in the future.
-func advanceToNextTimer(ctx context.Context, s stead.Store, c *demoClock) time.Duration {
+func advanceToNextTimer(ctx context.Context, s *stead.Store, c *demoClock) time.Duration {
 	now := c.Now()
 	next, err := s.DueTimers(ctx, now.Add(24*time.Hour), 1)
 	if err != nil || len(next) == 0 || !next[0].FireAt.After(now) {
@@ -184,7 +184,7 @@ func advanceToNextTimer(ctx context.Context, s stead.Store, c *demoClock) time.D
 	return d
 }
 
-func demoSummary(ctx context.Context, out io.Writer, s stead.Store, path string, events int64, elapsed time.Duration) error {
+func demoSummary(ctx context.Context, out io.Writer, s *stead.Store, path string, events int64, elapsed time.Duration) error {
 	counts := map[string]int{}
 	children := 0
 	for _, roots := range []bool{true, false} {

@@ -105,7 +105,7 @@ type timerView struct {
 	Due    bool      `json:"due"`
 }
 
-func loadDetail(ctx context.Context, s stead.Store, id string) (*detail, error) {
+func loadDetail(ctx context.Context, s *stead.Store, id string) (*detail, error) {
 	exe, err := s.Load(ctx, id)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func loadDetail(ctx context.Context, s stead.Store, id string) (*detail, error) 
 	return d, nil
 }
 
-func showExecution(ctx context.Context, out io.Writer, s stead.Store, id string, asJSON bool) error {
+func showExecution(ctx context.Context, out io.Writer, s *stead.Store, id string, asJSON bool) error {
 	d, err := loadDetail(ctx, s, id)
 	if err != nil {
 		return err

@@ -9,5 +9,5 @@ import (
 )
 
 func BenchmarkTransport(b *testing.B) {
-	transporttest.Benchmark(b, func(b *testing.B) transport.Transport { return memtransport.New() })
+	transporttest.Benchmark(b, func(b *testing.B) *transport.Transport { return memtransport.New() })
 }

@@ -15,21 +15,21 @@ import (
 	"github.com/steadhq/stead/transport/internal/wake"
 )
 
-// Option configures a Transport.
-type Option func(*Transport)
+// Option configures New.
+type Option func(*backend)
 
 // WithClock sets the clock leases and parks are measured with (default time.Now).
-func WithClock(now func() time.Time) Option { return func(t *Transport) { t.now = now } }
+func WithClock(now func() time.Time) Option { return func(b *backend) { b.clock = now } }
 
 // WithPollInterval bounds how long Wait blocks without a notification (default 1 s), so that a
 // waiter re-checks even when the clock is not the wall clock.
-func WithPollInterval(d time.Duration) Option { return func(t *Transport) { t.poll = d } }
+func WithPollInterval(d time.Duration) Option { return func(b *backend) { b.poll = d } }
 
-// Transport is the in-memory transport. It is safe for concurrent use.
-type Transport struct {
-	now  func() time.Time
-	poll time.Duration
-	sig  *wake.Signal
+// backend is the in-memory transport.Backend. It is safe for concurrent use.
+type backend struct {
+	clock func() time.Time
+	poll  time.Duration
+	sig   *wake.Signal
 
 	mu     sync.Mutex
 	closed bool
@@ -39,7 +39,7 @@ type Transport struct {
 	leased [transport.MaxPriority + 1]groupHeap // by (until, id); parked groups too
 }
 
-var _ transport.Transport = (*Transport)(nil)
+var _ transport.Backend = (*backend)(nil)
 
 type group struct {
 	id       string
@@ -52,102 +52,86 @@ type group struct {
 }
 
 // New returns an empty in-memory transport.
-func New(opts ...Option) *Transport {
-	t := &Transport{now: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}}
+func New(opts ...Option) *transport.Transport {
+	b := &backend{clock: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}}
 	for _, o := range opts {
-		o(t)
+		o(b)
 	}
-	for p := range t.free {
-		t.free[p].byServed = true
+	for p := range b.free {
+		b.free[p].byServed = true
 	}
-	return t
+	return transport.New(b)
 }
 
-// lock takes t's mutex for an operation, unless ctx is done or t is closed: then it returns the
-// error and leaves the mutex free. On success the caller unlocks.
-func (t *Transport) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+// now reads the clock at the precision the SQL backends keep, so that leases end alike everywhere.
+func (b *backend) now() time.Time { return b.clock().UTC().Truncate(time.Microsecond) }
+
+// lock takes b's mutex for an operation, unless b is closed: then it returns the error and leaves
+// the mutex free. On success the caller unlocks.
+func (b *backend) lock() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return errClosed
 	}
 	return nil
 }
 
-// Publish implements transport.Transport.
-func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
-	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
-}
-
-// PublishBatch implements transport.Transport.
-func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
-	if err := transport.ValidateBatch(msgs); err != nil {
+// PublishBatch implements transport.Backend.
+func (b *backend) PublishBatch(_ context.Context, msgs []transport.Outgoing) error {
+	if err := b.lock(); err != nil {
 		return err
 	}
-	if err := t.lock(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
+	defer b.mu.Unlock()
 	created := false
 	for _, o := range msgs {
-		g := t.groups[o.Group]
+		g := b.groups[o.Group]
 		if g == nil {
 			g = &group{id: o.Group, priority: o.Priority}
-			t.groups[o.Group] = g
-			heap.Push(&t.free[g.priority], g)
+			b.groups[o.Group] = g
+			heap.Push(&b.free[g.priority], g)
 			created = true
 		}
-		t.seq++
+		b.seq++
 		ev := o.Event
 		ev.Data = slices.Clone(ev.Data)
-		g.msgs = append(g.msgs, transport.Message{Seq: t.seq, Group: g.id, Event: ev, Priority: g.priority})
+		g.msgs = append(g.msgs, transport.Message{Seq: b.seq, Group: g.id, Event: ev, Priority: g.priority})
 	}
 	if created {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return nil
 }
 
-// Claim implements transport.Transport.
-func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
-	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
-}
-
-// ClaimBatch implements transport.Transport.
-func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
+// ClaimBatch implements transport.Backend.
+func (b *backend) ClaimBatch(_ context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+	gen := b.sig.Gen()
+	if err := b.lock(); err != nil {
 		return nil, err
 	}
-	gen := t.sig.Gen()
-	if err := t.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer t.mu.Unlock()
-	now := t.now()
+	defer b.mu.Unlock()
+	now := b.now()
 	token := transport.NewToken(worker)
 	until := now.Add(visibility)
 	var out []transport.Lease
 	for len(out) < max {
-		g := t.next(now, minPriority)
+		g := b.next(now, minPriority)
 		if g == nil {
 			break
 		}
 		if g.token == "" {
-			heap.Remove(&t.free[g.priority], g.index)
+			heap.Remove(&b.free[g.priority], g.index)
 		} else {
-			heap.Remove(&t.leased[g.priority], g.index)
+			heap.Remove(&b.leased[g.priority], g.index)
 		}
 		g.token, g.until = token, until
-		heap.Push(&t.leased[g.priority], g)
+		heap.Push(&b.leased[g.priority], g)
 		m := g.msgs[0]
 		m.Event.Data = slices.Clone(m.Event.Data)
 		out = append(out, transport.Lease{Message: m, Token: token, Until: until})
 	}
 	if len(out) == 0 {
-		t.sig.Empty(gen)
+		b.sig.Empty(gen)
 	}
 	return out, nil
 }
@@ -155,7 +139,7 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 // next returns the claimable group that comes first in claim order: the lowest key, where a free
 // group's key is when it was last served and an expired lease's key is when it ended; ties go to
 // the lower id.
-func (t *Transport) next(now time.Time, minPriority int) *group {
+func (b *backend) next(now time.Time, minPriority int) *group {
 	var best *group
 	var bestKey time.Time
 	consider := func(g *group, key time.Time) {
@@ -164,110 +148,93 @@ func (t *Transport) next(now time.Time, minPriority int) *group {
 		}
 	}
 	for p := minPriority; p <= transport.MaxPriority; p++ {
-		if h := &t.free[p]; h.Len() > 0 {
+		if h := &b.free[p]; h.Len() > 0 {
 			consider(h.gs[0], h.gs[0].served)
 		}
 		// A lease that ends exactly now still holds.
-		if h := &t.leased[p]; h.Len() > 0 && h.gs[0].until.Before(now) {
+		if h := &b.leased[p]; h.Len() > 0 && h.gs[0].until.Before(now) {
 			consider(h.gs[0], h.gs[0].until)
 		}
 	}
 	return best
 }
 
-// Ack implements transport.Transport.
-func (t *Transport) Ack(ctx context.Context, l *transport.Lease) error {
-	if err := transport.ValidateLease(l); err != nil {
+// AckBatch implements transport.Backend.
+func (b *backend) AckBatch(_ context.Context, ls []transport.Lease) error {
+	if err := b.lock(); err != nil {
 		return err
 	}
-	return t.AckBatch(ctx, []transport.Lease{*l})
-}
-
-// AckBatch implements transport.Transport.
-func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
-	if err := transport.ValidateLeases(ls); err != nil {
-		return err
-	}
-	if err := t.lock(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	now := t.now()
+	defer b.mu.Unlock()
+	now := b.now()
 	freed := false
 	for i := range ls {
-		g := t.held(&ls[i])
+		g := b.held(&ls[i])
 		if g == nil {
 			continue
 		}
-		heap.Remove(&t.leased[g.priority], g.index)
+		heap.Remove(&b.leased[g.priority], g.index)
 		g.msgs[0] = transport.Message{}
 		g.msgs = g.msgs[1:]
 		if len(g.msgs) == 0 {
 			// The next publish creates the group afresh, with its own priority.
-			delete(t.groups, g.id)
+			delete(b.groups, g.id)
 			continue
 		}
 		g.token, g.until, g.served = "", time.Time{}, now
-		heap.Push(&t.free[g.priority], g)
+		heap.Push(&b.free[g.priority], g)
 		freed = true
 	}
 	if freed {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return nil
 }
 
-// Nack implements transport.Transport.
-func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
-	if err := transport.ValidateLease(l); err != nil {
+// Nack implements transport.Backend.
+func (b *backend) Nack(_ context.Context, l *transport.Lease, delay time.Duration) error {
+	if err := b.lock(); err != nil {
 		return err
 	}
-	if err := transport.ValidateDelay(delay); err != nil {
-		return err
-	}
-	if err := t.lock(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	g := t.held(l)
+	defer b.mu.Unlock()
+	g := b.held(l)
 	if g == nil {
 		return nil
 	}
 	if delay > 0 {
 		// Parked: the token stays, so the group is held until the park ends.
-		g.until = t.now().Add(delay)
-		heap.Fix(&t.leased[g.priority], g.index)
+		g.until = b.now().Add(delay)
+		heap.Fix(&b.leased[g.priority], g.index)
 		return nil
 	}
-	heap.Remove(&t.leased[g.priority], g.index)
+	heap.Remove(&b.leased[g.priority], g.index)
 	g.token, g.until, g.served = "", time.Time{}, time.Time{}
-	heap.Push(&t.free[g.priority], g)
-	t.sig.Notify()
+	heap.Push(&b.free[g.priority], g)
+	b.sig.Notify()
 	return nil
 }
 
 // held returns the group l still holds, or nil when the lease is stale.
-func (t *Transport) held(l *transport.Lease) *group {
-	g := t.groups[l.Group]
+func (b *backend) held(l *transport.Lease) *group {
+	g := b.groups[l.Group]
 	if g == nil || g.token != l.Token {
 		return nil
 	}
 	return g
 }
 
-// Wait implements transport.Transport. Besides publishes and acks it wakes when the earliest
+// Wait implements transport.Backend. Besides publishes and acks it wakes when the earliest
 // lease or park ends (on the wall clock, as measured by the injected clock now), and at the
 // latest after the poll interval.
-func (t *Transport) Wait(ctx context.Context) error {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+func (b *backend) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return errClosed
 	}
-	d := t.poll
-	now := t.now()
-	for p := range t.leased {
-		if h := &t.leased[p]; h.Len() > 0 {
+	d := b.poll
+	now := b.now()
+	for p := range b.leased {
+		if h := &b.leased[p]; h.Len() > 0 {
 			// Heap order puts the earliest end first; ends already past were seen by the claim
 			// that came before this Wait.
 			for _, g := range h.gs[:1] {
@@ -277,20 +244,20 @@ func (t *Transport) Wait(ctx context.Context) error {
 			}
 		}
 	}
-	t.mu.Unlock()
-	err := t.sig.Wait(ctx, d)
+	b.mu.Unlock()
+	err := b.sig.Wait(ctx, d)
 	if errors.Is(err, errs.Closed) {
 		return errClosed
 	}
 	return err
 }
 
-// Close implements transport.Transport. Waiters return at once.
-func (t *Transport) Close() error {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
-	t.sig.Close()
+// Close implements transport.Backend. Waiters return at once.
+func (b *backend) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.sig.Close()
 	return nil
 }
 

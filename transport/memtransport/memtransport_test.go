@@ -12,7 +12,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
 		return memtransport.New(memtransport.WithClock(clock))
 	})
 }

@@ -3,6 +3,7 @@ package pgtransport_test
 import (
 	"testing"
 
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
@@ -19,8 +20,8 @@ func BenchmarkTransport(b *testing.B) {
 		{"nonotify", []pgtransport.Option{pgtransport.WithoutNotify()}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			transporttest.Benchmark(b, func(b *testing.B) transport.Transport {
-				return open(b, pgdbtest.Schema(b), append([]pgtransport.Option{pgtransport.WithMaxConns(8)}, v.opts...)...)
+			transporttest.Benchmark(b, func(b *testing.B) *transport.Transport {
+				return openOn(b, newPool(b, pgdb.Config{MaxConns: 8}), pgdbtest.Schema(b), v.opts...)
 			})
 		})
 	}

@@ -40,10 +40,11 @@ func compareKeys(a, b pgtype.Timestamptz) int {
 
 // cursor is where this transport's claimers resume the round-robin: the place of the group a
 // claim of this process took last. Claims look after it first, so they skip the dead index
-// entries every ack leaves in front of the live ones (see migration 004). One claim in
-// rescanEvery starts from the head instead, to pick up groups that went back behind the cursor:
-// handed back by a nack, a lease or park that ran out, a claim whose transaction rolled back.
-// The function itself starts from the head whenever nothing is free after the cursor.
+// entries every ack leaves in front of the live ones. One claim in rescanEvery starts from the
+// head instead, to pick up the groups behind the cursor (new ones, and those handed back by a
+// nack, a lease or park that ran out, a claim whose transaction rolled back), at least one per
+// such claim: k of them are served within k·rescanEvery claims of this process. The function
+// itself starts from the head whenever nothing is free after the cursor.
 type cursor struct {
 	mu     sync.Mutex
 	at     place

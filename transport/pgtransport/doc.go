@@ -1,7 +1,11 @@
-// Package pgtransport is a transport.Transport on PostgreSQL (pgx v5), for workers on many hosts
-// sharing one database.
+// Package pgtransport is a transport backend on PostgreSQL (pgx v5), for workers on many hosts
+// sharing one database. It runs on the application's pool, which it never closes:
 //
-//	tr, err := pgtransport.Open(ctx, "postgres://app@db:5432/app", pgtransport.WithSchema("stead"))
+//	pool, err := pgdb.Open(ctx, "postgres://app@db:5432/app", pgdb.Config{MaxConns: 16})
+//	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema("stead"))
+//	defer tr.Close() // before pool.Close
+//
+// New returns the checked *transport.Transport in front of a *Backend.
 //
 // # How it works
 //
@@ -9,18 +13,22 @@
 // that carries the lease (the token of the claim that holds it and when the lease ends) and the
 // group's place in the round-robin (when it was last served). Each operation is one round-trip to
 // a server-side function: transport_publish, transport_claim (FOR NO KEY UPDATE SKIP LOCKED, so
-// claimers never wait for each other), transport_ack and transport_nack. Time is the client's
+// claimers never wait), transport_ack and transport_nack. Time is the client's
 // clock, passed in; the database's clock is never read.
 //
-// What keeps the hot path cheap, each measured (bench/results/runtime.md):
+// What keeps the hot path cheap, each measured (bench/results/transport.md):
 //
 //   - Only the round-robin place is indexed, and only an ack moves it: a claim or a park changes
 //     unindexed columns, which PostgreSQL updates in place (HOT) without new index entries.
 //   - Every ack still leaves a dead entry in front of the live ones in the round-robin index, so
-//     a Transport remembers where its last claim was in the round-robin and the next claim starts
+//     a Backend remembers where its last claim was in the round-robin and the next claim starts
 //     there instead of walking the dead entries from the head. One claim in 64, and any claim that
-//     finds nothing after that place, starts from the head, where groups handed back by a nack, a
-//     lease or park that ran out or a rolled-back claim wait.
+//     finds nothing after that place, starts from the head, where new groups and those handed
+//     back by a nack, a lease or park that ran out or a rolled-back claim wait. Each such claim
+//     serves at least one of them, oldest first, and moves the place back to it: a group behind
+//     the place waits at most 64 claims of any one process, and k of them that join together
+//     within 64·k (within 64+k with one claimer per process, whose next claims go on from the
+//     place moved back; concurrent claimers of a process may move it forward again).
 //   - The functions plan generically, once per connection, and may use only index scans and
 //     nested loops: a plan made from the statistics of a young table stays for the life of the
 //     connection, and a hash over a sequential scan there grew with the queue.
@@ -34,13 +42,16 @@
 // elsewhere the group is found by the acking worker's next claim or at the next poll. Wait also
 // re-checks every poll interval (default 500 ms), because lease and park ends send no
 // notification and one can be missed while the listener reconnects. Behind PgBouncer in
-// transaction mode LISTEN does not work; WithPgBouncer turns the listener off and Wait polls.
+// transaction mode LISTEN does not work: open the pool with pgdb.Config.PgBouncer and give
+// WithoutListen, and Wait polls.
 //
 // # Sharing a transaction with the execution store
 //
-// ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx run in a transaction the caller owns, so a
-// worker whose store lives in the same database (pgstore) can claim, commit a step and ack it in
-// one transaction: one commit instead of three, and the ack lands if and only if the step does.
+// The Backend's ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx, reached with
+// tr.Backend().(*pgtransport.Backend), run in a transaction the caller owns and refuse what the
+// Transport's methods refuse, so a worker whose store lives in the same database (pgstore) can
+// claim, commit a step and ack it in one transaction: one commit instead of three, and the ack
+// lands if and only if the step does.
 // QueuePublish, QueueAck and QueueNack put the same statements on a pgx.Batch instead, so that a
 // step's commit (pgstore's QueueCommit), its emits and its ack reach the server in one round trip.
 // A claim inside an open transaction keeps its group rows locked until that transaction ends:
@@ -51,18 +62,21 @@
 // of its own so that it sees the ack of the previous holder; under REPEATABLE READ a claim racing
 // such an ack fails with stead.ErrConflict (a serialization failure) instead.
 //
-// Claims never wait (SKIP LOCKED). A publish holds an existing group FOR KEY SHARE, which does
-// not wait for a claimer or an acker even in a transaction that stays open; it waits only to
-// create a group that another open transaction is creating or has just deleted (its last message
-// acked). Acks wait for nothing but a claimer that took the group after their lease ran out. So
-// steps that claim, publish to each other's groups and ack in shared transactions do not
-// deadlock in the ordinary order (claim, publish once per transaction, ack last). Should a cycle
-// form anyway, PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict:
-// roll back and retry the step.
+// Claims never wait: they lock the group rows they lease FOR NO KEY UPDATE SKIP LOCKED, and no
+// other statement holds a group row in a way that makes PostgreSQL wait there despite SKIP LOCKED
+// (publishers hold a separate anchor row per group, see the migration). Acks and nacks wait only
+// for a claimer that took their group after the lease ran out. A publish waits only for another
+// open transaction that is creating or deleting one of its groups: a publish creates a group, an
+// ack of a group's last message deletes it, and a claim outside a transaction deletes an empty
+// group it meets (inside one it frees it instead). So steps that claim, publish to each other's
+// groups and ack in shared transactions do not deadlock in the ordinary order (claim, publish
+// once, ack last). A transaction that publishes twice, or acks before it publishes, can: then
+// PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict; roll back and
+// retry the step.
 //
 // # Schema
 //
-// Migrations are embedded and run by Open and New (unless WithoutMigrate) under an advisory lock,
-// so many processes may start at once. Tables, indexes and functions are prefixed transport_ and
+// Migrations are embedded and run by New (unless WithoutMigrate) and Migrate under an advisory
+// lock, so many processes may start at once; transport_migrations records the version. Tables, indexes and functions are prefixed transport_ and
 // live in the WithSchema schema, or else in the connection's search_path.
 package pgtransport

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/transporttest"
@@ -15,20 +16,17 @@ import (
 // returned (and closed its connection) by the time Close returns.
 func TestCloseStopsListener(t *testing.T) {
 	t.Parallel()
-	tr, err := Open(context.Background(), pgdbtest.URL(), WithSchema(pgdbtest.Schema(t)), WithPollInterval(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, b := openInternal(t, pgdbtest.Schema(t), WithPollInterval(time.Hour))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	_ = tr.Wait(ctx) // starts the listener
 	select {
-	case <-tr.listenReady:
+	case <-b.listenReady:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the listener never got ready")
 	}
 	select {
-	case <-tr.listenDone:
+	case <-b.listenDone:
 		t.Fatal("listener stopped before Close")
 	default:
 	}
@@ -36,7 +34,7 @@ func TestCloseStopsListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-tr.listenDone:
+	case <-b.listenDone:
 	default:
 		t.Fatal("Close returned with the listener goroutine still running")
 	}
@@ -46,16 +44,13 @@ func TestCloseStopsListener(t *testing.T) {
 // and that no listener starts afterwards.
 func TestCloseWithoutListener(t *testing.T) {
 	t.Parallel()
-	tr, err := Open(context.Background(), pgdbtest.URL(), WithSchema(pgdbtest.Schema(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, b := openInternal(t, pgdbtest.Schema(t))
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-tr.listenDone
-	if err := tr.Wait(context.Background()); err == nil {
-		t.Fatal("Wait after Close succeeded")
+	<-b.listenDone
+	if err := b.Wait(context.Background()); err == nil {
+		t.Fatal("the backend's Wait after Close succeeded")
 	}
 }
 
@@ -64,17 +59,14 @@ func TestCloseWithoutListener(t *testing.T) {
 func TestListenerReconnects(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
-	tr, err := Open(context.Background(), pgdbtest.URL(), WithSchema(schema), WithPollInterval(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, b := openInternal(t, schema, WithPollInterval(time.Hour))
 	defer tr.Close()
 	ctx := context.Background()
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	_ = tr.Wait(short)
 	cancel()
 	select {
-	case <-tr.listenReady:
+	case <-b.listenReady:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the listener never got ready")
 	}
@@ -86,11 +78,11 @@ func TestListenerReconnects(t *testing.T) {
 	// Terminate every listener of this transport's channel (other tests' listeners have other
 	// channels; the query finds ours by the channel it listens on).
 	var killed int
-	err = tr.pool.QueryRow(ctx, `
+	err := b.pool.QueryRow(ctx, `
 		SELECT count(*) FROM (
 			SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 			WHERE application_name = $1 AND query = $2) k`,
-		listenerName, "LISTEN "+quoteIdent(tr.channel)).Scan(&killed)
+		listenerName, "LISTEN "+quoteIdent(b.channel)).Scan(&killed)
 	if err != nil || killed != 1 {
 		t.Fatalf("terminated %d listeners (%v), want 1", killed, err)
 	}
@@ -100,10 +92,7 @@ func TestListenerReconnects(t *testing.T) {
 	// Once reconnected, a publish from elsewhere wakes a waiter again. Publish until one does:
 	// the reconnect takes up to a second.
 	clock := transporttest.NewClock(transporttest.Start)
-	other, err := Open(ctx, pgdbtest.URL(), WithSchema(schema), WithClock(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	other, _ := openInternal(t, schema, WithClock(clock.Now))
 	defer other.Close()
 	// One waiter stays blocked while new groups are published (each creation notifies) until it
 	// wakes; with an hour's poll interval only a notification can wake it. The empty claim first
@@ -136,9 +125,9 @@ func quoteIdent(s string) string { return `"` + s + `"` }
 func TestWaitWakesOnNotify(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
-	waiter := openInternal(t, schema, WithPollInterval(time.Hour))
+	waiter, waiterBackend := openInternal(t, schema, WithPollInterval(time.Hour))
 	defer waiter.Close()
-	publisher := openInternal(t, schema)
+	publisher, _ := openInternal(t, schema)
 	defer publisher.Close()
 	ctx := context.Background()
 
@@ -148,7 +137,7 @@ func TestWaitWakesOnNotify(t *testing.T) {
 	_ = waiter.Wait(short)
 	cancel()
 	select {
-	case <-waiter.listenReady:
+	case <-waiterBackend.listenReady:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the listener never got ready")
 	}
@@ -180,11 +169,19 @@ func TestWaitWakesOnNotify(t *testing.T) {
 	}
 }
 
-func openInternal(t *testing.T, schema string, opts ...Option) *Transport {
+// openInternal returns a transport on schema with a pool of its own, and its backend; the caller
+// closes the transport, the test's end the pool.
+func openInternal(t *testing.T, schema string, opts ...Option) (*transport.Transport, *Backend) {
 	t.Helper()
-	tr, err := Open(context.Background(), pgdbtest.URL(), append([]Option{WithSchema(schema), WithMaxConns(4)}, opts...)...)
+	pgdbtest.Pool(t) // skip (or fail under STEAD_REQUIRE_POSTGRES) without a server
+	pool, err := pgdb.Open(context.Background(), pgdbtest.URL(), pgdb.Config{MaxConns: 4, ConnectAttempts: 1})
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatal(err)
 	}
-	return tr
+	t.Cleanup(pool.Close)
+	tr, err := New(context.Background(), pool, append([]Option{WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return tr, tr.Backend().(*Backend)
 }

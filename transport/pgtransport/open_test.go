@@ -5,39 +5,74 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
+	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/transporttest"
 )
 
-func TestOpenErrors(t *testing.T) {
-	t.Parallel()
+// newPool opens a pool on the test server with c's settings, closed when the test ends: one
+// pool per transport stands for one process (or host) per transport.
+func newPool(t testing.TB, c pgdb.Config) *pgxpool.Pool {
+	t.Helper()
 	pgdbtest.Pool(t) // skip (or fail under STEAD_REQUIRE_POSTGRES) without a server
+	c.ConnectAttempts = 1
+	pool, err := pgdb.Open(context.Background(), pgdbtest.URL(), c)
+	if err != nil {
+		t.Fatalf("pgdb.Open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// openOn returns a transport on pool and schema; the caller closes it.
+func openOn(t testing.TB, pool *pgxpool.Pool, schema string, opts ...pgtransport.Option) *transport.Transport {
+	t.Helper()
+	tr, err := pgtransport.New(context.Background(), pool, append([]pgtransport.Option{pgtransport.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return tr
+}
+
+// open returns a transport on schema with a pool of its own; the caller closes it.
+func open(t testing.TB, schema string, opts ...pgtransport.Option) *transport.Transport {
+	t.Helper()
+	return openOn(t, newPool(t, pgdb.Config{MaxConns: 4}), schema, opts...)
+}
+
+// backendOf returns the PostgreSQL backend behind tr, for the methods that run in a transaction.
+func backendOf(tr *transport.Transport) *pgtransport.Backend {
+	return tr.Backend().(*pgtransport.Backend)
+}
+
+func TestNewErrors(t *testing.T) {
+	t.Parallel()
+	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
 	tests := []struct {
 		name string
-		dsn  string
+		pool *pgxpool.Pool
 		opts []pgtransport.Option
 		want error
 	}{
-		{"unsafe schema", pgdbtest.URL(), []pgtransport.Option{pgtransport.WithSchema(`x"; DROP TABLE y; --`)}, stead.ErrInvalid},
-		{"reserved schema", pgdbtest.URL(), []pgtransport.Option{pgtransport.WithSchema("pg_catalog")}, stead.ErrInvalid},
-		{"malformed URL", "postgres://%zz", nil, stead.ErrInvalid},
-		{"unreachable server", "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1",
-			[]pgtransport.Option{pgtransport.WithConnectRetry(1, time.Millisecond)}, stead.ErrUnavailable},
+		{"nil pool", nil, nil, stead.ErrInvalid},
+		{"unsafe schema", pool, []pgtransport.Option{pgtransport.WithSchema(`x"; DROP TABLE y; --`)}, stead.ErrInvalid},
+		{"reserved schema", pool, []pgtransport.Option{pgtransport.WithSchema("pg_catalog")}, stead.ErrInvalid},
+		{"nil clock", pool, []pgtransport.Option{pgtransport.WithClock(nil)}, stead.ErrInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tr, err := pgtransport.Open(ctx, tc.dsn, tc.opts...)
+			tr, err := pgtransport.New(ctx, tc.pool, tc.opts...)
 			if err == nil {
 				tr.Close()
 			}
 			if !errors.Is(err, tc.want) {
-				t.Fatalf("Open = %v, want %v", err, tc.want)
+				t.Fatalf("New = %v, want %v", err, tc.want)
 			}
 		})
 	}
@@ -46,22 +81,25 @@ func TestOpenErrors(t *testing.T) {
 func TestWithoutMigrate(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
+	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
-	if tr, err := pgtransport.Open(ctx, pgdbtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithoutMigrate()); err == nil {
+	if tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutMigrate()); err == nil {
 		tr.Close()
-		t.Fatal("Open without migrate on an empty schema succeeded")
+		t.Fatal("New without migrate on an empty schema succeeded")
 	}
-	tr := open(t, schema) // migrates
-	tr.Close()
-	tr, err := pgtransport.Open(ctx, pgdbtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
+	if err := pgtransport.Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
 	if err != nil {
-		t.Fatalf("Open without migrate on a migrated schema: %v", err)
+		t.Fatalf("New without migrate on a migrated schema: %v", err)
 	}
 	tr.Close()
 }
 
-// TestConcurrentMigrations opens many transports on one new schema at once: the advisory lock
-// lets one migrate and the others find nothing to do.
+// TestConcurrentMigrations starts many transports on one new schema at once, each on a pool of
+// its own as processes would: the advisory lock lets one migrate and the others find nothing to
+// do.
 func TestConcurrentMigrations(t *testing.T) {
 	t.Parallel()
 	pool := pgdbtest.Pool(t)
@@ -70,16 +108,15 @@ func TestConcurrentMigrations(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
 	for range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tr, err := pgtransport.Open(context.Background(), pgdbtest.URL(), pgtransport.WithSchema(schema), pgtransport.WithMaxConns(2))
+		p := newPool(t, pgdb.Config{MaxConns: 2})
+		wg.Go(func() {
+			tr, err := pgtransport.New(context.Background(), p, pgtransport.WithSchema(schema))
 			if err == nil {
 				err = tr.Publish(context.Background(), "G", transporttest.Event("e"), 0)
 				tr.Close()
 			}
 			errs <- err
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -90,39 +127,16 @@ func TestConcurrentMigrations(t *testing.T) {
 	}
 }
 
-// TestAcquireTimeout checks that a call that finds no free connection within the acquire timeout
-// fails with ErrUnavailable, having sent nothing.
-func TestAcquireTimeout(t *testing.T) {
-	t.Parallel()
-	schema := pgdbtest.Schema(t)
-	tr := open(t, schema, pgtransport.WithMaxConns(1), pgtransport.WithAcquireTimeout(50*time.Millisecond))
-	defer tr.Close()
-	ctx := context.Background()
-	conn, err := tr.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = tr.Publish(ctx, "G", transporttest.Event("e"), 0)
-	conn.Release()
-	if !errors.Is(err, stead.ErrUnavailable) {
-		t.Fatalf("Publish with the pool exhausted = %v, want ErrUnavailable", err)
-	}
-	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
-		t.Fatalf("Claim = %v, %v; want nothing (the publish sent nothing)", l, err)
-	}
-}
-
-// TestNewOnSharedPool checks New on the application's pool: Close leaves the pool open.
-func TestNewOnSharedPool(t *testing.T) {
+// TestCloseLeavesPoolOpen checks that the transport runs on the application's pool and leaves it
+// open when it closes, and that the backend refuses its own calls from then on.
+func TestCloseLeavesPoolOpen(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
 	pool := pgdbtest.Pool(t)
 	ctx := context.Background()
-	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr.Pool() != pool || tr.Schema() != schema {
+	tr := openOn(t, pool, schema)
+	b := backendOf(tr)
+	if b.Pool() != pool || b.Schema() != schema {
 		t.Fatal("Pool or Schema do not report what New was given")
 	}
 	if err := tr.Close(); err != nil {
@@ -130,5 +144,13 @@ func TestNewOnSharedPool(t *testing.T) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		t.Fatalf("the application's pool was closed by Close: %v", err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the test only reads errors
+	if _, err := b.ClaimBatchTx(ctx, tx, "w", transporttest.Visibility, 0, 1); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("ClaimBatchTx after Close = %v, want ErrClosed", err)
 	}
 }

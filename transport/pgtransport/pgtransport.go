@@ -13,22 +13,29 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/check"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/internal/wake"
 )
 
-// Transport is the PostgreSQL transport. It is safe for concurrent use, and any number of
-// Transports in any number of processes may share one schema.
-type Transport struct {
-	pool     *pgxpool.Pool
-	ownsPool bool
-	cfg      config
-	sql      statements
-	channel  string // the NOTIFY channel of this schema
-	sig      *wake.Signal
-	cursor   cursor // where claims resume the round-robin
-	closed   atomic.Bool
+// Backend is the PostgreSQL transport.Backend. New puts a transport.Transport in front of it;
+// reach it with Transport.Backend for the methods that run inside the caller's transaction:
+//
+//	b := tr.Backend().(*pgtransport.Backend)
+//
+// Those methods (the ones ending in Tx, and the Queue ones) bypass the Transport, so each makes
+// its refusals itself, in its order and with its checks: after Close (stead.ErrClosed), bad input
+// (stead.ErrInvalid), a context already done. It is safe for concurrent use, and any number of
+// Backends in any number of processes may share one schema.
+type Backend struct {
+	pool    *pgxpool.Pool
+	cfg     config
+	sql     statements
+	channel string // the NOTIFY channel of this schema
+	sig     *wake.Signal
+	cursor  cursor // where claims resume the round-robin
+	closed  atomic.Bool
 
 	// The listener starts with the first Wait and stops with Close.
 	listenOnce  sync.Once
@@ -38,38 +45,40 @@ type Transport struct {
 	stopCtx     context.Context
 }
 
-var _ transport.Transport = (*Transport)(nil)
+var _ transport.Backend = (*Backend)(nil)
 
-// Open connects to the database at dsn, retrying the first connection (see WithConnectRetry),
-// migrates the schema unless WithoutMigrate is given, and returns a Transport that owns its pool:
-// Close closes it. A malformed dsn or an unsafe schema name is an error wrapping stead.ErrInvalid;
-// a database that never answered is stead.ErrUnavailable.
-func Open(ctx context.Context, dsn string, opts ...Option) (*Transport, error) {
+// New returns a transport on pool, which the application opened (pgdb.Open, or its own pgxpool)
+// and still owns: closing the transport leaves the pool open. Sharing the pool of a pgstore.Store
+// lets a step's claim, commit and ack share a transaction (see the package doc). New migrates the
+// schema unless WithoutMigrate is given; then it checks that the schema is at the version this
+// package expects. An unsafe schema name is an error wrapping stead.ErrInvalid.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Transport, error) {
 	cfg := newConfig(opts)
+	switch {
+	case pool == nil:
+		return nil, check.Invalidf("pgtransport: pool is nil")
+	case cfg.now == nil:
+		return nil, check.Invalidf("pgtransport: clock is nil")
+	}
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
-	pool, err := pgdb.Open(ctx, dsn, cfg.pool)
-	if err != nil {
-		return nil, fmt.Errorf("pgtransport: open: %w", err)
+	var err error
+	if cfg.migrate {
+		err = Migrate(ctx, pool, cfg.schema)
+	} else {
+		err = checkMigrated(ctx, pool, cfg.schema)
 	}
-	t, err := newTransport(ctx, pool, true, cfg)
 	if err != nil {
-		pool.Close()
 		return nil, err
 	}
-	return t, nil
-}
-
-// New returns a Transport on a pool the application already has (for example the one of a
-// pgstore.Store, to share transactions with it), migrating the schema unless WithoutMigrate is
-// given. Close does not close the pool. Pool options are ignored.
-func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Transport, error) {
-	cfg := newConfig(opts)
-	if err := checkSchema(cfg.schema); err != nil {
-		return nil, err
+	b := &Backend{
+		pool: pool, cfg: cfg, sql: newStatements(cfg.schema),
+		channel: channelName(cfg.schema), sig: wake.New(),
+		listenReady: make(chan struct{}), listenDone: make(chan struct{}),
 	}
-	return newTransport(ctx, pool, false, cfg)
+	b.stopCtx, b.stop = context.WithCancel(context.Background())
+	return transport.New(b), nil
 }
 
 func checkSchema(schema string) error {
@@ -80,26 +89,6 @@ func checkSchema(schema string) error {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
 	return nil
-}
-
-func newTransport(ctx context.Context, pool *pgxpool.Pool, owns bool, cfg config) (*Transport, error) {
-	t := &Transport{
-		pool: pool, ownsPool: owns, cfg: cfg, sql: newStatements(cfg.schema),
-		channel: channelName(cfg.schema), sig: wake.New(),
-		listenReady: make(chan struct{}), listenDone: make(chan struct{}),
-	}
-	t.stopCtx, t.stop = context.WithCancel(context.Background())
-	var err error
-	if cfg.migrate {
-		err = t.Migrate(ctx)
-	} else {
-		err = t.checkMigrated(ctx)
-	}
-	if err != nil {
-		t.stop()
-		return nil, err
-	}
-	return t, nil
 }
 
 // channelName is the NOTIFY channel of a schema. Channel names are identifiers (at most 63
@@ -116,26 +105,24 @@ func channelName(schema string) string {
 	return name
 }
 
-// Pool returns the transport's pool, for callers that enlist it in their own transactions.
-func (t *Transport) Pool() *pgxpool.Pool { return t.pool }
+// Pool returns the pool b runs on, for callers that enlist it in their own transactions.
+func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
-// Schema returns the schema the transport's objects live in ("" for the search_path).
-func (t *Transport) Schema() string { return t.cfg.schema }
+// Schema returns the schema b's objects live in ("" for the search_path).
+func (b *Backend) Schema() string { return b.cfg.schema }
 
-// Close stops the listener (waiting for its goroutine to return), wakes every Wait with
-// stead.ErrClosed, and closes the pool when Open created it. Later calls fail with ErrClosed.
-func (t *Transport) Close() error {
-	if t.closed.Swap(true) {
+// Close stops the listener (waiting for its goroutine to return) and wakes every Wait with
+// stead.ErrClosed; the pool stays open. Its methods that run in the caller's transaction fail
+// with stead.ErrClosed from then on.
+func (b *Backend) Close() error {
+	if b.closed.Swap(true) {
 		return nil
 	}
-	t.sig.Close()
-	t.stop()
+	b.sig.Close()
+	b.stop()
 	// If the listener never started, make sure it never will, then close its done channel.
-	t.listenOnce.Do(func() { close(t.listenReady); close(t.listenDone) })
-	<-t.listenDone
-	if t.ownsPool {
-		t.pool.Close()
-	}
+	b.listenOnce.Do(func() { close(b.listenReady); close(b.listenDone) })
+	<-b.listenDone
 	return nil
 }
 
@@ -143,7 +130,7 @@ func (t *Transport) Close() error {
 var migrationFiles embed.FS
 
 // migrationTable records which migrations of this package a schema has.
-const migrationTable = "stead_transport_migrations"
+const migrationTable = "transport_migrations"
 
 // migrations returns the embedded migrations in version order.
 func migrations() fs.FS {
@@ -154,24 +141,25 @@ func migrations() fs.FS {
 	return sub
 }
 
-// Migrate brings the schema to the version this package expects. It is idempotent and safe to
-// run from many processes at once. Open and New call it unless WithoutMigrate is given.
-func (t *Transport) Migrate(ctx context.Context) error {
-	if t.closed.Load() {
-		return errClosed
+// Migrate brings the transport's tables and functions in schema ("" for the search_path) to the
+// version this package expects. It is idempotent and safe to run from many processes at once; New
+// calls it unless WithoutMigrate is given.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if err := checkSchema(schema); err != nil {
+		return err
 	}
-	if err := pgdb.Migrate(ctx, t.pool, t.cfg.schema, migrationTable, migrations()); err != nil {
+	if err := pgdb.Migrate(ctx, pool, schema, migrationTable, migrations()); err != nil {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
 	return nil
 }
 
-func (t *Transport) checkMigrated(ctx context.Context) error {
+func checkMigrated(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	want, err := pgdb.LatestVersion(migrations())
 	if err != nil {
 		return fmt.Errorf("pgtransport: %w", err)
 	}
-	have, err := pgdb.AppliedVersion(ctx, t.pool, t.cfg.schema, migrationTable)
+	have, err := pgdb.AppliedVersion(ctx, pool, schema, migrationTable)
 	if err != nil {
 		return fmt.Errorf("pgtransport: check schema version (run the migration first?): %w", err)
 	}

@@ -11,26 +11,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/transporttest"
 )
 
-// open returns a transport on a fresh schema (dropped when the test ends), closed by the test.
-func open(t testing.TB, schema string, opts ...pgtransport.Option) *pgtransport.Transport {
-	t.Helper()
-	tr, err := pgtransport.Open(context.Background(), pgdbtest.URL(),
-		append([]pgtransport.Option{pgtransport.WithSchema(schema), pgtransport.WithMaxConns(4)}, opts...)...)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	return tr
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
 		return open(t, pgdbtest.Schema(t), pgtransport.WithClock(clock))
 	})
 }
@@ -39,8 +29,9 @@ func TestConformance(t *testing.T) {
 // PgBouncer in transaction mode (and without the listener, which such a setup cannot have).
 func TestConformancePgBouncerMode(t *testing.T) {
 	t.Parallel()
-	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
-		return open(t, pgdbtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithPgBouncer())
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
+		pool := newPool(t, pgdb.Config{MaxConns: 4, PgBouncer: true})
+		return openOn(t, pool, pgdbtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithoutListen())
 	})
 }
 
@@ -86,11 +77,11 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 	}
 
 	for _, outcome := range []string{"rollback", "commit"} {
-		tx, err := tr.Pool().Begin(ctx)
+		tx, err := backendOf(tr).Pool().Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls, err := tr.ClaimBatchTx(ctx, tx, "w1", time.Second, 0, 10)
+		ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w1", time.Second, 0, 10)
 		if err != nil || len(ls) != 1 || ls[0].Event.ID != "e1" {
 			t.Fatalf("%s: ClaimBatchTx = %v, %v; want e1", outcome, ls, err)
 		}
@@ -104,10 +95,10 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 			}
 			continue
 		}
-		if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "H", Event: event("h1")}}); err != nil {
+		if err := backendOf(tr).PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "H", Event: event("h1")}}); err != nil {
 			t.Fatalf("PublishBatchTx: %v", err)
 		}
-		if err := tr.AckBatchTx(ctx, tx, ls); err != nil {
+		if err := backendOf(tr).AckBatchTx(ctx, tx, ls); err != nil {
 			t.Fatalf("AckBatchTx: %v", err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -129,12 +120,12 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 // batch (set-based). Tests of claim behaviour run on both.
 var claimForms = []struct {
 	name  string
-	claim func(ctx context.Context, tr *pgtransport.Transport) (*transport.Lease, error)
+	claim func(ctx context.Context, tr *transport.Transport) (*transport.Lease, error)
 }{
-	{"single", func(ctx context.Context, tr *pgtransport.Transport) (*transport.Lease, error) {
+	{"single", func(ctx context.Context, tr *transport.Transport) (*transport.Lease, error) {
 		return tr.Claim(ctx, "w", time.Minute, 0)
 	}},
-	{"batch", func(ctx context.Context, tr *pgtransport.Transport) (*transport.Lease, error) {
+	{"batch", func(ctx context.Context, tr *transport.Transport) (*transport.Lease, error) {
 		ls, err := tr.ClaimBatch(ctx, "w", time.Minute, 0, 2)
 		if err != nil || len(ls) == 0 {
 			return nil, err
@@ -149,8 +140,8 @@ var claimForms = []struct {
 // ackBesideOpenPublish publishes e1 to group G, claims it, opens a transaction that publishes e2
 // to G, and acks e1 while that publish is still open: the ack finds the group held by the
 // publisher and must free it rather than wait. It returns the open transaction.
-func ackBesideOpenPublish(t *testing.T, tr *pgtransport.Transport,
-	claim func(context.Context, *pgtransport.Transport) (*transport.Lease, error)) pgx.Tx {
+func ackBesideOpenPublish(t *testing.T, tr *transport.Transport,
+	claim func(context.Context, *transport.Transport) (*transport.Lease, error)) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
 	if err := tr.Publish(ctx, "G", event("e1"), 0); err != nil {
@@ -160,11 +151,11 @@ func ackBesideOpenPublish(t *testing.T, tr *pgtransport.Transport,
 	if err != nil || l == nil {
 		t.Fatalf("Claim = %v, %v", l, err)
 	}
-	tx, err := tr.Pool().Begin(ctx)
+	tx, err := backendOf(tr).Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
+	if err := backendOf(tr).PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "G", Event: event("e2")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Ack(ctx, l); err != nil {
@@ -209,7 +200,43 @@ func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 	}
 }
 
-// TestClaimUpdatesInPlace checks the point of migration 003: a claim (and a park) changes only
+// TestEmptyGroupMetInTransactionKeepsPublishersFree checks that a claim inside a caller's
+// transaction that meets an empty group frees it rather than deleting it: a deletion would make a
+// publish to the group from another transaction wait until the caller's transaction ends, and two
+// such transactions publishing to each other's groups would deadlock.
+func TestEmptyGroupMetInTransactionKeepsPublishersFree(t *testing.T) {
+	t.Parallel()
+	tr := open(t, pgdbtest.Schema(t))
+	defer tr.Close()
+	ctx := context.Background()
+	if err := ackBesideOpenPublish(t, tr, claimForms[0].claim).Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := backendOf(tr).Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // rolled back below
+	if ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1); err != nil || len(ls) != 0 {
+		t.Fatalf("ClaimBatchTx = %v, %v; want nothing (the group is empty)", ls, err)
+	}
+	if n := countRows(t, tr, "transport_groups"); n != 1 {
+		t.Fatalf("%d group rows while the claiming transaction is open, want the empty one kept", n)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tr.Publish(pctx, "G", event("e3"), 0); err != nil {
+		t.Fatalf("Publish beside the open claim = %v, want it through at once", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e3" {
+		t.Fatalf("Claim = %v, %v; want e3", l, err)
+	}
+}
+
+// TestClaimUpdatesInPlace checks that a claim (and a park) changes only
 // columns no index covers, so PostgreSQL rewrites the group row in place (a HOT update) without
 // new index entries; only the ack, which moves the group in the round-robin, touches the index.
 // pg_stat_xact_user_tables counts the current transaction's updates as they happen.
@@ -230,16 +257,16 @@ func TestClaimUpdatesInPlace(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tx, err := tr.Pool().Begin(ctx)
+			tx, err := backendOf(tr).Pool().Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx) //nolint:errcheck // the test only reads counters
-			ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, form.max)
+			ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, form.max)
 			if err != nil || len(ls) != form.max {
 				t.Fatalf("ClaimBatchTx = %d leases, %v; want %d", len(ls), err, form.max)
 			}
-			if err := tr.NackTx(ctx, tx, &ls[0], time.Hour); err != nil { // a park
+			if err := backendOf(tr).NackTx(ctx, tx, &ls[0], time.Hour); err != nil { // a park
 				t.Fatal(err)
 			}
 			var upd, hot int64
@@ -272,13 +299,14 @@ func TestPublishCommittedDuringAck(t *testing.T) {
 }
 
 // TestSharedTransactionsCrossPublishing runs steps that each claim a group, publish to other
-// groups and ack, all in one transaction, concurrently: every message is delivered, and any abort
-// PostgreSQL chooses to break a lock cycle surfaces as stead.ErrConflict (then retried).
+// groups and ack, all in one transaction, concurrently: every message is delivered once, and no
+// transaction fails (in that order, claim, publish, ack, no lock cycle can form).
 func TestSharedTransactionsCrossPublishing(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
-	tr := open(t, schema, pgtransport.WithMaxConns(8))
+	tr := openOn(t, newPool(t, pgdb.Config{MaxConns: 8}), schema)
 	defer tr.Close()
+	b := backendOf(tr)
 	ctx := context.Background()
 	const groups, hops = 6, 40
 	var seed []transport.Outgoing
@@ -293,7 +321,6 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 		mu        sync.Mutex
 		sent      = groups
 		delivered = map[string]int{}
-		conflicts int
 		ids       int
 	)
 	began := time.Now()
@@ -308,14 +335,14 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 				}
 				mu.Unlock()
 				if time.Since(began) > 20*time.Second {
-					return fmt.Errorf("stuck: %d delivered, %d sent, %d conflicts; groups %s; messages %s",
-						len(delivered), sent, conflicts, dump(tr, "transport_groups"), dump(tr, "transport_messages"))
+					return fmt.Errorf("stuck: %d delivered, %d sent; groups %s; messages %s",
+						len(delivered), sent, dump(tr, "transport_groups"), dump(tr, "transport_messages"))
 				}
 				var claimed []transport.Lease
 				var out []transport.Outgoing
-				err := pgx.BeginFunc(gctx, tr.Pool(), func(tx pgx.Tx) error {
+				err := pgx.BeginFunc(gctx, b.Pool(), func(tx pgx.Tx) error {
 					claimed, out = nil, nil
-					ls, err := tr.ClaimBatchTx(gctx, tx, fmt.Sprintf("w%d", w), time.Minute, 0, 2)
+					ls, err := b.ClaimBatchTx(gctx, tx, fmt.Sprintf("w%d", w), time.Minute, 0, 2)
 					if err != nil || len(ls) == 0 {
 						return err
 					}
@@ -330,10 +357,10 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 					}
 					sent += len(out) // reserved; given back if the transaction fails
 					mu.Unlock()
-					if err := tr.PublishBatchTx(gctx, tx, out); err != nil {
+					if err := b.PublishBatchTx(gctx, tx, out); err != nil {
 						return err
 					}
-					return tr.AckBatchTx(gctx, tx, ls)
+					return b.AckBatchTx(gctx, tx, ls)
 				})
 				mu.Lock()
 				if err == nil {
@@ -344,12 +371,7 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 					sent -= len(out)
 				}
 				mu.Unlock()
-				switch {
-				case errors.Is(err, stead.ErrConflict):
-					mu.Lock()
-					conflicts++
-					mu.Unlock()
-				case err != nil:
+				if err != nil {
 					return err
 				}
 				time.Sleep(time.Millisecond)
@@ -364,7 +386,6 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 			t.Errorf("%s delivered %d times", id, n)
 		}
 	}
-	t.Logf("%d messages delivered, %d transactions aborted by PostgreSQL and retried", len(delivered), conflicts)
 	if n := countRows(t, tr, "transport_messages"); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
@@ -401,7 +422,7 @@ func (g *group) Wait() error {
 
 // drain claims and acks as worker until nothing is claimable, and returns the event ids in the
 // order they were claimed.
-func drain(t *testing.T, tr *pgtransport.Transport, worker string, visibility time.Duration) []string {
+func drain(t *testing.T, tr *transport.Transport, worker string, visibility time.Duration) []string {
 	t.Helper()
 	var ids []string
 	for {
@@ -419,18 +440,18 @@ func drain(t *testing.T, tr *pgtransport.Transport, worker string, visibility ti
 	}
 }
 
-func countRows(t *testing.T, tr *pgtransport.Transport, table string) int {
+func countRows(t *testing.T, tr *transport.Transport, table string) int {
 	t.Helper()
 	var n int
-	q := "SELECT count(*) FROM " + pgx.Identifier{tr.Schema(), table}.Sanitize()
-	if err := tr.Pool().QueryRow(context.Background(), q).Scan(&n); err != nil {
+	q := "SELECT count(*) FROM " + pgx.Identifier{backendOf(tr).Schema(), table}.Sanitize()
+	if err := backendOf(tr).Pool().QueryRow(context.Background(), q).Scan(&n); err != nil {
 		t.Fatalf("count %s: %v", table, err)
 	}
 	return n
 }
 
-func dump(tr *pgtransport.Transport, table string) string {
-	rows, err := tr.Pool().Query(context.Background(), "SELECT to_jsonb(t)::text FROM "+pgx.Identifier{tr.Schema(), table}.Sanitize()+" t")
+func dump(tr *transport.Transport, table string) string {
+	rows, err := backendOf(tr).Pool().Query(context.Background(), "SELECT to_jsonb(t)::text FROM "+pgx.Identifier{backendOf(tr).Schema(), table}.Sanitize()+" t")
 	if err != nil {
 		return err.Error()
 	}
@@ -457,8 +478,8 @@ func TestQueueInTransaction(t *testing.T) {
 	inTx := func(queue func(b *pgx.Batch, l *transport.Lease) error) string {
 		t.Helper()
 		var id string
-		err := pgx.BeginFunc(ctx, tr.Pool(), func(tx pgx.Tx) error {
-			ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+		err := pgx.BeginFunc(ctx, backendOf(tr).Pool(), func(tx pgx.Tx) error {
+			ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
 			if err != nil || len(ls) != 1 {
 				return fmt.Errorf("claim in tx: %d leases, %v", len(ls), err)
 			}
@@ -475,15 +496,15 @@ func TestQueueInTransaction(t *testing.T) {
 		return id
 	}
 	// Nacked in the batch: the message comes back at once.
-	if id := inTx(func(b *pgx.Batch, l *transport.Lease) error { return tr.QueueNack(b, l, 0) }); id != "a1" {
+	if id := inTx(func(b *pgx.Batch, l *transport.Lease) error { return backendOf(tr).QueueNack(b, l, 0) }); id != "a1" {
 		t.Fatalf("claimed %s, want a1", id)
 	}
 	// Acked with a publish beside it.
 	id := inTx(func(b *pgx.Batch, l *transport.Lease) error {
-		if err := tr.QueuePublish(b, []transport.Outgoing{{Group: "B", Event: event("b1")}}); err != nil {
+		if err := backendOf(tr).QueuePublish(b, []transport.Outgoing{{Group: "B", Event: event("b1")}}); err != nil {
 			return err
 		}
-		return tr.QueueAck(b, []transport.Lease{*l})
+		return backendOf(tr).QueueAck(b, []transport.Lease{*l})
 	})
 	if id != "a1" {
 		t.Fatalf("claimed %s after the nack, want a1 again", id)
@@ -505,16 +526,16 @@ func TestQueueInvalid(t *testing.T) {
 		queue func(b *pgx.Batch) error
 		want  error // nil: valid, nothing to do
 	}{
-		{"nil batch", func(*pgx.Batch) error { return tr.QueueAck(nil, []transport.Lease{good}) }, stead.ErrInvalid},
+		{"nil batch", func(*pgx.Batch) error { return backendOf(tr).QueueAck(nil, []transport.Lease{good}) }, stead.ErrInvalid},
 		{"ack without token", func(b *pgx.Batch) error {
-			return tr.QueueAck(b, []transport.Lease{{Message: transport.Message{Seq: 1, Group: "G"}}})
+			return backendOf(tr).QueueAck(b, []transport.Lease{{Message: transport.Message{Seq: 1, Group: "G"}}})
 		}, stead.ErrInvalid},
 		{"publish to an empty group", func(b *pgx.Batch) error {
-			return tr.QueuePublish(b, []transport.Outgoing{{Event: event("e")}})
+			return backendOf(tr).QueuePublish(b, []transport.Outgoing{{Event: event("e")}})
 		}, stead.ErrInvalid},
-		{"negative nack delay", func(b *pgx.Batch) error { return tr.QueueNack(b, &good, -time.Second) }, stead.ErrInvalid},
-		{"nothing to ack", func(b *pgx.Batch) error { return tr.QueueAck(b, nil) }, nil},
-		{"nothing to publish", func(b *pgx.Batch) error { return tr.QueuePublish(b, nil) }, nil},
+		{"negative nack delay", func(b *pgx.Batch) error { return backendOf(tr).QueueNack(b, &good, -time.Second) }, stead.ErrInvalid},
+		{"nothing to ack", func(b *pgx.Batch) error { return backendOf(tr).QueueAck(b, nil) }, nil},
+		{"nothing to publish", func(b *pgx.Batch) error { return backendOf(tr).QueuePublish(b, nil) }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -530,16 +551,33 @@ func TestQueueInvalid(t *testing.T) {
 	}
 }
 
-// TestGroupBehindCursorIsServed checks that a group that goes back behind the claimers' cursor (a
-// nack hands it back to the head of the round-robin; a shared transaction that claimed it rolls
-// back) is served again while other groups keep the claimers busy after the cursor.
-func TestGroupBehindCursorIsServed(t *testing.T) {
+// TestGroupsBehindCursorAreServed checks the bound the package doc gives: groups that go back
+// behind the claimers' cursor (a nack hands a group back to the head of the round-robin; a shared
+// transaction that claimed it rolls back) while other groups keep the claimers busy after the
+// cursor are served at least one per rescanEvery (64) claims of the process, so k of them within
+// 64·k. With one claimer the claims after the one from the head go on from the place it moved the
+// cursor back to, so all k are served within 64+k; concurrent claimers of one process may move
+// the cursor forward again in between.
+func TestGroupsBehindCursorAreServed(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"nack", "rollback"} {
-		t.Run(how, func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		how      string
+		k        int
+		claimers int
+		limit    int // claims of the process within which every group is served again
+	}{
+		{"nack", "nack", 1, 1, 64 + 1},
+		{"rollback", "rollback", 1, 1, 64 + 1},
+		{"three_nacks", "nack", 3, 1, 64 + 3},
+		{"three_rollbacks", "rollback", 3, 1, 64 + 3},
+		{"three_nacks_four_claimers", "nack", 3, 4, 64 * 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tr := open(t, pgdbtest.Schema(t))
 			defer tr.Close()
+			b := backendOf(tr)
 			ctx := context.Background()
 			var msgs []transport.Outgoing
 			for g := range 300 {
@@ -550,56 +588,83 @@ func TestGroupBehindCursorIsServed(t *testing.T) {
 			if err := tr.PublishBatch(ctx, msgs); err != nil {
 				t.Fatal(err)
 			}
-			// Serve a few groups, then put the next one back behind the cursor.
+			claimAck := func() (string, error) {
+				l, err := tr.Claim(ctx, "w", time.Minute, 0)
+				if err != nil || l == nil {
+					return "", fmt.Errorf("Claim = %v, %v", l, err)
+				}
+				return l.Event.ID, tr.Ack(ctx, l)
+			}
+			// Serve a few groups, then put the next k back behind the cursor.
 			for range 5 {
-				l, err := tr.Claim(ctx, "w", time.Minute, 0)
-				if err != nil || l == nil {
-					t.Fatalf("Claim = %v, %v", l, err)
-				}
-				if err := tr.Ack(ctx, l); err != nil {
+				if _, err := claimAck(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var back string
-			switch how {
-			case "nack":
-				l, err := tr.Claim(ctx, "w", time.Minute, 0)
-				if err != nil || l == nil {
-					t.Fatalf("Claim = %v, %v", l, err)
-				}
-				back = l.Event.ID
-				if err := tr.Nack(ctx, l, 0); err != nil {
-					t.Fatal(err)
-				}
-			case "rollback":
-				tx, err := tr.Pool().Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ls, err := tr.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
-				if err != nil || len(ls) != 1 {
-					t.Fatalf("ClaimBatchTx = %v, %v", ls, err)
-				}
-				back = ls[0].Event.ID
-				if err := tx.Rollback(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// 2*rescanEvery claims, all with more groups waiting after the cursor.
-			for i := range 2 * 64 {
-				l, err := tr.Claim(ctx, "w", time.Minute, 0)
-				if err != nil || l == nil {
-					t.Fatalf("Claim = %v, %v", l, err)
-				}
-				if err := tr.Ack(ctx, l); err != nil {
-					t.Fatal(err)
-				}
-				if l.Event.ID == back {
-					t.Logf("%s served again after %d claims", back, i+1)
-					return
+			back := map[string]bool{}
+			for range tc.k {
+				switch tc.how {
+				case "nack":
+					l, err := tr.Claim(ctx, "w", time.Minute, 0)
+					if err != nil || l == nil {
+						t.Fatalf("Claim = %v, %v", l, err)
+					}
+					back[l.Event.ID] = true
+					if err := tr.Nack(ctx, l, 0); err != nil {
+						t.Fatal(err)
+					}
+				case "rollback":
+					tx, err := b.Pool().Begin(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ls, err := b.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+					if err != nil || len(ls) != 1 {
+						t.Fatalf("ClaimBatchTx = %v, %v", ls, err)
+					}
+					back[ls[0].Event.ID] = true
+					if err := tx.Rollback(ctx); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
-			t.Fatalf("%s not served again within %d claims", back, 2*64)
+			// Every claim below has more groups waiting after the cursor.
+			var (
+				mu     sync.Mutex
+				claims int
+				wg     sync.WaitGroup
+				failed error
+			)
+			for range tc.claimers {
+				wg.Go(func() {
+					for {
+						mu.Lock()
+						if len(back) == 0 || claims >= tc.limit || failed != nil {
+							mu.Unlock()
+							return
+						}
+						claims++
+						mu.Unlock()
+						id, err := claimAck()
+						mu.Lock()
+						if err != nil && failed == nil {
+							failed = err
+						}
+						if back[id] {
+							delete(back, id)
+							t.Logf("%s served again within %d claims", id, claims)
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if failed != nil {
+				t.Fatal(failed)
+			}
+			if len(back) > 0 {
+				t.Fatalf("%v not served again within %d claims", back, tc.limit)
+			}
 		})
 	}
 }

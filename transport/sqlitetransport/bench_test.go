@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/transport"
-	"github.com/steadhq/stead/transport/sqlitetransport"
 	"github.com/steadhq/stead/transport/transporttest"
 )
 
@@ -13,14 +13,14 @@ import (
 func BenchmarkTransport(b *testing.B) {
 	for _, v := range []struct {
 		name string
-		sync sqlitetransport.Synchronous
+		sync sqlitedb.Synchronous
 	}{
-		{"normal", sqlitetransport.SyncNormal},
-		{"full", sqlitetransport.SyncFull},
+		{"normal", sqlitedb.SyncNormal},
+		{"full", sqlitedb.SyncFull},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			transporttest.Benchmark(b, func(b *testing.B) transport.Transport {
-				return open(b, filepath.Join(b.TempDir(), "bench.db"), sqlitetransport.WithSynchronous(v.sync))
+			transporttest.Benchmark(b, func(b *testing.B) *transport.Transport {
+				return newOn(b, openDB(b, filepath.Join(b.TempDir(), "bench.db"), sqlitedb.Config{Synchronous: v.sync}))
 			})
 		})
 	}

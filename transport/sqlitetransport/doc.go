@@ -1,23 +1,24 @@
-// Package sqlitetransport is a transport.Transport on SQLite (modernc.org/sqlite, no cgo), for
-// workers on one host: the goroutines of one process, or several processes on one file.
+// Package sqlitetransport is a transport backend on SQLite (modernc.org/sqlite, no cgo), for
+// workers on one host: the goroutines of one process, or several processes on one file. It runs
+// on the application's sqlitedb.DB, which it never closes, beside whatever else the file holds:
 //
-//	tr, err := sqlitetransport.Open(ctx, "stead.db")
+//	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: "stead.db"})
+//	tr, err := sqlitetransport.New(ctx, db)
+//	defer tr.Close() // before db.Close
 //
-// The database is opened, and its errors classified, by the same plumbing as sqlitestore's
-// (internal/sqliteutil), so the two behave alike on one file. It is in WAL mode. The transport
-// holds one connection, and every operation is one transaction on it that begins with BEGIN
-// IMMEDIATE, taking the write lock first so that two processes never deadlock upgrading a read
-// lock. Operations of one process queue on that connection (honouring ctx); when another process
-// holds the lock the transaction is retried for up to the busy timeout (WithBusyTimeout, default
-// 5 s; zero does not wait), after which the call fails with an error matching
-// stead.ErrUnavailable, nothing written; a ctx that ends first fails it with an error matching
-// ctx's, nothing written either. SQLITE_BUSY never escapes raw.
+// New returns the checked *transport.Transport in front of the SQLite backend.
 //
-// The tables are transport_messages and transport_groups, with sqlitetransport_migrations
-// recording their schema version, beside whatever else the file holds (an execution store may
-// share it). Wait wakes at once on a publish, ack or nack of this process; changes made by
-// another process are noticed by polling (WithPollInterval, default 50 ms).
+// The transport pins one of the DB's writer connections, and every operation is one transaction
+// on it that begins with BEGIN IMMEDIATE, taking the write lock first so that two processes
+// never deadlock upgrading a read lock. The writes of one process queue on the DB's write gate
+// (sqlitedb.DB.Lock), with those of every other component on the DB (an execution store), in
+// request order and honouring ctx. When another process holds the file's lock the transaction is
+// retried for up to the DB's busy timeout (sqlitedb.Config.BusyTimeout), after which the call
+// fails with an error matching stead.ErrUnavailable, nothing written; a ctx that ends first fails
+// it with an error matching ctx's, nothing written either. SQLITE_BUSY never escapes raw.
+// Durability is the DB's (sqlitedb.Config.Synchronous).
 //
-// Durability follows WithSynchronous: SyncNormal (the default) survives a crash of the process,
-// SyncFull also a power loss, at one fsync per operation.
+// The tables are transport_messages and transport_groups, with transport_migrations recording
+// their schema version. Wait wakes at once on a publish, ack or nack of this process; changes
+// made by another process are noticed by polling (WithPollInterval, default 50 ms).
 package sqlitetransport

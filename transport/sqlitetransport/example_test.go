@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
 )
@@ -17,7 +18,12 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "stead-example")
 	defer os.RemoveAll(dir)
-	tr, err := sqlitetransport.Open(ctx, filepath.Join(dir, "stead.db"))
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: filepath.Join(dir, "stead.db")})
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the transport: the DB is the application's
+	tr, err := sqlitetransport.New(ctx, db)
 	if err != nil {
 		panic(err)
 	}

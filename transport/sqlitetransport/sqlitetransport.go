@@ -18,31 +18,14 @@ import (
 	"github.com/steadhq/stead/transport/internal/wake"
 )
 
-// Synchronous is the durability level of commits.
-type Synchronous string
+// DefaultPollInterval is how long Wait blocks at most without a wake-up from this process.
+const DefaultPollInterval = 50 * time.Millisecond
 
-// The durability levels.
-const (
-	// SyncNormal (the default): a commit survives a crash of the process; the last commits
-	// before a power loss may be lost (the file stays consistent).
-	SyncNormal Synchronous = "NORMAL"
-	// SyncFull: every commit survives power loss; one fsync per operation.
-	SyncFull Synchronous = "FULL"
-)
-
-// Defaults.
-const (
-	DefaultBusyTimeout  = 5 * time.Second
-	DefaultPollInterval = 50 * time.Millisecond
-)
-
-// Option configures Open.
+// Option configures New.
 type Option func(*config)
 
 type config struct {
 	now  func() time.Time
-	busy time.Duration
-	sync Synchronous
 	poll time.Duration
 }
 
@@ -50,40 +33,31 @@ type config struct {
 // time.Now).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithBusyTimeout sets how long an operation waits for the write lock held by another process
-// before it fails with stead.ErrUnavailable (default DefaultBusyTimeout; zero fails at once).
-func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy = d } }
-
-// WithSynchronous sets the durability level (default SyncNormal).
-func WithSynchronous(s Synchronous) Option { return func(c *config) { c.sync = s } }
-
 // WithPollInterval sets how long Wait blocks at most without a wake-up from this process
 // (default DefaultPollInterval): how late a worker notices another process's publish or a lease
 // that ended.
 func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
-// Transport is the SQLite transport. It is safe for concurrent use.
-type Transport struct {
+// backend is the SQLite transport.Backend. It is safe for concurrent use.
+type backend struct {
 	cfg    config
 	db     *sqlitedb.DB
-	conn   *sql.Conn     // the writer's one connection, held for the transport's life
-	lock   chan struct{} // one holder of conn at a time; a channel so that waiting honours ctx
+	conn   *sql.Conn // a writer connection of db, pinned for the backend's life; used under db's gate
 	st     stmts
 	sig    *wake.Signal
 	closed atomic.Bool
 }
 
-var _ transport.Transport = (*Transport)(nil)
+var _ transport.Backend = (*backend)(nil)
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // migrationsTable records which versions of the transport's schema a file has; it sits beside
-// sqlitestore's own when both share a file.
-const migrationsTable = "sqlitetransport_migrations"
+// the execution store's own when both share a file.
+const migrationsTable = "transport_migrations"
 
-// migrations is the transport's schema history. Version 1 is written with IF NOT EXISTS so that
-// files created before the transport recorded versions adopt it unchanged.
+// migrations is the transport's schema history.
 var migrations = func() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
@@ -92,73 +66,56 @@ var migrations = func() fs.FS {
 	return sub
 }()
 
-// Open opens (creating if needed) the SQLite database at path and the transport's tables in it.
-// path ":memory:" gives a private in-memory database, gone at Close. Any file name works,
-// including one holding '?', '#', '%' or spaces.
-func Open(ctx context.Context, path string, opts ...Option) (*Transport, error) {
-	c := config{now: time.Now, busy: DefaultBusyTimeout, sync: SyncNormal, poll: DefaultPollInterval}
+// New returns a transport on db, which the application opened (sqlitedb.Open) and still owns:
+// closing the transport leaves db open. It creates or migrates the transport's tables, then pins
+// one of db's writer connections for its writes, which queue on db's write gate with those of
+// every other component on db.
+func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*transport.Transport, error) {
+	c := config{now: time.Now, poll: DefaultPollInterval}
 	for _, o := range opts {
 		o(&c)
 	}
 	switch {
-	case c.sync != SyncNormal && c.sync != SyncFull:
-		return nil, check.Invalidf("sqlitetransport: unknown synchronous level %q", c.sync)
+	case db == nil:
+		return nil, check.Invalidf("sqlitetransport: db is nil")
+	case c.now == nil:
+		return nil, check.Invalidf("sqlitetransport: clock is nil")
 	case c.poll <= 0:
 		return nil, check.Invalidf("sqlitetransport: poll interval %v is not positive", c.poll)
 	}
-	// A busy timeout of zero means "do not wait" here, but "the default" to sqliteutil; to Retry,
-	// which the open runs under too, one nanosecond is the same as no wait.
-	busy := c.busy
-	if busy == 0 {
-		busy = time.Nanosecond
-	}
-	db, err := sqlitedb.Open(ctx, sqlitedb.Config{
-		Path:        path,
-		BusyTimeout: busy,
-		Synchronous: sqlitedb.Synchronous(c.sync),
-	})
-	if err != nil {
+	// Migrate runs its own transaction on the writer pool, so it comes before a connection is
+	// taken out of that pool for good.
+	if err := sqlitedb.Migrate(ctx, db, migrationsTable, migrations); err != nil {
 		return nil, fmt.Errorf("sqlitetransport: %w", sqlitedb.Classify(err))
 	}
-	t := &Transport{cfg: c, db: db, lock: make(chan struct{}, 1), sig: wake.New()}
-	if err := t.init(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlitetransport: open %s: %w", path, err)
-	}
-	return t, nil
-}
-
-func (t *Transport) init(ctx context.Context) error {
-	// Migrate runs its own transaction on the writer pool, so it comes before the connection is
-	// taken out of that pool for good.
-	if err := sqlitedb.Migrate(ctx, t.db, migrationsTable, migrations); err != nil {
-		return sqlitedb.Classify(err)
-	}
-	conn, err := t.db.W.Conn(ctx)
+	conn, err := db.W.Conn(ctx)
 	if err != nil {
-		return classify(err)
+		return nil, fmt.Errorf("sqlitetransport: %w", classify(err))
 	}
-	t.conn = conn
-	if err := t.st.prepare(ctx, conn); err != nil {
-		t.st.close()
+	b := &backend{cfg: c, db: db, conn: conn, sig: wake.New()}
+	if err := b.st.prepare(ctx, conn); err != nil {
+		b.st.close()
 		conn.Close()
-		return classify(err)
+		return nil, fmt.Errorf("sqlitetransport: prepare: %w", classify(err))
 	}
-	return nil
+	return transport.New(b), nil
 }
 
-// Close closes the database, waiting for the operation in flight. Later calls fail with
-// stead.ErrClosed.
-func (t *Transport) Close() error {
-	if t.closed.Swap(true) {
+// Close waits for the write in flight, then returns the pinned connection to db. Waiters return
+// at once with stead.ErrClosed.
+func (b *backend) Close() error {
+	if b.closed.Swap(true) {
 		return nil
 	}
-	t.sig.Close()
-	t.lock <- struct{}{}
-	defer func() { <-t.lock }()
-	t.st.close()
-	err := errors.Join(t.conn.Close(), t.db.Close())
-	if err != nil {
+	b.sig.Close()
+	// The gate is free once the write in flight is done; no ctx can end this wait early, and
+	// none is needed: writes are short.
+	if err := b.db.Lock(context.Background()); err != nil {
+		return fmt.Errorf("sqlitetransport: close: %w", err)
+	}
+	defer b.db.Unlock()
+	b.st.close()
+	if err := b.conn.Close(); err != nil {
 		return fmt.Errorf("sqlitetransport: close: %w", err)
 	}
 	return nil
@@ -166,38 +123,37 @@ func (t *Transport) Close() error {
 
 var errClosed = fmt.Errorf("sqlitetransport: %w", stead.ErrClosed)
 
-// tx runs fn in one BEGIN IMMEDIATE transaction on the connection and commits it. A transaction
-// that found the database locked by another process is rolled back and run again, within the
-// busy timeout (sqlitedb.Retry): fn must have no effect outside the transaction.
-func (t *Transport) tx(ctx context.Context, fn func(ctx context.Context) error) error {
-	return classify(sqlitedb.Retry(ctx, t.db.BusyTimeout, func() error { return t.attempt(ctx, fn) }))
+// tx runs fn in one BEGIN IMMEDIATE transaction on the pinned connection and commits it, under
+// db's write gate. A transaction that found the file locked by another process is rolled back and
+// run again, within db's busy timeout (sqlitedb.Retry): fn must have no effect outside the
+// transaction.
+func (b *backend) tx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := b.db.Lock(ctx); err != nil {
+		return err
+	}
+	defer b.db.Unlock()
+	if b.closed.Load() {
+		return errClosed
+	}
+	return classify(sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error { return b.attempt(ctx, fn) }))
 }
 
 // attempt is one try of tx; any error rolls the transaction back. The connection does not wait
 // for locks itself (busy timeout 0): a lock held elsewhere fails BEGIN IMMEDIATE at once and
 // Retry waits, honouring ctx. COMMIT runs without ctx: it is local and short, and interrupting
 // it would leave the outcome unknown for no gain.
-func (t *Transport) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	select {
-	case t.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-t.lock }()
-	if t.closed.Load() {
-		return errClosed
-	}
-	if _, err := t.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+func (b *backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, err := b.st.txBegin.ExecContext(ctx); err != nil {
 		return interrupted(ctx, err)
 	}
 	if err := fn(ctx); err != nil {
-		if _, rerr := t.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+		if _, rerr := b.st.txRollback.ExecContext(context.Background()); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
 		return interrupted(ctx, err)
 	}
-	if _, err := t.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
-		_, _ = t.conn.ExecContext(context.Background(), "ROLLBACK")
+	if _, err := b.st.txCommit.ExecContext(context.Background()); err != nil {
+		_, _ = b.st.txRollback.ExecContext(context.Background())
 		return err
 	}
 	return nil
@@ -212,15 +168,9 @@ func interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// write runs an operation: refuses it after Close, names it in errors.
-func (t *Transport) write(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if t.closed.Load() {
-		return errClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := t.tx(ctx, fn); err != nil {
+// write runs an operation in tx and names it in errors.
+func (b *backend) write(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if err := b.tx(ctx, fn); err != nil {
 		if errors.Is(err, stead.ErrClosed) || errors.Is(err, stead.ErrInvalid) {
 			return err
 		}
@@ -241,23 +191,14 @@ func classify(err error) error {
 }
 
 // micros is a time as stored: unix microseconds.
-func micros(t time.Time) int64 { return t.UnixMicro() }
+func micros(tm time.Time) int64 { return tm.UnixMicro() }
 
-func (t *Transport) now() time.Time { return t.cfg.now().Truncate(time.Microsecond) }
+// now reads the clock in UTC at the precision the database keeps, so that what a lease reports is
+// what the database compares.
+func (b *backend) now() time.Time { return b.cfg.now().UTC().Truncate(time.Microsecond) }
 
-// Publish implements transport.Transport.
-func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, priority int) error {
-	return t.PublishBatch(ctx, []transport.Outgoing{{Group: group, Event: ev, Priority: priority}})
-}
-
-// PublishBatch implements transport.Transport in one transaction.
-func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
-	if err := transport.ValidateBatch(msgs); err != nil {
-		return err
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
+// PublishBatch implements transport.Backend in one transaction.
+func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
 	events := make([]string, len(msgs))
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i].Event)
@@ -267,56 +208,48 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []transport.Outgoing)
 		events[i] = string(b)
 	}
 	created := false
-	err := t.write(ctx, "publish", func(ctx context.Context) error {
+	err := b.write(ctx, "publish", func(ctx context.Context) error {
 		created = false
 		for i, m := range msgs {
-			res, err := t.st.createGroup.ExecContext(ctx, m.Group, m.Priority)
+			res, err := b.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
 				created = true
 			}
-			if _, err := t.st.insertMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
+			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err == nil && created {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return err
 }
 
-// Claim implements transport.Transport.
-func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority int) (*transport.Lease, error) {
-	return transport.FirstLease(t.ClaimBatch(ctx, worker, visibility, minPriority, 1))
-}
-
-// ClaimBatch implements transport.Transport in one transaction.
-func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	if err := transport.ValidateClaim(worker, visibility, minPriority, max); err != nil {
-		return nil, err
-	}
-	gen := t.sig.Gen()
+// ClaimBatch implements transport.Backend in one transaction.
+func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+	gen := b.sig.Gen()
 	var out []transport.Lease
-	err := t.write(ctx, "claim", func(ctx context.Context) error {
+	err := b.write(ctx, "claim", func(ctx context.Context) error {
 		out = out[:0]
-		now := t.now()
+		now := b.now()
 		until := now.Add(visibility)
 		token := transport.NewToken(worker)
-		pick := t.st.pickAny
+		pick := b.st.claimPick
 		if minPriority > 0 {
-			pick = t.st.pickPrioritised
+			pick = b.st.claimPickPrioritised
 		}
 		for len(out) < max {
-			heads, empty, err := t.heads(ctx, pick, micros(now), minPriority, max-len(out))
+			heads, empty, err := b.heads(ctx, pick, micros(now), minPriority, max-len(out))
 			if err != nil {
 				return err
 			}
 			for _, h := range heads {
-				if _, err := t.st.lease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
+				if _, err := b.st.claimLease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
 					return err
 				}
 				out = append(out, transport.Lease{Message: h, Token: token, Until: until})
@@ -333,14 +266,14 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 		return nil, err
 	}
 	if len(out) == 0 {
-		t.sig.Empty(gen)
+		b.sig.Empty(gen)
 	}
 	return out, nil
 }
 
 // heads returns the head message of up to n claimable groups in claim order and deletes any
 // empty group among them, reporting how many.
-func (t *Transport) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
+func (b *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
 	rows, err := pick.QueryContext(ctx, now, minPriority, n)
 	if err != nil {
 		return nil, 0, err
@@ -373,37 +306,23 @@ func (t *Transport) heads(ctx context.Context, pick *sql.Stmt, now int64, minPri
 		return nil, 0, err
 	}
 	for _, g := range empties {
-		if _, err := t.st.deleteGroup.ExecContext(ctx, g); err != nil {
+		if _, err := b.st.claimDeleteEmpty.ExecContext(ctx, g); err != nil {
 			return nil, 0, err
 		}
 	}
 	return heads, len(empties), nil
 }
 
-// Ack implements transport.Transport.
-func (t *Transport) Ack(ctx context.Context, l *transport.Lease) error {
-	if err := transport.ValidateLease(l); err != nil {
-		return err
-	}
-	return t.AckBatch(ctx, []transport.Lease{*l})
-}
-
-// AckBatch implements transport.Transport in one transaction.
-func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
-	if err := transport.ValidateLeases(ls); err != nil {
-		return err
-	}
-	if len(ls) == 0 {
-		return nil
-	}
+// AckBatch implements transport.Backend in one transaction.
+func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	freed := false
-	err := t.write(ctx, "ack", func(ctx context.Context) error {
+	err := b.write(ctx, "ack", func(ctx context.Context) error {
 		freed = false
-		now := micros(t.now())
+		now := micros(b.now())
 		for _, l := range ls {
 			// Deletes the message only while the lease's token holds the group: a stale lease
 			// deletes nothing and changes nothing else.
-			res, err := t.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
+			res, err := b.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
 			if err != nil {
 				return err
 			}
@@ -412,7 +331,7 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 			}
 			// Free the group behind the waiting ones, or delete it if it is drained: the next
 			// publish creates it afresh with its own priority.
-			res, err = t.st.freeIfMore.ExecContext(ctx, now, l.Group)
+			res, err = b.st.ackFree.ExecContext(ctx, now, l.Group)
 			if err != nil {
 				return err
 			}
@@ -420,33 +339,27 @@ func (t *Transport) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				freed = true
 				continue
 			}
-			if _, err := t.st.deleteGroup.ExecContext(ctx, l.Group); err != nil {
+			if _, err := b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err == nil && freed {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return err
 }
 
-// Nack implements transport.Transport.
-func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
-	if err := transport.ValidateLease(l); err != nil {
-		return err
-	}
-	if err := transport.ValidateDelay(delay); err != nil {
-		return err
-	}
+// Nack implements transport.Backend in one transaction.
+func (b *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
 	freed := false
-	err := t.write(ctx, "nack", func(ctx context.Context) error {
+	err := b.write(ctx, "nack", func(ctx context.Context) error {
 		if delay > 0 {
-			_, err := t.st.park.ExecContext(ctx, micros(t.now().Add(delay)), l.Group, l.Token)
+			_, err := b.st.nackPark.ExecContext(ctx, micros(b.now().Add(delay)), l.Group, l.Token)
 			return err
 		}
-		res, err := t.st.release.ExecContext(ctx, l.Group, l.Token)
+		res, err := b.st.nackRelease.ExecContext(ctx, l.Group, l.Token)
 		if err != nil {
 			return err
 		}
@@ -455,18 +368,15 @@ func (t *Transport) Nack(ctx context.Context, l *transport.Lease, delay time.Dur
 		return nil
 	})
 	if err == nil && freed {
-		t.sig.Notify()
+		b.sig.Notify()
 	}
 	return err
 }
 
-// Wait implements transport.Transport: it wakes on this process's publishes, acks and nacks at
+// Wait implements transport.Backend: it wakes on this process's publishes, acks and nacks at
 // once, and after the poll interval otherwise.
-func (t *Transport) Wait(ctx context.Context) error {
-	if t.closed.Load() {
-		return errClosed
-	}
-	if err := t.sig.Wait(ctx, t.cfg.poll); err != nil {
+func (b *backend) Wait(ctx context.Context) error {
+	if err := b.sig.Wait(ctx, b.cfg.poll); err != nil {
 		if errors.Is(err, stead.ErrClosed) {
 			return errClosed
 		}

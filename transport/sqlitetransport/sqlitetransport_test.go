@@ -1,166 +1,129 @@
 package sqlitetransport_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
 	"github.com/steadhq/stead/transport/transporttest"
 	"modernc.org/sqlite"
 )
 
-func open(t testing.TB, path string, opts ...sqlitetransport.Option) *sqlitetransport.Transport {
+// openDB opens the database at path (sqlitedb.Memory for an in-memory one) with c's other
+// settings, closed when the test ends, after anything the test closes itself.
+func openDB(t testing.TB, path string, c sqlitedb.Config) *sqlitedb.DB {
 	t.Helper()
-	tr, err := sqlitetransport.Open(context.Background(), path, opts...)
+	c.Path = path
+	db, err := sqlitedb.Open(context.Background(), c)
 	if err != nil {
-		t.Fatalf("Open(%s): %v", path, err)
+		t.Fatalf("sqlitedb.Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// newOn returns a transport on db; the caller closes it.
+func newOn(t testing.TB, db *sqlitedb.DB, opts ...sqlitetransport.Option) *transport.Transport {
+	t.Helper()
+	tr, err := sqlitetransport.New(context.Background(), db, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
 	}
 	return tr
 }
 
+// open returns a transport on a database of its own at path, as a process of its own would have;
+// the caller closes the transport, the test's end the database.
+func open(t testing.TB, path string, opts ...sqlitetransport.Option) *transport.Transport {
+	t.Helper()
+	return newOn(t, openDB(t, path, sqlitedb.Config{}), opts...)
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
 		return open(t, filepath.Join(t.TempDir(), "transport.db"), sqlitetransport.WithClock(clock))
 	})
 }
 
 func TestConformanceInMemory(t *testing.T) {
 	t.Parallel()
-	transporttest.Run(t, func(t *testing.T, clock func() time.Time) transport.Transport {
-		return open(t, ":memory:", sqlitetransport.WithClock(clock))
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
+		return open(t, sqlitedb.Memory, sqlitetransport.WithClock(clock))
 	})
 }
 
-func TestOpenErrors(t *testing.T) {
+func TestNewErrors(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	garbage := filepath.Join(dir, "garbage.db")
-	if err := os.WriteFile(garbage, bytes.Repeat([]byte("not a database "), 512), 0o644); err != nil {
+	closed, err := sqlitedb.Open(context.Background(), sqlitedb.Config{Path: filepath.Join(t.TempDir(), "closed.db")})
+	if err != nil {
 		t.Fatal(err)
 	}
+	closed.Close()
 	tests := []struct {
 		name string
-		path string
+		db   *sqlitedb.DB
 		opts []sqlitetransport.Option
 		want error
 	}{
-		{"empty path", "", nil, stead.ErrInvalid},
-		{"NUL in path", filepath.Join(dir, "a\x00.db"), nil, stead.ErrInvalid},
-		{"path not UTF-8", filepath.Join(dir, "a\xff.db"), nil, stead.ErrInvalid},
-		{"negative busy timeout", filepath.Join(dir, "b.db"), []sqlitetransport.Option{sqlitetransport.WithBusyTimeout(-time.Second)}, stead.ErrInvalid},
-		{"unknown synchronous", filepath.Join(dir, "c.db"), []sqlitetransport.Option{sqlitetransport.WithSynchronous("OFF")}, stead.ErrInvalid},
-		{"empty synchronous", filepath.Join(dir, "c.db"), []sqlitetransport.Option{sqlitetransport.WithSynchronous("")}, stead.ErrInvalid},
-		{"zero poll", filepath.Join(dir, "d.db"), []sqlitetransport.Option{sqlitetransport.WithPollInterval(0)}, stead.ErrInvalid},
-		{"missing directory", filepath.Join(dir, "no", "such", "dir", "e.db"), nil, stead.ErrUnavailable},
-		{"not a database", garbage, nil, stead.ErrUnavailable},
+		{"nil db", nil, nil, stead.ErrInvalid},
+		{"zero poll", openDB(t, sqlitedb.Memory, sqlitedb.Config{}), []sqlitetransport.Option{sqlitetransport.WithPollInterval(0)}, stead.ErrInvalid},
+		{"nil clock", openDB(t, sqlitedb.Memory, sqlitedb.Config{}), []sqlitetransport.Option{sqlitetransport.WithClock(nil)}, stead.ErrInvalid},
+		{"closed db", closed, nil, stead.ErrClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tr, err := sqlitetransport.Open(context.Background(), tc.path, tc.opts...)
+			tr, err := sqlitetransport.New(context.Background(), tc.db, tc.opts...)
 			if err == nil {
 				tr.Close()
 			}
 			if !errors.Is(err, tc.want) {
-				t.Fatalf("Open = %v, want %v", err, tc.want)
+				t.Fatalf("New = %v, want %v", err, tc.want)
 			}
 		})
 	}
 }
 
-// TestOpenPathWithURICharacters opens a transport on a file whose name holds characters a "file:"
-// URI reserves ('?' starts a query, '#' a fragment) or that need care in one (space, '%'), in a
-// directory with spaces, and checks that it works, persists across a reopen, and lives in the
-// file named rather than in one cut at the '?' or '#'.
-func TestOpenPathWithURICharacters(t *testing.T) {
+// TestSharesTheDBWriteGate checks that the transport's writes queue on its DB's write gate with
+// those of every other component on the DB (a store, here stood for by the test holding the
+// gate), that a caller's context ends that wait with nothing written, and that closing the
+// transport leaves the DB open.
+func TestSharesTheDBWriteGate(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ dir, file string }{
-		{"plain", "q?mode=ro#x y.db"},
-		{"dir with spaces", "a b?c#d.db"},
-		{"dir with  two  spaces", "100% sure?.db"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.dir+"/"+tc.file, func(t *testing.T) {
-			t.Parallel()
-			dir := filepath.Join(t.TempDir(), tc.dir)
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, tc.file)
-			ctx := context.Background()
-			tr := open(t, path)
-			if err := tr.Publish(ctx, "G", transporttest.Event("e1"), 0); err != nil {
-				t.Fatalf("Publish: %v", err)
-			}
-			if err := tr.Close(); err != nil {
-				t.Fatal(err)
-			}
-			tr = open(t, path)
-			defer tr.Close()
-			l, err := tr.Claim(ctx, "w", time.Minute, 0)
-			if err != nil || l == nil || l.Event.ID != "e1" {
-				t.Fatalf("Claim after reopen = %+v, %v; want e1", l, err)
-			}
-			if err := tr.Ack(ctx, l); err != nil {
-				t.Fatalf("Ack: %v", err)
-			}
-			entries, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				if !strings.HasPrefix(e.Name(), tc.file) { // the file and its -wal and -shm
-					t.Errorf("%q created beside %q", e.Name(), tc.file)
-				}
-			}
-			if _, err := os.Stat(path); err != nil {
-				t.Fatalf("the file named was not created: %v", err)
-			}
-		})
-	}
-}
-
-// TestOpenAdoptsUnversionedFile opens a file whose transport tables were created before the
-// transport recorded schema versions, and checks that its messages are still served.
-func TestOpenAdoptsUnversionedFile(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "old.db")
-	ddl, err := os.ReadFile("migrations/001_init.sql")
-	if err != nil {
+	db := openDB(t, filepath.Join(t.TempDir(), "shared.db"), sqlitedb.Config{})
+	tr := newOn(t, db)
+	ctx := context.Background()
+	if err := db.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := tr.Publish(short, "G", transporttest.Event("e1"), 0)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Publish while another component writes = %v, want the deadline", err)
+	}
+	db.Unlock()
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+		t.Fatalf("Claim = %v, %v; want nothing (the publish wrote nothing)", l, err)
+	}
+	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		string(ddl),
-		`INSERT INTO transport_groups (group_id, priority) VALUES ('G', 2)`,
-		`INSERT INTO transport_messages (group_id, event) VALUES ('G', '{"id":"old"}')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			db.Close()
-			t.Fatal(err)
-		}
+	if err := db.W.PingContext(ctx); err != nil {
+		t.Fatalf("the DB was closed with the transport: %v", err)
 	}
-	if err := db.Close(); err != nil {
+	// A second transport on the same DB finds the tables and works.
+	again := newOn(t, db)
+	defer again.Close()
+	if err := again.Publish(ctx, "G", transporttest.Event("e2"), 0); err != nil {
 		t.Fatal(err)
-	}
-	tr := open(t, path)
-	defer tr.Close()
-	l, err := tr.Claim(context.Background(), "w", time.Minute, 0)
-	if err != nil || l == nil || l.Event.ID != "old" || l.Priority != 2 {
-		t.Fatalf("Claim = %+v, %v; want the old message at priority 2", l, err)
 	}
 }
 
@@ -186,9 +149,9 @@ func holdWriteLock(t *testing.T, path string) *sql.Conn {
 }
 
 // TestBusyIsUnavailable holds the write lock from another connection, as another process would,
-// and checks that an operation retries within the busy timeout, then fails with ErrUnavailable
-// having written nothing, with the SQLite error kept in the chain. A zero busy timeout fails at
-// once.
+// and checks that an operation retries within the DB's busy timeout, then fails with
+// ErrUnavailable having written nothing, with the SQLite error kept in the chain. A busy timeout
+// of a nanosecond fails at once.
 func TestBusyIsUnavailable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -199,13 +162,13 @@ func TestBusyIsUnavailable(t *testing.T) {
 		minWait time.Duration
 	}{
 		{"100ms", 100 * time.Millisecond, 50 * time.Millisecond},
-		{"no wait", 0, 0},
+		{"no wait", time.Nanosecond, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "busy.db")
-			tr := open(t, path, sqlitetransport.WithBusyTimeout(tc.busy))
+			tr := newOn(t, openDB(t, path, sqlitedb.Config{BusyTimeout: tc.busy}))
 			defer tr.Close()
 			ctx := context.Background()
 			conn := holdWriteLock(t, path)
@@ -266,7 +229,7 @@ func TestTwoProcessesNeverShareAMessage(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	claimers := make([]transporttest.Claimer, 4)
-	for w, tr := range []*sqlitetransport.Transport{a, b, a, b} {
+	for w, tr := range []*transport.Transport{a, b, a, b} {
 		claimers[w] = transporttest.Claimer{T: tr, Max: 2}
 	}
 	transporttest.Shared(t, 10, 10, claimers...)

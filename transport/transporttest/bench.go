@@ -11,7 +11,7 @@ import (
 )
 
 // Opener builds a fresh, empty transport for a benchmark. The benchmark closes it.
-type Opener func(b *testing.B) transport.Transport
+type Opener func(b *testing.B) *transport.Transport
 
 // Benchmark runs the transport benchmarks, each on a fresh transport:
 //
@@ -117,7 +117,7 @@ func Benchmark(b *testing.B, open Opener) {
 	})
 }
 
-func openBench(b *testing.B, open Opener) transport.Transport {
+func openBench(b *testing.B, open Opener) *transport.Transport {
 	b.Helper()
 	tr := open(b)
 	b.Cleanup(func() { tr.Close() })
@@ -125,7 +125,7 @@ func openBench(b *testing.B, open Opener) transport.Transport {
 }
 
 // fill publishes n messages over 1,000 groups, in batches.
-func fill(b *testing.B, tr transport.Transport, n int) {
+func fill(b *testing.B, tr *transport.Transport, n int) {
 	b.Helper()
 	ctx := context.Background()
 	batch := make([]transport.Outgoing, 0, transport.MaxBatch)

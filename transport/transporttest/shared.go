@@ -14,7 +14,7 @@ import (
 // Claimer is one of the concurrent claimers of Shared: it claims up to Max messages at a time
 // from T.
 type Claimer struct {
-	T   transport.Transport
+	T   *transport.Transport
 	Max int
 }
 

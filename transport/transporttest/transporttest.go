@@ -16,7 +16,7 @@ import (
 )
 
 // Factory builds a fresh, empty transport whose time is clock(). The suite closes it.
-type Factory func(t *testing.T, clock func() time.Time) transport.Transport
+type Factory func(t *testing.T, clock func() time.Time) *transport.Transport
 
 // Start is where every scenario's clock starts.
 var Start = time.Date(2026, 1, 1, 0, 1, 40, 0, time.UTC)
@@ -24,60 +24,114 @@ var Start = time.Date(2026, 1, 1, 0, 1, 40, 0, time.UTC)
 // Visibility is the lease the scenarios use unless they test leases.
 const Visibility = 10 * time.Second
 
-// Run runs every scenario as a parallel subtest, each on a fresh transport.
+// Run runs every rule as a parallel subtest named group/rule (lower snake case, as in
+// TestConformance/lease/stale_changes_nothing), each on a fresh transport.
 func Run(t *testing.T, f Factory) {
 	t.Helper()
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
-			sc.run(t, f)
+			for _, r := range g.rules {
+				t.Run(r.name, func(t *testing.T) {
+					t.Parallel()
+					r.run(t, f)
+				})
+			}
 		})
 	}
 }
 
-var scenarios = []struct {
+type rule struct {
 	name string
 	run  func(t *testing.T, f Factory)
-}{
-	{"FIFOWithinGroup", testFIFO},
-	{"OneInFlightPerGroup", testOneInFlight},
-	{"AckRemovesNackReturns", testAckRemovesNackReturns},
-	{"NackReturnsToHead", testNackReturnsToHead},
-	{"ParkWithNackDelay", testPark},
-	{"ExpiredLeaseClaimableAgain", testExpiredLease},
-	{"LeaseHoldsUntilItsEnd", testLeaseEndExclusive},
-	{"AckAfterExpiryWithoutReclaim", testAckAfterExpiry},
-	{"StaleLeaseChangesNothing", testStaleLease},
-	{"RoundRobinServedGroupYields", testRoundRobin},
-	{"FairRoundRobinAcrossGroups", testFairRotation},
-	{"MinimumPriority", testMinPriority},
-	{"PrioritySticksAtFirstPublish", testPrioritySticks},
-	{"ClaimBatchOnePerGroup", testClaimBatch},
-	{"ClaimBatchMaxAndPriority", testClaimBatchLimits},
-	{"PublishBatchKeepsOrder", testPublishBatchOrder},
-	{"PublishBatchAllOrNothing", testPublishBatchAtomic},
-	{"AckBatch", testAckBatch},
-	{"LeaseFields", testLeaseFields},
-	{"EventRoundTrip", testEventRoundTrip},
-	{"InvalidInput", testInvalidInput},
-	{"ConcurrentClaimers", testConcurrentClaimers},
-	{"WaitWakesOnPublish", testWaitPublish},
-	{"WaitWakesOnAckThatFreesGroup", testWaitAck},
-	{"WaitHonoursContext", testWaitContext},
-	{"Closed", testClosed},
+}
+
+type group struct {
+	name  string
+	rules []rule
+}
+
+// groups is the table of every rule, in the order they appear in the test output.
+var groups = []group{
+	{"order", []rule{
+		{"fifo_within_group", testFIFO},
+	}},
+	{"lease", []rule{
+		{"one_in_flight_per_group", testOneInFlight},
+		{"expired_is_claimable_again", testExpiredLease},
+		{"holds_until_its_end", testLeaseEndExclusive},
+		{"stale_changes_nothing", testStaleLease},
+		{"fields", testLeaseFields},
+		{"until_in_utc_microseconds", testLeaseUntilNormalised},
+	}},
+	{"ack", []rule{
+		{"removes_message_nack_returns_it", testAckRemovesNackReturns},
+		{"after_expiry_without_reclaim_lands", testAckAfterExpiry},
+	}},
+	{"nack", []rule{
+		{"returns_to_group_head", testNackReturnsToHead},
+		{"delay_parks_group", testPark},
+	}},
+	{"fairness", []rule{
+		{"served_group_yields", testRoundRobin},
+		{"round_robin_across_groups", testFairRotation},
+	}},
+	{"priority", []rule{
+		{"minimum_filters", testMinPriority},
+		{"sticks_from_first_publish", testPrioritySticks},
+		{"bounds", testPriorityBounds},
+	}},
+	{"batch", []rule{
+		{"claim_one_per_group", testClaimBatch},
+		{"claim_max_and_priority", testClaimBatchLimits},
+		{"publish_keeps_order", testPublishBatchOrder},
+		{"publish_all_or_nothing", testPublishBatchAtomic},
+		{"ack_current_skips_stale", testAckBatch},
+	}},
+	{"event", []rule{
+		{"round_trip", testEventRoundTrip},
+		{"created_at_in_utc_microseconds", testEventCreatedAtNormalised},
+		{"created_at_within_years_1_to_9999", testEventTimeRange},
+		{"empty_data_is_nil", testEmptyData},
+	}},
+	{"input", []rule{
+		{"invalid_is_refused", testInvalidInput},
+		{"visibility_bounds", testVisibilityBounds},
+		{"delay_bounds", testDelayBounds},
+	}},
+	{"context", []rule{
+		{"done_before_call_reaches_nothing", testContextDone},
+	}},
+	{"concurrency", []rule{
+		{"claimers_never_share_a_group", testConcurrentClaimers},
+	}},
+	{"wait", []rule{
+		{"wakes_on_publish", testWaitPublish},
+		{"wakes_on_ack_that_frees_group", testWaitAck},
+		{"honours_context", testWaitContext},
+	}},
+	{"close", []rule{
+		{"calls_after_close_fail", testClosed},
+	}},
 }
 
 // env is one scenario's transport and clock.
 type env struct {
 	t     *testing.T
-	tr    transport.Transport
+	tr    *transport.Transport
 	clock *Clock
 	ctx   context.Context
 }
 
 func newEnv(t *testing.T, f Factory) *env {
 	t.Helper()
-	c := NewClock(Start)
+	return newEnvAt(t, f, Start)
+}
+
+// newEnvAt is newEnv with the clock starting at start.
+func newEnvAt(t *testing.T, f Factory, start time.Time) *env {
+	t.Helper()
+	c := NewClock(start)
 	tr := f(t, c.Now)
 	t.Cleanup(func() {
 		if err := tr.Close(); err != nil {
@@ -501,43 +555,46 @@ func testInvalidInput(t *testing.T, f Factory) {
 		name string
 		call func() error
 	}{
-		{"empty group", func() error { return e.tr.Publish(e.ctx, "", good, 0) }},
-		{"NUL in group", func() error { return e.tr.Publish(e.ctx, "a\x00b", good, 0) }},
-		{"invalid UTF-8 group", func() error { return e.tr.Publish(e.ctx, "a\xffb", good, 0) }},
-		{"oversized group", func() error { return e.tr.Publish(e.ctx, strings.Repeat("g", stead.MaxIDLen+1), good, 0) }},
-		{"empty event id", func() error { return e.tr.Publish(e.ctx, "G", stead.Event{Kind: "k"}, 0) }},
-		{"empty event kind", func() error { return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e"}, 0) }},
-		{"NUL in event id", func() error { return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e\x00", Kind: "k"}, 0) }},
-		{"invalid JSON data", func() error {
+		{"empty_group", func() error { return e.tr.Publish(e.ctx, "", good, 0) }},
+		{"nul_in_group", func() error { return e.tr.Publish(e.ctx, "a\x00b", good, 0) }},
+		{"invalid_utf8_group", func() error { return e.tr.Publish(e.ctx, "a\xffb", good, 0) }},
+		{"oversized_group", func() error { return e.tr.Publish(e.ctx, strings.Repeat("g", stead.MaxIDLen+1), good, 0) }},
+		{"empty_event_id", func() error { return e.tr.Publish(e.ctx, "G", stead.Event{Kind: "k"}, 0) }},
+		{"empty_event_kind", func() error { return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e"}, 0) }},
+		{"nul_in_event_id", func() error { return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e\x00", Kind: "k"}, 0) }},
+		{"invalid_json_data", func() error {
 			return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e", Kind: "k", Data: json.RawMessage(`{`)}, 0)
 		}},
-		{"\\u0000 in data", func() error {
+		{"nul_escape_in_data", func() error {
 			return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e", Kind: "k", Data: json.RawMessage(`"\u0000"`)}, 0)
 		}},
-		{"oversized data", func() error { return e.tr.Publish(e.ctx, "G", big, 0) }},
-		{"negative priority", func() error { return e.tr.Publish(e.ctx, "G", good, -1) }},
-		{"priority above max", func() error { return e.tr.Publish(e.ctx, "G", good, transport.MaxPriority+1) }},
-		{"batch too large", func() error {
+		{"oversized_data", func() error { return e.tr.Publish(e.ctx, "G", big, 0) }},
+		{"negative_priority", func() error { return e.tr.Publish(e.ctx, "G", good, -1) }},
+		{"priority_above_max", func() error { return e.tr.Publish(e.ctx, "G", good, transport.MaxPriority+1) }},
+		{"publish_batch_above_max", func() error {
 			return e.tr.PublishBatch(e.ctx, make([]transport.Outgoing, transport.MaxBatch+1))
 		}},
-		{"empty worker", func() error { _, err := e.tr.Claim(e.ctx, "", Visibility, 0); return err }},
-		{"zero visibility", func() error { _, err := e.tr.Claim(e.ctx, "w", 0, 0); return err }},
-		{"negative visibility", func() error { _, err := e.tr.Claim(e.ctx, "w", -time.Second, 0); return err }},
-		{"huge visibility", func() error { _, err := e.tr.Claim(e.ctx, "w", 100*365*24*time.Hour, 0); return err }},
-		{"negative min priority", func() error { _, err := e.tr.Claim(e.ctx, "w", Visibility, -1); return err }},
-		{"zero batch", func() error { _, err := e.tr.ClaimBatch(e.ctx, "w", Visibility, 0, 0); return err }},
-		{"negative batch", func() error { _, err := e.tr.ClaimBatch(e.ctx, "w", Visibility, 0, -5); return err }},
-		{"huge batch", func() error { _, err := e.tr.ClaimBatch(e.ctx, "w", Visibility, 0, 1<<30); return err }},
-		{"nil lease ack", func() error { return e.tr.Ack(e.ctx, nil) }},
-		{"nil lease nack", func() error { return e.tr.Nack(e.ctx, nil, 0) }},
-		{"lease without token", func() error {
+		{"empty_worker", func() error { _, err := e.tr.Claim(e.ctx, "", Visibility, 0); return err }},
+		{"zero_visibility", func() error { _, err := e.tr.Claim(e.ctx, "w", 0, 0); return err }},
+		{"negative_visibility", func() error { _, err := e.tr.Claim(e.ctx, "w", -time.Second, 0); return err }},
+		{"huge_visibility", func() error { _, err := e.tr.Claim(e.ctx, "w", 100*365*24*time.Hour, 0); return err }},
+		{"negative_min_priority", func() error { _, err := e.tr.Claim(e.ctx, "w", Visibility, -1); return err }},
+		{"claim_of_none", func() error { _, err := e.tr.ClaimBatch(e.ctx, "w", Visibility, 0, 0); return err }},
+		{"claim_of_negative", func() error { _, err := e.tr.ClaimBatch(e.ctx, "w", Visibility, 0, -5); return err }},
+		{"claim_above_max", func() error { _, err := e.tr.ClaimBatch(e.ctx, "w", Visibility, 0, 1<<30); return err }},
+		{"ack_of_nil_lease", func() error { return e.tr.Ack(e.ctx, nil) }},
+		{"nack_of_nil_lease", func() error { return e.tr.Nack(e.ctx, nil, 0) }},
+		{"lease_without_token", func() error {
 			return e.tr.Ack(e.ctx, &transport.Lease{Message: transport.Message{Group: "G"}})
 		}},
-		{"lease without group", func() error { return e.tr.Ack(e.ctx, &transport.Lease{Token: "w:1"}) }},
-		{"batch lease with NUL", func() error {
+		{"lease_without_group", func() error { return e.tr.Ack(e.ctx, &transport.Lease{Token: "w:1"}) }},
+		{"ack_batch_lease_with_nul", func() error {
 			return e.tr.AckBatch(e.ctx, []transport.Lease{{Message: transport.Message{Group: "G\x00"}, Token: "w:1"}})
 		}},
-		{"negative nack delay", func() error { return e.tr.Nack(e.ctx, lease, -time.Second) }},
+		{"negative_nack_delay", func() error { return e.tr.Nack(e.ctx, lease, -time.Second) }},
+		{"ack_batch_above_max", func() error {
+			return e.tr.AckBatch(e.ctx, make([]transport.Lease, transport.MaxBatch+1))
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -242,7 +242,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // seed creates the executions and publishes their whole backlog: the starts through the Client
 // (with the records), then the ticks, stamped with their publish time.
-func seed(ctx context.Context, s stead.Store, tr transport.Transport, cfg Config) error {
+func seed(ctx context.Context, s *stead.Store, tr *transport.Transport, cfg Config) error {
 	const chunk = 500
 	c := &runtime.Client{Store: s, Transport: tr}
 	for i := 0; i < cfg.Executions; i += chunk {
@@ -307,7 +307,7 @@ const tricklePrefix = "trickle-"
 
 // trickle publishes cfg.Trickle events one at a time and measures each one's publish→commit
 // latency; committed receives the commit time of each.
-func trickle(ctx context.Context, tr transport.Transport, cfg Config, committed <-chan time.Time) (*latencies, error) {
+func trickle(ctx context.Context, tr *transport.Transport, cfg Config, committed <-chan time.Time) (*latencies, error) {
 	l := newLatencies(cfg.Trickle)
 	for i := range cfg.Trickle {
 		// A short pause lets the worker go idle again: this measures wake-up, not a hot loop.

@@ -1,0 +1,89 @@
+package sqlitetransport
+
+import (
+	"context"
+	"database/sql"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/steadhq/stead/sqlitedb"
+)
+
+// sqlConstants returns the value of every constant of sql.go whose name starts with "sql": the
+// statements the transport sends.
+func sqlConstants(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "sql.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &types.Info{Defs: map[*ast.Ident]types.Object{}}
+	if _, err := (&types.Config{}).Check("sqlitetransport", fset, []*ast.File{f}, info); err != nil {
+		t.Fatalf("sql.go must hold constants only: %v", err)
+	}
+	out := map[string]string{}
+	for id, obj := range info.Defs {
+		if c, ok := obj.(*types.Const); ok && strings.HasPrefix(id.Name, "sql") {
+			out[id.Name] = constant.StringVal(c.Val())
+		}
+	}
+	return out
+}
+
+// TestStatementsPairedByName checks that every statement of sql.go is prepared under its own name
+// with its own text, that nothing else is, and that each fills a field of its own.
+func TestStatementsPairedByName(t *testing.T) {
+	consts := sqlConstants(t)
+	var s stmts
+	named := s.byName()
+	seen := map[**sql.Stmt]string{}
+	for name, st := range named {
+		text, ok := consts[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is prepared but is no constant of sql.go", name)
+		case st.text != text:
+			t.Errorf("%s is prepared with another constant's text", name)
+		}
+		if other, dup := seen[st.dst]; dup {
+			t.Errorf("%s and %s fill one field", name, other)
+		}
+		seen[st.dst] = name
+	}
+	for name := range consts {
+		if _, ok := named[name]; !ok {
+			t.Errorf("%s of sql.go is never prepared", name)
+		}
+	}
+
+	db, err := sqlitedb.Open(context.Background(), sqlitedb.Config{Path: sqlitedb.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := sqlitedb.Migrate(context.Background(), db, migrationsTable, migrations); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.W.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := s.prepare(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	v := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Type() == reflect.TypeFor[*sql.Stmt]() && f.IsNil() {
+			t.Errorf("field %s has no statement", v.Type().Field(i).Name)
+		}
+	}
+}
