@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -504,5 +505,45 @@ func TestPriorityShare(t *testing.T) {
 				t.Fatalf("service order %v: high priority first = %v, want %v", order, first, tc.wantFirst)
 			}
 		})
+	}
+}
+
+// TestCreateBatchCreatesEveryFreeID creates a batch in which one id is taken: the others are
+// created and started (their start events published, not left for the relay), the taken one is
+// reported as ErrAlreadyExists, and an invalid item refuses the whole batch before anything is
+// written.
+func TestCreateBatchCreatesEveryFreeID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.create("taken")
+	news := []NewExecution{{DefinitionID: "counter", ID: "a"}, {DefinitionID: "counter", ID: "taken"}, {DefinitionID: "counter", ID: "b"}}
+	exes, err := h.client.CreateBatch(ctx, news)
+	if !errors.Is(err, stead.ErrAlreadyExists) || !strings.Contains(err.Error(), `"taken"`) {
+		t.Fatalf("CreateBatch with a taken id: %v, want ErrAlreadyExists naming it", err)
+	}
+	if len(exes) != 2 || exes[0].ID != "a" || exes[1].ID != "b" || exes[0].Version != 1 {
+		t.Fatalf("CreateBatch created %+v, want a and b at version 1", exes)
+	}
+	if o, _ := h.store.PendingOutbox(ctx, "", 10); len(o) != 0 {
+		t.Fatalf("start events left for the relay: %+v", o)
+	}
+	h.start(h.config())
+	eventually(t, 5*time.Second, "a and b started", func() bool {
+		_, a := h.counts("a")
+		_, b := h.counts("b")
+		return a.Status == stead.StatusRunning && b.Status == stead.StatusRunning
+	})
+
+	bad := []NewExecution{{DefinitionID: "counter", ID: "c"}, {DefinitionID: "counter", ID: "d", Context: []byte(`[1]`)}}
+	if _, err := h.client.CreateBatch(ctx, bad); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("CreateBatch with an invalid item: %v, want ErrInvalid", err)
+	}
+	if _, err := h.store.Load(ctx, "c"); !errors.Is(err, stead.ErrNotFound) {
+		t.Fatalf("the valid item of a refused batch was written: %v", err)
+	}
+	dup := []NewExecution{{DefinitionID: "counter", ID: "e"}, {DefinitionID: "counter", ID: "e"}}
+	if _, err := h.client.CreateBatch(ctx, dup); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("CreateBatch with a repeated id: %v, want ErrInvalid", err)
 	}
 }
