@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/worker"
 )
 
 // builtinOrder names the bundled sample order flow wherever a definition file is expected.
@@ -24,12 +24,12 @@ func loadDefinition(spec string) (*chart.Definition, error) {
 
 // loadMachines compiles the definitions (default: the sample order flow) into engines. Their
 // actions and guards come from the registry every stead binary carries: the sample's.
-func loadMachines(specs []string, opts ...chart.Option) (runtime.Machines, map[string]*chart.Definition, error) {
+func loadMachines(specs []string, opts ...chart.Option) (worker.Machines, map[string]*chart.Definition, error) {
 	if len(specs) == 0 {
 		specs = []string{builtinOrder}
 	}
 	reg := chart.RegisterSampleActions(chart.NewRegistry())
-	machines := runtime.Machines{}
+	machines := worker.Machines{}
 	defs := map[string]*chart.Definition{}
 	for _, s := range specs {
 		def, err := loadDefinition(s)

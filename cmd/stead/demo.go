@@ -17,7 +17,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
-	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/worker"
 )
 
 // demoMix is the outcome pattern of the demo orders, repeated: order i takes demoMix[i%20]. It
@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	clock := &demoClock{}
 	var events, finished atomic.Int64
 	var done sync.Map // root ids seen finished: a finished order can still commit late events
-	w, err := runtime.NewWorker(runtime.Config{
+	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: "demo",
 		Concurrency: workers, Clock: clock.Now, IdleWait: 50 * time.Millisecond,
 		TimerInterval: 20 * time.Millisecond,
@@ -107,13 +107,13 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	start := time.Now()
 	go func() { stopped <- w.Run(runCtx) }()
 
-	client := &runtime.Client{Store: b.Store, Transport: b.Transport, Known: machines, Clock: clock.Now}
+	client := &worker.Client{Store: b.Store, Transport: b.Transport, Known: machines, Clock: clock.Now}
 	for i := 0; i < orders; i += 500 {
-		var news []runtime.NewExecution
+		var news []worker.NewExecution
 		for j := i; j < min(i+500, orders); j++ {
 			id := fmt.Sprintf("order-%05d", j)
 			data := fmt.Sprintf(`{"order_id":%q,"amount":%d,"outcome":%q}`, id, 20+j%180, demoMix[j%len(demoMix)])
-			news = append(news, runtime.NewExecution{DefinitionID: "order", ID: id, Context: []byte(data)})
+			news = append(news, worker.NewExecution{DefinitionID: "order", ID: id, Context: []byte(data)})
 		}
 		if _, err := client.CreateBatch(ctx, news); err != nil {
 			stop()

@@ -10,7 +10,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
-	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/worker"
 )
 
 func newRun() *cobra.Command {
@@ -58,21 +58,25 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 				return err
 			}
 			ctx := cmd.Context()
-			// Each claim loop holds at most one connection at a time; the relay and the timer
-			// sweep need a few more.
-			b, err := sf.openWith(ctx, backend.Options{NoNotify: noNotify, MaxConns: int32(max(workers, 1) + 4)})
+			// The store and the transport share the pool: a claim loop may hold a connection on
+			// each side, and the relay and the timer sweep need a few more.
+			b, err := sf.openWith(ctx, backend.Options{NoNotify: noNotify, MaxConns: int32(2*max(workers, 1) + 4)})
 			if err != nil {
 				return err
 			}
 			defer b.Close()
+			shared, err := b.SharedTx(sharedTx)
+			if err != nil {
+				return err
+			}
 			hopts := &slog.HandlerOptions{Level: level}
 			var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
 			if logJSON {
 				h = slog.NewJSONHandler(os.Stderr, hopts)
 			}
-			w, err := runtime.NewWorker(runtime.Config{
+			w, err := worker.New(worker.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
-				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, SharedTx: sharedTx,
+				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, SharedTx: shared,
 				PriorityShare: prioShare, PriorityThreshold: prioMin,
 				Logger: slog.New(h),
 			})
@@ -84,9 +88,9 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 	}
 	sf.register(cmd)
 	cmd.Flags().StringArrayVar(&defs, "definition", nil, "statechart definition: a YAML file, or \"order\" for the bundled sample (repeatable; default order)")
-	cmd.Flags().IntVar(&workers, "workers", runtime.DefaultConcurrency, "concurrent claim loops")
-	cmd.Flags().IntVar(&batch, "batch", runtime.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
-	cmd.Flags().DurationVar(&batchWait, "batch-wait", runtime.DefaultBatchWait, "how long a partial batch may wait for more messages")
+	cmd.Flags().IntVar(&workers, "workers", worker.DefaultConcurrency, "concurrent claim loops")
+	cmd.Flags().IntVar(&batch, "batch", worker.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
+	cmd.Flags().DurationVar(&batchWait, "batch-wait", worker.DefaultBatchWait, "how long a partial batch may wait for more messages")
 	cmd.Flags().BoolVar(&sharedTx, "shared-tx", false, "PostgreSQL only: claim, commit and ack in one transaction")
 	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
 	cmd.Flags().Float64Var(&prioShare, "priority-share", 0, "share of claims (0 to 1) that first look for executions at --priority-threshold or above")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/worker"
 )
 
 func newStart() *cobra.Command {
@@ -25,7 +25,7 @@ execution id.`,
 		Args: exactArgs(1, "a definition id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id == "" {
-				id = "exe-" + runtime.NewEventID()[3:]
+				id = "exe-" + worker.NewEventID()[3:]
 			}
 			var raw json.RawMessage
 			if data != "" {
@@ -37,8 +37,8 @@ execution id.`,
 				return err
 			}
 			defer b.Close()
-			c := &runtime.Client{Store: b.Store, Transport: b.Transport}
-			exe, err := c.CreateBatch(ctx, []runtime.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority}})
+			c := &worker.Client{Store: b.Store, Transport: b.Transport}
+			exe, err := c.CreateBatch(ctx, []worker.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority}})
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ retried send idempotent (an execution applies each event id once). It prints the
 				return err
 			}
 			defer b.Close()
-			c := &runtime.Client{Store: b.Store, Transport: b.Transport}
+			c := &worker.Client{Store: b.Store, Transport: b.Transport}
 			ev := stead.Event{ID: eventID, Kind: args[1]}
 			if data != "" {
 				ev.Data = json.RawMessage(data)

@@ -16,6 +16,8 @@ import (
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
+	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 )
 
 // Backend is a store and a transport on one database, and the pool or file handle they share.
@@ -125,6 +127,18 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 	}
 	b.closers = append(b.closers, b.Transport.Close)
 	return nil
+}
+
+// SharedTx returns the shared database of the store and the transport for a worker's
+// shared-transaction mode (PostgreSQL only), or nil when on is false.
+func (b *Backend) SharedTx(on bool) (worker.SharedDB, error) {
+	if !on {
+		return nil, nil
+	}
+	if b.Kind != "postgres" {
+		return nil, check.Invalidf("the shared transaction needs PostgreSQL, not %s", b.Kind)
+	}
+	return pgtx.New(b.Store, b.Transport)
 }
 
 // Redact hides the password of a PostgreSQL URL for logs and summaries.

@@ -7,6 +7,6 @@
 // published before the worker starts; the worker (Concurrency claim loops, BatchSize messages per
 // batch, optionally SharedTx) drains them; the run measures events per second from the worker's
 // start to the last commit, publish→commit latency quantiles, and the peak heap in use. The
-// machine is a hand-written counter, so the figures are those of the runtime, the store and the
+// machine is a hand-written counter, so the figures are those of the worker, the store and the
 // transport. PgbenchCeiling gives the server's single-row UPDATE rate at the same concurrency.
 package scenario

@@ -16,7 +16,7 @@ import (
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
 	"github.com/steadhq/stead/internal/benchutil"
-	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/transport"
 )
 
@@ -87,7 +87,7 @@ func (r Result) ModeName() string {
 const definitionID = "bench-counter"
 
 // counter is the benchmark's machine. It is a hand-written Machine rather than a chart so that
-// the figures measure the runtime, the store and the transport: the chart engine has its own
+// the figures measure the worker, the store and the transport: the chart engine has its own
 // benchmarks.
 type counter struct{ last int }
 
@@ -130,12 +130,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The store and the transport share the pool: room for each claim loop's connection on both
+	// sides, as when each had a pool of its own.
 	b, err := backend.Open(ctx, cfg.Store, backend.Options{Schema: cfg.Schema,
-		MaxConns: int32(max(4, cfg.Concurrency+2)), NoNotify: !cfg.Notify})
+		MaxConns: int32(2 * max(4, cfg.Concurrency+2)), NoNotify: !cfg.Notify})
 	if err != nil {
 		return Result{}, err
 	}
 	defer b.Close()
+	shared, err := b.SharedTx(cfg.SharedTx)
+	if err != nil {
+		return Result{}, err
+	}
 	total := cfg.Executions * cfg.EventsPer
 	if err := seed(ctx, b.Store, b.Transport, cfg); err != nil {
 		return Result{}, fmt.Errorf("bench: seed: %w", err)
@@ -146,11 +152,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	finished := make(chan struct{})
 	trickled := make(chan time.Time, 1)
 	var once sync.Once
-	w, err := runtime.NewWorker(runtime.Config{
+	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport,
-		Machines:    runtime.Machines{definitionID: counter{last: cfg.EventsPer - 1}},
+		Machines:    worker.Machines{definitionID: counter{last: cfg.EventsPer - 1}},
 		Name:        "bench",
-		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, SharedTx: cfg.SharedTx,
+		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, SharedTx: shared,
 		IdleWait: 50 * time.Millisecond, TimerInterval: -1, RelayInterval: -1,
 		Logger: cfg.Logger,
 		OnCommit: func(_ *stead.Execution, ev stead.Event, at time.Time) {
@@ -244,11 +250,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // (with the records), then the ticks, stamped with their publish time.
 func seed(ctx context.Context, s *stead.Store, tr *transport.Transport, cfg Config) error {
 	const chunk = 500
-	c := &runtime.Client{Store: s, Transport: tr}
+	c := &worker.Client{Store: s, Transport: tr}
 	for i := 0; i < cfg.Executions; i += chunk {
-		var news []runtime.NewExecution
+		var news []worker.NewExecution
 		for j := i; j < min(i+chunk, cfg.Executions); j++ {
-			news = append(news, runtime.NewExecution{DefinitionID: definitionID, ID: fmt.Sprintf("bench-%06d", j)})
+			news = append(news, worker.NewExecution{DefinitionID: definitionID, ID: fmt.Sprintf("bench-%06d", j)})
 		}
 		if _, err := c.CreateBatch(ctx, news); err != nil {
 			return err

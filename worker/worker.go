@@ -1,4 +1,4 @@
-package runtime
+package worker
 
 import (
 	"context"
@@ -16,29 +16,22 @@ import (
 
 // Worker runs executions: it claims events from the transport, steps the executions they address,
 // commits, relays what the steps produced, sweeps due timers and delivers leftovers of crashed
-// workers. Create it with NewWorker and start it with Run.
+// workers. Create it with New and start it with Run.
 type Worker struct {
-	cfg    Config
-	store  *stead.Store
-	tr     *transport.Transport
-	log    *slog.Logger
-	shared *sharedTx // non-nil in the shared-transaction mode
+	cfg   Config
+	store *stead.Store
+	tr    *transport.Transport
+	log   *slog.Logger
 }
 
-// NewWorker validates cfg, applies the defaults and returns a worker ready to Run.
-func NewWorker(cfg Config) (*Worker, error) {
+// New validates cfg, applies the defaults and returns a worker ready to Run.
+func New(cfg Config) (*Worker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
-		log: cfg.Logger.With(slog.String("worker", cfg.Name))}
-	if cfg.SharedTx {
-		if w.shared, err = newSharedTx(cfg.Store, cfg.Transport); err != nil {
-			return nil, err
-		}
-	}
-	return w, nil
+	return &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
+		log: cfg.Logger.With(slog.String("worker", cfg.Name))}, nil
 }
 
 // Run works until ctx is done, then stops claiming, lets the steps in flight finish (bounded by
@@ -67,7 +60,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	w.log.Info("worker starting", slog.Int("concurrency", w.cfg.Concurrency),
-		slog.Int("batch", w.cfg.BatchSize), slog.Bool("shared_tx", w.shared != nil))
+		slog.Int("batch", w.cfg.BatchSize), slog.Bool("shared_tx", w.cfg.SharedTx != nil))
 	if n, err := w.Recover(work); err != nil {
 		w.log.Warn("recovery incomplete; the periodic relay will retry", slog.Any("err", err))
 	} else if n > 0 {
@@ -121,7 +114,7 @@ func (w *Worker) loop(ctx, work context.Context) {
 		var n int
 		var err error
 		switch {
-		case w.shared != nil:
+		case w.cfg.SharedTx != nil:
 			n, err = w.sharedBatch(ctx, work)
 		case w.cfg.BatchSize > 1:
 			n, err = w.batch(ctx, work)
@@ -195,16 +188,16 @@ func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (ve
 func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
 	m := w.cfg.Machines[exe.DefinitionID]
 	if m == nil {
-		return nil, b, fmt.Errorf("runtime: no machine for definition %q", exe.DefinitionID)
+		return nil, b, fmt.Errorf("worker: no machine for definition %q", exe.DefinitionID)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("runtime: step of %q panicked: %v", exe.ID, p)
+			err = fmt.Errorf("worker: step of %q panicked: %v", exe.ID, p)
 		}
 	}()
 	next, b, err = m.Step(exe, ev, w.cfg.Clock())
 	if err == nil && next == nil {
-		err = fmt.Errorf("runtime: step of %q returned no execution", exe.ID)
+		err = fmt.Errorf("worker: step of %q returned no execution", exe.ID)
 	}
 	return next, b, err
 }

@@ -1,4 +1,4 @@
-package runtime_test
+package worker_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,7 +21,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
-	"github.com/steadhq/stead/runtime"
+	"github.com/steadhq/stead/worker"
 	_ "modernc.org/sqlite" // the effects ledger of the process tests
 )
 
@@ -73,20 +73,20 @@ func openLedger(path string) (*effectsLedger, error) {
 	return &effectsLedger{db: db}, nil
 }
 
-func (l *effectsLedger) record(key, exe, event, worker string) error {
+func (l *effectsLedger) record(key, exe, event, by string) error {
 	_, err := l.db.Exec(`INSERT INTO effects (key, execution, event, worker) VALUES (?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET runs = runs + 1`, key, exe, event, worker)
+		ON CONFLICT (key) DO UPDATE SET runs = runs + 1`, key, exe, event, by)
 	return err
 }
 
-func effectsMachine(ledger *effectsLedger, worker string, pause time.Duration) (runtime.Machines, error) {
+func effectsMachine(ledger *effectsLedger, name string, pause time.Duration) (worker.Machines, error) {
 	def, err := effectsDefinition()
 	if err != nil {
 		return nil, err
 	}
 	reg := chart.NewRegistry().Action("record", func(c chart.ActionContext) (chart.ActionResult, error) {
 		if ledger != nil {
-			if err := ledger.record(c.Key, c.ExecutionID, c.Event.ID, worker); err != nil {
+			if err := ledger.record(c.Key, c.ExecutionID, c.Event.ID, name); err != nil {
 				return chart.ActionResult{}, err
 			}
 		}
@@ -99,7 +99,7 @@ func effectsMachine(ledger *effectsLedger, worker string, pause time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	return runtime.Machines{"effects": e}, nil
+	return worker.Machines{"effects": e}, nil
 }
 
 func helperWorker() int {
@@ -124,7 +124,7 @@ func helperWorker() int {
 		log.Error("machine", slog.Any("err", err))
 		return 3
 	}
-	w, err := runtime.NewWorker(runtime.Config{
+	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 		Concurrency: 4, BatchSize: 8, Visibility: 2 * time.Second, RelayLease: 2 * time.Second,
 		RelayInterval: 200 * time.Millisecond, IdleWait: 50 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
@@ -215,15 +215,15 @@ func TestEndToEndOrders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			machines := runtime.Machines{"order": engine}
+			machines := worker.Machines{"order": engine}
 			clock := &testClock{base: time.Now()}
 			ctx := context.Background()
 			const orders = 120
-			client := &runtime.Client{Store: b.Store, Transport: b.Transport, Known: machines, Clock: clock.Now}
-			var news []runtime.NewExecution
+			client := &worker.Client{Store: b.Store, Transport: b.Transport, Known: machines, Clock: clock.Now}
+			var news []worker.NewExecution
 			for i := range orders {
 				o := orderOutcomes[i%len(orderOutcomes)]
-				news = append(news, runtime.NewExecution{DefinitionID: "order", ID: fmt.Sprintf("order-%03d", i),
+				news = append(news, worker.NewExecution{DefinitionID: "order", ID: fmt.Sprintf("order-%03d", i),
 					Context: fmt.Appendf(nil, `{"order_id":"o%d","amount":%d,"outcome":%q}`, i, 10+i, o.input)})
 			}
 			if _, err := client.CreateBatch(ctx, news); err != nil {
@@ -232,9 +232,9 @@ func TestEndToEndOrders(t *testing.T) {
 			runCtx, stop := context.WithCancel(ctx)
 			var wg sync.WaitGroup
 			for i := range 4 {
-				w, err := runtime.NewWorker(runtime.Config{
+				w, err := worker.New(worker.Config{
 					Store: b.Store, Transport: b.Transport, Machines: machines, Name: fmt.Sprintf("w%d", i),
-					Concurrency: 2, BatchSize: c.batch, SharedTx: c.shared, Clock: clock.Now,
+					Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Clock: clock.Now,
 					TimerInterval: 20 * time.Millisecond, IdleWait: 50 * time.Millisecond,
 					RelayInterval: 500 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
 				})
@@ -393,13 +393,13 @@ func (p *workerProcess) stop(t *testing.T, sig os.Signal) error {
 func seedEffects(t *testing.T, b *testBackend, executions, work int) []string {
 	t.Helper()
 	ctx := context.Background()
-	c := &runtime.Client{Store: b.Store, Transport: b.Transport}
-	var news []runtime.NewExecution
+	c := &worker.Client{Store: b.Store, Transport: b.Transport}
+	var news []worker.NewExecution
 	var idsOut []string
 	for i := range executions {
 		id := fmt.Sprintf("fx-%03d", i)
 		idsOut = append(idsOut, id)
-		news = append(news, runtime.NewExecution{DefinitionID: "effects", ID: id})
+		news = append(news, worker.NewExecution{DefinitionID: "effects", ID: id})
 	}
 	if _, err := c.CreateBatch(ctx, news); err != nil {
 		t.Fatal(err)
@@ -498,9 +498,9 @@ func allDone(b *testBackend, exes []string) bool {
 
 // runUntilAllDone runs a worker with cfg until every execution of exes is done, then stops it
 // and fails the test if Run returned an error.
-func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg runtime.Config) {
+func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg worker.Config) {
 	t.Helper()
-	w, err := runtime.NewWorker(cfg)
+	w, err := worker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,7 +573,7 @@ func TestTwoWorkerProcessesOneSQLiteFile(t *testing.T) {
 // modes), stops them, closes the backends, and checks that every goroutine they started ended.
 // It does not call t.Parallel: the count must be this test's alone.
 func TestNoGoroutineLeak(t *testing.T) {
-	before := goruntime.NumGoroutine()
+	before := runtime.NumGoroutine()
 	for _, c := range []backendCase{backendCases[1], backendCases[3], backendCases[5]} {
 		t.Run(c.name, func(t *testing.T) {
 			b, _, _ := openCase(t, c)
@@ -582,15 +582,15 @@ func TestNoGoroutineLeak(t *testing.T) {
 				t.Fatal(err)
 			}
 			exes := seedEffects(t, b, 5, 5)
-			runUntilAllDone(t, b, exes, runtime.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				Concurrency: 3, BatchSize: c.batch, SharedTx: c.shared, IdleWait: 20 * time.Millisecond})
+			runUntilAllDone(t, b, exes, worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
+				Concurrency: 3, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), IdleWait: 20 * time.Millisecond})
 		})
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for goruntime.NumGoroutine() > before {
+	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutine leak: %d running, %d before\n%s", goruntime.NumGoroutine(), before, buf[:goruntime.Stack(buf, true)])
+			t.Fatalf("goroutine leak: %d running, %d before\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -598,7 +598,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 
 // flaky fails its first steps of "work" events, as an engine or action outage would.
 type flaky struct {
-	runtime.Machine
+	worker.Machine
 	left atomic.Int64
 }
 
@@ -625,16 +625,16 @@ func TestParkAndRetry(t *testing.T) {
 			}
 			fl := &flaky{Machine: m["effects"]}
 			fl.left.Store(3)
-			machines := runtime.Machines{"effects": fl}
+			machines := worker.Machines{"effects": fl}
 			exes := []string{"park-0", "park-1"}
-			cl := &runtime.Client{Store: b.Store, Transport: b.Transport}
+			cl := &worker.Client{Store: b.Store, Transport: b.Transport}
 			for _, id := range exes {
 				if _, err := cl.Create(ctx, "effects", id, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
-			w, err := runtime.NewWorker(runtime.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				Concurrency: 2, BatchSize: c.batch, SharedTx: c.shared, IdleWait: 20 * time.Millisecond,
+			w, err := worker.New(worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
+				Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), IdleWait: 20 * time.Millisecond,
 				RetryDelay: 30 * time.Millisecond, SuspendRecheck: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -699,7 +699,7 @@ func TestParkAndRetry(t *testing.T) {
 // between the worker's load and its commit, so that the worker's commit loses the
 // compare-and-swap and the event must be redelivered.
 type interfering struct {
-	runtime.Machine
+	worker.Machine
 	store     *stead.Store
 	seen      sync.Map // execution id → struct{}
 	conflicts atomic.Int64
@@ -735,9 +735,9 @@ func TestLostCASRedeliversOnEveryBackend(t *testing.T) {
 			m := &interfering{Machine: machines["effects"], store: b.Store}
 			const work = 3
 			exes := seedEffects(t, b, 6, work)
-			runUntilAllDone(t, b, exes, runtime.Config{Store: b.Store, Transport: b.Transport,
-				Machines: runtime.Machines{"effects": m}, Concurrency: 2, BatchSize: c.batch,
-				SharedTx: c.shared, IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
+			runUntilAllDone(t, b, exes, worker.Config{Store: b.Store, Transport: b.Transport,
+				Machines: worker.Machines{"effects": m}, Concurrency: 2, BatchSize: c.batch,
+				SharedTx: b.shared(t, c.shared), IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
 			for _, id := range exes {
 				exe, err := b.Store.Load(context.Background(), id)
 				if err != nil {

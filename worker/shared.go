@@ -1,4 +1,4 @@
-package runtime
+package worker
 
 import (
 	"context"
@@ -7,48 +7,47 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/transport"
 )
 
-// TxStore is a store backend that can enlist in a caller's PostgreSQL transaction
-// (pgstore.Backend, reached through stead.Store.Backend).
-type TxStore interface {
-	Pool() *pgxpool.Pool
-	LoadForEventsTx(ctx context.Context, tx pgx.Tx, refs []stead.EventRef) ([]stead.Loaded, error)
-	CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error)
-	QueueCommit(b *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error
+// SharedDB is a database that holds both the store and the transport, so that a worker can run a
+// batch — claim, load, commit, publish, acknowledge — in one transaction of it (Config.SharedTx).
+// pgtx.New makes one for pgstore and pgtransport on one PostgreSQL pool.
+type SharedDB interface {
+	// Begin starts a transaction.
+	Begin(ctx context.Context) (Tx, error)
 }
 
-// TxTransport is a transport backend that can enlist in a caller's PostgreSQL transaction
-// (pgtransport.Backend), reached through transport.Transport.Backend.
-type TxTransport interface {
-	ClaimBatchTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error)
-	AckBatchTx(ctx context.Context, tx pgx.Tx, leases []transport.Lease) error
-	PublishBatchTx(ctx context.Context, tx pgx.Tx, msgs []transport.Outgoing) error
-	NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error
-	QueuePublish(b *pgx.Batch, msgs []transport.Outgoing) error
-	QueueAck(b *pgx.Batch, ls []transport.Lease) error
-	QueueNack(b *pgx.Batch, l *transport.Lease, delay time.Duration) error
-}
-
-type sharedTx struct {
-	store TxStore
-	tr    TxTransport
-}
-
-func newSharedTx(s *stead.Store, t *transport.Transport) (*sharedTx, error) {
-	ts, ok := s.Backend().(TxStore)
-	if !ok {
-		return nil, fmt.Errorf("runtime: SharedTx needs a store that enlists in transactions (pgstore); %T does not", s.Backend())
-	}
-	tt, ok := t.Backend().(TxTransport)
-	if !ok {
-		return nil, fmt.Errorf("runtime: SharedTx needs a transport that enlists in transactions (pgtransport); %T does not", t.Backend())
-	}
-	return &sharedTx{store: ts, tr: tt}, nil
+// Tx is one transaction of a SharedDB. Every method runs inside it, and nothing is visible to
+// others before Commit; a Rollback (or a COMMIT that fails) undoes all of it, and the messages
+// claimed in it are claimable again at once. After a method fails the transaction is aborted:
+// only Rollback remains. Arguments are checked as the Store and the Transport check them.
+type Tx interface {
+	// Claim is transport.Transport.ClaimBatch in the transaction: the groups stay held by it
+	// until it ends, whatever the lease says.
+	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error)
+	// Load is stead.Store.LoadForEvents in the transaction.
+	Load(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error)
+	// CommitBatch is stead.Store.CommitBatch in the transaction. The emits of the items must be
+	// empty: in a shared transaction the transport's queue is the outbox, so the caller
+	// publishes them with Publish.
+	CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error)
+	// Publish is transport.Transport.PublishBatch in the transaction.
+	Publish(ctx context.Context, msgs []transport.Outgoing) error
+	// Ack is transport.Transport.AckBatch in the transaction.
+	Ack(ctx context.Context, ls []transport.Lease) error
+	// Nack is transport.Transport.Nack in the transaction.
+	Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error
+	// Step commits one step (its bundle without emits), publishes what it emitted and acks its
+	// message, in one round trip where the database allows it. A step that loses its
+	// compare-and-swap comes back as the result's Err, with the transaction still usable only for
+	// Rollback; an invalid step is an error wrapping stead.ErrInvalid before anything is sent.
+	Step(ctx context.Context, item stead.CommitItem, emitted []transport.Outgoing, l *transport.Lease) (stead.CommitResult, error)
+	// Commit commits the transaction.
+	Commit(ctx context.Context) error
+	// Rollback ends the transaction without committing it; after Commit it does nothing.
+	Rollback(ctx context.Context) error
 }
 
 // sharedBatch handles a batch in ONE transaction: claim, load, commit, publish of the emitted
@@ -58,14 +57,13 @@ func newSharedTx(s *stead.Store, t *transport.Transport) (*sharedTx, error) {
 // Spawned children are created after the commit, from the spawn intents that committed with their
 // parent. BatchWait does not apply: a transaction is never held open waiting for traffic.
 func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
-	s := w.shared
-	tx, err := s.store.Pool().Begin(work)
+	tx, err := w.cfg.SharedTx.Begin(work)
 	if err != nil {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(work)) }()
 	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		return s.tr.ClaimBatchTx(work, tx, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
+		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
 	})
 	if err != nil || len(leases) == 0 {
 		return 0, err
@@ -74,7 +72,7 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
 	}
-	loaded, err := s.store.LoadForEventsTx(work, tx, refs)
+	loaded, err := tx.Load(work, refs)
 	if err != nil {
 		// Rolling back releases the claims: the messages are claimable again at once.
 		w.log.Warn("batch load failed", slog.Any("err", err))
@@ -93,7 +91,7 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 	var ds []delivery
 	var out []transport.Outgoing
 	if len(p.items) > 0 {
-		results, err := s.store.CommitBatchTx(work, tx, p.items)
+		results, err := tx.CommitBatch(work, p.items)
 		if err != nil {
 			w.log.Warn("batch commit failed", slog.Any("err", err))
 			sleep(ctx, w.cfg.RetryDelay)
@@ -107,21 +105,21 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		ds = w.sortResults(leases, &p, results)
 	}
 	if len(out) > 0 {
-		if err := s.tr.PublishBatchTx(work, tx, out); err != nil {
+		if err := tx.Publish(work, out); err != nil {
 			w.log.Warn("publish in transaction failed", slog.Any("err", err))
 			sleep(ctx, w.cfg.RetryDelay)
 			return len(leases), nil
 		}
 	}
 	if len(p.acks) > 0 {
-		if err := s.tr.AckBatchTx(work, tx, p.acks); err != nil {
+		if err := tx.Ack(work, p.acks); err != nil {
 			w.log.Warn("ack in transaction failed", slog.Any("err", err))
 			sleep(ctx, w.cfg.RetryDelay)
 			return len(leases), nil
 		}
 	}
 	for _, q := range p.later {
-		if err := s.tr.NackTx(work, tx, &q.lease, w.delay(q.v)); err != nil {
+		if err := tx.Nack(work, &q.lease, w.delay(q.v)); err != nil {
 			w.log.Warn("nack in transaction failed", slog.Any("err", err))
 			sleep(ctx, w.cfg.RetryDelay)
 			return len(leases), nil
@@ -154,59 +152,45 @@ func (w *Worker) spawnCommitted(work context.Context, ds []delivery) {
 }
 
 // sharedOne ends the transaction of a single message in two round trips instead of four: the
-// commit of its step, the publish of what the step emitted and the message's ack (or its nack
-// when it was not stepped) go to the server together in one pgx.Batch, then COMMIT. A lost CAS
-// rolls the whole transaction back, which hands the message back at once: the redelivery a lost
-// CAS asks for, and the other statements of the batch are undone with it.
-func (w *Worker) sharedOne(ctx, work context.Context, tx pgx.Tx, lease transport.Lease, p *batchPlan) error {
-	s := w.shared
-	b := &pgx.Batch{}
-	var res stead.CommitResult
+// commit of its step, the publish of what the step emitted and the message's ack go to the
+// server together (Tx.Step), then COMMIT. A lost CAS rolls the whole transaction back, which
+// hands the message back at once: the redelivery a lost CAS asks for, and the other statements
+// are undone with it.
+func (w *Worker) sharedOne(ctx, work context.Context, tx Tx, lease transport.Lease, p *batchPlan) error {
 	var ds []delivery
+	var err error
 	switch {
 	case len(p.items) == 1:
 		it := &p.items[0]
 		// The transport's queue is the outbox: the emits are published in the transaction.
 		out := addressed(nil, it.Bundle.Emits, it.Execution.Priority)
 		it.Bundle.Emits = nil
-		err := s.store.QueueCommit(b, it.Execution, it.Bundle, &res)
-		if err == nil {
-			err = s.tr.QueuePublish(b, out)
-		}
-		if err != nil {
-			// An invalid step (the store refused it, or its emits do not encode): drop what was
-			// queued and hand the message back for a retry.
+		var res stead.CommitResult
+		res, err = tx.Step(work, *it, out, &lease)
+		switch {
+		case errors.Is(err, stead.ErrInvalid):
+			// An invalid step (the store refused it, or its emits do not encode): nothing was
+			// sent; hand the message back for a retry.
 			w.log.Warn("commit failed", slog.String("execution", lease.Group), slog.Any("err", err))
-			*b = pgx.Batch{}
-			if err := s.tr.QueueNack(b, &lease, w.cfg.RetryDelay); err != nil {
-				return err
-			}
-			break
+			err = tx.Nack(work, &lease, w.cfg.RetryDelay)
+		case err == nil && errors.Is(res.Err, stead.ErrConflict):
+			w.log.Debug("lost the version race; redelivering", slog.Any("err", res.Err))
+			return nil
+		case err == nil && res.Err != nil:
+			err = res.Err
+		case err == nil:
+			it.Execution.Version = res.Version
+			ds = append(ds, delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]})
 		}
-		if err := s.tr.QueueAck(b, []transport.Lease{lease}); err != nil {
-			return err
-		}
-		ds = append(ds, delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]})
 	case len(p.acks) == 1:
-		if err := s.tr.QueueAck(b, p.acks); err != nil {
-			return err
-		}
+		err = tx.Ack(work, p.acks)
 	case len(p.later) == 1:
-		if err := s.tr.QueueNack(b, &p.later[0].lease, w.delay(p.later[0].v)); err != nil {
-			return err
-		}
+		err = tx.Nack(work, &p.later[0].lease, w.delay(p.later[0].v))
 	}
-	if err := tx.SendBatch(work, b).Close(); err != nil {
+	if err != nil {
 		w.log.Warn("step in transaction failed", slog.Any("err", err))
 		sleep(ctx, w.cfg.RetryDelay)
 		return nil
-	}
-	if errors.Is(res.Err, stead.ErrConflict) {
-		w.log.Debug("lost the version race; redelivering", slog.Any("err", res.Err))
-		return nil
-	}
-	if len(ds) == 1 {
-		ds[0].exe.Version = res.Version
 	}
 	if err := tx.Commit(work); err != nil {
 		// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).

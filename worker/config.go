@@ -1,4 +1,4 @@
-package runtime
+package worker
 
 import (
 	"errors"
@@ -85,12 +85,13 @@ type Config struct {
 	// PriorityThreshold is the lowest priority PriorityShare favours (1..stead.MaxPriority,
 	// default 1).
 	PriorityThreshold int
-	// SharedTx runs claim, load, commit, publish and acknowledgement in one PostgreSQL transaction.
-	// The store and the transport must live in the same database and support it (pgstore and
-	// pgtransport do); NewWorker refuses otherwise. A transaction that claimed a single message
+	// SharedTx, when set, runs the claim, load, commit, publish and acknowledgement of each batch
+	// in one transaction of the database the store and the transport share (pgtx.New, for
+	// pgstore and pgtransport on one pool): one commit instead of three, and a message is
+	// acknowledged if and only if its step commits. A transaction that claimed a single message
 	// sends its commit, emits and ack in one round trip and commits only if the step won its
 	// compare-and-swap; a lost one rolls back, which hands the message back at once.
-	SharedTx bool
+	SharedTx SharedDB
 	// Clock returns the current time (default time.Now). Tests inject one to fire timers.
 	Clock func() time.Time
 	// Logger receives structured logs (default: discard).
@@ -102,28 +103,28 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil {
-		return c, errors.New("runtime: Config.Store is nil")
+		return c, errors.New("worker: Config.Store is nil")
 	}
 	if c.Transport == nil {
-		return c, errors.New("runtime: Config.Transport is nil")
+		return c, errors.New("worker: Config.Transport is nil")
 	}
 	if len(c.Machines) == 0 {
-		return c, errors.New("runtime: Config.Machines is empty")
+		return c, errors.New("worker: Config.Machines is empty")
 	}
 	for id, m := range c.Machines {
 		if m == nil {
-			return c, fmt.Errorf("runtime: machine for definition %q is nil", id)
+			return c, fmt.Errorf("worker: machine for definition %q is nil", id)
 		}
 	}
 	if c.Concurrency < 0 || c.BatchSize < 0 || c.BatchSize > stead.MaxBatch {
-		return c, fmt.Errorf("runtime: concurrency %d or batch size %d out of range (batch at most %d)",
+		return c, fmt.Errorf("worker: concurrency %d or batch size %d out of range (batch at most %d)",
 			c.Concurrency, c.BatchSize, stead.MaxBatch)
 	}
 	if !(c.PriorityShare >= 0 && c.PriorityShare <= 1) { // written so that NaN fails too
-		return c, fmt.Errorf("runtime: priority share %v is not between 0 and 1", c.PriorityShare)
+		return c, fmt.Errorf("worker: priority share %v is not between 0 and 1", c.PriorityShare)
 	}
 	if c.PriorityThreshold < 0 || c.PriorityThreshold > stead.MaxPriority {
-		return c, fmt.Errorf("runtime: priority threshold %d outside 1..%d", c.PriorityThreshold, stead.MaxPriority)
+		return c, fmt.Errorf("worker: priority threshold %d outside 1..%d", c.PriorityThreshold, stead.MaxPriority)
 	}
 	if c.PriorityThreshold == 0 {
 		c.PriorityThreshold = 1

@@ -1,4 +1,4 @@
-package runtime_test
+package worker_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/memstore"
-	"github.com/steadhq/stead/runtime"
 	"github.com/steadhq/stead/transport/memtransport"
+	"github.com/steadhq/stead/worker"
 )
 
 // A worker runs the sample order flow: a Client creates an order, the worker starts it, pays it,
@@ -27,14 +27,14 @@ func ExampleWorker() {
 	if err != nil {
 		panic(err)
 	}
-	machines := runtime.Machines{def.ID: engine}
+	machines := worker.Machines{def.ID: engine}
 
-	client := &runtime.Client{Store: store, Transport: tr, Known: machines}
+	client := &worker.Client{Store: store, Transport: tr, Known: machines}
 	if _, err := client.Create(ctx, "order", "order-1", []byte(`{"order_id":"o-1","amount":120,"outcome":"ok"}`)); err != nil {
 		panic(err)
 	}
 
-	w, err := runtime.NewWorker(runtime.Config{Store: store, Transport: tr, Machines: machines, Concurrency: 2})
+	w, err := worker.New(worker.Config{Store: store, Transport: tr, Machines: machines, Concurrency: 2})
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,9 @@
-// Package runtime drives statechart executions durably: it wires an execution store
-// (stead.Store), an event transport (*transport.Transport) and a step function (a Machine, usually
+// Package worker drives statechart executions durably: it wires an execution store
+// (*stead.Store), an event transport (*transport.Transport) and a step function (a Machine, usually
 // a *chart.Engine) into workers.
+//
+//	w, err := worker.New(worker.Config{Store: store, Transport: tr, Machines: machines})
+//	err = w.Run(ctx) // until ctx is done; finishes the steps in flight
 //
 // A Worker claims messages from the transport (one per execution at a time), loads the execution
 // together with the "already processed?" answer, steps it, commits the new state with every side
@@ -19,4 +22,7 @@
 //
 // A Client is the sender side: Create persists a new execution together with its start event in
 // the outbox (so a crash right after cannot lose the start), Send publishes an event.
-package runtime
+//
+// With Config.SharedTx (pgtx.New, for pgstore and pgtransport on one pool) a batch's claim, load,
+// commit, publish and acknowledgement run in one database transaction instead.
+package worker

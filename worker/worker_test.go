@@ -1,11 +1,11 @@
-package runtime
+package worker
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,7 +327,7 @@ func TestStepErrorDoesNotStopOthers(t *testing.T) {
 	}
 }
 
-func TestNewWorkerRefusesBadConfig(t *testing.T) {
+func TestNewRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	good := h.config()
@@ -341,7 +341,6 @@ func TestNewWorkerRefusesBadConfig(t *testing.T) {
 		{"nil machine", func(c *Config) { c.Machines = Machines{"x": nil} }},
 		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }},
 		{"huge batch", func(c *Config) { c.BatchSize = stead.MaxBatch + 1 }},
-		{"shared tx on memory", func(c *Config) { c.SharedTx = true }},
 		{"negative priority share", func(c *Config) { c.PriorityShare = -0.1 }},
 		{"priority share over 1", func(c *Config) { c.PriorityShare = 1.5 }},
 		{"NaN priority share", func(c *Config) { c.PriorityShare = math.NaN() }},
@@ -350,11 +349,11 @@ func TestNewWorkerRefusesBadConfig(t *testing.T) {
 	} {
 		cfg := good
 		tc.mod(&cfg)
-		if _, err := NewWorker(cfg); err == nil {
-			t.Errorf("%s: NewWorker accepted it", tc.name)
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%s: New accepted it", tc.name)
 		}
 	}
-	if _, err := NewWorker(good); err != nil {
+	if _, err := New(good); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
 }
@@ -421,7 +420,7 @@ func (s *slowCommits) Commit(ctx context.Context, w *stead.Write) ([]int64, erro
 // every event applied exactly once. It also checks that nothing the worker started keeps
 // running (no goroutine leak), so it does not run in parallel with other tests.
 func TestGracefulShutdown(t *testing.T) {
-	before := goruntime.NumGoroutine()
+	before := runtime.NumGoroutine()
 	t.Run("run", func(t *testing.T) {
 		h := newHarness(t)
 		slow := &slowCommits{Backend: h.store.Backend(), delay: 5 * time.Millisecond}

@@ -1,8 +1,12 @@
-package runtime_test
+package worker_test
 
 import (
+	"testing"
+
 	"context"
 	"errors"
+	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 	"strings"
 
 	"github.com/steadhq/stead"
@@ -75,4 +79,18 @@ func (b *testBackend) Close() error {
 	}
 	b.closers = nil
 	return errors.Join(errs...)
+}
+
+// shared returns the backend's shared database for the shared-transaction mode, or nil when on
+// is false.
+func (b *testBackend) shared(t *testing.T, on bool) worker.SharedDB {
+	t.Helper()
+	if !on {
+		return nil
+	}
+	db, err := pgtx.New(b.Store, b.Transport)
+	if err != nil {
+		t.Fatalf("pgtx.New: %v", err)
+	}
+	return db
 }

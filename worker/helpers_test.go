@@ -1,4 +1,4 @@
-package runtime
+package worker
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,9 +66,9 @@ func (h *harness) config() Config {
 // for Run to return).
 func (h *harness) start(cfg Config) (stop func()) {
 	h.t.Helper()
-	w, err := NewWorker(cfg)
+	w, err := New(cfg)
 	if err != nil {
-		h.t.Fatalf("NewWorker: %v", err)
+		h.t.Fatalf("New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -159,11 +159,11 @@ func (s *syncBuffer) String() string {
 func settleGoroutines(t *testing.T, before int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for goruntime.NumGoroutine() > before {
+	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			n := goruntime.Stack(buf, true)
-			t.Fatalf("goroutine leak: %d running, %d before\n%s", goruntime.NumGoroutine(), before, buf[:n])
+			n := runtime.Stack(buf, true)
+			t.Fatalf("goroutine leak: %d running, %d before\n%s", runtime.NumGoroutine(), before, buf[:n])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

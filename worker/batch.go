@@ -1,4 +1,4 @@
-package runtime
+package worker
 
 import (
 	"context"
@@ -149,7 +149,7 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 		if k < len(results) {
 			r = results[k]
 		} else {
-			r.Err = errors.New("runtime: store returned too few batch results")
+			r.Err = errors.New("worker: store returned too few batch results")
 		}
 		it := p.items[k]
 		switch {
