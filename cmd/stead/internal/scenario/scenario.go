@@ -16,8 +16,8 @@ import (
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
 	"github.com/steadhq/stead/internal/benchutil"
-	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/worker"
 )
 
 // Config is one run of the scenario.
