@@ -3,6 +3,7 @@ package pgdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
@@ -18,6 +19,10 @@ import (
 //     Timeout (indeterminate: the write may have landed);
 //   - unique, exclusion, serialization and deadlock failures: Conflict;
 //   - other integrity and data exceptions: Invalid (bad input that slipped past validation);
+//   - a prepared statement that already exists or went missing (42P05, 26000), or a startup
+//     parameter the server refused: Invalid, with a message that names the fix. Both are what a
+//     pool that is not in PgBouncer mode meets behind PgBouncer in transaction mode, a
+//     configuration error that no retry fixes.
 //
 // A nil error stays nil, and an error that already wraps a sentinel is returned unchanged.
 func Classify(err error) error {
@@ -29,6 +34,9 @@ func Classify(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if hint := poolerHint(pgErr); hint != "" {
+			return fmt.Errorf("%w: %s: %w", errs.Invalid, hint, err)
+		}
 		switch {
 		case pgErr.Code == "57014": // query_canceled: statement_timeout or cancel request
 			return errs.Wrap(errs.Timeout, err)
@@ -67,4 +75,27 @@ func Classify(err error) error {
 		return errs.Wrap(errs.Timeout, err)
 	}
 	return err
+}
+
+// Hints of the configuration errors a pooler in transaction mode causes. They are exported in
+// the error text only: callers check errors.Is(err, stead.ErrInvalid).
+const (
+	hintPgBouncer = "pgdb: a prepared statement is missing or doubled on the server, as behind " +
+		"PgBouncer in transaction mode (each transaction may run on another server connection): " +
+		"open the pool with pgdb.Config{PgBouncer: true} (stead CLI: --pgbouncer)"
+	hintStartupParameter = "pgdb: the server refused a startup parameter, as PgBouncer does " +
+		"(pgdb.Config.StatementTimeout is one): set statement_timeout on the database role " +
+		"(ALTER ROLE ... SET statement_timeout) instead, or list the parameter in PgBouncer's " +
+		"ignore_startup_parameters"
+)
+
+// poolerHint returns the fix for an error a pooler in transaction mode causes, or "".
+func poolerHint(e *pgconn.PgError) string {
+	switch {
+	case e.Code == "42P05" || e.Code == "26000": // duplicate_prepared_statement, invalid_sql_statement_name
+		return hintPgBouncer
+	case e.Code == "08P01" && strings.Contains(e.Message, "unsupported startup parameter"):
+		return hintStartupParameter
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package pgdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -24,14 +25,19 @@ type Config struct {
 	// MaxConnLifetime and MaxConnIdleTime recycle connections (defaults: pgxpool's, 1 h and 30 min).
 	MaxConnLifetime time.Duration
 	MaxConnIdleTime time.Duration
-	// StatementTimeout is set as the statement_timeout of every connection (default: none).
+	// StatementTimeout is set as the statement_timeout of every connection (default: none). It
+	// travels as a startup parameter, which PgBouncer refuses: with PgBouncer set it is refused
+	// (stead.ErrInvalid); set statement_timeout on the database role there instead.
 	StatementTimeout time.Duration
 	// ConnectAttempts is how many times the first connection is tried (default 15).
 	ConnectAttempts int
 	// ConnectDelay is the pause between attempts (default 1 s).
 	ConnectDelay time.Duration
 	// PgBouncer makes every query use the unnamed prepared statement, which works through PgBouncer
-	// in transaction pooling mode (no named statements survive across transactions there).
+	// in transaction pooling mode (no named statements survive across transactions there). A pool
+	// without it behind such a pooler fails its statements with an error wrapping
+	// stead.ErrInvalid that names this setting. LISTEN needs a session PgBouncer does not keep:
+	// give pgtransport a direct connection for it (pgtransport.WithListenURL).
 	PgBouncer bool
 }
 
@@ -101,6 +107,11 @@ func Open(ctx context.Context, url string, c Config) (*pgxpool.Pool, error) {
 		if last = pool.Ping(ctx); last == nil {
 			return pool, nil
 		}
+		if err := Classify(last); errors.Is(err, errs.Invalid) {
+			// A configuration error (a startup parameter PgBouncer refuses): no retry fixes it.
+			pool.Close()
+			return nil, fmt.Errorf("pgdb: connect: %w", err)
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -121,6 +132,11 @@ func (c Config) Validate() error {
 		return check.Invalidf("pgdb: negative duration in the pool settings")
 	case c.ConnectAttempts < 0:
 		return check.Invalidf("pgdb: negative connect attempts %d", c.ConnectAttempts)
+	case c.PgBouncer && c.StatementTimeout > 0:
+		// PgBouncer refuses the startup parameter the timeout travels in, at every connect.
+		return check.Invalidf("pgdb: StatementTimeout cannot travel through PgBouncer (it refuses " +
+			"startup parameters): set statement_timeout on the database role instead " +
+			"(ALTER ROLE ... SET statement_timeout)")
 	}
 	return nil
 }

@@ -52,6 +52,10 @@ func TestClassify(t *testing.T) {
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, errs.Unavailable},
 		{"already classified", fmt.Errorf("x: %w", errs.NotFound), errs.NotFound},
 		{"deadline", context.DeadlineExceeded, errs.Timeout},
+		{"prepared statement exists (PgBouncer)", &pgconn.PgError{Code: "42P05"}, errs.Invalid},
+		{"prepared statement missing (PgBouncer)", &pgconn.PgError{Code: "26000"}, errs.Invalid},
+		{"startup parameter refused (PgBouncer)", &pgconn.PgError{Code: "08P01", Message: "unsupported startup parameter: statement_timeout"}, errs.Invalid},
+		{"other protocol violation", &pgconn.PgError{Code: "08P01", Message: "invalid frontend message"}, errs.Unavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

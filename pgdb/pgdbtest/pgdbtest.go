@@ -5,6 +5,10 @@
 // The server comes from STEAD_TEST_DATABASE_URL (default DefaultURL). When it cannot be reached
 // the test is skipped, unless STEAD_REQUIRE_POSTGRES=1 (set by .ci/run), in which case the test
 // fails: in CI a PostgreSQL test never passes by not running.
+//
+// Tests that run through PgBouncer in transaction mode find it at STEAD_TEST_PGBOUNCER_URL (a
+// PgBouncer in front of the same server, started by test.sh); they skip without it, unless
+// STEAD_REQUIRE_PGBOUNCER=1 (also set by .ci/run), in which case they fail.
 package pgdbtest
 
 import (
@@ -34,6 +38,42 @@ func URL() string {
 
 // Required reports whether an unreachable server must fail tests instead of skipping them.
 func Required() bool { return os.Getenv("STEAD_REQUIRE_POSTGRES") == "1" }
+
+// BouncerRequired reports whether a missing or unreachable PgBouncer must fail tests instead of
+// skipping them.
+func BouncerRequired() bool { return os.Getenv("STEAD_REQUIRE_PGBOUNCER") == "1" }
+
+// BouncerURL returns the URL of the PgBouncer in front of the test server, after checking that it
+// answers. Without STEAD_TEST_PGBOUNCER_URL, or when it does not answer, the test is skipped, or
+// fails when BouncerRequired.
+func BouncerURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("STEAD_TEST_PGBOUNCER_URL")
+	fail := t.Skipf
+	if BouncerRequired() {
+		fail = t.Fatalf
+	}
+	if u == "" {
+		fail("STEAD_TEST_PGBOUNCER_URL is not set (test.sh starts a PgBouncer and sets it)")
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Fatalf("STEAD_TEST_PGBOUNCER_URL: %v", err)
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // what works through transaction pooling
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		err = conn.Ping(ctx)
+		_ = conn.Close(ctx)
+	}
+	if err != nil {
+		fail("PgBouncer at STEAD_TEST_PGBOUNCER_URL unreachable: %v", err)
+	}
+	return u
+}
 
 // Pool returns a pool on the test server, closed when the test ends.
 func Pool(t testing.TB) *pgxpool.Pool {
