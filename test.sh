@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, and every test with the race detector against a real
 # PostgreSQL (STEAD_TEST_DATABASE_URL, default the local server). Starts PostgreSQL if it is
-# installed but down; installs it with apt if it is missing.
+# installed but down; installs it with apt if it is missing. Starts a PgBouncer in transaction
+# mode in front of it for the suites that run through one (STEAD_TEST_PGBOUNCER_URL), installing
+# it from Debian if it is missing, and stops it at the end.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -18,6 +20,80 @@ if [[ $url == *127.0.0.1* || $url == *localhost* ]]; then
     pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
     for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
   fi
+fi
+
+# start_pgbouncer runs PgBouncer in transaction mode on a free port in front of the test server,
+# with its own config, auth file, log and pid file in a temp dir, and exports its URL as
+# STEAD_TEST_PGBOUNCER_URL.
+bouncer_dir=
+start_pgbouncer() {
+  if ! command -v pgbouncer >/dev/null 2>&1 && [[ ! -x /usr/sbin/pgbouncer ]]; then
+    echo "test.sh: installing PgBouncer" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null
+  fi
+  local bin
+  bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+  # The test URL's user, port and database: postgres://user[:password]@host:port/db?params
+  local rest=${url#*://} user port db listen
+  user=${rest%%@*}
+  user=${user%%:*}
+  port=${rest#*@}
+  port=${port%%/*}
+  port=${port##*:}
+  [[ $port =~ ^[0-9]+$ ]] || port=5432
+  db=${rest#*/}
+  db=${db%%\?*}
+  # A free port: nothing answers a connect there.
+  for _ in $(seq 1 50); do
+    listen=$((20000 + RANDOM % 20000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$listen") 2>/dev/null || break
+  done
+  bouncer_dir=$(mktemp -d -t stead-pgbouncer.XXXXXX)
+  chmod 755 "$bouncer_dir"
+  printf '%s\n' \
+    '[databases]' \
+    "* = host=127.0.0.1 port=$port" \
+    '[pgbouncer]' \
+    'listen_addr = 127.0.0.1' \
+    "listen_port = $listen" \
+    'unix_socket_dir =' \
+    'auth_type = trust' \
+    "auth_file = $bouncer_dir/users.txt" \
+    'pool_mode = transaction' \
+    'default_pool_size = 20' \
+    'max_client_conn = 2000' \
+    "logfile = $bouncer_dir/pgbouncer.log" \
+    "pidfile = $bouncer_dir/pgbouncer.pid" >"$bouncer_dir/pgbouncer.ini"
+  printf '"%s" ""\n' "$user" >"$bouncer_dir/users.txt"
+  # PgBouncer refuses to run as root.
+  local as=()
+  if [[ $(id -u) == 0 ]]; then
+    chown -R postgres "$bouncer_dir"
+    as=(runuser -u postgres --)
+  fi
+  if ! "${as[@]}" "$bin" -d "$bouncer_dir/pgbouncer.ini"; then
+    echo "test.sh: PgBouncer did not start; its log:" >&2
+    cat "$bouncer_dir/pgbouncer.log" >&2 || true
+    return 1
+  fi
+  trap stop_pgbouncer EXIT
+  for _ in $(seq 1 50); do
+    pg_isready -q -h 127.0.0.1 -p "$listen" && break
+    sleep 0.1
+  done
+  export STEAD_TEST_PGBOUNCER_URL="postgres://$user@127.0.0.1:$listen/$db?sslmode=disable"
+  echo "test.sh: PgBouncer (transaction mode) on 127.0.0.1:$listen, files in $bouncer_dir" >&2
+}
+
+stop_pgbouncer() {
+  if [[ -n $bouncer_dir && -f $bouncer_dir/pgbouncer.pid ]]; then
+    kill "$(cat "$bouncer_dir/pgbouncer.pid")" 2>/dev/null || true
+  fi
+}
+
+if [[ -z ${STEAD_TEST_PGBOUNCER_URL:-} && ($url == *127.0.0.1* || $url == *localhost*) ]]; then
+  # Without it the PgBouncer tests skip, or fail where STEAD_REQUIRE_PGBOUNCER=1 (CI).
+  start_pgbouncer || echo "test.sh: continuing without PgBouncer" >&2
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
