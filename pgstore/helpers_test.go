@@ -20,14 +20,24 @@ func newStore(t testing.TB, opts ...pgstore.Option) *stead.Store {
 // newStoreOn returns a store on a fresh schema of pool, dropped when the test ends.
 func newStoreOn(t testing.TB, pool *pgxpool.Pool, opts ...pgstore.Option) *stead.Store {
 	t.Helper()
-	name := pgdbtest.NewName(t)
-	t.Cleanup(func() { pgdbtest.Drop(t, pool, name) })
-	s, err := pgstore.New(context.Background(), pool, append([]pgstore.Option{pgstore.WithSchema(name)}, opts...)...)
+	s, err := newStoreOnErr(t, pool, pool, opts...)
 	if err != nil {
 		t.Fatalf("new store: %v", err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// newStoreOnErr is newStoreOn returning New's error; the schema is dropped through dropper.
+func newStoreOnErr(t testing.TB, pool, dropper *pgxpool.Pool, opts ...pgstore.Option) (*stead.Store, error) {
+	t.Helper()
+	name := pgdbtest.NewName(t)
+	t.Cleanup(func() { pgdbtest.Drop(t, dropper, name) })
+	s, err := pgstore.New(context.Background(), pool, append([]pgstore.Option{pgstore.WithSchema(name)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, nil
 }
 
 // openPool returns a pool on the test server with the settings of cfg, closed when the test

@@ -668,3 +668,18 @@ func TestGroupsBehindCursorAreServed(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceThroughPgBouncer runs the suite through a real PgBouncer in transaction mode
+// (test.sh starts one), with the pool in PgBouncer mode; schemas are made on the direct server.
+func TestConformanceThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	url := pgdbtest.BouncerURL(t)
+	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
+		pool, err := pgdb.Open(context.Background(), url, pgdb.Config{MaxConns: 4, PgBouncer: true, ConnectAttempts: 1})
+		if err != nil {
+			t.Fatalf("open a pool through PgBouncer: %v", err)
+		}
+		t.Cleanup(pool.Close)
+		return openOn(t, pool, pgdbtest.Schema(t), pgtransport.WithClock(clock), pgtransport.WithoutListen())
+	})
+}
