@@ -41,9 +41,12 @@
 // NOTIFY per ack would serialise every worker's commit on PostgreSQL's notification lock;
 // elsewhere the group is found by the acking worker's next claim or at the next poll. Wait also
 // re-checks every poll interval (default 500 ms), because lease and park ends send no
-// notification and one can be missed while the listener reconnects. Behind PgBouncer in
-// transaction mode LISTEN does not work: open the pool with pgdb.Config.PgBouncer and give
-// WithoutListen, and Wait polls.
+// notification and one can be missed while the listener reconnects (it reconnects with a growing,
+// jittered pause of at most a second). Behind PgBouncer in transaction mode LISTEN receives
+// nothing (the session that listened goes back to PgBouncer's pool): open the pool with
+// pgdb.Config.PgBouncer and give the listener a direct connection to the server with
+// WithListenURL; without one, a transport on a pool in PgBouncer mode logs a warning and Wait
+// polls.
 //
 // # Sharing a transaction with the execution store
 //

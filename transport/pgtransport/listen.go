@@ -2,10 +2,43 @@ package pgtransport
 
 import (
 	"context"
+	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/steadhq/stead/internal/check"
 )
+
+// listenerConfig returns the connection settings of the listener, or nil (and cfg.listen turned
+// off) when it cannot work: LISTEN through PgBouncer in transaction mode succeeds but receives
+// nothing, since the session that listened goes back to PgBouncer's pool at the end of the
+// statement. A pool opened in PgBouncer mode sends every statement unprepared (exec mode), which
+// is how the listener tells that it would go through PgBouncer.
+func listenerConfig(pool *pgxpool.Pool, cfg *config) (*pgx.ConnConfig, error) {
+	if !cfg.listen {
+		return nil, nil
+	}
+	if cfg.listenURL != "" {
+		c, err := pgx.ParseConfig(cfg.listenURL)
+		if err != nil {
+			return nil, check.Invalidf("pgtransport: listen URL: %v", err)
+		}
+		return c, nil
+	}
+	c := pool.Config().ConnConfig.Copy()
+	switch c.DefaultQueryExecMode {
+	case pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:
+		cfg.listen = false
+		cfg.log.Warn("pgtransport: the pool is in PgBouncer mode and no listen URL was given: "+
+			"LISTEN through PgBouncer receives nothing, so Wait polls every poll interval; "+
+			"give pgtransport.WithListenURL the PostgreSQL server's own address for wake-ups "+
+			"within milliseconds", slog.Duration("poll", cfg.poll))
+		return nil, nil
+	}
+	return c, nil
+}
 
 // Wait implements transport.Backend. The first call starts the listener (a connection of its
 // own, outside the pool) and waits until it is listening, so a publish committed after Wait has
@@ -40,8 +73,10 @@ func (b *Backend) Wait(ctx context.Context) error {
 const listenerName = "stead-transport-listener"
 
 // listen holds a LISTEN connection until Close, turning every notification into a wake-up. When
-// the connection fails it wakes every waiter (a notification may have been lost), pauses (at most
-// a second) and connects again.
+// the connection fails it wakes every waiter (a notification may have been lost), pauses and
+// connects again: the pause grows from 100 ms to at most a second (never past the poll interval)
+// while connecting keeps failing, with jitter, so that the listeners of a fleet do not reconnect
+// in step after a restart of the server.
 func (b *Backend) listen() {
 	defer close(b.listenDone)
 	ready := false
@@ -53,10 +88,20 @@ func (b *Backend) listen() {
 	}
 	defer markReady()
 	ctx := b.stopCtx
+	failures := 0
 	for ctx.Err() == nil {
 		conn, err := b.connectListener(ctx)
 		markReady()
-		if err == nil {
+		if err != nil {
+			failures++
+			if failures == 1 {
+				b.cfg.log.Warn("pgtransport: listener cannot connect; Wait polls until it can", slog.Any("err", err))
+			}
+		} else {
+			if failures > 0 {
+				b.cfg.log.Info("pgtransport: listener connected again")
+			}
+			failures = 0
 			for {
 				if _, err = conn.WaitForNotification(ctx); err != nil {
 					break
@@ -71,7 +116,7 @@ func (b *Backend) listen() {
 			return
 		}
 		b.sig.Notify()
-		pause := time.NewTimer(min(b.cfg.poll, time.Second))
+		pause := time.NewTimer(listenPause(failures, b.cfg.poll))
 		select {
 		case <-ctx.Done():
 			pause.Stop()
@@ -81,10 +126,19 @@ func (b *Backend) listen() {
 	}
 }
 
+// listenPause is how long the listener waits before it connects again, after failures failed
+// attempts in a row (0: the connection it had broke): 100 ms doubled per failure, capped at a
+// second and at the poll interval, then jittered down by up to half.
+func listenPause(failures int, poll time.Duration) time.Duration {
+	d := 100 * time.Millisecond << min(failures, 4)
+	d = min(d, time.Second, poll)
+	return d/2 + rand.N(d/2+1)
+}
+
 func (b *Backend) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cfg := b.pool.Config().ConnConfig.Copy()
+	cfg := b.listenConn.Copy()
 	cfg.RuntimeParams["application_name"] = listenerName
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package pgtransport
 
 import (
+	"log/slog"
 	"time"
 )
 
@@ -17,10 +18,14 @@ type config struct {
 	poll    time.Duration
 	listen  bool
 	notify  bool
+	// listenURL, when set, is where the listener connects instead of the pool's server.
+	listenURL string
+	log       *slog.Logger
 }
 
 func newConfig(opts []Option) config {
-	c := config{migrate: true, now: time.Now, poll: DefaultPollInterval, listen: true, notify: true}
+	c := config{migrate: true, now: time.Now, poll: DefaultPollInterval, listen: true, notify: true,
+		log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -48,9 +53,26 @@ func WithPollInterval(d time.Duration) Option {
 }
 
 // WithoutListen turns LISTEN off: Wait only polls. Publishers still notify unless WithoutNotify.
-// Behind PgBouncer in transaction pooling mode, where LISTEN needs a session it does not keep,
-// give it together with a pool opened with pgdb.Config.PgBouncer.
 func WithoutListen() Option { return func(c *config) { c.listen = false } }
+
+// WithListenURL makes the listener connect to url instead of the pool's server. Behind PgBouncer
+// in transaction mode, where LISTEN needs a session PgBouncer does not keep, give it the
+// PostgreSQL server's own address (the one PgBouncer points at): the listener holds one session
+// there and every other statement goes through PgBouncer. A url that does not parse makes New
+// fail with an error wrapping stead.ErrInvalid. Without it, a transport on a pool opened in
+// PgBouncer mode (pgdb.Config.PgBouncer) does not listen, logs a warning saying so, and Wait
+// polls.
+func WithListenURL(url string) Option { return func(c *config) { c.listenURL = url } }
+
+// WithLogger sets where the transport writes its warnings (default: discard): a listener that
+// cannot run, or lost its connection.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
 
 // WithoutNotify stops this transport's publishes and nacks from sending notifications (waiters
 // of this process are still woken directly). PostgreSQL serialises the commits of all

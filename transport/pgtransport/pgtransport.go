@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
@@ -37,7 +38,9 @@ type Backend struct {
 	cursor  cursor // where claims resume the round-robin
 	closed  atomic.Bool
 
-	// The listener starts with the first Wait and stops with Close.
+	// The listener starts with the first Wait and stops with Close, on listenConn: the pool's
+	// server, or WithListenURL's.
+	listenConn  *pgx.ConnConfig
 	listenOnce  sync.Once
 	listenReady chan struct{} // closed once the first LISTEN was tried
 	listenDone  chan struct{} // closed when the listener goroutine has returned
@@ -63,7 +66,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Tr
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
-	var err error
+	listenConn, err := listenerConfig(pool, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.migrate {
 		err = Migrate(ctx, pool, cfg.schema)
 	} else {
@@ -73,7 +79,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Tr
 		return nil, err
 	}
 	b := &Backend{
-		pool: pool, cfg: cfg, sql: newStatements(cfg.schema),
+		pool: pool, cfg: cfg, sql: newStatements(cfg.schema), listenConn: listenConn,
 		channel: channelName(cfg.schema), sig: wake.New(),
 		listenReady: make(chan struct{}), listenDone: make(chan struct{}),
 	}
