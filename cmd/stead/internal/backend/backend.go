@@ -62,6 +62,12 @@ type Options struct {
 	// PostgreSQL serialises the commits of notifying transactions on one lock, which caps a
 	// busy fleet; idle waiters then wake by polling.
 	NoNotify bool
+	// PgBouncer opens the pool in PgBouncer mode (pgdb.Config.PgBouncer: no named statements), for
+	// a URL that goes through PgBouncer in transaction mode (PostgreSQL only).
+	PgBouncer bool
+	// ListenURL is a direct connection to the PostgreSQL server for the transport's listener
+	// (pgtransport.WithListenURL), which LISTEN through PgBouncer needs (PostgreSQL only).
+	ListenURL string
 }
 
 // DefaultMaxConns is the pool size when Options leaves it at zero: enough for a worker's claim
@@ -87,7 +93,7 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 		if o.MaxConns == 0 {
 			o.MaxConns = DefaultMaxConns
 		}
-		if b.Pool, err = pgdb.Open(ctx, spec, pgdb.Config{MaxConns: o.MaxConns}); err != nil {
+		if b.Pool, err = pgdb.Open(ctx, spec, pgdb.Config{MaxConns: o.MaxConns, PgBouncer: o.PgBouncer}); err != nil {
 			return err
 		}
 		b.closers = append(b.closers, func() error { b.Pool.Close(); return nil })
@@ -100,6 +106,9 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 		if o.NoNotify {
 			topts = append(topts, pgtransport.WithoutNotify())
 		}
+		if o.ListenURL != "" {
+			topts = append(topts, pgtransport.WithListenURL(o.ListenURL))
+		}
 		if b.Store, err = pgstore.New(ctx, b.Pool, sopts...); err != nil {
 			return err
 		}
@@ -110,8 +119,8 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 		b.closers = append(b.closers, b.Transport.Close)
 		return nil
 	}
-	if o.Schema != "" {
-		return check.Invalidf("a schema applies to PostgreSQL only")
+	if o.Schema != "" || o.PgBouncer || o.ListenURL != "" {
+		return check.Invalidf("a schema, PgBouncer mode and a listen URL apply to PostgreSQL only")
 	}
 	b.Kind, b.Where = "sqlite", spec
 	if b.DB, err = sqlitedb.Open(ctx, sqlitedb.Config{Path: spec}); err != nil {
