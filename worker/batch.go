@@ -83,11 +83,7 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 			w.log.Warn("delivery deferred to the relay", slog.Any("err", err))
 		}
 	}
-	if len(p.acks) > 0 {
-		if err := w.tr.AckBatch(work, p.acks); err != nil {
-			w.log.Warn("batch ack failed; the messages will be redelivered and dropped as processed", slog.Any("err", err))
-		}
-	}
+	w.ack(work, p.acks)
 	for _, q := range p.later {
 		w.settle(work, &q.lease, q.v)
 	}

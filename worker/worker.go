@@ -18,10 +18,11 @@ import (
 // commits, relays what the steps produced, sweeps due timers and delivers leftovers of crashed
 // workers. Create it with New and start it with Run.
 type Worker struct {
-	cfg   Config
-	store *stead.Store
-	tr    *transport.Transport
-	log   *slog.Logger
+	cfg     Config
+	store   *stead.Store
+	tr      *transport.Transport
+	log     *slog.Logger
+	retries *settler // acks and nacks that failed, retried until their lease ends
 }
 
 // New validates cfg, applies the defaults and returns a worker ready to Run.
@@ -31,7 +32,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
-		log: cfg.Logger.With(slog.String("worker", cfg.Name))}, nil
+		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler()}, nil
 }
 
 // Run works until ctx is done, then stops claiming, lets the steps in flight finish (bounded by
@@ -66,6 +67,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	} else if n > 0 {
 		w.log.Info("recovered leftovers", slog.Int("delivered", n))
 	}
+
+	// The settler retries failed acks and nacks while the loops run and stops after them.
+	settleCtx, stopSettler := context.WithCancel(work)
+	var settling sync.WaitGroup
+	settling.Go(func() { w.runSettler(settleCtx) })
+	defer func() { stopSettler(); settling.Wait() }()
 
 	var wg sync.WaitGroup
 	for i := 0; i < w.cfg.Concurrency; i++ {
@@ -108,8 +115,11 @@ func (w *Worker) every(ctx context.Context, d time.Duration, f func()) {
 }
 
 // loop claims and handles work until ctx is done. Claims and handling use work, so a stop never
-// abandons a claimed message half-way.
+// abandons a claimed message half-way. After a failed claim it pauses before the next (see
+// claimBackoff), so that a fleet reconnects within moments of its database coming back, without
+// all of it retrying in step.
 func (w *Worker) loop(ctx, work context.Context) {
+	failures := 0
 	for ctx.Err() == nil {
 		var n int
 		var err error
@@ -122,10 +132,12 @@ func (w *Worker) loop(ctx, work context.Context) {
 			n, err = w.one(work)
 		}
 		if err != nil {
-			w.log.Warn("claim failed", slog.Any("err", err))
-			sleep(ctx, w.cfg.RetryDelay)
+			failures++
+			w.log.Warn("claim failed", slog.Int("failures", failures), slog.Any("err", err))
+			sleep(ctx, claimBackoff(failures, w.cfg.RetryDelay))
 			continue
 		}
+		failures = 0
 		if n == 0 {
 			w.idle(ctx)
 		}
@@ -137,6 +149,14 @@ func (w *Worker) idle(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, w.cfg.IdleWait)
 	defer cancel()
 	_ = w.tr.Wait(wctx)
+}
+
+// claimBackoff is the pause after the n-th failed claim in a row: 100 ms doubled per failure up
+// to RetryDelay, then jittered down by up to half. It stays at or under RetryDelay, so after an
+// outage a loop claims again at most RetryDelay after the database is back.
+func claimBackoff(n int, retryDelay time.Duration) time.Duration {
+	d := min(100*time.Millisecond<<min(n-1, 10), retryDelay)
+	return d/2 + rand.N(d/2+1)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -268,9 +288,7 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
 	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: done.Seqs}}); err != nil {
 		w.logLease(ctx, slog.LevelWarn, l, "delivery deferred to the relay", slog.Any("err", err))
 	}
-	if err := w.tr.Ack(ctx, l); err != nil {
-		w.logLease(ctx, slog.LevelWarn, l, "ack failed; the message will be redelivered and dropped as processed", slog.Any("err", err))
-	}
+	w.ack(ctx, []transport.Lease{*l})
 }
 
 // logLease logs msg with the lease's execution, event id and kind. The attributes are built only
@@ -298,9 +316,7 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
 // settle acknowledges or nacks a message that was not stepped.
 func (w *Worker) settle(ctx context.Context, l *transport.Lease, v verdict) {
 	if v == doAck {
-		if err := w.tr.Ack(ctx, l); err != nil {
-			w.log.Warn("ack failed", slog.String("execution", l.Group), slog.Any("err", err))
-		}
+		w.ack(ctx, []transport.Lease{*l})
 		return
 	}
 	w.nack(ctx, l, w.delay(v))
@@ -315,11 +331,4 @@ func (w *Worker) delay(v verdict) time.Duration {
 		return 0
 	}
 	return w.cfg.RetryDelay
-}
-
-func (w *Worker) nack(ctx context.Context, l *transport.Lease, delay time.Duration) {
-	if err := w.tr.Nack(ctx, l, delay); err != nil {
-		// The lease expires on its own; the message comes back after Visibility.
-		w.log.Warn("nack failed", slog.String("execution", l.Group), slog.Any("err", err))
-	}
 }
