@@ -48,6 +48,16 @@
 // WithListenURL; without one, a transport on a pool in PgBouncer mode logs a warning and Wait
 // polls.
 //
+// # Claims whose answer was lost
+//
+// A claim through the pool that fails after it was sent (the connection died while the server
+// ran it, or before its answer came back: a server restart, a network cut) may have committed,
+// leasing groups to a token its claimer never learnt. The transport remembers that token and frees
+// the groups still held by it as soon as the database answers again (transport_release, retried
+// with a jittered pause of at most a second until it lands or the lease ends), so an outage does
+// not hold those executions for a whole lease. A claim inside the caller's transaction needs none
+// of this: a transaction that did not commit took its claim with it.
+//
 // # Sharing a transaction with the execution store
 //
 // The Backend's ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx, reached with

@@ -17,7 +17,7 @@ import (
 
 // statements are the SQL texts of sql.go for one schema, expanded once.
 type statements struct {
-	publish, claim, ack, nack string
+	publish, claim, ack, nack, release string
 }
 
 // byName pairs every statement with its text under the name of the text's constant in sql.go.
@@ -27,6 +27,7 @@ func (s *statements) byName() map[string]statement {
 		"sqlClaim":   {&s.claim, sqlClaim},
 		"sqlAck":     {&s.ack, sqlAck},
 		"sqlNack":    {&s.nack, sqlNack},
+		"sqlRelease": {&s.release, sqlRelease},
 	}
 }
 
@@ -158,7 +159,7 @@ func (b *Backend) claim(ctx context.Context, q querier, worker string, visibilit
 	after := b.cursor.from()
 	rows, err := q.Query(ctx, b.sql.claim, now, until, token, minPriority, max, after.key, after.group, deleteEmpty)
 	if err != nil {
-		return nil, fail("claim", err)
+		return nil, b.claimFailed(q, token, until, err)
 	}
 	out := []transport.Lease{}
 	var (
@@ -183,7 +184,7 @@ func (b *Backend) claim(ctx context.Context, q querier, worker string, visibilit
 		return nil
 	})
 	if err != nil {
-		return nil, fail("claim", err)
+		return nil, b.claimFailed(q, token, until, err)
 	}
 	if len(out) == 0 {
 		b.sig.Empty(gen)

@@ -35,7 +35,8 @@ type Backend struct {
 	sql     statements
 	channel string // the NOTIFY channel of this schema
 	sig     *wake.Signal
-	cursor  cursor // where claims resume the round-robin
+	cursor  cursor     // where claims resume the round-robin
+	lost    lostClaims // claims whose answer was lost, to release
 	closed  atomic.Bool
 
 	// The listener starts with the first Wait and stops with Close, on listenConn: the pool's
@@ -117,8 +118,8 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 // Schema returns the schema b's objects live in ("" for the search_path).
 func (b *Backend) Schema() string { return b.cfg.schema }
 
-// Close stops the listener (waiting for its goroutine to return) and wakes every Wait with
-// stead.ErrClosed; the pool stays open. Its methods that run in the caller's transaction fail
+// Close stops the listener and the release of lost claims (waiting for their goroutines to
+// return) and wakes every Wait with stead.ErrClosed; the pool stays open. Its methods that run in the caller's transaction fail
 // with stead.ErrClosed from then on.
 func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
@@ -129,6 +130,9 @@ func (b *Backend) Close() error {
 	// If the listener never started, make sure it never will, then close its done channel.
 	b.listenOnce.Do(func() { close(b.listenReady); close(b.listenDone) })
 	<-b.listenDone
+	b.lost.mu.Lock() // no release starts after this: claimFailed checks closed under the lock
+	b.lost.mu.Unlock()
+	b.lost.wg.Wait()
 	return nil
 }
 

@@ -1,7 +1,7 @@
 package pgtransport
 
 // Every statement the transport sends, named after the method that sends it: each calls one of
-// the functions of migrations/001_init.sql. {schema} stands for the schema's qualifier
+// the functions of the migrations. {schema} stands for the schema's qualifier
 // (pgdb.Expand); newStatements expands each under its name, and TestStatementsPairedByName
 // checks the pairing. Every parameter is cast, so the statements also work unprepared (behind
 // PgBouncer), when the server is not asked for their types.
@@ -15,4 +15,6 @@ const (
 	sqlAck = `SELECT {schema}transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`
 	// sqlNack is sent by Nack, NackTx and QueueNack.
 	sqlNack = `SELECT {schema}transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`
+	// sqlRelease is sent by release, for claims whose answer was lost.
+	sqlRelease = `SELECT {schema}transport_release($1::text[], $2::text)`
 )
