@@ -90,7 +90,10 @@ type Config struct {
 	// pgstore and pgtransport on one pool): one commit instead of three, and a message is
 	// acknowledged if and only if its step commits. A transaction that claimed a single message
 	// sends its commit, emits and ack in one round trip and commits only if the step won its
-	// compare-and-swap; a lost one rolls back, which hands the message back at once.
+	// compare-and-swap; a lost one rolls back, which hands the message back at once. Each such
+	// transaction gets Visibility/3 and the database ends it when its worker hangs (see
+	// SharedDB.Begin), so a hung worker holds its executions for at most Visibility here too; the
+	// steps of a batch must finish well within Visibility/3.
 	SharedTx SharedDB
 	// Clock returns the current time (default time.Now). Tests inject one to fire timers.
 	Clock func() time.Time

@@ -22,6 +22,7 @@ import (
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 	_ "modernc.org/sqlite" // the effects ledger of the process tests
 )
 
@@ -31,6 +32,7 @@ const (
 	envHelperSchema  = "STEAD_TEST_HELPER_SCHEMA"
 	envHelperEffects = "STEAD_TEST_HELPER_EFFECTS"
 	envHelperName    = "STEAD_TEST_HELPER_NAME"
+	envHelperShared  = "STEAD_TEST_HELPER_SHARED" // "1": run in the shared-transaction mode
 )
 
 // TestMain runs the package's tests, or, when the helper variables are set, a worker process for
@@ -124,11 +126,18 @@ func helperWorker() int {
 		log.Error("machine", slog.Any("err", err))
 		return 3
 	}
+	var shared worker.SharedDB
+	if os.Getenv(envHelperShared) == "1" {
+		if shared, err = pgtx.New(b.Store, b.Transport); err != nil {
+			log.Error("shared", slog.Any("err", err))
+			return 3
+		}
+	}
 	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 		Concurrency: 4, BatchSize: 8, Visibility: 2 * time.Second, RelayLease: 2 * time.Second,
 		RelayInterval: 200 * time.Millisecond, IdleWait: 50 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
-		Logger: log,
+		SharedTx: shared, Logger: log,
 	})
 	if err != nil {
 		log.Error("worker", slog.Any("err", err))
@@ -344,7 +353,7 @@ type workerProcess struct {
 	done chan error
 }
 
-func startWorkerProcess(t *testing.T, spec, schema, effects, name string) *workerProcess {
+func startWorkerProcess(t *testing.T, spec, schema, effects, name string, env ...string) *workerProcess {
 	t.Helper()
 	// Create the ledger, in WAL mode, before any process opens it: two processes that do both
 	// at once can fail the switch to WAL with SQLITE_BUSY, whatever their busy timeout.
@@ -358,6 +367,7 @@ func startWorkerProcess(t *testing.T, spec, schema, effects, name string) *worke
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelperStore+"="+spec, envHelperSchema+"="+schema,
 		envHelperEffects+"="+effects, envHelperName+"="+name)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start worker process: %v", err)
@@ -545,6 +555,53 @@ func TestWorkerProcessKilled(t *testing.T) {
 			}
 			t.Logf("effects by worker %v; %d action keys ran twice (steps cut by the kill before their commit)", byWorker, replayed)
 		})
+	}
+}
+
+// TestSharedTxHungWorkerLosesItsGroups stops a worker process in the shared-transaction mode
+// with SIGSTOP in the middle of a run and keeps it stopped: its open transactions hold the
+// groups they claimed, and the database must end them (the transaction's idle and statement
+// timeouts) so that another worker takes those executions over within the 2 s Visibility, not
+// after the stopped one resumes. Nothing may be lost or applied twice.
+func TestSharedTxHungWorkerLosesItsGroups(t *testing.T) {
+	t.Parallel()
+	c := backendCase{"postgres shared-tx", pgSpec, true, 8}
+	b, spec, schema := openCase(t, c)
+	ledger := filepath.Join(t.TempDir(), "effects.db")
+	const executions, work = 20, 30
+	exes := seedEffects(t, b, executions, work)
+	hung := startWorkerProcess(t, spec, schema, ledger, "hung", envHelperShared+"=1")
+	waitUntil(t, 60*time.Second, "the worker applied some events", func() bool { return ledgerCount(t, ledger) >= 60 })
+	if err := hung.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	t.Cleanup(func() { _ = hung.cmd.Process.Signal(syscall.SIGCONT) })
+	// The takeover worker records its effects in the same ledger, under its own name.
+	l, err := openLedger(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.db.Close()
+	machines, err := effectsMachine(l, "takeover", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stopped worker stays stopped until every execution is done (or the wait gives up).
+	runUntilAllDone(t, b, exes, worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
+		Name: "takeover", Concurrency: 4, BatchSize: 8, SharedTx: b.shared(t, true), Visibility: 2 * time.Second,
+		IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
+	took := time.Since(stopped)
+	if took > 20*time.Second {
+		t.Errorf("all done %v after the SIGSTOP: the stopped worker held executions far past the 2 s Visibility", took)
+	}
+	if err := hung.stop(t, syscall.SIGKILL); err == nil {
+		t.Fatal("the stopped worker exited cleanly: it was not running")
+	}
+	byWorker, replayed := checkEffects(t, b, ledger, exes, work)
+	t.Logf("all done %v after the SIGSTOP; effects by worker %v; %d keys ran twice", took.Round(time.Millisecond), byWorker, replayed)
+	if byWorker["takeover"] == 0 {
+		t.Fatalf("the takeover worker applied nothing: %v", byWorker)
 	}
 }
 

@@ -15,7 +15,11 @@ import (
 // batch — claim, load, commit, publish, acknowledge — in one transaction of it (Config.SharedTx).
 // pgtx.New makes one for pgstore and pgtransport on one PostgreSQL pool.
 type SharedDB interface {
-	// Begin starts a transaction.
+	// Begin starts a transaction. The worker gives ctx a deadline, Visibility/3 away; the
+	// database must end the transaction (rolling it back) when its client leaves it idle, or
+	// runs one statement, for longer than the time left until that deadline, so that a worker
+	// that hangs cannot hold the groups it claimed for longer than Visibility (pgtx sets the
+	// server's idle_in_transaction_session_timeout and statement_timeout to it).
 	Begin(ctx context.Context) (Tx, error)
 }
 
@@ -56,12 +60,22 @@ type Tx interface {
 // transaction instead of passing through the store's outbox: the transport's queue is the outbox.
 // Spawned children are created after the commit, from the spawn intents that committed with their
 // parent. BatchWait does not apply: a transaction is never held open waiting for traffic.
-func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
+//
+// The transaction, and so the hold on the groups it claims, is bounded by Visibility whether or
+// not this worker keeps running: it gets a third of Visibility (the context's deadline, which
+// cancels a worker that is merely slow), and the database ends it once it has been idle, or one
+// of its statements has run, for longer than that third (SharedDB.Begin), which is what stops a
+// worker that hangs (a stopped process, whose deadline never fires). A hang after at most a third,
+// in a statement of at most a third, then idle for a third: the groups are free within Visibility
+// of the claim. The steps of a shared batch must therefore finish well within Visibility/3.
+func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
+	work, cancel := context.WithTimeout(outer, w.cfg.Visibility/3)
+	defer cancel()
 	tx, err := w.cfg.SharedTx.Begin(work)
 	if err != nil {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(work)) }()
+	defer func() { _ = tx.Rollback(context.WithoutCancel(outer)) }()
 	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
 		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
 	})
@@ -81,7 +95,7 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 	}
 	p := w.plan(leases, loaded)
 	if len(leases) == 1 {
-		return 1, w.sharedOne(ctx, work, tx, leases[0], &p)
+		return 1, w.sharedOne(ctx, outer, work, tx, leases[0], &p)
 	}
 	emits := make([][]stead.Emit, len(p.items))
 	for k := range p.items {
@@ -130,7 +144,7 @@ func (w *Worker) sharedBatch(ctx, work context.Context) (int, error) {
 		w.log.Warn("commit failed", slog.Any("err", err))
 		return len(leases), nil
 	}
-	w.spawnCommitted(work, ds)
+	w.spawnCommitted(outer, ds)
 	return len(leases), nil
 }
 
@@ -156,7 +170,7 @@ func (w *Worker) spawnCommitted(work context.Context, ds []delivery) {
 // server together (Tx.Step), then COMMIT. A lost CAS rolls the whole transaction back, which
 // hands the message back at once: the redelivery a lost CAS asks for, and the other statements
 // are undone with it.
-func (w *Worker) sharedOne(ctx, work context.Context, tx Tx, lease transport.Lease, p *batchPlan) error {
+func (w *Worker) sharedOne(ctx, outer, work context.Context, tx Tx, lease transport.Lease, p *batchPlan) error {
 	var ds []delivery
 	var err error
 	switch {
@@ -197,6 +211,6 @@ func (w *Worker) sharedOne(ctx, work context.Context, tx Tx, lease transport.Lea
 		w.log.Warn("commit failed", slog.Any("err", err))
 		return nil
 	}
-	w.spawnCommitted(work, ds)
+	w.spawnCommitted(outer, ds)
 	return nil
 }

@@ -59,9 +59,22 @@ func New(store *stead.Store, tr *transport.Transport) (*DB, error) {
 	return &DB{pool: sb.Pool(), store: sb, tr: tb}, nil
 }
 
-// Begin starts a transaction on the shared pool.
+// Begin starts a transaction on the shared pool. When ctx has a deadline, the server ends the
+// transaction, rolling it back, once it has been idle (waiting for its client) or one of its
+// statements has run for longer than the time left until that deadline at Begin: both
+// idle_in_transaction_session_timeout and statement_timeout are set to it for this transaction
+// only (SET LOCAL, in the BEGIN's round trip). A client that stops answering — a hung or stopped
+// process, whose context never fires — so loses the transaction, and the groups it claimed in it
+// are claimable again, instead of holding them for as long as it hangs. (PostgreSQL before 17
+// has no transaction_timeout; these two bound the same thing for a client that stopped.)
 func (d *DB) Begin(ctx context.Context) (worker.Tx, error) {
-	tx, err := d.pool.Begin(ctx)
+	var opts pgx.TxOptions
+	if dl, ok := ctx.Deadline(); ok {
+		ms := max(time.Until(dl).Milliseconds(), 1)
+		opts.BeginQuery = fmt.Sprintf("BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d; "+
+			"SET LOCAL statement_timeout = %d", ms, ms)
+	}
+	tx, err := d.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("pgtx: begin: %w", pgdb.Classify(err))
 	}
