@@ -1,22 +1,23 @@
 package worker_test
 
 import (
-	"testing"
-
 	"context"
 	"errors"
-	"github.com/steadhq/stead/worker"
-	"github.com/steadhq/stead/worker/pgtx"
+	"os"
 	"strings"
+	"testing"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
+	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 )
 
 // testBackend is a store and a transport on one database, as a deployment opens them: one
@@ -40,7 +41,10 @@ func openBackend(ctx context.Context, spec, schema string) (*testBackend, error)
 
 func (b *testBackend) open(ctx context.Context, spec, schema string) error {
 	if strings.HasPrefix(spec, "postgres://") {
-		pool, err := pgdb.Open(ctx, spec, pgdb.Config{MaxConns: 16})
+		// Through the test run's PgBouncer the pool sends no named statements and the
+		// listener connects to the server itself, as a deployment behind PgBouncer does.
+		bouncer := spec == os.Getenv("STEAD_TEST_PGBOUNCER_URL")
+		pool, err := pgdb.Open(ctx, spec, pgdb.Config{MaxConns: 16, PgBouncer: bouncer})
 		if err != nil {
 			return err
 		}
@@ -49,7 +53,11 @@ func (b *testBackend) open(ctx context.Context, spec, schema string) error {
 			return err
 		}
 		b.closers = append(b.closers, b.Store.Close)
-		b.Transport, err = pgtransport.New(ctx, pool, pgtransport.WithSchema(schema))
+		topts := []pgtransport.Option{pgtransport.WithSchema(schema)}
+		if bouncer {
+			topts = append(topts, pgtransport.WithListenURL(pgdbtest.URL()))
+		}
+		b.Transport, err = pgtransport.New(ctx, pool, topts...)
 		if err == nil {
 			b.closers = append(b.closers, b.Transport.Close)
 		}

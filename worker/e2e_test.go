@@ -162,6 +162,9 @@ func sqliteSpec(t *testing.T) (string, string) { return filepath.Join(t.TempDir(
 
 func pgSpec(t *testing.T) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(t) }
 
+// bouncerSpec is the test run's PgBouncer in transaction mode, in front of the test server.
+func bouncerSpec(t *testing.T) (string, string) { return pgdbtest.BouncerURL(t), pgdbtest.Schema(t) }
+
 var backendCases = []backendCase{
 	{"sqlite unbatched", sqliteSpec, false, 1},
 	{"sqlite batched", sqliteSpec, false, 32},
@@ -169,6 +172,8 @@ var backendCases = []backendCase{
 	{"postgres batched", pgSpec, false, 32},
 	{"postgres shared-tx unbatched", pgSpec, true, 1},
 	{"postgres shared-tx batched", pgSpec, true, 32},
+	{"pgbouncer batched", bouncerSpec, false, 32},
+	{"pgbouncer shared-tx batched", bouncerSpec, true, 32},
 }
 
 func openCase(t *testing.T, c backendCase) (*testBackend, string, string) {
