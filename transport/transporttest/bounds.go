@@ -64,6 +64,8 @@ func testEventTimeRange(t *testing.T, f Factory) {
 	}{
 		{"year 0", time.Date(0, 12, 31, 23, 0, 0, 0, time.UTC)},
 		{"year 10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"year 300000", time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"year 17,941,134,906", time.Date(17941134906, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{"9999-12-31 at -05:00 (10000 in UTC)", time.Date(9999, 12, 31, 20, 0, 0, 0, est)},
 		{"0001-01-01 at +14:00 (year 0 in UTC)", time.Date(1, 1, 1, 10, 0, 0, 0, time.FixedZone("", 14*3600))},
 	} {
