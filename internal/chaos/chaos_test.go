@@ -1,0 +1,76 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead/internal/chaos"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
+)
+
+// TestMain runs the drills, or one drill worker when the environment names one.
+func TestMain(m *testing.M) {
+	if cfg, ok := chaos.WorkerFromEnv(); ok {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if err := chaos.RunWorker(ctx, cfg); err != nil {
+			cfg.Logger.Error("worker failed", slog.Any("err", err))
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestChaos runs the short drill, or the long one with STEAD_CHAOS=long, and fails on anything
+// lost, doubled, stuck or early, and on a restart after which the workers took more than a third
+// of their lease to step again (they must not wait for leases to end).
+func TestChaos(t *testing.T) {
+	plan := chaos.Short()
+	if os.Getenv("STEAD_CHAOS") == "long" {
+		plan = chaos.Long()
+	} else if testing.Short() {
+		t.Skip("the chaos drill takes about a minute; -short skips it")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, plan, chaos.Env{Dir: dir, Exe: os.Args[0], Logf: t.Logf})
+	if errors.Is(err, chaos.ErrNoPostgres) {
+		if pgdbtest.Required() {
+			t.Fatalf("PostgreSQL is required (STEAD_REQUIRE_POSTGRES=1): %v", err)
+		}
+		t.Skip(err)
+	}
+	if rep != nil {
+		t.Logf("report:\n%s", rep.Markdown())
+		if out := os.Getenv("STEAD_CHAOS_REPORT"); out != "" {
+			if werr := os.WriteFile(out, []byte(rep.Markdown()), 0o644); werr != nil {
+				t.Error(werr)
+			}
+		}
+	}
+	if err != nil {
+		if b, rerr := os.ReadFile(dir + "/workers.log"); rerr == nil && len(b) > 0 {
+			t.Logf("workers' log (tail):\n%s", tail(b, 4000))
+		}
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems(plan.Visibility / 3) {
+		t.Error(p)
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
