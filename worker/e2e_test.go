@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
@@ -513,7 +514,7 @@ func allDone(b *testBackend, exes []string) bool {
 
 // runUntilAllDone runs a worker with cfg until every execution of exes is done, then stops it
 // and fails the test if Run returned an error.
-func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg worker.Config) {
+func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg worker.Config, explain ...func() string) {
 	t.Helper()
 	w, err := worker.New(cfg)
 	if err != nil {
@@ -522,7 +523,7 @@ func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg worker.Con
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) })
+	waitUntil(t, 60*time.Second, "all done", func() bool { return allDone(b, exes) }, explain...)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -582,8 +583,11 @@ func TestSharedTxHungWorkerLosesItsGroups(t *testing.T) {
 	}
 	stopped := time.Now()
 	t.Cleanup(func() { _ = hung.cmd.Process.Signal(syscall.SIGCONT) })
-	// The takeover worker records its effects in the same ledger, under its own name.
-	l, err := openLedger(ledger)
+	// The takeover worker records its effects in a ledger of its own, merged into the stopped
+	// worker's at the end: the stopped process may hold the shared file's write lock, which
+	// would stall every other writer of it (an artifact of the test's ledger, not of stead).
+	own := filepath.Join(t.TempDir(), "takeover.db")
+	l, err := openLedger(own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,10 +596,14 @@ func TestSharedTxHungWorkerLosesItsGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stopped worker stays stopped until every execution is done (or the wait gives up).
+	// The stopped worker stays stopped until every execution is done (or the wait gives up). The
+	// takeover worker keeps the default lease: its transactions get a third of it, which a
+	// machine loaded by the race detector and parallel tests needs.
 	runUntilAllDone(t, b, exes, worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-		Name: "takeover", Concurrency: 4, BatchSize: 8, SharedTx: b.shared(t, true), Visibility: 2 * time.Second,
-		IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
+		Name: "takeover", Concurrency: 4, BatchSize: 8, SharedTx: b.shared(t, true),
+		IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond}, func() string {
+		return heldBy(t, schema)
+	})
 	took := time.Since(stopped)
 	if took > 20*time.Second {
 		t.Errorf("all done %v after the SIGSTOP: the stopped worker held executions far past the 2 s Visibility", took)
@@ -603,11 +611,63 @@ func TestSharedTxHungWorkerLosesItsGroups(t *testing.T) {
 	if err := hung.stop(t, syscall.SIGKILL); err == nil {
 		t.Fatal("the stopped worker exited cleanly: it was not running")
 	}
+	if _, err := l.db.Exec(`ATTACH DATABASE ? AS hung`, ledger); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.db.Exec(`INSERT INTO hung.effects (key, execution, event, worker, runs)
+		SELECT key, execution, event, worker, runs FROM main.effects WHERE true
+		ON CONFLICT (key) DO UPDATE SET runs = runs + excluded.runs`); err != nil {
+		t.Fatal(err)
+	}
 	byWorker, replayed := checkEffects(t, b, ledger, exes, work)
 	t.Logf("all done %v after the SIGSTOP; effects by worker %v; %d keys ran twice", took.Round(time.Millisecond), byWorker, replayed)
 	if byWorker["takeover"] == 0 {
 		t.Fatalf("the takeover worker applied nothing: %v", byWorker)
 	}
+}
+
+// heldBy describes the groups of schema that are held and the sessions of the server that are in
+// a transaction, for a test that timed out waiting for them.
+func heldBy(t *testing.T, schema string) string {
+	pool := pgdbtest.Pool(t)
+	ctx := context.Background()
+	out := ""
+	var msgs int
+	_ = pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "transport_messages"}.Sanitize()).Scan(&msgs)
+	out += fmt.Sprintf("%d messages queued\n", msgs)
+	rows, err := pool.Query(ctx, "SELECT id, status, coalesce(active_path, ''), version FROM "+
+		pgx.Identifier{schema, "stead_executions"}.Sanitize()+" WHERE status <> 'done'")
+	if err == nil {
+		for rows.Next() {
+			var id, st, path string
+			var v int64
+			_ = rows.Scan(&id, &st, &path, &v)
+			out += fmt.Sprintf("execution %s %s %s v%d\n", id, st, path, v)
+		}
+		rows.Close()
+	}
+	rows, err = pool.Query(ctx, "SELECT group_id, coalesce(locked_by, ''), coalesce(lease_until::text, '') FROM "+
+		pgx.Identifier{schema, "transport_groups"}.Sanitize())
+	if err == nil {
+		for rows.Next() {
+			var g, by, until string
+			_ = rows.Scan(&g, &by, &until)
+			out += fmt.Sprintf("group %s held by %s until %s\n", g, by, until)
+		}
+		rows.Close()
+	}
+	rows, err = pool.Query(ctx, `SELECT pid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+		coalesce(now() - xact_start, '0')::text, left(query, 80) FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid()`)
+	if err == nil {
+		for rows.Next() {
+			var pid int
+			var state, wt, we, age, q string
+			_ = rows.Scan(&pid, &state, &wt, &we, &age, &q)
+			out += fmt.Sprintf("session %d %s %s/%s for %s: %s\n", pid, state, wt, we, age, q)
+		}
+		rows.Close()
+	}
+	return out
 }
 
 // TestTwoWorkerProcessesOneSQLiteFile runs two worker processes on one SQLite file at once.
