@@ -17,5 +17,5 @@
 //
 // The workers are processes of the test binary itself (WorkerFromEnv), each a default worker
 // (pgstore and pgtransport on one pool; every second one in the shared-transaction mode) whose
-// actions record their effects in a SQLite ledger outside the database under test.
+// actions record their effects in a SQLite ledger of its own, outside the database under test.
 package chaos

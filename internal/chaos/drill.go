@@ -96,7 +96,7 @@ type drill struct {
 	pool    *pgxpool.Pool
 	store   *stead.Store
 	tr      *transport.Transport
-	ledger  *Ledger
+	ledgers *Ledgers
 	feed    *feeder
 	rep     *Report
 
@@ -154,13 +154,13 @@ func (d *drill) open(ctx context.Context) error {
 	if d.tr, err = pgtransport.New(ctx, d.pool, pgtransport.WithSchema(schema), pgtransport.WithoutListen()); err != nil {
 		return err
 	}
-	d.ledger, err = OpenLedger(filepath.Join(d.env.Dir, "ledger.db"))
-	return err
+	d.ledgers = NewLedgers(d.env.Dir)
+	return nil
 }
 
 func (d *drill) close() {
-	if d.ledger != nil {
-		d.ledger.Close()
+	if d.ledgers != nil {
+		d.ledgers.Close()
 	}
 	if d.tr != nil {
 		d.tr.Close()
@@ -252,8 +252,9 @@ func (d *drill) startWorker(k int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.gen++
-	cfg := WorkerConfig{URL: d.cluster.URL(), Schema: schema, Ledger: filepath.Join(d.env.Dir, "ledger.db"),
-		Name: fmt.Sprintf("w%d-%d", k, d.gen), Shared: k%2 == 1, Visibility: d.plan.Visibility}
+	name := fmt.Sprintf("w%d-%d", k, d.gen)
+	cfg := WorkerConfig{URL: d.cluster.URL(), Schema: schema, Ledger: d.ledgers.Path(name),
+		Name: name, Shared: k%2 == 1, Visibility: d.plan.Visibility}
 	p, err := startProcess(d.env.Exe, cfg, filepath.Join(d.env.Dir, "workers.log"))
 	if err != nil {
 		return err
@@ -283,7 +284,7 @@ func (d *drill) stopAll() {
 func (d *drill) waitProgress(ctx context.Context, n int, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
-		got, err := d.ledger.Count(KindWork)
+		got, err := d.ledgers.Count(KindWork)
 		if err == nil && got >= n {
 			return nil
 		}
@@ -314,7 +315,7 @@ func (d *drill) restart(ctx context.Context, i int) (Restart, error) {
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		at, n, err := d.ledger.AppliedBy(prefix)
+		at, n, err := d.ledgers.AppliedBy(prefix)
 		if err == nil && n == d.plan.Burst {
 			if at.After(up) {
 				r.Drained = at.Sub(up)
@@ -324,9 +325,9 @@ func (d *drill) restart(ctx context.Context, i int) (Restart, error) {
 		if time.Now().After(deadline) {
 			return r, fmt.Errorf("chaos: restart %d: %d of the %d burst events applied within 2 minutes of the server coming back", i, n, d.plan.Burst)
 		}
-		sleep(ctx, 50*time.Millisecond)
+		sleep(ctx, 100*time.Millisecond)
 	}
-	first, ok, err := d.ledger.FirstAfter(up)
+	first, ok, err := d.ledgers.FirstAfter(up)
 	if err != nil {
 		return r, err
 	}
@@ -360,7 +361,12 @@ func (d *drill) verify(ctx context.Context) error {
 		}
 		sleep(ctx, 500*time.Millisecond)
 	}
-	t, err := d.ledger.Tally()
+	merged, err := d.ledgers.Merge(filepath.Join(d.env.Dir, "merged.db"))
+	if err != nil {
+		return err
+	}
+	t, err := merged.Tally()
+	merged.Close()
 	if err != nil {
 		return err
 	}

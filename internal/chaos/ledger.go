@@ -2,7 +2,10 @@ package chaos
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	_ "modernc.org/sqlite" // the ledger is a SQLite file every worker process writes
@@ -137,16 +140,173 @@ func (l *Ledger) FirstAfter(since time.Time) (time.Time, bool, error) {
 	return time.Unix(0, at.Int64), true, nil
 }
 
-// AppliedBy returns when the last of the work events whose ids start with prefix was first
-// applied, and how many of them were.
-func (l *Ledger) AppliedBy(prefix string) (time.Time, int, error) {
-	var at sql.NullInt64
-	var n int
-	err := l.db.QueryRow(`SELECT max(first), count(*) FROM (SELECT min(at) AS first FROM effects
-		WHERE kind = ? AND substr(event, 1, ?) = ? GROUP BY execution, event)`,
-		KindWork, len(prefix), prefix).Scan(&at, &n)
-	if err != nil || !at.Valid {
-		return time.Time{}, n, err
+// Ledgers are the ledgers of every worker process of a drill, one file each (ledger-*.db in a
+// directory): a process stopped with SIGSTOP in the middle of a write holds its file's write
+// lock, and one shared file would stall every other worker with it — the drill's artifact, not
+// the system's. The drill reads them together.
+type Ledgers struct {
+	dir  string
+	open map[string]*Ledger
+}
+
+// NewLedgers returns the ledgers under dir.
+func NewLedgers(dir string) *Ledgers { return &Ledgers{dir: dir, open: map[string]*Ledger{}} }
+
+// Path returns the ledger file of the worker named name.
+func (ls *Ledgers) Path(name string) string { return filepath.Join(ls.dir, "ledger-"+name+".db") }
+
+// all opens every ledger file there is so far.
+func (ls *Ledgers) all() ([]*Ledger, error) {
+	paths, err := filepath.Glob(filepath.Join(ls.dir, "ledger-*.db"))
+	if err != nil {
+		return nil, err
 	}
-	return time.Unix(0, at.Int64), n, nil
+	out := make([]*Ledger, 0, len(paths))
+	for _, p := range paths {
+		l, ok := ls.open[p]
+		if !ok {
+			if l, err = OpenLedger(p); err != nil {
+				return nil, err
+			}
+			ls.open[p] = l
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Close closes every ledger opened.
+func (ls *Ledgers) Close() error {
+	var errs []error
+	for _, l := range ls.open {
+		errs = append(errs, l.Close())
+	}
+	ls.open = map[string]*Ledger{}
+	return errors.Join(errs...)
+}
+
+// Count returns how many effects of kind the ledgers hold.
+func (ls *Ledgers) Count(kind string) (int, error) {
+	all, err := ls.all()
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, l := range all {
+		n, err := l.Count(kind)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// FirstAfter is Ledger.FirstAfter over every ledger.
+func (ls *Ledgers) FirstAfter(since time.Time) (time.Time, bool, error) {
+	all, err := ls.all()
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var first time.Time
+	found := false
+	for _, l := range all {
+		at, ok, err := l.FirstAfter(since)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if ok && (!found || at.Before(first)) {
+			first, found = at, true
+		}
+	}
+	return first, found, nil
+}
+
+// AppliedBy is Ledger.AppliedBy over every ledger: an event counts once, at the first time any
+// worker applied it.
+func (ls *Ledgers) AppliedBy(prefix string) (time.Time, int, error) {
+	all, err := ls.all()
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	first := map[string]int64{}
+	for _, l := range all {
+		rows, err := l.db.Query(`SELECT execution || ' ' || event, min(at) FROM effects
+			WHERE kind = ? AND substr(event, 1, ?) = ? GROUP BY execution, event`, KindWork, len(prefix), prefix)
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		for rows.Next() {
+			var ev string
+			var at int64
+			if err := rows.Scan(&ev, &at); err != nil {
+				rows.Close()
+				return time.Time{}, 0, err
+			}
+			if cur, ok := first[ev]; !ok || at < cur {
+				first[ev] = at
+			}
+		}
+		rows.Close()
+	}
+	var last int64
+	for _, at := range first {
+		last = max(last, at)
+	}
+	return time.Unix(0, last), len(first), nil
+}
+
+// Merge copies every ledger into one new file at path (a key recorded by two workers adds their
+// runs) and returns it open, for Tally.
+func (ls *Ledgers) Merge(path string) (*Ledger, error) {
+	all, err := ls.all()
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(path)
+	m, err := OpenLedger(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range all {
+		rows, err := l.db.Query(`SELECT key, kind, execution, event, worker, runs, at, fire_at FROM effects`)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		tx, err := m.db.Begin()
+		if err != nil {
+			rows.Close()
+			m.Close()
+			return nil, err
+		}
+		for rows.Next() {
+			var key, kind, exe, ev, w string
+			var runs int
+			var at, due int64
+			if err = rows.Scan(&key, &kind, &exe, &ev, &w, &runs, &at, &due); err != nil {
+				break
+			}
+			if _, err = tx.Exec(`INSERT INTO effects (key, kind, execution, event, worker, runs, at, fire_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (key) DO UPDATE SET runs = runs + excluded.runs, at = min(at, excluded.at)`,
+				key, kind, exe, ev, w, runs, at, due); err != nil {
+				break
+			}
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			m.Close()
+			return nil, err
+		}
+		if err := tx.Commit(); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
 }
