@@ -64,7 +64,7 @@ var groups = []group{
 	{"outbox", outboxRules},
 	{"spawns", spawnRules},
 	{"trace", traceRules},
-	{"list", listRules},
+	{"list", slices.Concat(listRules, filterRules)},
 	{"purge", purgeRules},
 	{"batch", batchRules},
 	{"times", timeRules},
