@@ -66,6 +66,8 @@ var groups = []group{
 	{"trace", traceRules},
 	{"list", slices.Concat(listRules, filterRules)},
 	{"purge", purgeRules},
+	{"purge_tree", purgeTreeRules},
+	{"purge_finished", purgeFinishedRules},
 	{"batch", batchRules},
 	{"times", timeRules},
 	{"bad_input", badInputRules},
