@@ -44,7 +44,8 @@ type SweepReport struct {
 	Examined int
 	// Skipped counts those whose status the sweep does not take (failed, or a status left out).
 	Skipped int
-	// Purged counts the trees deleted (in a dry run, that would be); Deleted their executions.
+	// Purged counts the trees deleted and Deleted their executions (in a dry run, those that
+	// would be).
 	Purged, Deleted int
 	// Refused holds the trees that were not purged, with why: a member not ended (a
 	// *stead.StatusError), a member that moved on (ErrConflict), an archiver's veto (ErrVeto), a
@@ -102,6 +103,9 @@ func PurgeFinished(ctx context.Context, s *stead.Store, sw Sweep) (SweepReport, 
 			tried++
 			res, err := PurgeTree(ctx, s, it.ID, Options{Archive: sw.Archive, DryRun: sw.DryRun})
 			switch {
+			case err == nil && sw.DryRun:
+				rep.Purged++
+				rep.Deleted += len(res.Members)
 			case err == nil:
 				rep.Purged++
 				rep.Deleted += res.Deleted

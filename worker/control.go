@@ -141,6 +141,11 @@ func refuse(exe *stead.Execution, op Op, reason string) error {
 	return &stead.StatusError{ID: exe.ID, Op: string(op), Status: exe.Status, Reason: reason}
 }
 
+// CheckCommand reports whether exe's status takes op: nil, or the *stead.StatusError that
+// Client.Control would return, without writing anything (a dry run). Reset, set-state and retry
+// are checked further when applied (the state, the dead letter).
+func CheckCommand(exe *stead.Execution, op Op) error { return admitCommand(exe, op) }
+
 // admitCommand reports whether exe's status takes the command, with the reason when it does not.
 // Client.Control applies exactly this rule (the engine, for reset, set-state and retry); a dry
 // run of ControlMatching reports it without writing.
