@@ -30,8 +30,8 @@ const (
 	OpRetry    Op = "retry"
 )
 
-// Ops lists every control command, in the order the documentation gives them.
-var Ops = []Op{OpSuspend, OpResume, OpCancel, OpReset, OpSetState, OpRetry}
+// Ops returns every control command, in the order the documentation gives them.
+func Ops() []Op { return []Op{OpSuspend, OpResume, OpCancel, OpReset, OpSetState, OpRetry} }
 
 // kind is the control event kind of op, or "" for an unknown op.
 func (op Op) kind() string {
@@ -190,7 +190,7 @@ func admitCommand(exe *stead.Execution, op Op) error {
 }
 
 func opOf(kind string) Op {
-	for _, op := range Ops {
+	for _, op := range Ops() {
 		if op.kind() == kind {
 			return op
 		}
@@ -212,6 +212,9 @@ func applyCommand(exe *stead.Execution, ev stead.Event, m Machine, now time.Time
 	}
 	switch op {
 	case OpReset, OpSetState, OpRetry:
+		if m == nil {
+			return nil, stead.Bundle{}, check.Invalidf("%s %q: no machine for definition %q (Client.Known must hold it)", op, exe.ID, exe.DefinitionID)
+		}
 		c, ok := m.(Controller)
 		if !ok {
 			return nil, stead.Bundle{}, check.Invalidf("%s %q: the machine of definition %q does not apply %s (it is not a worker.Controller)",

@@ -596,7 +596,7 @@ func testBadCommandsWriteNothing(r *opsRig) {
 	r.control(id, worker.Command{Op: worker.OpCancel})
 	r.waitFor(id, "cancelled", func(e *stead.Execution) bool { return e.Status == stead.StatusCancelled })
 	v = r.load(id).Version
-	for _, op := range worker.Ops {
+	for _, op := range worker.Ops() {
 		cmd := worker.Command{Op: op}
 		if op == worker.OpSetState {
 			cmd.State = "late"

@@ -27,7 +27,7 @@ func TestAdmitCommand(t *testing.T) {
 		OpSetState: {stead.StatusRunning, stead.StatusSuspended, stead.StatusFailed},
 		OpRetry:    {stead.StatusFailed},
 	}
-	for _, op := range Ops {
+	for _, op := range Ops() {
 		for _, st := range statuses {
 			err := admitCommand(&stead.Execution{ID: "e", Status: st}, op)
 			want := slices.Contains(takes[op], st)

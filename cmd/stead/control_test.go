@@ -93,6 +93,7 @@ func TestControlCommandsAndExitCodes(t *testing.T) {
 			"cancel (dry run): 4 matched, 4 would apply", ""},
 		{"set-state", []string{"set-state", "o2", "--state", "declined"}, 0, "o2  done", ""},
 		{"reset", []string{"reset", "o3", "--context", `{"order_id":"o3","amount":7,"outcome":"timeout"}`}, 0, "o3  running", ""},
+		{"retry of a running one", []string{"retry", "o4"}, 3, "only a failed execution is retried", "refused"},
 		{"batch cancel", []string{"cancel", "--definition-id", "order", "--created-before", "0s", "--status", "running"}, 0,
 			"cancel: 3 matched, 3 applied, 0 applied before, 0 refused", ""},
 		{"a missing execution among ids", []string{"suspend", "ghost", "o4"}, 3, "ghost  refused", "2 of 2 executions refused"},
