@@ -26,6 +26,10 @@ import (
 type ConversationReader interface {
 	// LoadConversation returns the conversation, or ErrNotFound.
 	LoadConversation(ctx context.Context, account string, id ID) (Conversation, error)
+	// ListConversations returns the account's newest limit conversations, oldest first, ordered
+	// by (created_at, conversation_id). An account with none has an empty list, never
+	// ErrNotFound: an account is not a row of its own.
+	ListConversations(ctx context.Context, account string, limit int) ([]Conversation, error)
 	// LoadRecentTurns returns the newest limit turns of the conversation, oldest first, ordered
 	// by (received_at, turn_id). A conversation that is not this account's is ErrNotFound, never
 	// an empty list.
@@ -436,6 +440,9 @@ type conversationReader struct{ r ConversationReader }
 
 func (w conversationReader) LoadConversation(ctx context.Context, account string, id ID) (Conversation, error) {
 	return w.r.LoadConversation(ctx, account, id)
+}
+func (w conversationReader) ListConversations(ctx context.Context, account string, limit int) ([]Conversation, error) {
+	return w.r.ListConversations(ctx, account, limit)
 }
 func (w conversationReader) LoadRecentTurns(ctx context.Context, account string, conversation ID, limit int) ([]Turn, error) {
 	return w.r.LoadRecentTurns(ctx, account, conversation, limit)

@@ -35,6 +35,11 @@ func (s *Backend) LoadConversation(ctx context.Context, account string, id turn.
 	return readOne(ctx, s, func(q querier) (turn.Conversation, error) { return s.loadConversation(ctx, q, account, id) })
 }
 
+// ListConversations implements turn.ConversationReader.
+func (s *Backend) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.Conversation, error) { return s.listConversations(ctx, q, account, limit) })
+}
+
 // LoadRecentTurns implements turn.ConversationReader.
 func (s *Backend) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
 	return readOne(ctx, s, func(q querier) ([]turn.Turn, error) {

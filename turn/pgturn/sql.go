@@ -19,6 +19,16 @@ const sqlLoadConversation = `
 SELECT created_at, metadata FROM {schema}turn_conversations
 WHERE account_id = $1 AND conversation_id = $2`
 
+// The newest limit conversations, returned oldest first; turn_conversations_by_created serves
+// both orders.
+const sqlListConversations = `
+SELECT conversation_id, created_at, metadata FROM (
+    SELECT conversation_id, created_at, metadata FROM {schema}turn_conversations
+    WHERE account_id = $1
+    ORDER BY created_at DESC, conversation_id DESC
+    LIMIT $2) newest
+ORDER BY created_at, conversation_id`
+
 const sqlCreateConversation = `
 INSERT INTO {schema}turn_conversations (account_id, conversation_id, created_at, metadata)
 VALUES ($1, $2, $3, $4)`

@@ -25,6 +25,7 @@ func checks() []Check {
 		{"refused_settlement_writes_nothing", checkRefusedSettlementWritesNothing},
 		{"replay_put_get", checkReplayPutGet},
 		{"conversation_turn_persistence", checkConversationTurnPersistence},
+		{"conversations_listed_newest_last_per_account", checkConversationsListedNewestLastPerAccount},
 		{"commit_bundle_applies_all", checkCommitBundleAppliesAll},
 		{"commit_bundle_atomic_on_invalid_item", checkCommitBundleAtomicOnInvalidItem},
 		{"commit_bundle_restores_modified_records", checkCommitBundleRestoresModifiedRecords},

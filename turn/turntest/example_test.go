@@ -19,6 +19,6 @@ func ExampleRunAll() {
 	fmt.Println(strings.SplitN(report.String(), "\n", 2)[0])
 	fmt.Println(report.Err())
 	// Output:
-	// 25 of 25 conformance checks passed
+	// 26 of 26 conformance checks passed
 	// <nil>
 }

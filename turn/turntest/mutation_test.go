@@ -2,6 +2,7 @@ package turntest_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,6 +194,15 @@ func (g greedyClaim) ClaimDue(ctx context.Context, now time.Time, limit int, wor
 	return claimed, err
 }
 
+// oldestConversations lists the oldest limit conversations instead of the newest (a listing that
+// forgot to order before it cut).
+type oldestConversations struct{ turn.Backend }
+
+func (o oldestConversations) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
+	all, err := o.Backend.ListConversations(ctx, account, math.MaxInt)
+	return all[:min(limit, len(all))], err
+}
+
 func TestMutantsFail(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -230,6 +240,12 @@ func TestMutantsFail(t *testing.T) {
 			name:     "claims are not exclusive",
 			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(greedyClaim{b}) },
 			mustFail: []string{"outbox_claim_exclusivity_and_reschedule"},
+		},
+		{
+			name:     "lists the oldest conversations",
+			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(oldestConversations{b}) },
+			mustFail: []string{"conversations_listed_newest_last_per_account"},
+			onlyFail: []string{"conversations_listed_newest_last_per_account"},
 		},
 	}
 	for _, tt := range tests {
@@ -273,7 +289,7 @@ func TestReportForm(t *testing.T) {
 		t.Fatalf("report:\n%s", report)
 	}
 	lines := strings.Split(strings.TrimSpace(report.String()), "\n")
-	if lines[0] != "25 of 25 conformance checks passed" || len(lines) != 26 || !strings.HasPrefix(lines[1], "pass ") {
+	if lines[0] != "26 of 26 conformance checks passed" || len(lines) != 27 || !strings.HasPrefix(lines[1], "pass ") {
 		t.Fatalf("report:\n%s", report)
 	}
 	names := map[string]bool{}
