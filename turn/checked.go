@@ -180,6 +180,15 @@ func (c *checked) LoadInteraction(ctx context.Context, account string, id ID) (I
 	return one(v, err, (*InteractionRecord).normalise)
 }
 
+// InteractionsForTurn implements InteractionReader.
+func (c *checked) InteractionsForTurn(ctx context.Context, account string, turn ID) ([]InteractionRecord, error) {
+	if err := c.admit(ValidateAccount(account), ValidateID("turn id", turn)); err != nil {
+		return nil, err
+	}
+	v, err := c.b.InteractionsForTurn(ctx, account, turn)
+	return many(v, err, (*InteractionRecord).normalise)
+}
+
 // ListOpenForConversation implements InteractionReader.
 func (c *checked) ListOpenForConversation(ctx context.Context, account string, conversation ID) ([]InteractionRecord, error) {
 	if err := c.admit(ValidateAccount(account), ValidateID("conversation id", conversation)); err != nil {

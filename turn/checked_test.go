@@ -47,6 +47,7 @@ func calls(s turn.Stores) map[string]func(context.Context) error {
 			return e(s.Conversations.SetTurnPhase(ctx, "a", id, turn.PhaseReduced))
 		},
 		"LoadInteraction":         func(ctx context.Context) error { return e(s.Interactions.LoadInteraction(ctx, "a", id)) },
+		"InteractionsForTurn":     func(ctx context.Context) error { return e(s.Interactions.InteractionsForTurn(ctx, "a", id)) },
 		"ListOpenForConversation": func(ctx context.Context) error { return e(s.Interactions.ListOpenForConversation(ctx, "a", id)) },
 		"ListOpenForCase":         func(ctx context.Context) error { return e(s.Interactions.ListOpenForCase(ctx, "a", key)) },
 		"BlockingAnsweredAt":      func(ctx context.Context) error { return e(s.Interactions.BlockingAnsweredAt(ctx, "a", key, 1)) },
@@ -115,8 +116,8 @@ func TestWellFormedCallsReachTheBackend(t *testing.T) {
 			t.Errorf("%s did not reach the backend", name)
 		}
 	}
-	if n := len(calls(s)); n != 46 {
-		t.Fatalf("%d calls, want one per method of the seven roles (46)", n)
+	if n := len(calls(s)); n != 47 {
+		t.Fatalf("%d calls, want one per method of the seven roles (47)", n)
 	}
 }
 

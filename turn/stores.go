@@ -71,6 +71,10 @@ type ConversationStore interface {
 type InteractionReader interface {
 	// LoadInteraction returns the card with its resolution record, or ErrNotFound.
 	LoadInteraction(ctx context.Context, account string, id ID) (InteractionRecord, error)
+	// InteractionsForTurn returns every card the turn created (Interaction.CreatedByTurn) or
+	// answered (ResolvedByTurn), whatever its status, ordered by (created_at, id). A turn with no
+	// card, or not the account's, has an empty list.
+	InteractionsForTurn(ctx context.Context, account string, turn ID) ([]InteractionRecord, error)
 	// ListOpenForConversation returns the open (active or resolving) cards of the conversation,
 	// ordered by (created_at, id).
 	ListOpenForConversation(ctx context.Context, account string, conversation ID) ([]InteractionRecord, error)
@@ -461,6 +465,9 @@ type interactionReader struct{ r InteractionReader }
 
 func (w interactionReader) LoadInteraction(ctx context.Context, account string, id ID) (InteractionRecord, error) {
 	return w.r.LoadInteraction(ctx, account, id)
+}
+func (w interactionReader) InteractionsForTurn(ctx context.Context, account string, turn ID) ([]InteractionRecord, error) {
+	return w.r.InteractionsForTurn(ctx, account, turn)
 }
 func (w interactionReader) ListOpenForConversation(ctx context.Context, account string, conversation ID) ([]InteractionRecord, error) {
 	return w.r.ListOpenForConversation(ctx, account, conversation)

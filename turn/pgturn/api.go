@@ -93,6 +93,11 @@ func (s *Backend) LoadInteraction(ctx context.Context, account string, id turn.I
 	return readOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return s.getInteraction(ctx, q, account, id) })
 }
 
+// InteractionsForTurn implements turn.InteractionReader.
+func (s *Backend) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) { return s.interactionsForTurn(ctx, q, account, id) })
+}
+
 // ListOpenForConversation implements turn.InteractionReader.
 func (s *Backend) ListOpenForConversation(ctx context.Context, account string, conversation turn.ID) ([]turn.InteractionRecord, error) {
 	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {

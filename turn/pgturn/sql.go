@@ -112,6 +112,18 @@ const sqlLoadInteraction = `
 SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
 WHERE account_id = $1 AND interaction_id = $2`
 
+// The cards a turn created or answered: each half walks an index of its own (migration 003; the
+// creating turn lives in the card's document, as text), and the union keeps a card that is both
+// once.
+const sqlInteractionsForTurn = `
+SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND interaction_id IN (
+    SELECT interaction_id FROM {schema}turn_interactions
+    WHERE account_id = $1 AND (interaction->>'created_by_turn') = $2
+    UNION
+    SELECT interaction_id FROM {schema}turn_interactions WHERE account_id = $1 AND resolved_by_turn = $3)
+ORDER BY created_at, interaction_id`
+
 const sqlListOpenForConversation = `
 SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
 WHERE account_id = $1 AND conversation_id = $2 AND status IN ('active', 'resolving')

@@ -101,6 +101,17 @@ const interactionColumns = `interaction, status, resolved_at, resolved_option_id
 const sqlLoadInteraction = `
 SELECT ` + interactionColumns + ` FROM turn_interactions WHERE account_id = ?1 AND interaction_id = ?2`
 
+// The cards a turn created or answered: each half walks an index of its own (migration 003; the
+// creating turn lives in the card's document), and the union keeps a card that is both once.
+const sqlInteractionsForTurn = `
+SELECT ` + interactionColumns + ` FROM turn_interactions
+WHERE account_id = ?1 AND interaction_id IN (
+    SELECT interaction_id FROM turn_interactions
+    WHERE account_id = ?1 AND json_extract(interaction, '$.created_by_turn') = ?2
+    UNION
+    SELECT interaction_id FROM turn_interactions WHERE account_id = ?1 AND resolved_by_turn = ?2)
+ORDER BY created_at, interaction_id`
+
 const sqlListOpenForConversation = `
 SELECT ` + interactionColumns + ` FROM turn_interactions
 WHERE account_id = ?1 AND conversation_id = ?2 AND status IN ('active', 'resolving')
@@ -372,6 +383,7 @@ var statementTexts = []string{
 	sqlSetTurnPhaseExists,
 	sqlListUnfinishedTurns,
 	sqlLoadInteraction,
+	sqlInteractionsForTurn,
 	sqlListOpenForConversation,
 	sqlListOpenForCase,
 	sqlBlockingAnsweredAt,

@@ -13,6 +13,7 @@ func checks() []Check {
 		{"interaction_expiry", checkInteractionExpiry},
 		{"answered_blocking_card_is_remembered", checkAnsweredBlockingCardIsRemembered},
 		{"administrative_invalidation_ignores_the_revision", checkAdministrativeInvalidationIgnoresTheRevision},
+		{"interactions_for_turn_whatever_their_status", checkInteractionsForTurn},
 		{"journal_idempotency_replay", checkJournalIdempotencyReplay},
 		{"pending_for_turn_after_partial_write", checkPendingForTurnAfterPartialWrite},
 		{"awaiting_confirmation_is_never_resumed", checkAwaitingConfirmationIsNeverResumed},

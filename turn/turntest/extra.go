@@ -13,7 +13,7 @@ import (
 	"github.com/steadhq/stead/turn"
 )
 
-// ExtraChecks returns checks beyond the contract's 26: bad input refused before anything is
+// ExtraChecks returns checks beyond the contract's 27: bad input refused before anything is
 // written (zero ids and empty accounts, documents jsonb refuses, unknown enum values, times out
 // of range in UTC, cursors no read produced), many concurrent admissions of one idempotency key,
 // and exactly-once paging while writers append. They run like the others (Check.Run) and take

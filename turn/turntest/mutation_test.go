@@ -203,6 +203,14 @@ func (o oldestConversations) ListConversations(ctx context.Context, account stri
 	return all[:min(limit, len(all))], err
 }
 
+// openTurnCards forgets a turn's settled cards (a listing written on the open-cards index).
+type openTurnCards struct{ turn.Backend }
+
+func (o openTurnCards) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	recs, err := o.Backend.InteractionsForTurn(ctx, account, id)
+	return slices.DeleteFunc(recs, func(r turn.InteractionRecord) bool { return !r.Interaction.Status.Open() }), err
+}
+
 func TestMutantsFail(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -247,6 +255,12 @@ func TestMutantsFail(t *testing.T) {
 			mustFail: []string{"conversations_listed_newest_last_per_account"},
 			onlyFail: []string{"conversations_listed_newest_last_per_account"},
 		},
+		{
+			name:     "a turn's cards leave out the settled ones",
+			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(openTurnCards{b}) },
+			mustFail: []string{"interactions_for_turn_whatever_their_status"},
+			onlyFail: []string{"interactions_for_turn_whatever_their_status"},
+		},
 	}
 	for _, tt := range tests {
 		for _, backend := range backends {
@@ -289,7 +303,7 @@ func TestReportForm(t *testing.T) {
 		t.Fatalf("report:\n%s", report)
 	}
 	lines := strings.Split(strings.TrimSpace(report.String()), "\n")
-	if lines[0] != "26 of 26 conformance checks passed" || len(lines) != 27 || !strings.HasPrefix(lines[1], "pass ") {
+	if lines[0] != "27 of 27 conformance checks passed" || len(lines) != 28 || !strings.HasPrefix(lines[1], "pass ") {
 		t.Fatalf("report:\n%s", report)
 	}
 	names := map[string]bool{}
