@@ -1,6 +1,6 @@
 // Command stead runs durable statecharts on SQLite or PostgreSQL: a demo that needs nothing
-// installed, workers, the sender side (start, send), schema migration, inspection, diagrams and
-// the end-to-end benchmark.
+// installed, workers, the sender side (start, send), schema migration, inspection, diagrams, the
+// end-to-end benchmark, and a look into the turn store (turns).
 //
 //	go run ./cmd/stead demo                  # 2,000 sample orders on ./stead-demo.db
 //	stead run --store app.db --definition flow.yaml --workers 8
@@ -10,6 +10,9 @@
 //	stead diagram --definition flow.yaml [--store app.db --execution <id>]
 //	stead migrate --store postgres://... [--schema stead]
 //	stead bench [--postgres postgres://...]
+//	stead turns conversations --store app.db --account acme [<conversation-id>] [--json]
+//	stead turns show --store app.db --account acme <turn-id> [--after <cursor>] [--json]
+//	stead turns erase --store app.db --account acme --event <event-id> --authority <who>
 //
 // --store takes a SQLite file path or a postgres:// URL. Errors print one line on stderr and
 // exit non-zero (2 for a usage mistake).

@@ -65,6 +65,7 @@ which runs a bundled order flow for 2,000 executions on a SQLite file in the cur
 		newDemo(), newRun(), newStart(), newSend(), newMigrate(),
 		newInspect(), newDiagram(), newBench(),
 	)
+	root.AddCommand(newTurns())
 	return root
 }
 
