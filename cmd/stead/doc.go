@@ -1,7 +1,7 @@
 // Command stead runs durable statecharts on SQLite or PostgreSQL: a demo that needs nothing
 // installed, workers, the sender side (start, send), the operator's commands (suspend, resume,
-// cancel, reset, set-state, retry, purge), schema migration, inspection, diagrams and the
-// end-to-end benchmark.
+// cancel, reset, set-state, retry, purge), schema migration, inspection, diagrams, the
+// end-to-end benchmark, and a look into the turn store (turns).
 //
 //	go run ./cmd/stead demo                  # 2,000 sample orders on ./stead-demo.db
 //	stead run --store app.db --definition flow.yaml --workers 8
@@ -15,6 +15,9 @@
 //	stead reset|set-state|retry --store app.db [--definition flow.yaml] <execution-id>... [--state s]
 //	stead purge --store app.db <root-id>... | --older-than 30d [--dry-run] [--archive dir]
 //	stead demo-operate                       # an operator suspends, resumes and cancels orders
+//	stead turns conversations --store app.db --account acme [<conversation-id>] [--json]
+//	stead turns show --store app.db --account acme <turn-id> [--after <cursor>] [--json]
+//	stead turns erase --store app.db --account acme --event <event-id> --authority <who>
 //
 // --store takes a SQLite file path or a postgres:// URL. Errors print one line on stderr and
 // exit non-zero: 1 for an error, 2 for a usage mistake. The control commands and purge also exit
