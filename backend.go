@@ -118,12 +118,23 @@ type WriteResult struct {
 	Err  error
 }
 
-// ListQuery is a checked listing request as a Backend receives it.
+// ListQuery is a checked listing request as a Backend receives it. Matches is what its filters
+// mean.
 type ListQuery struct {
 	DefinitionID string
 	// Statuses keeps executions with any of these statuses, sorted and distinct; empty keeps all.
 	Statuses  []Status
 	RootsOnly bool
+	// IDPrefix, when set, keeps ids that start with it; IDPrefixEnd is PrefixEnd(IDPrefix), the
+	// least string above every such id, or empty when there is none. A SQL backend selects
+	// id >= IDPrefix AND id < IDPrefixEnd (no upper bound when it is empty): exact under byte-wise
+	// comparison and an index range, where LIKE would need its %, _ and \ escaped and is
+	// case-insensitive on SQLite.
+	IDPrefix, IDPrefixEnd string
+	// Created, Updated and Finished keep executions whose time lies in the window: at or after
+	// From, strictly before Before (bounds in UTC at microsecond precision; zero is no bound). An
+	// unset time is outside every window that sets a bound (a NULL column fails both comparisons).
+	Created, Updated, Finished TimeRange
 	// After, when set, keeps only ids byte-wise greater than it.
 	After string
 	// Limit is how many summaries to return at most (1 to MaxListLimit+1).

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/steadhq/stead/internal/check"
 )
@@ -50,7 +51,20 @@ func prepareList(f ListFilter) (listing, error) {
 		slices.Sort(q.Statuses)
 		q.Statuses = slices.Compact(q.Statuses)
 	}
+	if err := check.Text("id prefix", f.IDPrefix); err != nil {
+		return l, err
+	}
+	q.IDPrefix, q.IDPrefixEnd = f.IDPrefix, PrefixEnd(f.IDPrefix)
 	var err error
+	for _, w := range [...]struct {
+		name string
+		in   TimeRange
+		out  *TimeRange
+	}{{"created", f.Created, &q.Created}, {"updated", f.Updated, &q.Updated}, {"finished", f.Finished, &q.Finished}} {
+		if *w.out, err = checkRange(w.name, w.in); err != nil {
+			return l, err
+		}
+	}
 	if q.Limit, err = check.Limit("limit", f.Limit, DefaultListLimit, MaxListLimit); err != nil {
 		return l, err
 	}
@@ -65,8 +79,26 @@ func prepareList(f ListFilter) (listing, error) {
 // and the MAC, in base64.
 var maxCursorLen = base64.RawURLEncoding.EncodedLen(1 + MaxIDLen + macLen)
 
+// checkRange checks a listing window and returns it normalised like every stored time.
+func checkRange(name string, r TimeRange) (TimeRange, error) {
+	var err error
+	if r.From, err = check.Time(name+" from", r.From); err != nil {
+		return r, err
+	}
+	if r.Before, err = check.Time(name+" before", r.Before); err != nil {
+		return r, err
+	}
+	if !r.From.IsZero() && !r.Before.IsZero() && !r.From.Before(r.Before) {
+		return r, check.Invalidf("%s window is empty: from %s is not before %s", name,
+			r.From.Format(time.RFC3339Nano), r.Before.Format(time.RFC3339Nano))
+	}
+	return r, nil
+}
+
 // canonicalFilter encodes every field of q that selects rows, each length-prefixed, so that two
-// filters have the same bytes only if they select the same rows.
+// filters have the same bytes only if they select the same rows. The id prefix and the time
+// windows follow a marker byte only when one of them is set, so that a filter without them has
+// the bytes it had before they existed and cursors issued for it stay valid across an upgrade.
 func canonicalFilter(q ListQuery) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(q.DefinitionID)))
 	b = append(b, q.DefinitionID...)
@@ -76,9 +108,29 @@ func canonicalFilter(q ListQuery) []byte {
 		b = append(b, s...)
 	}
 	if q.RootsOnly {
-		return append(b, 1)
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
 	}
-	return append(b, 0)
+	if q.IDPrefix == "" && q.Created.IsZero() && q.Updated.IsZero() && q.Finished.IsZero() {
+		return b
+	}
+	b = append(b, 'w')
+	b = binary.AppendUvarint(b, uint64(len(q.IDPrefix)))
+	b = append(b, q.IDPrefix...)
+	for _, r := range [...]TimeRange{q.Created, q.Updated, q.Finished} {
+		b = appendBound(b, r.From)
+		b = appendBound(b, r.Before)
+	}
+	return b
+}
+
+// appendBound encodes an optional time: 0 when unset, else 1 and its unix microseconds.
+func appendBound(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, 0)
+	}
+	return binary.AppendVarint(append(b, 1), t.UnixMicro())
 }
 
 func (l listing) mac(key []byte, id string) []byte {

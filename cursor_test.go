@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 var testKey = []byte(strings.Repeat("k", MinCursorKey))
@@ -62,6 +63,7 @@ func TestForgedCursors(t *testing.T) {
 }
 
 func TestPrepareListRefuses(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
 		f    ListFilter
@@ -71,6 +73,13 @@ func TestPrepareListRefuses(t *testing.T) {
 		{"unknown status", ListFilter{Statuses: []Status{"zombie"}}},
 		{"nul in definition", ListFilter{DefinitionID: "d\x00"}},
 		{"oversized cursor", ListFilter{Cursor: strings.Repeat("A", maxCursorLen+1)}},
+		{"nul in id prefix", ListFilter{IDPrefix: "a\x00"}},
+		{"invalid UTF-8 id prefix", ListFilter{IDPrefix: "a\xff"}},
+		{"oversized id prefix", ListFilter{IDPrefix: strings.Repeat("a", MaxIDLen+1)}},
+		{"empty finished window", ListFilter{Finished: TimeRange{From: t0, Before: t0}}},
+		{"reversed created window", ListFilter{Created: TimeRange{From: t0.Add(time.Hour), Before: t0}}},
+		{"updated before year 1", ListFilter{Updated: TimeRange{Before: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+		{"finished from year 10000", ListFilter{Finished: TimeRange{From: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

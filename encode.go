@@ -55,18 +55,7 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 	b = appendOptString(b, `,"outcome":`, e.Outcome)
 	b = appendOptString(b, `,"error":`, e.Error)
 	b = appendOptString(b, `,"active_path":`, e.ActivePath)
-	if len(e.History) > 0 {
-		b = append(b, `,"history":{`...)
-		for i, k := range sortedKeys(e.History) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, e.History[k])
-		}
-		b = append(b, '}')
-	}
+	b = appendHistory(b, e.History)
 	b = appendOptRaw(b, `,"context":`, e.Context)
 	if len(e.Children) > 0 {
 		b = append(b, `,"children":{`...)
@@ -103,20 +92,8 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
-	if len(e.Timers) > 0 {
-		b = append(b, `,"timers":{`...)
-		for i, k := range sortedKeys(e.Timers) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':', '"')
-			if b, err = e.Timers[k].AppendText(b); err != nil { // map values are never omitted
-				return nil, fmt.Errorf("timers %q: %w", k, err)
-			}
-			b = append(b, '"')
-		}
-		b = append(b, '}')
+	if b, err = appendTimers(b, e.Timers); err != nil {
+		return nil, err
 	}
 	if e.Priority != 0 {
 		b = append(b, `,"priority":`...)
@@ -128,18 +105,27 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			ev := &e.Deferred[i]
-			b = append(b, `{"id":`...)
-			b = appendString(b, ev.ID)
-			b = append(b, `,"kind":`...)
-			b = appendString(b, ev.Kind)
-			b = appendOptRaw(b, `,"data":`, ev.Data)
-			if b, err = appendOptTime(b, `,"created_at":`, ev.CreatedAt); err != nil {
+			if b, err = appendEvent(b, &e.Deferred[i]); err != nil {
 				return nil, err
 			}
-			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	b = appendOptRaw(b, `,"start_context":`, e.StartContext)
+	if d := e.DeadLetter; d != nil {
+		b = append(b, `,"dead_letter":{"event":`...)
+		if b, err = appendEvent(b, &d.Event); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"status":`...)
+		b = appendString(b, string(d.Status))
+		b = appendOptString(b, `,"active_path":`, d.ActivePath)
+		b = appendOptRaw(b, `,"context":`, d.Context)
+		b = appendHistory(b, d.History)
+		if b, err = appendTimers(b, d.Timers); err != nil {
+			return nil, err
+		}
+		b = append(b, '}')
 	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, e.Version, 10)
@@ -151,6 +137,58 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 	}
 	if b, err = appendOptTime(b, `,"finished_at":`, e.FinishedAt); err != nil {
 		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendEvent writes an event as {"id":…,"kind":…,"data":…,"created_at":…}.
+func appendEvent(b []byte, ev *Event) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, ev.ID)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, ev.Kind)
+	b = appendOptRaw(b, `,"data":`, ev.Data)
+	b, err := appendOptTime(b, `,"created_at":`, ev.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendHistory writes a history map as its ,"history" member, or nothing when it is empty.
+func appendHistory(b []byte, h map[string]string) []byte {
+	if len(h) == 0 {
+		return b
+	}
+	b = append(b, `,"history":{`...)
+	for i, k := range sortedKeys(h) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendString(b, h[k])
+	}
+	return append(b, '}')
+}
+
+// appendTimers writes a timers map as its ,"timers" member, or nothing when it is empty.
+func appendTimers(b []byte, ts map[string]time.Time) ([]byte, error) {
+	if len(ts) == 0 {
+		return b, nil
+	}
+	b = append(b, `,"timers":{`...)
+	for i, k := range sortedKeys(ts) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':', '"')
+		var err error
+		if b, err = ts[k].AppendText(b); err != nil { // map values are never omitted
+			return nil, fmt.Errorf("timers %q: %w", k, err)
+		}
+		b = append(b, '"')
 	}
 	return append(b, '}'), nil
 }

@@ -90,6 +90,24 @@ func randomExe(r *rand.Rand) *Execution {
 	if r.IntN(5) == 0 {
 		e.Deferred = []Event{} // empty but not nil: omitted all the same
 	}
+	e.StartContext = raw()
+	if r.IntN(3) == 0 {
+		d := &DeadLetter{Event: Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r)},
+			Status: statuses[r.IntN(len(statuses))], ActivePath: str(), Context: raw()}
+		if n := r.IntN(3); n > 0 || r.IntN(2) == 0 {
+			d.History = map[string]string{}
+			for range n {
+				d.History[id()] = str()
+			}
+		}
+		if n := r.IntN(3); n > 0 {
+			d.Timers = map[string]time.Time{}
+			for range n {
+				d.Timers[id()] = randomTime(r)
+			}
+		}
+		e.DeadLetter = d
+	}
 	return e
 }
 
@@ -169,6 +187,10 @@ func fill(t *testing.T, v reflect.Value, path string) {
 			m.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
 		}
 		v.Set(m)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fill(t, p.Elem(), path)
+		v.Set(p)
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 2, 2)
 		for i := range 2 {
@@ -205,11 +227,16 @@ func FuzzRecordEncoding(f *testing.F) {
 			InvokeSeq: map[string]int{s: int(n)}, Version: n, CreatedAt: time.Unix(n%(1<<33), n%1e9),
 			Timers:   map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
 			Deferred: []Event{{ID: s, Kind: s}},
+			DeadLetter: &DeadLetter{Event: Event{ID: s, Kind: s}, Status: Status(s), ActivePath: s,
+				History: map[string]string{s: s}, Timers: map[string]time.Time{s: time.Unix(n%(1<<33), 0)}},
 		}
 		if json.Valid([]byte(doc)) {
 			e.Context = json.RawMessage(doc)
 			e.Children[s] = ChildState{RootPath: s, Result: json.RawMessage(doc)}
 			e.Deferred[0].Data = json.RawMessage(doc)
+			e.StartContext = json.RawMessage(doc)
+			e.DeadLetter.Context = json.RawMessage(doc)
+			e.DeadLetter.Event.Data = json.RawMessage(doc)
 		}
 		want, werr := json.Marshal(e)
 		got, gerr := appendExecution(nil, e)

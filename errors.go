@@ -45,3 +45,26 @@ func (e *ConflictError) Error() string {
 
 // Is reports whether target is ErrConflict.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// StatusError is an operation refused because of the status an execution is in: a control
+// command its status does not take (resuming a running execution, suspending a finished one), or
+// a purge of a tree with a member that has not ended. Nothing was written. It matches ErrInvalid:
+// the request, not the store, is at fault, and the caller's move is to change the request.
+type StatusError struct {
+	ID     string // the execution
+	Op     string // what was refused: "suspend", "purge", …
+	Status Status // the status that refused it
+	// Reason, when set, says why that status refuses it ("it has not started").
+	Reason string
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("stead: %s %q: execution is %s", e.Op, e.ID, e.Status)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *StatusError) Is(target error) bool { return target == ErrInvalid }

@@ -21,10 +21,10 @@ const (
 	StatusSuspended  Status = "suspended"  // paused by an operator
 )
 
-// Of these, pending, running, done and failed are what the engine and the runtime produce today.
-// Cancelling, cancelled and suspended are reserved for the operator's control commands: a store
-// keeps and lists them, and a worker parks the events of a suspended execution and drains those of
-// a cancelling one, but nothing in stead sets them yet.
+// Pending, running, done and failed are what steps produce. Suspended, cancelling and cancelled
+// come from an operator's control commands (worker.Client.Control): a worker parks the events of
+// a suspended execution, drains those of a cancelling one up to the cancel's own event, and drops
+// those of a cancelled one.
 
 // Valid reports whether s is one of the declared statuses.
 func (s Status) Valid() bool {
@@ -84,6 +84,13 @@ type Execution struct {
 	// Deferred is reserved for events a state postpones; a store keeps it, but the engine does not
 	// defer events yet.
 	Deferred []Event `json:"deferred,omitempty"`
+	// StartContext is the context the execution started with (its created context merged with the
+	// start event's data), which a reset restores when the operator gives no context. Empty means
+	// the empty object.
+	StartContext json.RawMessage `json:"start_context,omitempty"`
+	// DeadLetter is set while the execution is failed: the event that failed it and the state it
+	// was in when that event arrived, so that a retry can apply the event again from there.
+	DeadLetter *DeadLetter `json:"dead_letter,omitempty"`
 	// Version is the compare-and-swap token: 0 for a new execution, bumped by every commit.
 	Version    int64     `json:"version"`
 	CreatedAt  time.Time `json:"created_at,omitzero"`
@@ -116,6 +123,33 @@ func (e *Execution) Clone() *Execution {
 			c.Deferred[i] = ev
 		}
 	}
+	c.StartContext = slices.Clone(e.StartContext)
+	c.DeadLetter = e.DeadLetter.Clone()
+	return &c
+}
+
+// DeadLetter is what a failed execution keeps so that an operator can retry it: the event whose
+// step failed it, and the status, active path, context, history and armed timers the execution
+// had when that event arrived (a failing step may have changed them half-way before it failed).
+type DeadLetter struct {
+	Event      Event                `json:"event"`
+	Status     Status               `json:"status"`
+	ActivePath string               `json:"active_path,omitempty"`
+	Context    json.RawMessage      `json:"context,omitempty"`
+	History    map[string]string    `json:"history,omitempty"`
+	Timers     map[string]time.Time `json:"timers,omitempty"`
+}
+
+// Clone returns a deep copy of d (nil for nil).
+func (d *DeadLetter) Clone() *DeadLetter {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Event.Data = slices.Clone(d.Event.Data)
+	c.Context = slices.Clone(d.Context)
+	c.History = maps.Clone(d.History)
+	c.Timers = maps.Clone(d.Timers)
 	return &c
 }
 

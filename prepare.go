@@ -164,7 +164,50 @@ func normalizeExecution(e *Execution) (*Execution, error) {
 		}
 		c.Deferred[i] = ev
 	}
+	if len(c.StartContext) == 0 {
+		c.StartContext = nil
+	}
+	if e.DeadLetter != nil {
+		if c.DeadLetter, err = normalizeDeadLetter(e.DeadLetter); err != nil {
+			return nil, fmt.Errorf("dead letter: %w", err)
+		}
+	}
 	return &c, nil
+}
+
+// normalizeDeadLetter returns d, or a copy of it when a time or an empty context had to be
+// rewritten.
+func normalizeDeadLetter(d *DeadLetter) (*DeadLetter, error) {
+	ev, err := normalizeEvent(d.Event)
+	if err != nil {
+		return nil, err
+	}
+	n := *d
+	changed := ev.CreatedAt != d.Event.CreatedAt || len(ev.Data) != len(d.Event.Data) ||
+		(len(d.Context) == 0 && d.Context != nil)
+	n.Event = ev
+	if len(n.Context) == 0 {
+		n.Context = nil
+	}
+	copied := false // n.Timers is d.Timers until a value must change
+	for k, at := range d.Timers {
+		u, err := check.RequiredTime("timer "+k, at)
+		if err != nil {
+			return nil, err
+		}
+		if u == at {
+			continue
+		}
+		if !copied {
+			n.Timers, copied = maps.Clone(d.Timers), true
+		}
+		n.Timers[k] = u
+		changed = true
+	}
+	if !changed {
+		return d, nil
+	}
+	return &n, nil
 }
 
 // normalizeEvent returns ev with its time normalised and empty data as nil.
@@ -346,6 +389,12 @@ func loaded(e *Execution, id string) (*Execution, error) {
 	}
 	for i := range e.Deferred {
 		e.Deferred[i].CreatedAt = utc(e.Deferred[i].CreatedAt)
+	}
+	if d := e.DeadLetter; d != nil {
+		d.Event.CreatedAt = utc(d.Event.CreatedAt)
+		for k, at := range d.Timers {
+			d.Timers[k] = utc(at)
+		}
 	}
 	return e, nil
 }

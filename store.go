@@ -508,6 +508,15 @@ type ListFilter struct {
 	Statuses []Status
 	// RootsOnly keeps executions without a parent.
 	RootsOnly bool
+	// IDPrefix keeps executions whose id starts with it, byte for byte: no character is a
+	// pattern (%, _ and \ match themselves) and case matters, on every backend. The descendants of
+	// an execution are the ids with the prefix "<its id>:".
+	IDPrefix string
+	// Created, Updated and Finished keep executions whose creation, last commit or finish time
+	// lies in the window (see TimeRange: [From, Before)). An execution without that time, one not
+	// finished for Finished, is outside every window that sets a bound. A window whose From is
+	// not before its Before is ErrInvalid.
+	Created, Updated, Finished TimeRange
 	// Limit is the page size: 0 means DefaultListLimit; negative or above MaxListLimit is invalid.
 	Limit int
 	// Cursor continues from a previous page's NextCursor, with the same filter. A cursor that was

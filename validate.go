@@ -104,6 +104,46 @@ func (e *Execution) Validate() error {
 			return fmt.Errorf("deferred event %d: %w", i, err)
 		}
 	}
+	if err := check.JSONObject("start context", e.StartContext); err != nil {
+		return err
+	}
+	if d := e.DeadLetter; d != nil {
+		if err := d.validate(); err != nil {
+			return fmt.Errorf("execution %q: dead letter: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
+func (d *DeadLetter) validate() error {
+	if err := d.Event.Validate(); err != nil {
+		return err
+	}
+	if !d.Status.Valid() {
+		return check.Invalidf("unknown status %q", d.Status)
+	}
+	if err := check.Text("active path", d.ActivePath); err != nil {
+		return err
+	}
+	if err := check.JSONObject("context", d.Context); err != nil {
+		return err
+	}
+	for k, v := range d.History {
+		if err := check.ID("history key", k); err != nil {
+			return err
+		}
+		if err := check.Text("history value", v); err != nil {
+			return err
+		}
+	}
+	for k, at := range d.Timers {
+		if err := check.ID("timer path", k); err != nil {
+			return err
+		}
+		if at.IsZero() {
+			return check.Invalidf("timer %q without a fire time", k)
+		}
+	}
 	return nil
 }
 

@@ -42,6 +42,25 @@ func TestExecutionValidate(t *testing.T) {
 		{"timer without fire time", func(e *stead.Execution) { e.Timers = map[string]time.Time{"s": {}} }},
 		{"timer with empty path", func(e *stead.Execution) { e.Timers = map[string]time.Time{"": time.Unix(1, 0)} }},
 		{"bad deferred event", func(e *stead.Execution) { e.Deferred = []stead.Event{{ID: "", Kind: "k"}} }},
+		{"start context not object", func(e *stead.Execution) { e.StartContext = json.RawMessage(`"s"`) }},
+		{"dead letter without event id", func(e *stead.Execution) {
+			e.DeadLetter = &stead.DeadLetter{Event: stead.Event{Kind: "k"}, Status: stead.StatusRunning}
+		}},
+		{"dead letter with unknown status", func(e *stead.Execution) {
+			e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "e", Kind: "k"}, Status: "zombie"}
+		}},
+		{"dead letter context not object", func(e *stead.Execution) {
+			e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "e", Kind: "k"}, Status: stead.StatusRunning, Context: json.RawMessage(`[]`)}
+		}},
+		{"dead letter nul in path", func(e *stead.Execution) {
+			e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "e", Kind: "k"}, Status: stead.StatusRunning, ActivePath: "a\x00"}
+		}},
+		{"dead letter timer without fire time", func(e *stead.Execution) {
+			e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "e", Kind: "k"}, Status: stead.StatusRunning, Timers: map[string]time.Time{"s": {}}}
+		}},
+		{"dead letter empty history key", func(e *stead.Execution) {
+			e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "e", Kind: "k"}, Status: stead.StatusRunning, History: map[string]string{"": "x"}}
+		}},
 	}
 	if err := validExecution().Validate(); err != nil {
 		t.Fatalf("valid execution refused: %v", err)
@@ -107,7 +126,22 @@ func TestCloneIsDeep(t *testing.T) {
 	e.InvokeSeq = map[string]int{"p": 1}
 	e.Timers = map[string]time.Time{"s": time.Unix(5, 0)}
 	e.Deferred = []stead.Event{{ID: "d", Kind: "k", Data: json.RawMessage(`{}`)}}
+	e.StartContext = json.RawMessage(`{"s":1}`)
+	e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "e", Kind: "k", Data: json.RawMessage(`{"d":1}`)},
+		Status: stead.StatusRunning, Context: json.RawMessage(`{"c":1}`),
+		History: map[string]string{"a": "a.b"}, Timers: map[string]time.Time{"s": time.Unix(5, 0)}}
 	c := e.Clone()
+	c.StartContext[2] = 'Z'
+	c.DeadLetter.Event.Data[2] = 'Z'
+	c.DeadLetter.Context[2] = 'Z'
+	c.DeadLetter.History["a"] = "changed"
+	c.DeadLetter.Timers["s"] = time.Unix(6, 0)
+	c.DeadLetter.ActivePath = "elsewhere"
+	if string(e.StartContext) != `{"s":1}` || string(e.DeadLetter.Event.Data) != `{"d":1}` ||
+		string(e.DeadLetter.Context) != `{"c":1}` || e.DeadLetter.History["a"] != "a.b" ||
+		!e.DeadLetter.Timers["s"].Equal(time.Unix(5, 0)) || e.DeadLetter.ActivePath != "" {
+		t.Fatalf("Clone shares the start context or the dead letter with the original: %+v", e.DeadLetter)
+	}
 	c.Context[2] = 'X'
 	c.History["a"] = "changed"
 	c.Children["c"].Result[2] = 'Y'
@@ -201,5 +235,39 @@ func TestConflictErrorIs(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "expected version 1, found 2") {
 		t.Fatalf("message = %q", err.Error())
+	}
+}
+
+// TestPrepareWriteNormalisesTheDeadLetter checks that the times of a dead letter are stored like
+// every other time, UTC at microsecond precision, and that the caller's dead letter is left alone.
+func TestPrepareWriteNormalisesTheDeadLetter(t *testing.T) {
+	zone := time.FixedZone("east", 3*3600)
+	at := time.Date(2026, 1, 2, 11, 4, 5, 6789, zone)
+	want := at.UTC().Truncate(time.Microsecond)
+	e := validExecution()
+	e.StartContext = json.RawMessage{}
+	e.DeadLetter = &stead.DeadLetter{Event: stead.Event{ID: "ev", Kind: "k", CreatedAt: at, Data: json.RawMessage{}},
+		Status: stead.StatusRunning, Context: json.RawMessage{}, Timers: map[string]time.Time{"s": at}}
+	before := e.Clone()
+	w, err := stead.PrepareWrite(e, stead.Bundle{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := w.Execution.DeadLetter
+	if d.Event.CreatedAt != want || d.Timers["s"] != want || d.Context != nil || d.Event.Data != nil || w.Execution.StartContext != nil {
+		t.Fatalf("dead letter not normalised: %+v, start context %q", d, w.Execution.StartContext)
+	}
+	if !reflect.DeepEqual(e, before) {
+		t.Fatal("PrepareWrite changed the caller's dead letter")
+	}
+}
+
+func TestStatusErrorIsInvalid(t *testing.T) {
+	err := error(&stead.StatusError{ID: "o-1", Op: "resume", Status: stead.StatusRunning, Reason: "it is not suspended"})
+	if !errors.Is(err, stead.ErrInvalid) || errors.Is(err, stead.ErrConflict) {
+		t.Fatalf("%v: want ErrInvalid alone", err)
+	}
+	if got := err.Error(); got != `stead: resume "o-1": execution is running: it is not suspended` {
+		t.Fatalf("message %q", got)
 	}
 }

@@ -18,7 +18,20 @@
 //
 // Events the configuration does not handle are ignored; system kinds (KindStart, KindCancel,
 // KindTimeout, KindFinished) are handled by the engine itself. A suspended execution accepts
-// only KindCancel.
+// only KindCancel. A cancel leaves the active states as a transition would: their exit actions
+// run, innermost first (one that fails is recorded in Error and the cancel goes on), their timers
+// are disarmed and the unfinished regions cancelled.
+//
+// # Operator commands
+//
+// The control kinds (KindSuspend, KindResume, KindCancelRequest, KindReset, KindSetState,
+// KindRetry) are an operator's commands; worker.Client applies them to stored executions at once
+// instead of queueing them. Engine.Control applies the three that follow the definition: reset
+// (back to the initial configuration, a restart that runs no exit action), set-state (an
+// external transition to a named state, with its exits and entries), and retry (the event of a
+// failed execution's dead letter applied again, from the state it failed in). A failing step
+// records that dead letter (Execution.DeadLetter), and a starting one the context it started with
+// (Execution.StartContext), which a reset without a context returns to.
 //
 // Parallel regions run as child executions. Entering a parallel state spawns one child per
 // region (id "<parent id>:<region path>:<n>", n counting entries of the parallel state) and

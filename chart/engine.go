@@ -284,6 +284,7 @@ type stepper struct {
 	ownSeq    bool
 	ownChild  bool
 	ownTimers bool
+	control   bool // the step applies an operator's command (Engine.Control)
 	fatal     error
 }
 
@@ -378,6 +379,7 @@ func (s *stepper) start() error {
 	if len(s.out.Context) == 0 {
 		s.out.Context = json.RawMessage("{}") // a started execution always has an object
 	}
+	s.keepStartContext()
 	if s.out.CreatedAt.IsZero() {
 		s.out.CreatedAt = s.now
 	}
@@ -576,6 +578,12 @@ func (s *stepper) cancelRegions(n int32) {
 		}
 		cs.Finished, cs.Outcome = true, OutcomeCancelled
 		s.children()[id] = cs
+		if s.control {
+			// An operator's command cancels like the operator would: the child may be suspended
+			// (its queue parked), which a cancel request overrides and a queued cancel would not.
+			s.emit(id, stead.Event{ID: s.ev.ID, Kind: KindCancelRequest, CreatedAt: s.now})
+			continue
+		}
 		s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
 	}
 }
@@ -770,6 +778,7 @@ func (s *stepper) finish(outcome string) {
 func (s *stepper) fail(msg string) {
 	s.out.Status, s.out.Error, s.out.FinishedAt = stead.StatusFailed, msg, s.now
 	s.stopped = true
+	s.keepDeadLetter()
 	s.disarm()
 	s.notifyParent(OutcomeFailure, msg)
 }
@@ -780,6 +789,7 @@ func (s *stepper) cancel() {
 	if s.in.Status == stead.StatusFailed {
 		return // already disarmed and reported when it failed
 	}
+	s.exitForCancel()
 	s.disarm()
 	s.notifyParent(OutcomeCancelled, "")
 }

@@ -12,7 +12,9 @@ const (
 	// KindStart moves a pending execution into its initial configuration. Its data, a JSON
 	// object, is merged into the context. For a region child (RootPath set) only that region runs.
 	KindStart = "stead.start"
-	// KindCancel moves the execution to cancelled and cancels its unfinished children.
+	// KindCancel moves the execution to cancelled: it leaves its active states (their exit
+	// actions run, innermost first), disarms their timers, cancels its unfinished children and
+	// tells its parent. An operator's cancel (KindCancelRequest) queues one behind the backlog.
 	KindCancel = "stead.cancel"
 	// KindTimeout fires the timer of a state: data {"path": "<state path>"}. A timeout for a path
 	// that is no longer active is ignored. Build it with TimeoutEvent.
@@ -25,6 +27,42 @@ const (
 	// KindError is the event an error transition sees: data {"state": ..., "action": ..., "error": ...}.
 	KindError = "stead.error"
 )
+
+// Control kinds are an operator's commands (worker.Client.Control). They never travel an
+// execution's queue: the client that issues one, or a worker's relay for one that cascades to a
+// child through the outbox, applies it to the stored execution at once, as a compare-and-swap
+// commit whose processed marker is the command's id, so that it takes effect even behind a
+// backlog or a parked queue and applies once however often it is delivered.
+//
+// KindSuspend, KindResume and KindCancelRequest change only the status (and cascade to the
+// unfinished children), so the worker applies them for every Machine. Engine.Control applies
+// KindReset, KindSetState and KindRetry, which follow the definition.
+const (
+	// KindSuspend parks a running execution: its events wait, its timers fire into the parked
+	// queue.
+	KindSuspend = "stead.suspend"
+	// KindResume runs a suspended execution again; what was parked is delivered in order.
+	KindResume = "stead.resume"
+	// KindCancelRequest starts a cooperative cancel: the execution becomes cancelling and queues a
+	// KindCancel behind its backlog, which is drained unapplied until that event ends it.
+	KindCancelRequest = "stead.cancel_request"
+	// KindReset returns an execution to its initial configuration. Data: {"context": {...}}, the
+	// context to start from (default: the one it started with).
+	KindReset = "stead.reset"
+	// KindSetState moves an execution to a state. Data: {"state": "<path>"}.
+	KindSetState = "stead.set_state"
+	// KindRetry applies a failed execution's dead letter again, from the state it was in.
+	KindRetry = "stead.retry"
+)
+
+// IsControl reports whether kind is a control kind.
+func IsControl(kind string) bool {
+	switch kind {
+	case KindSuspend, KindResume, KindCancelRequest, KindReset, KindSetState, KindRetry:
+		return true
+	}
+	return false
+}
 
 // Outcomes a final state commonly declares. Any identifier is allowed.
 const (

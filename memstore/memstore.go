@@ -176,7 +176,7 @@ func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 	defer s.mu.Unlock()
 	var items []stead.Summary
 	for id, r := range s.exes {
-		if (q.After != "" && id <= q.After) || !matches(q, &r.summary) {
+		if (q.After != "" && id <= q.After) || !q.Matches(&r.summary) {
 			continue
 		}
 		items = append(items, r.summary)
@@ -186,16 +186,6 @@ func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 		items = items[:q.Limit]
 	}
 	return items, nil
-}
-
-func matches(q stead.ListQuery, e *stead.Summary) bool {
-	if q.DefinitionID != "" && e.DefinitionID != q.DefinitionID {
-		return false
-	}
-	if q.RootsOnly && e.ParentID != "" {
-		return false
-	}
-	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, e.Status)
 }
 
 func (s *backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {

@@ -265,6 +265,25 @@ func listSQL(list string, q stead.ListQuery) (string, []any) {
 	if q.RootsOnly {
 		cond("parent_id IS NULL")
 	}
+	// The id prefix is a range of the "C"-collated id, exact byte for byte: LIKE would need its
+	// %, _ and \ escaped, and a range needs nothing (stead.PrefixEnd).
+	if q.IDPrefix != "" {
+		cond("id >= $n::text", q.IDPrefix)
+	}
+	if q.IDPrefixEnd != "" {
+		cond("id < $n::text", q.IDPrefixEnd)
+	}
+	for _, w := range [...]struct {
+		column string
+		r      stead.TimeRange
+	}{{"created_at", q.Created}, {"updated_at", q.Updated}, {"finished_at", q.Finished}} {
+		if !w.r.From.IsZero() {
+			cond(w.column+" >= $n::timestamptz", w.r.From)
+		}
+		if !w.r.Before.IsZero() {
+			cond(w.column+" < $n::timestamptz", w.r.Before)
+		}
+	}
 	if q.After != "" {
 		cond("id > $n::text", q.After)
 	}

@@ -55,14 +55,14 @@ func BenchmarkCeilingStateOnly(b *testing.B) {
 		if _, err := st.TxBegin.ExecContext(bg); err != nil {
 			b.Fatal(err)
 		}
-		r, err := st.CommitUpdate.ExecContext(bg, "", exe.ActivePath, "", v+1, created, updated, nil, data, "e", v)
+		r, err := st.CommitUpdate.ExecContext(bg, "", exe.ActivePath, v+1, created, updated, data, "e", v)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if n, _ := r.RowsAffected(); n != 1 {
 			b.Fatalf("lost the CAS at %d", v)
 		}
-		if _, err := st.CommitIndexed.ExecContext(bg, "e", "order", "running"); err != nil {
+		if _, err := st.CommitIndexed.ExecContext(bg, "e", "order", "running", "", nil); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := st.TxCommit.ExecContext(bg); err != nil {

@@ -158,8 +158,7 @@ func cas(st *writeStmts, w *stead.Write) error {
 			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), w.Record)
 	} else {
 		r, err = st.CommitUpdate.ExecContext(bg,
-			e.Outcome, e.ActivePath, e.ParentID, e.Version,
-			micros(e.CreatedAt), micros(e.UpdatedAt), micros(e.FinishedAt), w.Record,
+			e.Outcome, e.ActivePath, e.Version, micros(e.CreatedAt), micros(e.UpdatedAt), w.Record,
 			e.ID, w.Expected)
 	}
 	if err != nil {
@@ -171,7 +170,7 @@ func cas(st *writeStmts, w *stead.Write) error {
 	}
 	if n == 1 {
 		if w.Expected > 0 {
-			_, err = st.CommitIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status))
+			_, err = st.CommitIndexed.ExecContext(bg, e.ID, e.DefinitionID, string(e.Status), e.ParentID, micros(e.FinishedAt))
 		}
 		return err
 	}

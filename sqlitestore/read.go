@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/steadhq/stead"
 )
@@ -136,16 +137,7 @@ func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 3+len(q.Statuses))
-		args = append(args, q.After)
-		if q.DefinitionID != "" {
-			args = append(args, q.DefinitionID)
-		}
-		for _, v := range q.Statuses {
-			args = append(args, string(v))
-		}
-		args = append(args, q.Limit)
-		rows, err := st.QueryContext(ctx, args...)
+		rows, err := st.QueryContext(ctx, listArgs(q)...)
 		if err != nil {
 			return err
 		}
@@ -171,22 +163,22 @@ func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 }
 
 // listStmt returns the prepared statement for the shape of q (which filters are set, how many
-// statuses), preparing it on first use. There are at most 2*8*2 shapes.
+// statuses), preparing it on first use. An application uses few shapes, so few are ever made.
 func (b *backend) listStmt(ctx context.Context, q stead.ListQuery) (*sql.Stmt, error) {
-	key := fmt.Sprintf("%t/%d/%t", q.DefinitionID != "", len(q.Statuses), q.RootsOnly)
+	sh := shapeOf(q)
 	b.listMu.Lock()
 	defer b.listMu.Unlock()
 	if b.lists == nil {
 		return nil, fmt.Errorf("sqlitestore: %w", stead.ErrClosed)
 	}
-	if st := b.lists[key]; st != nil {
+	if st := b.lists[sh]; st != nil {
 		return st, nil
 	}
-	st, err := b.db.R.PrepareContext(ctx, listSQL(q.DefinitionID != "", len(q.Statuses), q.RootsOnly))
+	st, err := b.db.R.PrepareContext(ctx, listSQL(sh))
 	if err != nil {
 		return nil, err
 	}
-	b.lists[key] = st
+	b.lists[sh] = st
 	return st, nil
 }
 
@@ -312,4 +304,42 @@ func scanSpawns(rows *sql.Rows) ([]stead.SpawnEntry, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// shapeOf is the listShape of q.
+func shapeOf(q stead.ListQuery) listShape {
+	sh := listShape{definition: q.DefinitionID != "", statuses: len(q.Statuses), rootsOnly: q.RootsOnly,
+		prefix: q.IDPrefix != "", prefixEnd: q.IDPrefixEnd != ""}
+	for i, t := range listBounds(q) {
+		sh.bounds[i] = !t.IsZero()
+	}
+	return sh
+}
+
+func listBounds(q stead.ListQuery) [6]time.Time {
+	return [6]time.Time{q.Created.From, q.Created.Before, q.Updated.From, q.Updated.Before, q.Finished.From, q.Finished.Before}
+}
+
+// listArgs are the arguments of listSQL(shapeOf(q)), in the order of its parts.
+func listArgs(q stead.ListQuery) []any {
+	args := make([]any, 0, 12+len(q.Statuses))
+	args = append(args, q.After)
+	if q.DefinitionID != "" {
+		args = append(args, q.DefinitionID)
+	}
+	for _, v := range q.Statuses {
+		args = append(args, string(v))
+	}
+	if q.IDPrefix != "" {
+		args = append(args, q.IDPrefix)
+	}
+	if q.IDPrefixEnd != "" {
+		args = append(args, q.IDPrefixEnd)
+	}
+	for _, t := range listBounds(q) {
+		if !t.IsZero() {
+			args = append(args, t.UnixMicro())
+		}
+	}
+	return append(args, q.Limit)
 }

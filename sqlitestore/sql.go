@@ -27,13 +27,17 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`
 	// The compare-and-swap leaves out the indexed columns: SQLite rewrites an index whenever one
-	// of its columns is SET, even to the same value, which would triple the pages a state-only
-	// commit writes. sqlCommitIndexed writes them only when they really change.
-	sqlCommitUpdate = `UPDATE stead_executions SET outcome = ?, active_path = ?, parent_id = ?,
-			version = ?, created_at = ?, updated_at = ?, finished_at = ?, data = ?
+	// of its columns (or of its partial-index condition) is SET, even to the same value, which
+	// would triple the pages a state-only commit writes. sqlCommitIndexed writes them only when
+	// they really change: definition_id and status, and parent_id and finished_at, which the
+	// index of finished roots (002_finished_roots.sql) holds.
+	sqlCommitUpdate = `UPDATE stead_executions SET outcome = ?, active_path = ?,
+			version = ?, created_at = ?, updated_at = ?, data = ?
 		WHERE id = ? AND version = ?`
-	sqlCommitIndexed = `UPDATE stead_executions SET definition_id = ?2, status = ?3
-		WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3)`
+	sqlCommitIndexed = `UPDATE stead_executions
+		SET definition_id = ?2, status = ?3, parent_id = ?4, finished_at = ?5
+		WHERE id = ?1 AND (definition_id <> ?2 OR status <> ?3 OR parent_id <> ?4
+			OR finished_at IS NOT ?5)`
 	// The stored version, for the error of a lost compare-and-swap.
 	sqlCommitVersion   = `SELECT version FROM stead_executions WHERE id = ?`
 	sqlCommitEmit      = `INSERT INTO stead_outbox (source_id, target_id, event) VALUES (?, ?, ?)`
@@ -122,29 +126,65 @@ const (
 )
 
 // List's statement depends on the filter; listSQL assembles it from these parts. Its arguments
-// are the cursor's id, the definition if set, the statuses, and the limit.
+// (listArgs) are the cursor's id, then one per part in this order, then the limit.
+//
+// The id prefix is a range, id >= prefix AND id < stead.PrefixEnd(prefix): exact (ids compare
+// byte-wise under SQLite's BINARY collation, while LIKE would ignore ASCII case and need %, _
+// and \ escaped) and a range of the primary key or of whichever index ends in id.
 const (
 	sqlList           = `SELECT ` + execColumns + ` FROM stead_executions WHERE id > ?`
 	sqlListDefinition = ` AND definition_id = ?`
 	sqlListStatus     = ` AND status IN (?`
 	sqlListRootsOnly  = ` AND parent_id = ''`
-	sqlListOrder      = ` ORDER BY id LIMIT ?`
+	sqlListPrefix     = ` AND id >= ?`
+	sqlListPrefixEnd  = ` AND id < ?`
+	sqlListCreated    = ` AND created_at >= ?`
+	sqlListCreatedEnd = ` AND created_at < ?`
+	sqlListUpdated    = ` AND updated_at >= ?`
+	sqlListUpdatedEnd = ` AND updated_at < ?`
+	// The finish bounds also say finished_at IS NOT NULL implicitly, which lets SQLite walk the
+	// partial index of finished roots (migrations/002_listing.sql) when the filter is roots only.
+	sqlListFinished    = ` AND finished_at >= ?`
+	sqlListFinishedEnd = ` AND finished_at < ?`
+	sqlListOrder       = ` ORDER BY id LIMIT ?`
 )
 
-// listSQL is List's statement for a filter with or without a definition, with that many
-// statuses, and roots only or not. Each shape walks the index that matches it from the cursor on
-// (keyset paging), so a deep page costs what the first does.
-func listSQL(definition bool, statuses int, rootsOnly bool) string {
+// listShape is which parts a listing uses: its statement's text and its cache key.
+type listShape struct {
+	definition bool
+	statuses   int
+	rootsOnly  bool
+	prefix     bool
+	prefixEnd  bool
+	bounds     [6]bool // created from, before; updated from, before; finished from, before
+}
+
+var boundParts = [6]string{sqlListCreated, sqlListCreatedEnd, sqlListUpdated, sqlListUpdatedEnd, sqlListFinished, sqlListFinishedEnd}
+
+// listSQL is List's statement for a shape. Each shape walks the index that matches it from the
+// cursor on (keyset paging), so a deep page costs what the first does.
+func listSQL(sh listShape) string {
 	var b strings.Builder
 	b.WriteString(sqlList)
-	if definition {
+	if sh.definition {
 		b.WriteString(sqlListDefinition)
 	}
-	if statuses > 0 {
-		b.WriteString(sqlListStatus + strings.Repeat(`, ?`, statuses-1) + `)`)
+	if sh.statuses > 0 {
+		b.WriteString(sqlListStatus + strings.Repeat(`, ?`, sh.statuses-1) + `)`)
 	}
-	if rootsOnly {
+	if sh.rootsOnly {
 		b.WriteString(sqlListRootsOnly)
+	}
+	if sh.prefix {
+		b.WriteString(sqlListPrefix)
+	}
+	if sh.prefixEnd {
+		b.WriteString(sqlListPrefixEnd)
+	}
+	for i, on := range sh.bounds {
+		if on {
+			b.WriteString(boundParts[i])
+		}
 	}
 	b.WriteString(sqlListOrder)
 	return b.String()

@@ -104,16 +104,29 @@ func TestStatementsPairByName(t *testing.T) {
 		}
 		st.Close()
 	}
+	var shapes []listShape
 	for _, def := range []bool{false, true} {
 		for n := range 8 { // a filter holds each of the seven statuses at most once
 			for _, roots := range []bool{false, true} {
-				st, err := db.R.PrepareContext(t.Context(), listSQL(def, n, roots))
-				if err != nil {
-					t.Errorf("listSQL(%t, %d, %t) does not prepare: %v", def, n, roots, err)
-					continue
-				}
-				st.Close()
+				shapes = append(shapes, listShape{definition: def, statuses: n, rootsOnly: roots})
 			}
 		}
+	}
+	// Each part of the id prefix and the time windows alone, and all of them at once.
+	shapes = append(shapes, listShape{prefix: true}, listShape{prefix: true, prefixEnd: true})
+	for i := range 6 {
+		var sh listShape
+		sh.bounds[i] = true
+		shapes = append(shapes, sh)
+	}
+	shapes = append(shapes, listShape{definition: true, statuses: 2, rootsOnly: true, prefix: true, prefixEnd: true,
+		bounds: [6]bool{true, true, true, true, true, true}})
+	for _, sh := range shapes {
+		st, err := db.R.PrepareContext(t.Context(), listSQL(sh))
+		if err != nil {
+			t.Errorf("listSQL(%+v) does not prepare: %v", sh, err)
+			continue
+		}
+		st.Close()
 	}
 }

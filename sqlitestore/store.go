@@ -38,7 +38,7 @@ type backend struct {
 	rsem chan struct{} // one slot per reader connection
 
 	listMu sync.Mutex
-	lists  map[string]*sql.Stmt // listing statements by shape
+	lists  map[listShape]*sql.Stmt // listing statements by shape
 }
 
 var _ stead.Backend = (*backend)(nil)
@@ -68,7 +68,7 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*stead.Store, er
 	if db == nil {
 		return nil, fmt.Errorf("sqlitestore: %w: nil database", stead.ErrInvalid)
 	}
-	b := &backend{db: db, traceCap: DefaultTraceCap, lists: make(map[string]*sql.Stmt)}
+	b := &backend{db: db, traceCap: DefaultTraceCap, lists: make(map[listShape]*sql.Stmt)}
 	for _, o := range opts {
 		o(b)
 	}

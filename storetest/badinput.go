@@ -77,6 +77,7 @@ func (h *harness) badCalls(stored *stead.Execution) []badCall {
 			add("PendingOutbox source "+name, func(ctx context.Context, s *stead.Store) error { _, err := s.PendingOutbox(ctx, bad, 10); return err })
 			add("PendingSpawns parent "+name, func(ctx context.Context, s *stead.Store) error { _, err := s.PendingSpawns(ctx, bad, 10); return err })
 			add("List definition "+name, list(stead.ListFilter{DefinitionID: bad}))
+			add("List id prefix "+name, list(stead.ListFilter{IDPrefix: bad}))
 		}
 	}
 	add("Commit nil execution", func(ctx context.Context, s *stead.Store) error {
@@ -142,6 +143,17 @@ func (h *harness) badCalls(stored *stead.Execution) []badCall {
 	}
 	for _, cursor := range []string{"not a cursor!", "bm90IGEgY3Vyc29y", foreign, "AQ", "%%%", strings.Repeat("A", 4096)} {
 		add("List forged cursor", list(stead.ListFilter{Cursor: cursor}))
+	}
+	for name, r := range map[string]stead.TimeRange{
+		"empty":                                {From: base, Before: base},
+		"reversed":                             {From: base.Add(time.Hour), Before: base},
+		"empty once truncated to microseconds": {From: base.Add(100 * time.Nanosecond), Before: base.Add(900 * time.Nanosecond)},
+		"before year 1":                        {Before: time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)},
+		"from year 10000":                      {From: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		add("List created window "+name, list(stead.ListFilter{Created: r}))
+		add("List updated window "+name, list(stead.ListFilter{Updated: r}))
+		add("List finished window "+name, list(stead.ListFilter{Finished: r}))
 	}
 	add("Purge negative version", func(ctx context.Context, s *stead.Store) error { _, err := s.Purge(ctx, id, -1); return err })
 	for _, seqs := range [][]int64{{0}, {1, -3}, make([]int64, stead.MaxBatch+1)} {

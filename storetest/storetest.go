@@ -64,8 +64,10 @@ var groups = []group{
 	{"outbox", outboxRules},
 	{"spawns", spawnRules},
 	{"trace", traceRules},
-	{"list", listRules},
+	{"list", slices.Concat(listRules, filterRules)},
 	{"purge", purgeRules},
+	{"purge_tree", purgeTreeRules},
+	{"purge_finished", purgeFinishedRules},
 	{"batch", batchRules},
 	{"times", timeRules},
 	{"bad_input", badInputRules},
@@ -115,6 +117,13 @@ func (h *harness) newExe(name string) *stead.Execution {
 		Priority:  1,
 		Deferred: []stead.Event{
 			{ID: "deferred-1", Kind: "Later", Data: json.RawMessage(`{"k":"v"}`), CreatedAt: base.Add(1234567 * time.Nanosecond)},
+		},
+		StartContext: json.RawMessage(`{"count": 0, "name": "ünïcode"}`),
+		DeadLetter: &stead.DeadLetter{
+			Event:  stead.Event{ID: "failed-1", Kind: "Charge", Data: json.RawMessage(`{"amount": 12.5}`), CreatedAt: base.Add(3 * time.Second)},
+			Status: stead.StatusRunning, ActivePath: "main/charging", Context: json.RawMessage(`{"count": 1}`),
+			History: map[string]string{"main": "main/charging"},
+			Timers:  map[string]time.Time{"main/charging": base.Add(time.Minute + 7*time.Nanosecond)},
 		},
 		CreatedAt: base.Add(987654321 * time.Nanosecond),
 		UpdatedAt: base.Add(2*time.Second + 5*time.Nanosecond),
@@ -315,6 +324,20 @@ func normExe(e *stead.Execution) *stead.Execution {
 		c.Deferred[i] = normEvent(c.Deferred[i])
 	}
 	c.CreatedAt, c.UpdatedAt, c.FinishedAt = normTime(c.CreatedAt), normTime(c.UpdatedAt), normTime(c.FinishedAt)
+	c.StartContext = canonJSON(c.StartContext)
+	if d := c.DeadLetter; d != nil {
+		d.Event = normEvent(d.Event)
+		d.Context = canonJSON(d.Context)
+		if len(d.History) == 0 {
+			d.History = nil
+		}
+		if len(d.Timers) == 0 {
+			d.Timers = nil
+		}
+		for k, at := range d.Timers {
+			d.Timers[k] = normTime(at)
+		}
+	}
 	return c
 }
 

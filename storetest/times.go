@@ -30,6 +30,8 @@ func testReadPathsUTCMicros(h *harness) {
 	exe.Status = stead.StatusDone
 	exe.Deferred[0].CreatedAt = at(4_000_500)
 	exe.Timers = map[string]time.Time{"t/a": at(5_000_999)}
+	exe.DeadLetter.Event.CreatedAt = at(9_000_777)
+	exe.DeadLetter.Timers = map[string]time.Time{"t/b": at(9_500_001)}
 	emitAt, fireAt, traceAt := at(6_123_456), at(7_000_001), at(8_999_999)
 	h.commit(exe, stead.Bundle{
 		Emits:  []stead.Emit{{Target: exe.ID, Event: stead.Event{ID: "ev", Kind: "K", CreatedAt: emitAt}}},
@@ -43,6 +45,8 @@ func testReadPathsUTCMicros(h *harness) {
 		exact(how+" FinishedAt", e.FinishedAt, exe.FinishedAt)
 		exact(how+" deferred CreatedAt", e.Deferred[0].CreatedAt, exe.Deferred[0].CreatedAt)
 		exact(how+" Timers[t/a]", e.Timers["t/a"], exe.Timers["t/a"])
+		exact(how+" dead letter event CreatedAt", e.DeadLetter.Event.CreatedAt, exe.DeadLetter.Event.CreatedAt)
+		exact(how+" dead letter Timers[t/b]", e.DeadLetter.Timers["t/b"], exe.DeadLetter.Timers["t/b"])
 	}
 	check("Load", h.load(exe.ID))
 	e, _, err := h.s.LoadForEvent(h.ctx, exe.ID, "x")

@@ -85,6 +85,15 @@ func (c *checked) LoadConversation(ctx context.Context, account string, id ID) (
 	return one(v, err, (*Conversation).normalise)
 }
 
+// ListConversations implements ConversationReader.
+func (c *checked) ListConversations(ctx context.Context, account string, limit int) ([]Conversation, error) {
+	if err := c.admit(ValidateAccount(account), ValidateLimit(limit)); err != nil {
+		return nil, err
+	}
+	v, err := c.b.ListConversations(ctx, account, limit)
+	return many(v, err, (*Conversation).normalise)
+}
+
 // LoadRecentTurns implements ConversationReader.
 func (c *checked) LoadRecentTurns(ctx context.Context, account string, conversation ID, limit int) ([]Turn, error) {
 	if err := c.admit(ValidateAccount(account), ValidateID("conversation id", conversation), ValidateLimit(limit)); err != nil {
@@ -169,6 +178,15 @@ func (c *checked) LoadInteraction(ctx context.Context, account string, id ID) (I
 	}
 	v, err := c.b.LoadInteraction(ctx, account, id)
 	return one(v, err, (*InteractionRecord).normalise)
+}
+
+// InteractionsForTurn implements InteractionReader.
+func (c *checked) InteractionsForTurn(ctx context.Context, account string, turn ID) ([]InteractionRecord, error) {
+	if err := c.admit(ValidateAccount(account), ValidateID("turn id", turn)); err != nil {
+		return nil, err
+	}
+	v, err := c.b.InteractionsForTurn(ctx, account, turn)
+	return many(v, err, (*InteractionRecord).normalise)
 }
 
 // ListOpenForConversation implements InteractionReader.

@@ -28,10 +28,11 @@ func calls(s turn.Stores) map[string]func(context.Context) error {
 	user := turn.UserTurn{ReceivedAt: ctx0, Input: turn.TurnInput{TurnID: id, ConversationID: id, Actor: turn.Actor{AccountID: "a"}}}
 	e := func(_ any, err error) error { return err }
 	return map[string]func(context.Context) error{
-		"LoadConversation": func(ctx context.Context) error { return e(s.Conversations.LoadConversation(ctx, "a", id)) },
-		"LoadRecentTurns":  func(ctx context.Context) error { return e(s.Conversations.LoadRecentTurns(ctx, "a", id, 1)) },
-		"LoadTurn":         func(ctx context.Context) error { return e(s.Conversations.LoadTurn(ctx, "a", id)) },
-		"TurnPhase":        func(ctx context.Context) error { return e(s.Conversations.TurnPhase(ctx, "a", id)) },
+		"LoadConversation":  func(ctx context.Context) error { return e(s.Conversations.LoadConversation(ctx, "a", id)) },
+		"ListConversations": func(ctx context.Context) error { return e(s.Conversations.ListConversations(ctx, "a", 1)) },
+		"LoadRecentTurns":   func(ctx context.Context) error { return e(s.Conversations.LoadRecentTurns(ctx, "a", id, 1)) },
+		"LoadTurn":          func(ctx context.Context) error { return e(s.Conversations.LoadTurn(ctx, "a", id)) },
+		"TurnPhase":         func(ctx context.Context) error { return e(s.Conversations.TurnPhase(ctx, "a", id)) },
 		"ListUnfinishedTurns": func(ctx context.Context) error {
 			return e(s.Conversations.ListUnfinishedTurns(ctx, turn.AllAccounts(), 1))
 		},
@@ -46,6 +47,7 @@ func calls(s turn.Stores) map[string]func(context.Context) error {
 			return e(s.Conversations.SetTurnPhase(ctx, "a", id, turn.PhaseReduced))
 		},
 		"LoadInteraction":         func(ctx context.Context) error { return e(s.Interactions.LoadInteraction(ctx, "a", id)) },
+		"InteractionsForTurn":     func(ctx context.Context) error { return e(s.Interactions.InteractionsForTurn(ctx, "a", id)) },
 		"ListOpenForConversation": func(ctx context.Context) error { return e(s.Interactions.ListOpenForConversation(ctx, "a", id)) },
 		"ListOpenForCase":         func(ctx context.Context) error { return e(s.Interactions.ListOpenForCase(ctx, "a", key)) },
 		"BlockingAnsweredAt":      func(ctx context.Context) error { return e(s.Interactions.BlockingAnsweredAt(ctx, "a", key, 1)) },
@@ -114,8 +116,8 @@ func TestWellFormedCallsReachTheBackend(t *testing.T) {
 			t.Errorf("%s did not reach the backend", name)
 		}
 	}
-	if n := len(calls(s)); n != 45 {
-		t.Fatalf("%d calls, want one per method of the seven roles (45)", n)
+	if n := len(calls(s)); n != 47 {
+		t.Fatalf("%d calls, want one per method of the seven roles (47)", n)
 	}
 }
 

@@ -26,6 +26,10 @@ import (
 type ConversationReader interface {
 	// LoadConversation returns the conversation, or ErrNotFound.
 	LoadConversation(ctx context.Context, account string, id ID) (Conversation, error)
+	// ListConversations returns the account's newest limit conversations, oldest first, ordered
+	// by (created_at, conversation_id). An account with none has an empty list, never
+	// ErrNotFound: an account is not a row of its own.
+	ListConversations(ctx context.Context, account string, limit int) ([]Conversation, error)
 	// LoadRecentTurns returns the newest limit turns of the conversation, oldest first, ordered
 	// by (received_at, turn_id). A conversation that is not this account's is ErrNotFound, never
 	// an empty list.
@@ -67,6 +71,10 @@ type ConversationStore interface {
 type InteractionReader interface {
 	// LoadInteraction returns the card with its resolution record, or ErrNotFound.
 	LoadInteraction(ctx context.Context, account string, id ID) (InteractionRecord, error)
+	// InteractionsForTurn returns every card the turn created (Interaction.CreatedByTurn) or
+	// answered (ResolvedByTurn), whatever its status, ordered by (created_at, id). A turn with no
+	// card, or not the account's, has an empty list.
+	InteractionsForTurn(ctx context.Context, account string, turn ID) ([]InteractionRecord, error)
 	// ListOpenForConversation returns the open (active or resolving) cards of the conversation,
 	// ordered by (created_at, id).
 	ListOpenForConversation(ctx context.Context, account string, conversation ID) ([]InteractionRecord, error)
@@ -437,6 +445,9 @@ type conversationReader struct{ r ConversationReader }
 func (w conversationReader) LoadConversation(ctx context.Context, account string, id ID) (Conversation, error) {
 	return w.r.LoadConversation(ctx, account, id)
 }
+func (w conversationReader) ListConversations(ctx context.Context, account string, limit int) ([]Conversation, error) {
+	return w.r.ListConversations(ctx, account, limit)
+}
 func (w conversationReader) LoadRecentTurns(ctx context.Context, account string, conversation ID, limit int) ([]Turn, error) {
 	return w.r.LoadRecentTurns(ctx, account, conversation, limit)
 }
@@ -454,6 +465,9 @@ type interactionReader struct{ r InteractionReader }
 
 func (w interactionReader) LoadInteraction(ctx context.Context, account string, id ID) (InteractionRecord, error) {
 	return w.r.LoadInteraction(ctx, account, id)
+}
+func (w interactionReader) InteractionsForTurn(ctx context.Context, account string, turn ID) ([]InteractionRecord, error) {
+	return w.r.InteractionsForTurn(ctx, account, turn)
 }
 func (w interactionReader) ListOpenForConversation(ctx context.Context, account string, conversation ID) ([]InteractionRecord, error) {
 	return w.r.ListOpenForConversation(ctx, account, conversation)

@@ -21,7 +21,9 @@ import (
 type Client struct {
 	Store     *stead.Store
 	Transport *transport.Transport
-	// Known, when set, lists the definitions Create accepts; an unknown one is ErrInvalid.
+	// Known, when set, lists the definitions Create accepts (an unknown one is ErrInvalid), and
+	// holds the machines that Control's reset, set-state and retry run (as Controllers) and that
+	// start the children those commands spawn.
 	Known Machines
 	// Clock stamps created executions and events (default time.Now).
 	Clock func() time.Time
@@ -138,10 +140,15 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 
 // Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh
 // random one; reuse an id to make a retried send idempotent. The start event is not sent this way
-// (Create sends it). A missing execution is ErrNotFound.
+// (Create sends it), nor are the control kinds (Control applies them). A missing execution is
+// ErrNotFound.
 func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Event, error) {
 	if ev.Kind == chart.KindStart {
 		return ev, check.Invalidf("send %q: the start event is sent by Create", id)
+	}
+	if chart.IsControl(ev.Kind) {
+		// A command queued behind a parked queue would wait for ever: Control applies it at once.
+		return ev, check.Invalidf("send %q: %s is an operator's command: use Client.Control", id, ev.Kind)
 	}
 	if ev.ID == "" {
 		ev.ID = NewEventID()

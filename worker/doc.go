@@ -23,6 +23,16 @@
 // A Client is the sender side: Create persists a new execution together with its start event in
 // the outbox (so a crash right after cannot lose the start), Send publishes an event.
 //
+// A Client is also the operator's: Control (and Suspend, Resume, Cancel, Reset, SetState, Retry)
+// applies a control command to a stored execution at once, as a compare-and-swap commit whose
+// processed marker is the command's id, so that it acts even behind a backlog or a parked queue
+// and applies once however often it is sent; ControlMatching applies one to every execution a
+// listing filter selects. Commands cascade to the unfinished children as control events in the
+// outbox, which the client applies to them right away and a worker's relay applies if the client
+// died first. Workers park the events of a suspended execution (nacked with SuspendRecheck), drop
+// the backlog of a cancelling one until the cancel's own event, which ends it, and drop whatever
+// reaches a cancelled one.
+//
 // With Config.SharedTx (pgtx.New, for pgstore and pgtransport on one pool) a batch's claim, load,
 // commit, publish and acknowledgement run in one database transaction instead.
 package worker

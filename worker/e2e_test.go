@@ -774,13 +774,8 @@ func TestParkAndRetry(t *testing.T) {
 				return true
 			})
 			// Suspend the first (an operator's doing), then queue one work event for each.
-			sus, err := b.Store.Load(ctx, exes[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			sus.Status = stead.StatusSuspended
-			if _, err := b.Store.Save(ctx, sus); err != nil {
-				t.Fatal(err)
+			if out, err := cl.Suspend(ctx, exes[0], ""); err != nil || out.Status != stead.StatusSuspended {
+				t.Fatalf("suspend: %+v, %v", out, err)
 			}
 			for _, id := range exes {
 				if _, err := cl.Send(ctx, id, stead.Event{ID: "w1", Kind: "work"}); err != nil {
@@ -801,13 +796,8 @@ func TestParkAndRetry(t *testing.T) {
 			if n := count(exes[0]); n != 0 {
 				t.Fatalf("suspended execution applied an event: n=%d", n)
 			}
-			sus, err = b.Store.Load(ctx, exes[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			sus.Status = stead.StatusRunning
-			if _, err := b.Store.Save(ctx, sus); err != nil {
-				t.Fatal(err)
+			if out, err := cl.Resume(ctx, exes[0], ""); err != nil || out.Status != stead.StatusRunning {
+				t.Fatalf("resume: %+v, %v", out, err)
 			}
 			waitUntil(t, 30*time.Second, "the parked event applied after resume", func() bool { return count(exes[0]) == 1 })
 			if fl.left.Load() >= 0 {

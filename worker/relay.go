@@ -45,9 +45,36 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 	}
 	var out []transport.Outgoing
 	var seqs []int64
+	var controls []controlEmit
 	for _, d := range all {
-		out = addressed(out, d.b.Emits, d.exe.Priority)
-		seqs = append(seqs, d.seqs...)
+		for i, e := range d.b.Emits {
+			var seq int64
+			if i < len(d.seqs) {
+				seq = d.seqs[i]
+			}
+			if e.Target != "" && chart.IsControl(e.Event.Kind) {
+				// A command cascading to a child is applied to it, not queued behind its backlog.
+				controls = append(controls, controlEmit{source: d.exe.ID, target: e.Target, ev: e.Event, seq: seq})
+				continue
+			}
+			if e.Target != "" {
+				out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: d.exe.Priority})
+			}
+			if seq > 0 {
+				seqs = append(seqs, seq)
+			}
+		}
+	}
+	if len(controls) > 0 {
+		applied, err := w.applyControls(ctx, controls)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if len(applied) > 0 {
+			if err := w.store.AckOutbox(ctx, applied); err != nil {
+				errs = append(errs, fmt.Errorf("ack outbox: %w", err))
+			}
+		}
 	}
 	for len(out) > 0 {
 		n := min(len(out), transport.MaxBatch)
@@ -66,7 +93,9 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 
 // addressed appends to out the emits of a step that address an execution, at the emitter's
 // priority: children inherit their parent's priority, so the emitter's is the target's in every
-// tree the engine builds (the relay looks the target's up for leftovers).
+// tree the engine builds (the relay looks the target's up for leftovers). The shared transaction
+// publishes a step's emits with it; a worker's step never emits a control event (only commands
+// do, and they commit through the store's outbox), so none is queued here.
 func addressed(out []transport.Outgoing, emits []stead.Emit, priority int) []transport.Outgoing {
 	for _, e := range emits {
 		if e.Target != "" {
@@ -120,6 +149,12 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			done = append(done, s.Seq)
 			continue
 		}
+		if parent.Status == stead.StatusCancelling || parent.Status == stead.StatusCancelled {
+			// Cancelled before its child was created: the child would only be cancelled in turn.
+			w.log.Debug("dropping the spawn of a cancelled parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
+			done = append(done, s.Seq)
+			continue
+		}
 		child := &stead.Execution{
 			ID: s.ChildID, DefinitionID: parent.DefinitionID, Status: stead.StatusPending,
 			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: s.RootPath,
@@ -130,6 +165,11 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 		if err != nil {
 			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
 			continue
+		}
+		if parent.Status == stead.StatusSuspended && next.Status == stead.StatusRunning {
+			// Created while its parent is suspended (the suspend's cascade found no child yet):
+			// it starts suspended with it.
+			next.Status = stead.StatusSuspended
 		}
 		items = append(items, stead.CommitItem{Execution: next, Bundle: b})
 		events = append(events, ev)
@@ -229,28 +269,11 @@ func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
 		if len(entries) == 0 {
 			break
 		}
-		out := make([]transport.Outgoing, 0, len(entries))
-		seqs := make([]int64, 0, len(entries))
-		for _, e := range entries {
-			seqs = append(seqs, e.Seq)
-			if e.Target == "" {
-				continue
-			}
-			p, err := w.priorityOf(ctx, priority, e.Target)
-			if err != nil {
-				return total, err
-			}
-			out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p})
+		n, err := w.relayEntries(ctx, entries, priority)
+		total += n
+		if err != nil {
+			return total, err
 		}
-		if len(out) > 0 {
-			if err := w.tr.PublishBatch(ctx, out); err != nil {
-				return total, fmt.Errorf("publish: %w", err)
-			}
-		}
-		if err := w.store.AckOutbox(ctx, seqs); err != nil {
-			return total, fmt.Errorf("ack outbox: %w", err)
-		}
-		total += len(entries)
 		if len(entries) < relayPage {
 			break
 		}

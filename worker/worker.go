@@ -215,9 +215,14 @@ func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Executi
 			err = fmt.Errorf("worker: step of %q panicked: %v", exe.ID, p)
 		}
 	}()
-	next, b, err = m.Step(exe, ev, w.cfg.Clock())
+	now := w.cfg.Clock()
+	next, b, err = m.Step(exe, ev, now)
 	if err == nil && next == nil {
 		err = fmt.Errorf("worker: step of %q returned no execution", exe.ID)
+	}
+	if err == nil && exe.Status == stead.StatusCancelling && ev.Kind == chart.KindCancel && !next.Status.Finished() {
+		// The cancel's own event ends an operator's cancel, whether the machine knows it or not.
+		next.Status, next.FinishedAt = stead.StatusCancelled, now
 	}
 	return next, b, err
 }

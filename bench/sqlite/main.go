@@ -50,10 +50,13 @@ func stmt(name string) string {
 // the commit that moves the execution from version v to v+1 with record rec.
 func updateArgs(v int64, rec []byte) []any {
 	e := exe()
-	return []any{e.Outcome, e.ActivePath, e.ParentID, v + 1, e.CreatedAt.UnixMicro(), e.UpdatedAt.UnixMicro(), nil, rec, e.ID, v}
+	return []any{e.Outcome, e.ActivePath, v + 1, e.CreatedAt.UnixMicro(), e.UpdatedAt.UnixMicro(), rec, e.ID, v}
 }
 
-func indexedArgs() []any { e := exe(); return []any{e.ID, e.DefinitionID, string(e.Status)} }
+func indexedArgs() []any {
+	e := exe()
+	return []any{e.ID, e.DefinitionID, string(e.Status), e.ParentID, nil}
+}
 
 func processedArgs(i int) []any { return []any{exe().ID, fmt.Sprintf("ev-%d", i)} }
 

@@ -1,6 +1,7 @@
 // Command stead runs durable statecharts on SQLite or PostgreSQL: a demo that needs nothing
-// installed, workers, the sender side (start, send), schema migration, inspection, diagrams and
-// the end-to-end benchmark.
+// installed, workers, the sender side (start, send), the operator's commands (suspend, resume,
+// cancel, reset, set-state, retry, purge), schema migration, inspection, diagrams, the
+// end-to-end benchmark, and a look into the turn store (turns).
 //
 //	go run ./cmd/stead demo                  # 2,000 sample orders on ./stead-demo.db
 //	stead run --store app.db --definition flow.yaml --workers 8
@@ -10,7 +11,15 @@
 //	stead diagram --definition flow.yaml [--store app.db --execution <id>]
 //	stead migrate --store postgres://... [--schema stead]
 //	stead bench [--postgres postgres://...]
+//	stead suspend|resume|cancel --store app.db <execution-id>... | --definition-id flow --status running ...
+//	stead reset|set-state|retry --store app.db [--definition flow.yaml] <execution-id>... [--state s]
+//	stead purge --store app.db <root-id>... | --older-than 30d [--dry-run] [--archive dir]
+//	stead demo-operate                       # an operator suspends, resumes and cancels orders
+//	stead turns conversations --store app.db --account acme [<conversation-id>] [--json]
+//	stead turns show --store app.db --account acme <turn-id> [--after <cursor>] [--json]
+//	stead turns erase --store app.db --account acme --event <event-id> --authority <who>
 //
 // --store takes a SQLite file path or a postgres:// URL. Errors print one line on stderr and
-// exit non-zero (2 for a usage mistake).
+// exit non-zero: 1 for an error, 2 for a usage mistake. The control commands and purge also exit
+// 3 when some executions (or trees) refused and 4 when a selection matched nothing.
 package main

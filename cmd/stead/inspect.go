@@ -153,6 +153,10 @@ func showExecution(ctx context.Context, out io.Writer, s *stead.Store, id string
 	if e.Error != "" {
 		row("error", e.Error)
 	}
+	if d := e.DeadLetter; d != nil {
+		// What stead retry applies again, and from where.
+		row("dead letter", fmt.Sprintf("%s %s, received at %s", d.Event.Kind, d.Event.ID, dash(d.ActivePath)))
+	}
 	row("active path", dash(e.ActivePath))
 	row("version", fmt.Sprint(e.Version))
 	if e.ParentID != "" {

@@ -29,11 +29,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "stead: "+oneLine(err))
 		var ue usageError
 		if errors.As(err, &ue) {
-			return 2
+			return exitUsage
 		}
-		return 1
+		var ce codedError
+		if errors.As(err, &ce) {
+			return ce.code
+		}
+		return exitError
 	}
-	return 0
+	return exitOK
 }
 
 // usageError marks a mistake on the command line (exit code 2).
@@ -65,6 +69,9 @@ which runs a bundled order flow for 2,000 executions on a SQLite file in the cur
 		newDemo(), newRun(), newStart(), newSend(), newMigrate(),
 		newInspect(), newDiagram(), newBench(),
 	)
+	root.AddCommand(controlCommands()...)
+	root.AddCommand(newPurge(), newDemoOperate())
+	root.AddCommand(newTurns())
 	return root
 }
 

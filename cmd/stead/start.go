@@ -95,10 +95,11 @@ func newMigrate() *cobra.Command {
 	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "migrate --store <sqlite path | postgres URL>",
-		Short: "Create or upgrade the store's and the transport's schema",
-		Long: `migrate applies the schema migrations embedded in this binary. It is safe to run from many
-processes at once; every other command migrates too, so this is for deploy pipelines that
-want the schema in place before workers start.`,
+		Short: "Create or upgrade the schema of the execution store, the transport and the turn store",
+		Long: `migrate applies the schema migrations embedded in this binary, for the execution store, the
+transport and the turn store. It is safe to run from many processes at once; every other
+command migrates what it opens too, so this is for deploy pipelines that want the schema in
+place before workers start.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := sf.open(cmd.Context())
@@ -106,7 +107,10 @@ want the schema in place before workers start.`,
 				return err
 			}
 			defer b.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "schema up to date: %s (%s)\n", b.Where, b.Kind)
+			if _, err := b.Turns(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema up to date: %s (%s): execution store, transport, turns\n", b.Where, b.Kind)
 			return nil
 		},
 	}

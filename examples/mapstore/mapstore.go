@@ -105,19 +105,19 @@ func (b *Backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, er
 }
 
 // List sorts every id: fine for a map, and the Store turns the rows into pages and cursors.
+// ListQuery.Matches is the filter's meaning (definition, statuses, roots, id prefix, time
+// windows), so a backend that filters in Go calls it rather than restating it.
 func (b *Backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []stead.Summary
 	for id, r := range b.rows {
-		e := r.exe
-		if id <= q.After && q.After != "" ||
-			q.DefinitionID != "" && e.DefinitionID != q.DefinitionID ||
-			q.RootsOnly && e.ParentID != "" ||
-			len(q.Statuses) > 0 && !slices.Contains(q.Statuses, e.Status) {
+		if id <= q.After && q.After != "" {
 			continue
 		}
-		out = append(out, e.Summarize())
+		if s := r.exe.Summarize(); q.Matches(&s) {
+			out = append(out, s)
+		}
 	}
 	slices.SortFunc(out, func(x, y stead.Summary) int { return strings.Compare(x.ID, y.ID) })
 	return out[:min(len(out), q.Limit)], nil

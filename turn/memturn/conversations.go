@@ -22,6 +22,25 @@ func (s *Backend) LoadConversation(ctx context.Context, account string, id turn.
 	return turn.Conversation{}, notFound("conversation", id)
 }
 
+// ListConversations implements turn.ConversationReader.
+func (s *Backend) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	all := make([]turn.Conversation, 0, len(sh.conversations))
+	for _, c := range sh.conversations {
+		all = append(all, c)
+	}
+	slices.SortFunc(all, func(a, b turn.Conversation) int { return byTimeThenID(a.CreatedAt, a.ID, b.CreatedAt, b.ID) })
+	out := []turn.Conversation{}
+	for _, c := range lastN(all, limit) {
+		out = append(out, copyConversation(c))
+	}
+	return out, nil
+}
+
 func (s *Backend) turnOf(row turnRow) turn.Turn {
 	return turn.Turn{User: copyUserTurn(row.user), Assistant: copyAssistantTurn(row.assistant), Phase: row.marker.Phase}
 }

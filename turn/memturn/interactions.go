@@ -44,6 +44,23 @@ func (s *Backend) listOpen(ctx context.Context, account string, keep func(turn.I
 	return out, nil
 }
 
+// InteractionsForTurn implements turn.InteractionReader.
+func (s *Backend) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	sh, err := s.lockShard(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []turn.InteractionRecord{}
+	for _, rec := range sh.interactions {
+		if rec.Interaction.CreatedByTurn == id || rec.ResolvedByTurn == id {
+			out = append(out, copyRecord(rec))
+		}
+	}
+	sortRecords(out)
+	return out, nil
+}
+
 // ListOpenForConversation implements turn.InteractionReader.
 func (s *Backend) ListOpenForConversation(ctx context.Context, account string, conversation turn.ID) ([]turn.InteractionRecord, error) {
 	return s.listOpen(ctx, account, func(i turn.Interaction) bool { return i.ConversationID == conversation })

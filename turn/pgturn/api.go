@@ -35,6 +35,11 @@ func (s *Backend) LoadConversation(ctx context.Context, account string, id turn.
 	return readOne(ctx, s, func(q querier) (turn.Conversation, error) { return s.loadConversation(ctx, q, account, id) })
 }
 
+// ListConversations implements turn.ConversationReader.
+func (s *Backend) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.Conversation, error) { return s.listConversations(ctx, q, account, limit) })
+}
+
 // LoadRecentTurns implements turn.ConversationReader.
 func (s *Backend) LoadRecentTurns(ctx context.Context, account string, conversation turn.ID, limit int) ([]turn.Turn, error) {
 	return readOne(ctx, s, func(q querier) ([]turn.Turn, error) {
@@ -86,6 +91,11 @@ func (s *Backend) SetTurnPhase(ctx context.Context, account string, id turn.ID, 
 // LoadInteraction implements turn.InteractionReader.
 func (s *Backend) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
 	return readOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return s.getInteraction(ctx, q, account, id) })
+}
+
+// InteractionsForTurn implements turn.InteractionReader.
+func (s *Backend) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) { return s.interactionsForTurn(ctx, q, account, id) })
 }
 
 // ListOpenForConversation implements turn.InteractionReader.

@@ -26,6 +26,22 @@ func (s *Backend) loadConversation(ctx context.Context, q querier, account strin
 	return c, nil
 }
 
+// conversationRow is a conversation as listed; the rows of a listing do not repeat the account.
+type conversationRow struct {
+	id      turn.ID
+	created time.Time
+	meta    []byte
+}
+
+func (r *conversationRow) dest() []any { return []any{&r.id, &r.created, &r.meta} }
+
+func (s *Backend) listConversations(ctx context.Context, q querier, account string, limit int) ([]turn.Conversation, error) {
+	rows, err := q.Query(ctx, s.sql(sqlListConversations), account, int64(limit))
+	return collect(rows, err, (*conversationRow).dest, func(r *conversationRow) (turn.Conversation, error) {
+		return turn.Conversation{ID: r.id, AccountID: account, CreatedAt: r.created.UTC(), Metadata: readDoc(r.meta)}, nil
+	})
+}
+
 func (s *Backend) createConversationStep(c turn.Conversation) step {
 	return execStep("", s.sql(sqlCreateConversation), []any{c.AccountID, c.ID, c.CreatedAt, doc(c.Metadata)}, nil)
 }

@@ -71,6 +71,10 @@ func (s *Backend) getInteraction(ctx context.Context, q querier, account string,
 	return r.record()
 }
 
+func (s *Backend) interactionsForTurn(ctx context.Context, q querier, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	return collectInteractions(q.Query(ctx, s.sql(sqlInteractionsForTurn), account, id.String(), id))
+}
+
 func (s *Backend) listOpenForConversation(ctx context.Context, q querier, account string, conv turn.ID) ([]turn.InteractionRecord, error) {
 	return collectInteractions(q.Query(ctx, s.sql(sqlListOpenForConversation), account, conv))
 }

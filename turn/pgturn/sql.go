@@ -19,6 +19,16 @@ const sqlLoadConversation = `
 SELECT created_at, metadata FROM {schema}turn_conversations
 WHERE account_id = $1 AND conversation_id = $2`
 
+// The newest limit conversations, returned oldest first; turn_conversations_by_created serves
+// both orders.
+const sqlListConversations = `
+SELECT conversation_id, created_at, metadata FROM (
+    SELECT conversation_id, created_at, metadata FROM {schema}turn_conversations
+    WHERE account_id = $1
+    ORDER BY created_at DESC, conversation_id DESC
+    LIMIT $2) newest
+ORDER BY created_at, conversation_id`
+
 const sqlCreateConversation = `
 INSERT INTO {schema}turn_conversations (account_id, conversation_id, created_at, metadata)
 VALUES ($1, $2, $3, $4)`
@@ -101,6 +111,18 @@ const interactionColumns = `interaction, status, resolved_at, resolved_option_id
 const sqlLoadInteraction = `
 SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
 WHERE account_id = $1 AND interaction_id = $2`
+
+// The cards a turn created or answered: each half walks an index of its own (migration 003; the
+// creating turn lives in the card's document, as text), and the union keeps a card that is both
+// once.
+const sqlInteractionsForTurn = `
+SELECT ` + interactionColumns + ` FROM {schema}turn_interactions
+WHERE account_id = $1 AND interaction_id IN (
+    SELECT interaction_id FROM {schema}turn_interactions
+    WHERE account_id = $1 AND (interaction->>'created_by_turn') = $2
+    UNION
+    SELECT interaction_id FROM {schema}turn_interactions WHERE account_id = $1 AND resolved_by_turn = $3)
+ORDER BY created_at, interaction_id`
 
 const sqlListOpenForConversation = `
 SELECT ` + interactionColumns + ` FROM {schema}turn_interactions

@@ -28,6 +28,30 @@ func (s *Backend) LoadConversation(ctx context.Context, account string, id turn.
 	})
 }
 
+// conversationRow is a conversation as listed.
+type conversationRow struct {
+	id      turn.ID
+	created int64
+	meta    sql.NullString
+}
+
+func (r *conversationRow) dest() []any { return []any{&r.id, &r.created, &r.meta} }
+
+// conversation needs the account: the rows of a listing do not repeat it.
+func (r *conversationRow) conversation(account string) turn.Conversation {
+	return turn.Conversation{ID: r.id, AccountID: account, CreatedAt: time.UnixMicro(r.created).UTC(), Metadata: readDoc(r.meta)}
+}
+
+// ListConversations implements turn.ConversationReader.
+func (s *Backend) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.Conversation, error) {
+		rows, err := q.QueryContext(ctx, sqlListConversations, account, int64(limit))
+		return collect(rows, err, (*conversationRow).dest, func(r *conversationRow) (turn.Conversation, error) {
+			return r.conversation(account), nil
+		})
+	})
+}
+
 // CreateConversation implements turn.ConversationWriter.
 func (s *Backend) CreateConversation(ctx context.Context, c turn.Conversation) error {
 	return s.write(ctx, func(q querier) error {

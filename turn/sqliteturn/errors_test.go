@@ -106,14 +106,17 @@ func TestNewMigratesOnce(t *testing.T) {
 	s, path := newStore(t)
 	conv := turn.Conversation{ID: turn.NewID(), AccountID: "acct", CreatedAt: at(0)}
 	must(t, s.Conversations.CreateConversation(t.Context(), conv), "create")
+	versions := func() (n int) {
+		must(t, rawFile(t, path).QueryRowContext(t.Context(), "SELECT count(*) FROM turn_migrations").Scan(&n), "versions")
+		return n
+	}
+	before := versions()
 	again := storeOn(t, openDB(t, path))
 	if _, err := again.Conversations.LoadConversation(t.Context(), "acct", conv.ID); err != nil {
 		t.Fatalf("after a second New: %v", err)
 	}
-	var n int
-	must(t, rawFile(t, path).QueryRowContext(t.Context(), "SELECT count(*) FROM turn_migrations").Scan(&n), "versions")
-	if n != 1 {
-		t.Fatalf("%d versions recorded, want 1", n)
+	if after := versions(); before != 3 || after != before {
+		t.Fatalf("versions recorded: %d after the first New (want 3), %d after the second", before, after)
 	}
 }
 

@@ -86,6 +86,13 @@ func (s *Backend) LoadInteraction(ctx context.Context, account string, id turn.I
 	return readOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return loadInteraction(ctx, q, account, id) })
 }
 
+// InteractionsForTurn implements turn.InteractionReader.
+func (s *Backend) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
+		return collectInteractions(q.QueryContext(ctx, sqlInteractionsForTurn, account, id))
+	})
+}
+
 // ListOpenForConversation implements turn.InteractionReader.
 func (s *Backend) ListOpenForConversation(ctx context.Context, account string, conv turn.ID) ([]turn.InteractionRecord, error) {
 	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {

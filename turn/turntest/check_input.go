@@ -63,6 +63,9 @@ func checkZeroIDsAndEmptyAccountsAreInvalid(c *C) {
 	}{
 		{"load a conversation by zero id", errOf(s.Conversations.LoadConversation(c.ctx, a, zero))},
 		{"load a conversation of no account", errOf(s.Conversations.LoadConversation(c.ctx, "", c.conv))},
+		{"cards of a zero turn", errOf(s.Interactions.InteractionsForTurn(c.ctx, a, zero))},
+		{"cards of a turn of no account", errOf(s.Interactions.InteractionsForTurn(c.ctx, "", c.turnID))},
+		{"conversations of no account", errOf(s.Conversations.ListConversations(c.ctx, "", 10))},
 		{"recent turns of a zero conversation", errOf(s.Conversations.LoadRecentTurns(c.ctx, a, zero, 10))},
 		{"recent turns of no account", errOf(s.Conversations.LoadRecentTurns(c.ctx, "", c.conv, 10))},
 		{"load a zero turn", errOf(s.Conversations.LoadTurn(c.ctx, a, zero))},

@@ -255,3 +255,37 @@ func checkAdministrativeInvalidationIgnoresTheRevision(c *C) {
 		c.that(rec.Invalidation.NewRevision == nil, "an administrative invalidation records a new revision")
 	}
 }
+
+// A turn's cards are the ones it created and the ones it answered, whatever became of them,
+// ordered by (created_at, id), and only the account's own.
+func checkInteractionsForTurn(c *C) {
+	ix := c.s.Interactions
+	other := turn.NewID() // another turn of the conversation
+	byOther := func(it turn.Interaction) turn.Interaction { it.CreatedByTurn = other; return it }
+
+	created := c.card(c.a, caseRef(1), at(2))
+	c.ok(ix.InsertInteraction(c.ctx, created), "insert a card the turn created")
+	retired := c.card(c.a, otherCase(1), at(3), nonBlocking)
+	c.ok(ix.InsertInteraction(c.ctx, retired), "insert a second card the turn created")
+	val(ix.InvalidateCaseCards(c.ctx, c.a, otherCaseKey(), turn.Administrative("conformance")))(c, "invalidate the second card")
+	answered := byOther(c.card(c.a, caseRef(1), at(1), nonBlocking))
+	c.ok(ix.InsertInteraction(c.ctx, answered), "insert a card another turn created")
+	val(ix.BeginResolution(c.ctx, c.a, answered.ID, turn.InteractionActive, "ack", c.turnID))(c, "the turn answers it")
+	val(ix.FinishResolution(c.ctx, c.a, answered.ID, turn.Resolved()))(c, "settle the answer")
+	c.ok(ix.InsertInteraction(c.ctx, byOther(c.card(c.a, caseRef(1), epoch, nonBlocking))), "insert a card the turn never touched")
+	foreign := c.card(c.b, caseRef(1), epoch) // B's card names the same turn id
+	c.ok(ix.InsertInteraction(c.ctx, foreign), "insert a card of B")
+
+	got := val(ix.InteractionsForTurn(c.ctx, c.a, c.turnID))(c, "the turn's cards")
+	c.idsEq(interactionIDs(got), []turn.ID{answered.ID, created.ID, retired.ID}, "the turn's cards, by (created_at, id)")
+	c.that(got[0].Interaction.Status == turn.InteractionResolved && got[0].ResolvedByTurn == c.turnID,
+		"the answered card is %s, answered by %v", got[0].Interaction.Status, got[0].ResolvedByTurn)
+	c.that(got[2].Interaction.Status == turn.InteractionInvalidated, "the retired card is %s", got[2].Interaction.Status)
+	c.same(got[1], c.loadCard(c.a, created.ID), "a listed card is the stored record")
+	ofOther := val(ix.InteractionsForTurn(c.ctx, c.a, other))(c, "the other turn's cards")
+	c.that(len(ofOther) == 2, "the other turn created two cards, it lists %d", len(ofOther))
+	ofB := val(ix.InteractionsForTurn(c.ctx, c.b, c.turnID))(c, "the turn id's cards under B")
+	c.idsEq(interactionIDs(ofB), []turn.ID{foreign.ID}, "B's cards for the same turn id")
+	none := val(ix.InteractionsForTurn(c.ctx, c.a, turn.NewID()))(c, "cards of an unknown turn")
+	c.that(len(none) == 0, "an unknown turn lists %d cards", len(none))
+}

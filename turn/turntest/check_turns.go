@@ -2,6 +2,7 @@ package turntest
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/steadhq/stead/turn"
 )
@@ -99,4 +100,38 @@ func checkConversationTurnPersistence(c *C) {
 	c.errIs(err, turn.ErrNotFound, "recent turns as B")
 	_, err = cv.LoadRecentTurns(c.ctx, c.a, c.conv, -1)
 	c.errIs(err, turn.ErrInvalid, "a negative limit")
+}
+
+// An account's conversations are listed by (created_at, id), the newest limit of them returned
+// oldest first, and another tenant's never among them.
+func checkConversationsListedNewestLastPerAccount(c *C) {
+	cv := c.s.Conversations
+	none := val(cv.ListConversations(c.ctx, c.a, 10))(c, "conversations of an account that has none")
+	c.that(len(none) == 0, "an account without conversations lists %d", len(none))
+
+	// Created out of order, two of them at the same instant: the id breaks the tie.
+	var want []turn.Conversation
+	for _, s := range []int{3, 1, 2, 2} {
+		conv := c.conversation(c.a, turn.NewID())
+		conv.CreatedAt = at(s)
+		c.ok(cv.CreateConversation(c.ctx, conv), "create a conversation at %d", s)
+		want = append(want, conv)
+	}
+	slices.SortFunc(want, func(x, y turn.Conversation) int {
+		if d := x.CreatedAt.Compare(y.CreatedAt); d != 0 {
+			return d
+		}
+		return x.ID.Compare(y.ID)
+	})
+	other := c.conversation(c.b, turn.NewID())
+	other.CreatedAt = at(9) // newer than every one of A's
+	c.ok(cv.CreateConversation(c.ctx, other), "create a conversation of B")
+
+	all := val(cv.ListConversations(c.ctx, c.a, 10))(c, "conversations of A")
+	c.same(all, want, "every conversation of A, oldest first")
+	newest := val(cv.ListConversations(c.ctx, c.a, 2))(c, "the newest two of A")
+	c.same(newest, want[2:], "the newest two conversations of A, oldest first")
+	c.that(len(val(cv.ListConversations(c.ctx, c.a, 0))(c, "a zero limit")) == 0, "a zero limit lists conversations")
+	ofB := val(cv.ListConversations(c.ctx, c.b, 10))(c, "conversations of B")
+	c.that(len(ofB) == 1 && ofB[0].ID == other.ID, "B lists %d conversations, want its own one", len(ofB))
 }

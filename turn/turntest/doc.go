@@ -1,4 +1,4 @@
-// Package turntest is the conformance suite of the turn-persistence contract: 25 checks that
+// Package turntest is the conformance suite of the turn-persistence contract: 27 checks that
 // prove a backend right through the public interfaces of package turn alone. Anything that
 // passes them is a valid turn store, whatever it is built on.
 //
@@ -19,7 +19,7 @@
 // consistency. A backend on a real clock (PostgreSQL) passes it as well as one on a stopped
 // clock.
 //
-// ExtraChecks (RunExtra) go beyond the contract's 25: bad input of every kind, 32 concurrent
+// ExtraChecks (RunExtra) go beyond the contract's 27: bad input of every kind, 32 concurrent
 // admissions of one key, and exactly-once paging while writers append concurrently.
 //
 // Every check uses accounts, ids and an outbox destination of its own, so several checks, or

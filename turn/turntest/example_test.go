@@ -19,6 +19,6 @@ func ExampleRunAll() {
 	fmt.Println(strings.SplitN(report.String(), "\n", 2)[0])
 	fmt.Println(report.Err())
 	// Output:
-	// 25 of 25 conformance checks passed
+	// 27 of 27 conformance checks passed
 	// <nil>
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/steadhq/stead/turn"
 )
 
-// ExtraChecks returns checks beyond the contract's 25: bad input refused before anything is
+// ExtraChecks returns checks beyond the contract's 27: bad input refused before anything is
 // written (zero ids and empty accounts, documents jsonb refuses, unknown enum values, times out
 // of range in UTC, cursors no read produced), many concurrent admissions of one idempotency key,
 // and exactly-once paging while writers append. They run like the others (Check.Run) and take
@@ -93,6 +93,7 @@ func checkBadInput(c *C) {
 			return u
 		}())},
 		{"unknown phase", errOf(s.Conversations.SetTurnPhase(c.ctx, c.a, c.turnID, "later"))},
+		{"negative conversation limit", errOf(s.Conversations.ListConversations(c.ctx, c.a, -1))},
 		{"negative recent-turn limit", errOf(s.Conversations.LoadRecentTurns(c.ctx, c.a, c.conv, -1))},
 		{"negative unfinished-turn limit", errOf(s.Conversations.ListUnfinishedTurns(c.ctx, turn.AccountScope(c.a), -1))},
 		{"unknown card kind", s.Interactions.InsertInteraction(c.ctx, cardWith(func(x *turn.Interaction) { x.Kind = "riddle" }))},

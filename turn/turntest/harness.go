@@ -18,7 +18,7 @@ import (
 type Factory func(ctx context.Context) (turn.Stores, error)
 
 // CheckCount is the number of checks the suite runs.
-const CheckCount = 25
+const CheckCount = 27
 
 // Check is one rule of the contract.
 type Check struct {

@@ -2,6 +2,7 @@ package turntest_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,6 +194,23 @@ func (g greedyClaim) ClaimDue(ctx context.Context, now time.Time, limit int, wor
 	return claimed, err
 }
 
+// oldestConversations lists the oldest limit conversations instead of the newest (a listing that
+// forgot to order before it cut).
+type oldestConversations struct{ turn.Backend }
+
+func (o oldestConversations) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
+	all, err := o.Backend.ListConversations(ctx, account, math.MaxInt)
+	return all[:min(limit, len(all))], err
+}
+
+// openTurnCards forgets a turn's settled cards (a listing written on the open-cards index).
+type openTurnCards struct{ turn.Backend }
+
+func (o openTurnCards) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
+	recs, err := o.Backend.InteractionsForTurn(ctx, account, id)
+	return slices.DeleteFunc(recs, func(r turn.InteractionRecord) bool { return !r.Interaction.Status.Open() }), err
+}
+
 func TestMutantsFail(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -230,6 +248,18 @@ func TestMutantsFail(t *testing.T) {
 			name:     "claims are not exclusive",
 			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(greedyClaim{b}) },
 			mustFail: []string{"outbox_claim_exclusivity_and_reschedule"},
+		},
+		{
+			name:     "lists the oldest conversations",
+			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(oldestConversations{b}) },
+			mustFail: []string{"conversations_listed_newest_last_per_account"},
+			onlyFail: []string{"conversations_listed_newest_last_per_account"},
+		},
+		{
+			name:     "a turn's cards leave out the settled ones",
+			stores:   func(b turn.Backend) turn.Stores { return turn.NewStores(openTurnCards{b}) },
+			mustFail: []string{"interactions_for_turn_whatever_their_status"},
+			onlyFail: []string{"interactions_for_turn_whatever_their_status"},
 		},
 	}
 	for _, tt := range tests {
@@ -273,7 +303,7 @@ func TestReportForm(t *testing.T) {
 		t.Fatalf("report:\n%s", report)
 	}
 	lines := strings.Split(strings.TrimSpace(report.String()), "\n")
-	if lines[0] != "25 of 25 conformance checks passed" || len(lines) != 26 || !strings.HasPrefix(lines[1], "pass ") {
+	if lines[0] != "27 of 27 conformance checks passed" || len(lines) != 28 || !strings.HasPrefix(lines[1], "pass ") {
 		t.Fatalf("report:\n%s", report)
 	}
 	names := map[string]bool{}

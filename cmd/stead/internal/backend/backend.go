@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
@@ -16,11 +17,15 @@ import (
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
+	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/pgturn"
+	"github.com/steadhq/stead/turn/sqliteturn"
 	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/worker/pgtx"
 )
 
-// Backend is a store and a transport on one database, and the pool or file handle they share.
+// Backend is a store and a transport on one database, the pool or file handle they share, and
+// the turn stores on that handle once a command asks for them (Turns).
 type Backend struct {
 	// Kind is "sqlite" or "postgres".
 	Kind string
@@ -32,10 +37,14 @@ type Backend struct {
 	Pool *pgxpool.Pool
 	DB   *sqlitedb.DB
 
-	closers []func() error // what Open opened, in opening order
+	closers []func() error // what Open and Turns opened, in opening order
+
+	schema  string // Options.Schema, for the turn stores Turns opens later
+	turnsMu sync.Mutex
+	turns   *turn.Stores
 }
 
-// Close closes what Open opened, the transport and the store before the pool or file they share.
+// Close closes what Open and Turns opened, the components before the pool or file they share.
 // It is safe on a Backend that Open left half open.
 func (b *Backend) Close() error {
 	var errs []error
@@ -68,6 +77,10 @@ type Options struct {
 	// ListenURL is a direct connection to the PostgreSQL server for the transport's listener
 	// (pgtransport.WithListenURL), which LISTEN through PgBouncer needs (PostgreSQL only).
 	ListenURL string
+	// TurnsOnly opens the database alone, without the execution store and the transport (Store
+	// and Transport stay nil), for commands that only touch turns: they must not create the
+	// tables of components a database may not use. Turns opens the turn stores.
+	TurnsOnly bool
 }
 
 // DefaultMaxConns is the pool size when Options leaves it at zero: enough for a worker's claim
@@ -79,7 +92,7 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 	if spec == "" {
 		return nil, check.Invalidf("no store given: want a SQLite file path or a postgres:// URL")
 	}
-	b := &Backend{}
+	b := &Backend{schema: o.Schema}
 	if err := b.open(ctx, spec, o); err != nil {
 		return nil, errors.Join(err, b.Close())
 	}
@@ -97,6 +110,9 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 			return err
 		}
 		b.closers = append(b.closers, func() error { b.Pool.Close(); return nil })
+		if o.TurnsOnly {
+			return nil
+		}
 		var sopts []pgstore.Option
 		var topts []pgtransport.Option
 		if o.Schema != "" {
@@ -127,6 +143,9 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 		return err
 	}
 	b.closers = append(b.closers, b.DB.Close)
+	if o.TurnsOnly {
+		return nil
+	}
 	if b.Store, err = sqlitestore.New(ctx, b.DB); err != nil {
 		return err
 	}
@@ -136,6 +155,34 @@ func (b *Backend) open(ctx context.Context, spec string, o Options) error {
 	}
 	b.closers = append(b.closers, b.Transport.Close)
 	return nil
+}
+
+// Turns returns the turn stores on the same pool or file, opening them (and creating or migrating
+// their schema) on the first call only: a command that never asks for them never pays for them.
+// Close closes them with the rest.
+func (b *Backend) Turns(ctx context.Context) (turn.Stores, error) {
+	b.turnsMu.Lock()
+	defer b.turnsMu.Unlock()
+	if b.turns != nil {
+		return *b.turns, nil
+	}
+	var s turn.Stores
+	var err error
+	if b.Kind == "postgres" {
+		var opts []pgturn.Option
+		if b.schema != "" {
+			opts = append(opts, pgturn.WithSchema(b.schema))
+		}
+		s, err = pgturn.New(ctx, b.Pool, opts...)
+	} else {
+		s, err = sqliteturn.New(ctx, b.DB)
+	}
+	if err != nil {
+		return turn.Stores{}, err
+	}
+	b.turns = &s
+	b.closers = append(b.closers, s.Close)
+	return s, nil
 }
 
 // SharedTx returns the shared database of the store and the transport for a worker's
