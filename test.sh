@@ -89,6 +89,8 @@ stop_pgbouncer() {
   if [[ -n $bouncer_dir && -f $bouncer_dir/pgbouncer.pid ]]; then
     kill "$(cat "$bouncer_dir/pgbouncer.pid")" 2>/dev/null || true
   fi
+  [[ -n $bouncer_dir ]] && rm -rf "$bouncer_dir"
+  return 0
 }
 
 if [[ -z ${STEAD_TEST_PGBOUNCER_URL:-} && ($url == *127.0.0.1* || $url == *localhost*) ]]; then
@@ -102,7 +104,10 @@ if [[ -n $unformatted ]]; then
   exit 1
 fi
 go vet ./...
-go test -race -count=1 -timeout 40m ./...
+# Every package but the chaos drill, then the drill's short form alone: it measures how fast
+# worker processes recover, which a machine busy with every other package at once would blur.
+go test -race -count=1 -timeout 40m $(go list ./... | grep -v /internal/chaos)
+go test -race -count=1 -timeout 10m ./internal/chaos
 
 # Modules of their own under examples/ (a third-party backend): built and tested like the rest.
 for mod in examples/*/go.mod; do
