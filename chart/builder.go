@@ -26,6 +26,16 @@ func New(id string) *Builder {
 // Initial names the top-level state a started execution enters.
 func (b *Builder) Initial(name string) *Builder { b.def.Initial = name; return b }
 
+// Retry gives an action a retry policy (see Retry); r.Pos is set to the call site.
+func (b *Builder) Retry(action string, r Retry) *Builder {
+	r.Pos = caller()
+	if b.def.Retry == nil {
+		b.def.Retry = map[string]*Retry{}
+	}
+	b.def.Retry[action] = &r
+	return b
+}
+
 // Trace makes engines record a trace step for every step of this definition.
 func (b *Builder) Trace() *Builder { b.def.Trace = true; return b }
 

@@ -56,6 +56,9 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			return corrupt(exe, "outcome %q, but final state %q declares %q", exe.Outcome, n.path, n.outcome)
 		}
 	}
+	if len(exe.Deferred) > 0 && (exe.Status == stead.StatusDone || exe.Status == stead.StatusCancelled) {
+		return corrupt(exe, "%s with deferred events", exe.Status)
+	}
 	if exe.Status.Finished() && exe.FinishedAt.IsZero() {
 		return corrupt(exe, "%s without a finish time", exe.Status)
 	}
@@ -68,7 +71,21 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			return corrupt(exe, "history of %q names %q, which is not its child", k, v)
 		}
 	}
+	_, retrying := exe.Timers[RetryTimerPath]
+	if retrying {
+		switch {
+		case exe.Status.Finished():
+			return corrupt(exe, "%s with a pending retry", exe.Status)
+		case len(exe.Deferred) == 0:
+			return corrupt(exe, "a pending retry without the event it applies again")
+		case exe.InvokeSeq[retryAttemptsKey] < 1:
+			return corrupt(exe, "a pending retry without a count of failed attempts")
+		}
+	}
 	for path := range exe.Timers {
+		if path == RetryTimerPath {
+			continue
+		}
 		n, ok := e.byPath[path]
 		if !ok || e.nodes[n].timeout == nil {
 			return corrupt(exe, "timer for %q, which is not a state with a timeout", path)
@@ -83,6 +100,12 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 		}
 	}
 	for k, v := range exe.InvokeSeq {
+		if k == retryAttemptsKey || k == retryVersionKey || k == retryIndexKey {
+			if !retrying || v < 0 {
+				return corrupt(exe, "retry counter %q=%d without a pending retry", k, v)
+			}
+			continue
+		}
 		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode || v < 0 {
 			return corrupt(exe, "invoke counter %q=%d is not a parallel state's", k, v)
 		}

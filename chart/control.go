@@ -75,13 +75,17 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 	}
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1, control: true}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1, control: true,
+		keyVersion: exe.Version, attempt: 1}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
 		return nil, stead.Bundle{}, err
 	}
+	// A pending retry is abandoned: the operator decides where the execution goes instead.
+	s.clearRetry(true)
 	var err error
 	if ev.Kind == KindReset {
+		s.out.Deferred = nil
 		err = s.reset()
 	} else {
 		err = s.setState()
@@ -94,6 +98,9 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 	}
 	if exe.Status == stead.StatusSuspended && s.out.Status == stead.StatusRunning {
 		s.out.Status = stead.StatusSuspended
+	}
+	if s.entered && s.out.Status == stead.StatusRunning {
+		return e.redeliver(s.out, s.b, now, keyRef{version: exe.Version, index: s.nextAct}, false)
 	}
 	return s.out, s.b, nil
 }

@@ -48,6 +48,15 @@
 // takes the error transition (on_error) of the nearest active state that declares one, starting
 // at the state the action belongs to, or else fails the execution.
 //
+// # Retries
+//
+// Definition.Retry gives actions a retry policy (Retry: attempts, exponential backoff with a cap
+// and a jitter derived from the execution and event ids). When such an action fails with
+// attempts left, the step is discarded and a durable timer (RetryTimerPath) applies the event
+// again after the backoff; events arriving meanwhile wait in Execution.Deferred, behind it. Every
+// attempt gives its actions the first attempt's idempotency keys and its number
+// (ActionContext.Attempt). The last failure takes the error transition or fails the execution.
+//
 // Definitions come from the Builder (New) or from YAML (Parse, LoadFile), and both go through
 // Validate, which reports every problem with its position. Definition.Mermaid draws a diagram.
 //

@@ -26,8 +26,9 @@ const (
 )
 
 type act struct {
-	name string
-	fn   Action
+	name  string
+	fn    Action
+	retry *Retry // nil: a failure is not retried
 }
 
 type trans struct {
@@ -124,13 +125,18 @@ func (e *Engine) compile(reg *Registry) {
 	}
 	add(-1, "", e.def.States, false)
 	e.initial = e.byPath[e.def.Initial]
+	retries := make(map[string]*Retry, len(e.def.Retry))
+	for name, r := range e.def.Retry {
+		c := *r // the engine keeps its own copy
+		retries[name] = &c
+	}
 	acts := func(names []string) []act {
 		if len(names) == 0 {
 			return nil
 		}
 		out := make([]act, len(names))
 		for i, name := range names {
-			out[i] = act{name: name, fn: reg.actions[name]}
+			out[i] = act{name: name, fn: reg.actions[name], retry: retries[name]}
 		}
 		return out
 	}
@@ -245,20 +251,46 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 	if ev.Kind == "" {
 		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: event %q has no kind", stead.ErrInvalid, ev.ID)
 	}
+	if _, ok := exe.Timers[RetryTimerPath]; ok && ev.Kind != KindCancel &&
+		(exe.Status == stead.StatusRunning || exe.Status == stead.StatusPending) {
+		return e.whileRetrying(exe, ev, now)
+	}
+	out, b, r, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
+	if err != nil || r.retried || !r.entered {
+		return out, b, err
+	}
+	return e.redeliver(out, b, now, keyRef{version: exe.Version, index: r.acts}, false)
+}
+
+// applied is what one application of an event did.
+type applied struct {
+	entered bool // states were entered: deferred events get another chance
+	retried bool // an action failed with attempts left: the step was discarded for a retry
+	acts    int  // the index the next action's idempotency key takes
+}
+
+// apply runs one event against exe: attempt counts the runs of this event (1 unless retried), k
+// is where its idempotency keys start.
+func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
+		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
-		return nil, stead.Bundle{}, err
+		return nil, stead.Bundle{}, applied{}, err
 	}
 	if err := s.dispatch(); err != nil {
-		return nil, stead.Bundle{}, err
+		return nil, stead.Bundle{}, applied{}, err
+	}
+	if s.retrying != nil && s.fatal == nil {
+		out, b := s.scheduleRetry(k)
+		return out, b, applied{retried: true, acts: s.nextAct}, nil
 	}
 	if err := s.finishStep(); err != nil {
-		return nil, stead.Bundle{}, err
+		return nil, stead.Bundle{}, applied{}, err
 	}
-	return s.out, s.b, nil
+	return s.out, s.b, applied{entered: s.entered, acts: s.nextAct}, nil
 }
 
 func corrupt(exe *stead.Execution, format string, args ...any) error {
@@ -286,6 +318,12 @@ type stepper struct {
 	ownTimers bool
 	control   bool // the step applies an operator's command (Engine.Control)
 	fatal     error
+	// keyVersion is the version idempotency keys name (the input's, or a retried event's first
+	// attempt's); attempt counts the runs of this event.
+	keyVersion int64
+	attempt    int
+	retrying   *actionError // a failure that gets another attempt
+	entered    bool         // a state was entered
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -410,6 +448,10 @@ func (s *stepper) drive(t *trans, ev stead.Event, err error) {
 				s.fatal = err
 				return
 			}
+			if s.retryable(ae) {
+				s.retrying, s.stopped = ae, true
+				return
+			}
 			if recovering != nil {
 				s.failedAt = ae.owner
 				s.fail(fmt.Sprintf("%s (while recovering from %s)", ae, recovering))
@@ -481,7 +523,7 @@ func (s *stepper) fire(t *trans, ev stead.Event) (bool, error) {
 }
 
 func (s *stepper) enterNode(n int32, ev stead.Event) error {
-	s.leaf = n
+	s.leaf, s.entered = n, true
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.entry, n, ev); err != nil {
 		return err
@@ -769,6 +811,7 @@ func (s *stepper) errorEvent(ae *actionError) stead.Event {
 // finish marks the execution done with outcome and tells the parent.
 func (s *stepper) finish(outcome string) {
 	s.out.Status, s.out.Outcome, s.out.FinishedAt = stead.StatusDone, outcome, s.now
+	s.out.Deferred = nil // a finished execution applies no event
 	s.stopped = true
 	s.notifyParent(outcome, "")
 }
@@ -785,6 +828,7 @@ func (s *stepper) fail(msg string) {
 
 func (s *stepper) cancel() {
 	s.out.Status, s.out.FinishedAt = stead.StatusCancelled, s.now
+	s.out.Deferred = nil // a cancelled execution applies no event
 	s.stopped = true
 	if s.in.Status == stead.StatusFailed {
 		return // already disarmed and reported when it failed
@@ -794,8 +838,10 @@ func (s *stepper) cancel() {
 	s.notifyParent(OutcomeCancelled, "")
 }
 
-// disarm cancels the timers of the active states and the unfinished children.
+// disarm cancels the timers of the active states (and of a pending retry) and the unfinished
+// children.
 func (s *stepper) disarm() {
+	s.clearRetry(true)
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		nd := &s.e.nodes[n]
 		if nd.timeout != nil {
@@ -849,6 +895,7 @@ type actionError struct {
 	owner  int32
 	action string
 	err    error
+	retry  *Retry // the failed action's retry policy, when its failure may be retried
 }
 
 func (a *actionError) Error() string { return fmt.Sprintf("action %q: %v", a.action, a.err) }
@@ -863,7 +910,7 @@ func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
 }
 
 func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
-	key := s.in.ID + ":" + strconv.FormatInt(s.in.Version, 10) + ":" + strconv.Itoa(s.nextAct)
+	key := s.in.ID + ":" + strconv.FormatInt(s.keyVersion, 10) + ":" + strconv.Itoa(s.nextAct)
 	s.nextAct++
 	if s.e.trace {
 		s.actions = append(s.actions, a.name)
@@ -880,10 +927,10 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: ev, Key: key})
+			State: s.e.nodes[owner].path, Event: ev, Key: key, Attempt: max(s.attempt, 1)})
 	}()
 	if err != nil {
-		return &actionError{owner: owner, action: a.name, err: err}
+		return &actionError{owner: owner, action: a.name, err: err, retry: a.retry}
 	}
 	var sends []stead.Emit
 	for j, m := range res.Send {

@@ -11,7 +11,7 @@ import (
 // compound states never collide. Each path in active is highlighted together with its
 // ancestors (pass an execution's ActivePath, and its children's for a parallel state).
 func (d *Definition) Mermaid(active ...string) string {
-	m := mermaid{ids: map[string]string{}, edges: map[string][]string{}}
+	m := mermaid{ids: map[string]string{}, edges: map[string][]string{}, retry: d.Retry}
 	d.Walk(func(path string, _ *State) { m.ids[path] = fmt.Sprintf("s%d", len(m.ids)) })
 	d.Walk(func(path string, s *State) { m.collect(path, s) })
 	hot := map[string]bool{}
@@ -43,6 +43,7 @@ func (d *Definition) Mermaid(active ...string) string {
 }
 
 type mermaid struct {
+	retry map[string]*Retry
 	b     strings.Builder
 	ids   map[string]string
 	edges map[string][]string // by the path of the composite whose block draws them
@@ -57,6 +58,7 @@ func (m *mermaid) states(prefix string, states []*State, depth int) {
 		path := joinPath(prefix, s.Name)
 		id := m.ids[path]
 		fmt.Fprintf(&m.b, "%sstate \"%s\" as %s\n", ind, label(s.Name), id)
+		m.notes(ind, id, s)
 		if len(s.States) == 0 {
 			if s.IsFinal() {
 				fmt.Fprintf(&m.b, "%s%s --> [*] : %s\n", ind, id, label(s.Final))
@@ -107,7 +109,7 @@ func (m *mermaid) collect(path string, s *State) {
 			text += " [" + t.Guard + "]"
 		}
 		if len(t.Actions) > 0 {
-			text += " / " + strings.Join(t.Actions, ", ")
+			text += " / " + m.actions(t.Actions)
 		}
 		scope := parentPath(path)
 		for scope != "" && !strings.HasPrefix(target, scope+".") {
@@ -136,6 +138,38 @@ func (m *mermaid) collect(path string, s *State) {
 		edge(t, text)
 	}
 	edge(s.OnError, "error")
+}
+
+// actions lists action names, each with its retry policy's attempts.
+func (m *mermaid) actions(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if r := m.retry[n]; r != nil {
+			out[i] += fmt.Sprintf(" (retry ×%d)", r.Attempts)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// notes draws a note beside a state whose entry or exit runs an action with a retry policy,
+// since Mermaid has no place for entry and exit actions otherwise.
+func (m *mermaid) notes(ind, id string, s *State) {
+	var parts []string
+	for _, x := range []struct {
+		what  string
+		names []string
+	}{{"entry", s.Entry}, {"exit", s.Exit}} {
+		for _, n := range x.names {
+			if m.retry[n] != nil {
+				parts = append(parts, x.what+" / "+m.actions(x.names))
+				break
+			}
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(&m.b, "%snote right of %s : %s\n", ind, id, label(strings.Join(parts, ", ")))
+	}
 }
 
 // lift returns the ancestor-or-self of path that is a direct child of scope.

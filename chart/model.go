@@ -105,8 +105,45 @@ type Definition struct {
 	Initial string
 	// States are the top-level states.
 	States []*State
+	// Retry gives actions, by name, a retry policy: wherever such an action runs, a failure
+	// that has attempts left is retried after a backoff instead of taking the error transition.
+	Retry map[string]*Retry
+	Pos   Pos
+}
+
+// Retry is an action's retry policy. When the action fails (returns an error or panics) and
+// attempts are left, the step that ran it is discarded — nothing it did is committed — and the
+// event is kept at the head of Execution.Deferred while a durable timer (path RetryTimerPath)
+// waits out the backoff; the timer's event applies it again, from the state the execution was in.
+// Events that arrive meanwhile wait behind it, in order. The last attempt's failure takes the
+// error transition, or fails the execution, as any action error does.
+//
+// The delay before attempt n+1 is Backoff·Factor^(n-1), capped at Max, less a jitter share of
+// it: Jitter·u·delay, where u in [0, 1) is derived from the execution id, the event id and n, so
+// that executions retrying together spread out while a replay waits exactly as long.
+type Retry struct {
+	// Attempts counts every run of the action's step, the first included (at least 2).
+	Attempts int
+	// Backoff is the delay before the second attempt.
+	Backoff time.Duration
+	// Factor multiplies the delay after each attempt (at least 1; 0 means 2).
+	Factor float64
+	// Max caps the delay (0: no cap but MaxRetryDelay).
+	Max time.Duration
+	// Jitter is the share of each delay, in [0, 1], that may be taken off.
+	Jitter float64
 	Pos    Pos
 }
+
+// MaxRetryAttempts bounds Retry.Attempts, MaxRetryDelay any one delay.
+const (
+	MaxRetryAttempts = 1000
+	MaxRetryDelay    = 30 * 24 * time.Hour
+)
+
+// RetryTimerPath is the timer path of a pending retry. It is not a state path: state names are
+// identifiers, which never hold '@'.
+const RetryTimerPath = "@retry"
 
 // State is one node of the tree. Its kind follows from its fields: Final set makes a final
 // state, Parallel a parallel state whose States are its regions, children (States) a compound

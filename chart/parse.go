@@ -59,6 +59,8 @@ func LoadFile(path string) (*Definition, error) {
 //	    done: idle
 //	  expired: {final: timeout}
 //	  broken: {final: failure}
+//	retry:                   # retry policies, by action name (see Retry)
+//	  charge: {attempts: 5, backoff: 1s, factor: 2, max: 1m, jitter: 0.5}
 func Parse(name string, data []byte) (*Definition, error) {
 	return parse(name, name, data)
 }
@@ -91,8 +93,10 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.Initial = p.str(v)
 		case "states":
 			def.States = p.states(v, 1)
+		case "retry":
+			def.Retry = p.retries(v)
 		default:
-			p.errf(k, "unknown key %q (want id, trace, initial, states)", key)
+			p.errf(k, "unknown key %q (want id, trace, initial, states, retry)", key)
 		}
 	})
 	if len(p.problems) > 0 {
@@ -348,4 +352,48 @@ func (p *parser) timeout(n *yaml.Node) *Timeout {
 		p.errf(n, "timeout needs after: <duration>")
 	}
 	return to
+}
+
+func (p *parser) retries(n *yaml.Node) map[string]*Retry {
+	out := map[string]*Retry{}
+	p.mapping(n, func(action string, k, v *yaml.Node) {
+		r := &Retry{Pos: p.pos(k)}
+		p.mapping(v, func(key string, kk, vv *yaml.Node) {
+			switch key {
+			case "attempts":
+				if vv.Kind != yaml.ScalarNode || vv.Decode(&r.Attempts) != nil {
+					p.errf(vv, "retry attempts: expected a whole number, found %s", kindName(vv))
+				}
+			case "backoff", "max":
+				d, err := time.ParseDuration(p.str(vv))
+				if err != nil {
+					p.errf(vv, "retry %s %q is not a duration like 1s or 5m", key, vv.Value)
+					return
+				}
+				if key == "backoff" {
+					r.Backoff = d
+				} else {
+					r.Max = d
+				}
+			case "factor", "jitter":
+				var f float64
+				if vv.Kind != yaml.ScalarNode || vv.Decode(&f) != nil {
+					p.errf(vv, "retry %s: expected a number, found %s", key, kindName(vv))
+					return
+				}
+				if key == "factor" {
+					r.Factor = f
+				} else {
+					r.Jitter = f
+				}
+			default:
+				p.errf(kk, "unknown key %q in retry policy (want attempts, backoff, factor, max, jitter)", key)
+			}
+		})
+		out[action] = r
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

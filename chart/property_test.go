@@ -45,6 +45,11 @@ func propCharts() []propChart {
 		{"nested parallel", yamlEngine(nestedParallelChart), []string{""}},
 		{"three levels", yamlEngine(threeLevels), []string{""}},
 		{"history", yamlEngine(strings.Replace(historyChart, "%s", "true", 1)), []string{""}},
+		{"retry", func(t tb) *Engine {
+			var log logger
+			var calls []string
+			return mustEngine(t, fmt.Sprintf(retryChart, "on_error: declined"), &log, retryActions(&calls), WithTrace())
+		}, []string{`{"fail_until":1}`, `{"fail_until":2}`, `{"fail_until":3}`, `{"fail_until":9}`}},
 	}
 }
 

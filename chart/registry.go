@@ -153,9 +153,12 @@ type ActionContext struct {
 	// transition's source state.
 	State string
 	Event stead.Event
-	// Key is "<execution id>:<version>:<index>": stable across retries of the same step, unique
-	// across steps, so external effects keyed by it happen at most once.
+	// Key is "<execution id>:<version>:<index>": stable across retries of the same step (a
+	// worker's redelivery, or an attempt of a Retry policy, which keeps the first attempt's
+	// version), unique across steps, so external effects keyed by it happen at most once.
 	Key string
+	// Attempt counts the runs of this event's step under a Retry policy: 1 for the first.
+	Attempt int
 }
 
 // DecodeEvent decodes the event's data into dst.

@@ -2,6 +2,9 @@ package chart
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -135,8 +138,69 @@ func (v *validator) check() {
 		}
 		v.checkState(path, s)
 	})
+	v.checkRetries()
 	if len(v.problems) == 0 {
 		v.checkReachable()
+	}
+}
+
+// checkRetries checks the retry policies: each names an action the definition runs, and its
+// numbers are in range.
+func (v *validator) checkRetries() {
+	if len(v.def.Retry) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	mark := func(names []string) {
+		for _, n := range names {
+			used[n] = true
+		}
+	}
+	v.def.Walk(func(_ string, s *State) {
+		mark(s.Entry)
+		mark(s.Exit)
+		for _, ts := range [][]*Transition{s.On, s.Done} {
+			for _, t := range ts {
+				if t != nil {
+					mark(t.Actions)
+				}
+			}
+		}
+		if s.Timeout != nil {
+			mark(s.Timeout.Actions)
+		}
+		if s.OnError != nil {
+			mark(s.OnError.Actions)
+		}
+	})
+	for _, name := range slices.Sorted(maps.Keys(v.def.Retry)) {
+		r := v.def.Retry[name]
+		if r == nil {
+			v.addf(v.def.Pos, "", "retry policy of action %q is nil", name)
+			continue
+		}
+		pos := r.Pos.or(v.def.Pos)
+		switch {
+		case !used[name]:
+			v.addf(pos, "", "retry policy for action %q, which no state or transition runs", name)
+		case v.reg != nil && !v.reg.HasAction(name):
+			v.addf(pos, "", "retry policy for action %q, which is not registered", name)
+		}
+		if r.Attempts < 2 || r.Attempts > MaxRetryAttempts {
+			v.addf(pos, "", "retry of %q: attempts %d must be 2..%d (the first run counts)", name, r.Attempts, MaxRetryAttempts)
+		}
+		if r.Backoff <= 0 || r.Backoff > MaxRetryDelay {
+			v.addf(pos, "", "retry of %q: backoff %s must be positive and at most %s", name, r.Backoff, MaxRetryDelay)
+		}
+		if r.Factor != 0 && (r.Factor < 1 || r.Factor > 100 || math.IsNaN(r.Factor)) {
+			v.addf(pos, "", "retry of %q: factor %g must be 1..100 (0 means 2)", name, r.Factor)
+		}
+		if r.Max != 0 && (r.Max < r.Backoff || r.Max > MaxRetryDelay) {
+			v.addf(pos, "", "retry of %q: max %s must be at least the backoff %s and at most %s", name, r.Max, r.Backoff, MaxRetryDelay)
+		}
+		if !(r.Jitter >= 0 && r.Jitter <= 1) {
+			v.addf(pos, "", "retry of %q: jitter %g must be 0..1", name, r.Jitter)
+		}
 	}
 }
 
