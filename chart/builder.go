@@ -91,6 +91,12 @@ func (sb *StateBuilder) EarlyExit(outcomes ...string) *StateBuilder {
 	return sb
 }
 
+// Defer appends event kinds the state defers.
+func (sb *StateBuilder) Defer(kinds ...string) *StateBuilder {
+	sb.s.Defer = append(sb.s.Defer, kinds...)
+	return sb
+}
+
 // Entry appends entry actions.
 func (sb *StateBuilder) Entry(actions ...string) *StateBuilder {
 	sb.s.Entry = append(sb.s.Entry, actions...)

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -73,4 +74,13 @@ func mergeBundles(b, next stead.Bundle) stead.Bundle {
 		b.Trace = &t
 	}
 	return b
+}
+
+// deferEvent keeps the step's event for later, or fails the execution when too many are kept.
+func (s *stepper) deferEvent() {
+	if len(s.in.Deferred) >= MaxDeferred {
+		s.fail(fmt.Sprintf("event %q (%s) would be deferred beyond %d kept events", s.ev.ID, s.ev.Kind, MaxDeferred))
+		return
+	}
+	s.out.Deferred = append(slices.Clip(s.in.Deferred), s.ev)
 }

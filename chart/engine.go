@@ -60,6 +60,7 @@ type node struct {
 	done      []*trans
 	onError   *trans
 	earlyExit []string
+	defers    []string // event kinds the state defers
 }
 
 // Engine advances executions of one definition. It is immutable after NewEngine and safe for
@@ -147,6 +148,7 @@ func (e *Engine) compile(reg *Registry) {
 			n.initial = e.byPath[joinPath(path, s.Initial)]
 		}
 		n.entry, n.exit = acts(s.Entry), acts(s.Exit)
+		n.defers = slices.Clone(s.Defer)
 		mk := func(t *Transition) *trans {
 			ct := &trans{src: i, target: -1, internal: t.Internal, guardName: t.Guard,
 				actions: acts(t.Actions), outcome: t.Outcome, domain: i}
@@ -391,7 +393,8 @@ func (s *stepper) dispatch() error {
 		return s.childFinished()
 	}
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
-		for _, t := range s.e.nodes[n].on[ev.Kind] {
+		nd := &s.e.nodes[n]
+		for _, t := range nd.on[ev.Kind] {
 			if ok, err := s.guard(t, ev); err != nil {
 				s.drive(nil, stead.Event{}, err)
 				return nil
@@ -399,6 +402,10 @@ func (s *stepper) dispatch() error {
 				s.drive(t, ev, nil)
 				return nil
 			}
+		}
+		if len(nd.defers) > 0 && slices.Contains(nd.defers, ev.Kind) {
+			s.deferEvent()
+			return nil
 		}
 	}
 	if s.e.nodes[s.leaf].kind == parallelNode && !strings.HasPrefix(ev.Kind, "stead.") {

@@ -152,8 +152,8 @@ func (m *mermaid) actions(names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// notes draws a note beside a state whose entry or exit runs an action with a retry policy,
-// since Mermaid has no place for entry and exit actions otherwise.
+// notes draws a note beside a state that defers events, or whose entry or exit runs an action
+// with a retry policy, since Mermaid has no place for either otherwise.
 func (m *mermaid) notes(ind, id string, s *State) {
 	var parts []string
 	for _, x := range []struct {
@@ -166,6 +166,9 @@ func (m *mermaid) notes(ind, id string, s *State) {
 				break
 			}
 		}
+	}
+	if len(s.Defer) > 0 {
+		parts = append(parts, "defer "+strings.Join(s.Defer, ", "))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(&m.b, "%snote right of %s : %s\n", ind, id, label(strings.Join(parts, ", ")))

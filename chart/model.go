@@ -141,6 +141,10 @@ const (
 	MaxRetryDelay    = 30 * 24 * time.Hour
 )
 
+// MaxDeferred bounds Execution.Deferred: an event that would be kept beyond it fails the
+// execution instead, so a state that defers forever cannot grow the record without bound.
+const MaxDeferred = 1000
+
 // RetryTimerPath is the timer path of a pending retry. It is not a state path: state names are
 // identifiers, which never hold '@'.
 const RetryTimerPath = "@retry"
@@ -165,6 +169,11 @@ type State struct {
 	// History makes a compound state remember its last active child and re-enter it, instead of
 	// its initial child, whenever it is entered without an explicit child target (shallow history).
 	History bool
+	// Defer lists event kinds this state postpones while it is active: one that no transition of
+	// a state inside it (or of itself) takes is kept in Execution.Deferred instead of being
+	// handled further out or ignored, and is delivered again, in order, once a state is entered
+	// (the same step), unless the configuration still defers it.
+	Defer []string
 	// Entry and Exit name actions run, in order, when the state is entered or exited.
 	Entry []string
 	Exit  []string

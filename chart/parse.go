@@ -38,6 +38,7 @@ func LoadFile(path string) (*Definition, error) {
 //	initial: idle
 //	states:
 //	  idle:
+//	    defer: [refund]      # event kinds kept until a state that does not defer them is entered
 //	    entry: [log]         # a list or a single name
 //	    exit: log
 //	    on:
@@ -246,6 +247,8 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 			default:
 				s.History = p.boolean(vv)
 			}
+		case "defer":
+			s.Defer = p.names(vv)
 		case "entry":
 			s.Entry = p.names(vv)
 		case "exit":
@@ -271,7 +274,7 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 				p.errf(vv, "on_error takes one transition")
 			}
 		default:
-			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, entry, exit, on, timeout, done, on_error)", key, name)
+			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, defer, entry, exit, on, timeout, done, on_error)", key, name)
 		}
 	})
 	return s

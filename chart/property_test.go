@@ -45,6 +45,7 @@ func propCharts() []propChart {
 		{"nested parallel", yamlEngine(nestedParallelChart), []string{""}},
 		{"three levels", yamlEngine(threeLevels), []string{""}},
 		{"history", yamlEngine(strings.Replace(historyChart, "%s", "true", 1)), []string{""}},
+		{"deferred", yamlEngine(deferChart), []string{""}},
 		{"retry", func(t tb) *Engine {
 			var log logger
 			var calls []string

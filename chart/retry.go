@@ -3,6 +3,7 @@ package chart
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"maps"
 	"math"
@@ -154,6 +155,18 @@ func (e *Engine) whileRetrying(exe *stead.Execution, ev stead.Event, now time.Ti
 	}
 	out := *exe
 	out.UpdatedAt = now
+	if len(exe.Deferred) >= MaxDeferred {
+		s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1, keyVersion: exe.Version, attempt: 1}
+		s.b.ProcessedEventID = ev.ID
+		if err := s.locate(); err != nil {
+			return nil, stead.Bundle{}, err
+		}
+		s.fail(fmt.Sprintf("event %q (%s) would wait behind a retry beyond %d kept events", ev.ID, ev.Kind, MaxDeferred))
+		if err := s.finishStep(); err != nil {
+			return nil, stead.Bundle{}, err
+		}
+		return s.out, s.b, nil
+	}
 	out.Deferred = append(slices.Clip(exe.Deferred), ev)
 	return &out, stead.Bundle{ProcessedEventID: ev.ID}, nil
 }

@@ -319,6 +319,7 @@ func (v *validator) checkState(path string, s *State) {
 	if region && (len(s.On) > 0 || s.Timeout != nil || len(s.Done) > 0 || s.OnError != nil || len(s.Exit) > 0) {
 		v.addf(s.Pos, path, "a region's root state runs as its own execution: it cannot have transitions, a timeout, an error transition or exit actions")
 	}
+	v.checkDefer(path, s)
 	v.checkActions(s.Pos, path, "entry", s.Entry)
 	v.checkActions(s.Pos, path, "exit", s.Exit)
 	for _, t := range s.On {
@@ -363,6 +364,36 @@ func (v *validator) checkState(path string, s *State) {
 			v.addf(t.Pos.or(s.Pos), path, "an error transition needs a target")
 		}
 		v.checkTransition(path, t, "on_error")
+	}
+}
+
+// checkDefer checks a state's deferred kinds: valid, not the engine's, not repeated, not also
+// taken by one of the state's own transitions, and not on a final state.
+func (v *validator) checkDefer(path string, s *State) {
+	if len(s.Defer) == 0 {
+		return
+	}
+	if s.IsFinal() {
+		v.addf(s.Pos, path, "a final state defers nothing: it is never waited in")
+	}
+	seen := map[string]bool{}
+	for _, k := range s.Defer {
+		switch {
+		case !validKind(k):
+			v.addf(s.Pos, path, "defer: %q is not a valid event kind", k)
+		case strings.HasPrefix(k, "stead."):
+			v.addf(s.Pos, path, "defer: event kind %q is reserved for the engine", k)
+		case seen[k]:
+			v.addf(s.Pos, path, "defer: event kind %q is listed twice", k)
+		default:
+			for _, t := range s.On {
+				if t != nil && t.Event == k {
+					v.addf(t.Pos.or(s.Pos), path, "defer: the state both defers and takes %q; defer it in an enclosing state instead", k)
+					break
+				}
+			}
+		}
+		seen[k] = true
 	}
 }
 
