@@ -61,7 +61,8 @@ type Execution struct {
 	Error        string `json:"error,omitempty"`
 	// ActivePath is the path of the active leaf state, empty before start.
 	ActivePath string `json:"active_path,omitempty"`
-	// History maps a compound state's path to its last active child (shallow history).
+	// History maps a compound state's path to its last active child (shallow history) or its
+	// last active leaf (deep history).
 	History map[string]string `json:"history,omitempty"`
 	// Context is the user data of the run, a JSON object.
 	Context json.RawMessage `json:"context,omitempty"`

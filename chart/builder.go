@@ -85,6 +85,9 @@ func (sb *StateBuilder) Final(outcome string) *StateBuilder { sb.s.Final = outco
 // History gives this compound state shallow history.
 func (sb *StateBuilder) History() *StateBuilder { sb.s.History = true; return sb }
 
+// DeepHistory gives this compound state deep history.
+func (sb *StateBuilder) DeepHistory() *StateBuilder { sb.s.DeepHistory = true; return sb }
+
 // EarlyExit lists outcomes that complete this parallel state's join at once.
 func (sb *StateBuilder) EarlyExit(outcomes ...string) *StateBuilder {
 	sb.s.EarlyExit = append(sb.s.EarlyExit, outcomes...)
@@ -120,6 +123,30 @@ func (sb *StateBuilder) On(event, target string) *TransitionBuilder {
 func (sb *StateBuilder) After(d time.Duration, target string) *TransitionBuilder {
 	sb.s.Timeout = &Timeout{After: d, Transition: Transition{Target: target, Pos: caller()}}
 	return &TransitionBuilder{t: &sb.s.Timeout.Transition}
+}
+
+// Choice adds a branch to this choice point: taken when guard passes ("" for the else, the
+// last branch).
+func (sb *StateBuilder) Choice(guard, target string) *TransitionBuilder {
+	t := &Transition{Target: target, Guard: guard, Pos: caller()}
+	sb.s.Choice = append(sb.s.Choice, t)
+	return &TransitionBuilder{t: t}
+}
+
+// Select makes this a selector state running action (a Registry.Selector).
+func (sb *StateBuilder) Select(action string) *StateBuilder {
+	sb.s.Select = &Select{Action: action, Pos: caller()}
+	return sb
+}
+
+// Case adds the case for label (ElseLabel for every other) to this selector state.
+func (sb *StateBuilder) Case(label, target string) *TransitionBuilder {
+	if sb.s.Select == nil {
+		sb.s.Select = &Select{Pos: caller()}
+	}
+	c := &Case{Label: label, Transition: Transition{Target: target, Pos: caller()}}
+	sb.s.Select.Cases = append(sb.s.Select.Cases, c)
+	return &TransitionBuilder{t: &c.Transition}
 }
 
 // Done adds a completion transition.

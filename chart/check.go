@@ -36,8 +36,11 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 		if s.leaf < 0 {
 			return corrupt(exe, "%s without an active path", exe.Status)
 		}
-		if k := e.nodes[s.leaf].kind; k == compoundNode {
+		switch e.nodes[s.leaf].kind {
+		case compoundNode:
 			return corrupt(exe, "active path %q is not a leaf", exe.ActivePath)
+		case choiceNode, selectNode:
+			return corrupt(exe, "active path %q is a choice point or selector, which nothing rests in", exe.ActivePath)
 		}
 		if n := &e.nodes[s.leaf]; n.kind == parallelNode {
 			seq := exe.InvokeSeq[n.path]
@@ -66,6 +69,12 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 		c, p := e.byPath[v], e.byPath[k]
 		if _, ok := e.byPath[k]; !ok || !e.nodes[p].history {
 			return corrupt(exe, "history for %q, which is not a state with history", k)
+		}
+		if e.nodes[p].deep {
+			if _, ok := e.byPath[v]; !ok || c == p || !e.isAncestor(p, c) || e.nodes[c].kind == compoundNode {
+				return corrupt(exe, "deep history of %q names %q, which is not a leaf inside it", k, v)
+			}
+			continue
 		}
 		if _, ok := e.byPath[v]; !ok || e.nodes[c].parent != p {
 			return corrupt(exe, "history of %q names %q, which is not its child", k, v)

@@ -5,8 +5,13 @@
 // # Model
 //
 // A Definition is a tree of states. A state is atomic, compound (children and an initial
-// child, optionally shallow history), parallel (orthogonal regions) or final (with an outcome
-// such as success, failure, cancelled, or any name). Transitions fire on an event kind, with an
+// child, optionally shallow or deep history), parallel (orthogonal regions), final (with an
+// outcome such as success, failure, cancelled, or any name), a choice point (guarded branches
+// in order, the last one the else) or a selector (an action registered with Registry.Selector
+// returns a label, and the state's case for it is taken). Choice points and selectors are left
+// in the step that enters them. A state may defer event kinds: they wait in
+// Execution.Deferred and are delivered again, in order, once a state that does not defer them
+// is entered. Transitions fire on an event kind, with an
 // optional guard and actions, to any state in the same region; exit and entry run in order
 // through the transition's domain (the least common proper ancestor of source and target, or
 // the source for an internal transition). A transition without target only runs its actions.

@@ -23,6 +23,8 @@ const (
 	compoundNode
 	parallelNode
 	finalNode
+	choiceNode // a choice point: left at once through its first passing branch
+	selectNode // a selector: left at once through the case its action's label picks
 )
 
 type act struct {
@@ -52,6 +54,7 @@ type node struct {
 	children  []int32
 	outcome   string
 	history   bool
+	deep      bool // history remembers the last active leaf, not the child
 	entry     []act
 	exit      []act
 	on        map[string][]*trans
@@ -61,6 +64,14 @@ type node struct {
 	onError   *trans
 	earlyExit []string
 	defers    []string // event kinds the state defers
+	choice    []*trans
+	sel       *selector
+}
+
+type selector struct {
+	act   act
+	cases map[string]*trans
+	els   *trans
 }
 
 // Engine advances executions of one definition. It is immutable after NewEngine and safe for
@@ -107,7 +118,7 @@ func (e *Engine) compile(reg *Registry) {
 		for _, s := range states {
 			i := int32(len(e.nodes))
 			n := node{path: joinPath(prefix, s.Name), parent: parent, region: inParallel, initial: -1,
-				outcome: s.Final, history: s.History, earlyExit: slices.Clone(s.EarlyExit)}
+				outcome: s.Final, history: s.History || s.DeepHistory, deep: s.DeepHistory, earlyExit: slices.Clone(s.EarlyExit)}
 			switch {
 			case s.IsFinal():
 				n.kind = finalNode
@@ -115,6 +126,10 @@ func (e *Engine) compile(reg *Registry) {
 				n.kind = parallelNode
 			case len(s.States) > 0:
 				n.kind = compoundNode
+			case len(s.Choice) > 0:
+				n.kind = choiceNode
+			case s.Select != nil:
+				n.kind = selectNode
 			}
 			e.nodes = append(e.nodes, n)
 			e.byPath[n.path] = i
@@ -180,6 +195,19 @@ func (e *Engine) compile(reg *Registry) {
 		}
 		if s.OnError != nil {
 			n.onError = mk(s.OnError)
+		}
+		for _, t := range s.Choice {
+			n.choice = append(n.choice, mk(t))
+		}
+		if sel := s.Select; sel != nil {
+			n.sel = &selector{act: acts([]string{sel.Action})[0], cases: map[string]*trans{}}
+			for _, c := range sel.Cases {
+				if c.Label == ElseLabel {
+					n.sel.els = mk(&c.Transition)
+				} else {
+					n.sel.cases[c.Label] = mk(&c.Transition)
+				}
+			}
 		}
 	})
 }
@@ -325,6 +353,7 @@ type stepper struct {
 	keyVersion int64
 	attempt    int
 	retrying   *actionError // a failure that gets another attempt
+	label      string       // the label the last action returned
 	entered    bool         // a state was entered
 }
 
@@ -557,6 +586,8 @@ func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 				if p, ok := s.out.History[nd.path]; ok {
 					if c, ok := s.e.byPath[p]; ok && s.e.nodes[c].parent == n {
 						child = c
+					} else if ok && nd.deep && c != n && s.e.isAncestor(n, c) {
+						return s.enterDeep(n, c, ev)
 					}
 				}
 			}
@@ -572,6 +603,22 @@ func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 	}
 }
 
+// enterDeep enters, below compound n, the chain of states down to leaf (outermost first), then
+// continues from the leaf as enterDefault would.
+func (s *stepper) enterDeep(n, leaf int32, ev stead.Event) error {
+	var chain []int32
+	for x := leaf; x != n; x = s.e.parent(x) {
+		chain = append(chain, x)
+	}
+	slices.Reverse(chain)
+	for _, x := range chain {
+		if err := s.enterNode(x, ev); err != nil {
+			return err
+		}
+	}
+	return s.enterDefault(leaf, ev)
+}
+
 func (s *stepper) exitNode(n int32, ev stead.Event) error {
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.exit, n, ev); err != nil {
@@ -585,8 +632,17 @@ func (s *stepper) exitNode(n int32, ev stead.Event) error {
 		seq := s.out.InvokeSeq[nd.path]
 		s.invokeSeq()[nd.path] = seq + 1
 	}
-	if p := nd.parent; p >= 0 && s.e.nodes[p].history {
+	if p := nd.parent; p >= 0 && s.e.nodes[p].history && !s.e.nodes[p].deep {
 		s.history()[s.e.nodes[p].path] = nd.path
+	}
+	if nd.kind != compoundNode {
+		// The active leaf is the first state a transition leaves: every enclosing state with
+		// deep history remembers it, and the compound states left after it do not overwrite that.
+		for a := nd.parent; a >= 0; a = s.e.nodes[a].parent {
+			if s.e.nodes[a].deep {
+				s.history()[s.e.nodes[a].path] = nd.path
+			}
+		}
 	}
 	s.leaf = nd.parent
 	return nil
@@ -637,10 +693,22 @@ func (s *stepper) cancelRegions(n int32) {
 	}
 }
 
-// completion returns the completion transition to take now that a final state was entered.
+// completion returns the transition to take at once now that states were entered: a choice
+// point's branch, a selector's case, or the completion transition of a final state's parent.
 func (s *stepper) completion() (*trans, stead.Event, error) {
 	leaf := &s.e.nodes[s.leaf]
-	if leaf.kind != finalNode {
+	switch leaf.kind {
+	case choiceNode:
+		for _, t := range leaf.choice {
+			if ok, err := s.guard(t, s.ev); err != nil || ok {
+				return t, s.ev, err
+			}
+		}
+		return nil, stead.Event{}, nil // unreachable: Validate requires an else branch
+	case selectNode:
+		return s.selectCase(s.leaf)
+	case finalNode:
+	default:
 		return nil, stead.Event{}, nil
 	}
 	p := leaf.parent
@@ -649,6 +717,23 @@ func (s *stepper) completion() (*trans, stead.Event, error) {
 		return nil, stead.Event{}, nil
 	}
 	return s.pickDone(p, leaf.outcome)
+}
+
+// selectCase runs selector n's action and returns the case its label picks.
+func (s *stepper) selectCase(n int32) (*trans, stead.Event, error) {
+	sel := s.e.nodes[n].sel
+	s.label = ""
+	if err := s.call(sel.act, n, s.ev); err != nil {
+		return nil, stead.Event{}, err
+	}
+	if t, ok := sel.cases[s.label]; ok {
+		return t, s.ev, nil
+	}
+	if sel.els != nil {
+		return sel.els, s.ev, nil
+	}
+	return nil, stead.Event{}, &actionError{owner: n, action: sel.act.name,
+		err: fmt.Errorf("returned label %q, for which selector %q has no case", s.label, s.e.nodes[n].path)}
 }
 
 func (s *stepper) pickDone(p int32, outcome string) (*trans, stead.Event, error) {
@@ -966,6 +1051,7 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 		return &actionError{owner: owner, action: a.name, err: err}
 	}
 	s.b.Emits = append(s.b.Emits, sends...)
+	s.label = res.Label
 	return nil
 }
 

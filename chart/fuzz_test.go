@@ -14,7 +14,8 @@ import (
 // producing an execution CheckExecution refuses.
 func FuzzParse(f *testing.F) {
 	f.Add(SampleOrderFlowYAML())
-	for _, seed := range []string{threeLevels, historyChart, timerChart, parallelChart, deferChart,
+	for _, seed := range []string{threeLevels, historyChart, timerChart, parallelChart, deferChart, choiceChart,
+		strings.Replace(historyChart, "%s", "deep", 1),
 		"initial: a\nstates: {a: {}}\n",
 		"initial: a\nstates:\n  a: {on: {go: b}}\n  b: {final: done}\n",
 		"initial: a\nstates:\n  a: &x {}\n  b: *x\n",

@@ -57,7 +57,19 @@ func (m *mermaid) states(prefix string, states []*State, depth int) {
 		}
 		path := joinPath(prefix, s.Name)
 		id := m.ids[path]
-		fmt.Fprintf(&m.b, "%sstate \"%s\" as %s\n", ind, label(s.Name), id)
+		name := s.Name
+		switch {
+		case s.History:
+			name += " (H)"
+		case s.DeepHistory:
+			name += " (H*)"
+		}
+		if len(s.Choice) > 0 {
+			// Mermaid draws a choice as a diamond, which has no label.
+			fmt.Fprintf(&m.b, "%sstate %s <<choice>>\n", ind, id)
+			continue
+		}
+		fmt.Fprintf(&m.b, "%sstate \"%s\" as %s\n", ind, label(name), id)
 		m.notes(ind, id, s)
 		if len(s.States) == 0 {
 			if s.IsFinal() {
@@ -136,6 +148,20 @@ func (m *mermaid) collect(path string, s *State) {
 			text += " (" + t.Outcome + ")"
 		}
 		edge(t, text)
+	}
+	for _, t := range s.Choice {
+		if t != nil && t.Guard == "" {
+			edge(t, "else")
+		} else {
+			edge(t, "choice")
+		}
+	}
+	if sel := s.Select; sel != nil {
+		for _, c := range sel.Cases {
+			if c != nil {
+				edge(&c.Transition, sel.Action+" = "+c.Label)
+			}
+		}
 	}
 	edge(s.OnError, "error")
 }

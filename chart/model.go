@@ -169,6 +169,10 @@ type State struct {
 	// History makes a compound state remember its last active child and re-enter it, instead of
 	// its initial child, whenever it is entered without an explicit child target (shallow history).
 	History bool
+	// DeepHistory makes a compound state remember its last active leaf, however deep, and
+	// re-enter the whole chain down to it (each state's entry actions run, outermost first)
+	// instead of following initial children. A state has shallow or deep history, not both.
+	DeepHistory bool
 	// Defer lists event kinds this state postpones while it is active: one that no transition of
 	// a state inside it (or of itself) takes is kept in Execution.Deferred instead of being
 	// handled further out or ignored, and is delivered again, in order, once a state is entered
@@ -184,6 +188,14 @@ type State struct {
 	// Done are completion transitions of a compound or parallel state, tried in order when a
 	// child final state is reached (or the join of a parallel state completes).
 	Done []*Transition
+	// Choice makes the state a choice point: entering it takes at once the first branch whose
+	// guard passes, in order; the last branch has no guard (the else), so one always does. A
+	// choice point holds nothing else but an error transition; an execution never rests in it.
+	Choice []*Transition
+	// Select makes the state a selector: once it is entered (its entry actions run), its
+	// action runs and the label it returns (ActionResult.Label) picks the case to take. An
+	// execution never rests in it either.
+	Select *Select
 	// OnError is taken when an action of this state (or of a state or transition inside it)
 	// fails; without one the error goes to the enclosing state, and at the top fails the execution.
 	OnError *Transition
@@ -210,6 +222,24 @@ type Transition struct {
 	Outcome string
 	Pos     Pos
 }
+
+// Select is a selector state's table: the action (registered with Registry.Selector, which
+// declares the labels it returns) and a transition per label. A case labelled ElseLabel takes
+// every label without a case of its own; without one, the cases must cover every declared label.
+type Select struct {
+	Action string
+	Cases  []*Case
+	Pos    Pos
+}
+
+// Case is the transition a selector takes for one label.
+type Case struct {
+	Label string
+	Transition
+}
+
+// ElseLabel is the case label that matches what no other case does.
+const ElseLabel = "else"
 
 // Timeout is a state's timer: After the state is entered, the transition is taken unless the
 // state was left before.

@@ -50,7 +50,7 @@ func LoadFile(path string) (*Definition, error) {
 //	    on_error: {target: broken}
 //	  busy:
 //	    initial: a
-//	    history: true
+//	    history: true        # or shallow; deep re-enters the last active leaf
 //	    states: {a: {on: {next: b}}, b: {final: success}}
 //	    done: [{outcome: failure, target: broken}, {target: idle}]
 //	  both:
@@ -58,6 +58,10 @@ func LoadFile(path string) (*Definition, error) {
 //	    early_exit: [failure]
 //	    regions: {left: {initial: l, states: {l: {final: success}}}, right: ...}
 //	    done: idle
+//	  route:                 # a choice point: first passing guard, the last branch the else
+//	    choice: [{guard: big, target: review}, {target: busy}]
+//	  check:                 # a selector: the action's label picks the case
+//	    select: {action: classify, cases: {ok: busy, else: broken}}
 //	  expired: {final: timeout}
 //	  broken: {final: failure}
 //	retry:                   # retry policies, by action name (see Retry)
@@ -244,6 +248,8 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 			switch {
 			case vv.Kind == yaml.ScalarNode && vv.Value == "shallow":
 				s.History = true
+			case vv.Kind == yaml.ScalarNode && vv.Value == "deep":
+				s.DeepHistory = true
 			default:
 				s.History = p.boolean(vv)
 			}
@@ -262,6 +268,14 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 			})
 		case "timeout":
 			s.Timeout = p.timeout(vv)
+		case "choice":
+			if vv.Kind != yaml.SequenceNode {
+				p.errf(vv, "choice: expected a list of branches, found %s", kindName(vv))
+				return
+			}
+			s.Choice = p.transitions(vv, "target, guard, actions")
+		case "select":
+			s.Select = p.selectTable(vv)
 		case "done":
 			s.Done = p.transitions(vv, "target, outcome, guard, actions, internal")
 		case "on_error":
@@ -274,7 +288,7 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 				p.errf(vv, "on_error takes one transition")
 			}
 		default:
-			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, defer, entry, exit, on, timeout, done, on_error)", key, name)
+			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, defer, entry, exit, on, timeout, choice, select, done, on_error)", key, name)
 		}
 	})
 	return s
@@ -399,4 +413,26 @@ func (p *parser) retries(n *yaml.Node) map[string]*Retry {
 		return nil
 	}
 	return out
+}
+
+func (p *parser) selectTable(n *yaml.Node) *Select {
+	sel := &Select{Pos: p.pos(n)}
+	p.mapping(n, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "action":
+			sel.Action = p.str(v)
+		case "cases":
+			p.mapping(v, func(label string, lk, lv *yaml.Node) {
+				ts := p.transitions(lv, "target, actions")
+				if len(ts) != 1 {
+					p.errf(lv, "case %q takes one transition", label)
+					return
+				}
+				sel.Cases = append(sel.Cases, &Case{Label: label, Transition: *ts[0]})
+			})
+		default:
+			p.errf(k, "unknown key %q in select (want action, cases)", key)
+		}
+	})
+	return sel
 }

@@ -46,6 +46,11 @@ func propCharts() []propChart {
 		{"three levels", yamlEngine(threeLevels), []string{""}},
 		{"history", yamlEngine(strings.Replace(historyChart, "%s", "true", 1)), []string{""}},
 		{"deferred", yamlEngine(deferChart), []string{""}},
+		{"choice and select", func(t tb) *Engine {
+			var log logger
+			return choiceEngine(t, choiceChart, &log)
+		}, []string{`{"amount":500}`, `{"flag":true,"label":"ok"}`, `{"label":"risky"}`, `{"label":"odd"}`}},
+		{"deep history", yamlEngine(strings.Replace(historyChart, "%s", "deep", 1)), []string{""}},
 		{"retry", func(t tb) *Engine {
 			var log logger
 			var calls []string

@@ -25,16 +25,33 @@ type Guard func(GuardContext) bool
 type Registry struct {
 	actions map[string]Action
 	guards  map[string]Guard
+	labels  map[string][]string // selectors: the labels each may return
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{actions: map[string]Action{}, guards: map[string]Guard{}}
+	return &Registry{actions: map[string]Action{}, guards: map[string]Guard{}, labels: map[string][]string{}}
+}
+
+// Selector registers fn under name as an action that returns one of labels in
+// ActionResult.Label, for a selector state (State.Select) to pick its case with. Validate checks
+// each selector state's cases against labels.
+func (r *Registry) Selector(name string, labels []string, fn Action) *Registry {
+	r.actions[name] = fn
+	r.labels[name] = slices.Clone(labels)
+	return r
+}
+
+// Labels returns the labels a selector declared, and whether name is a selector.
+func (r *Registry) Labels(name string) ([]string, bool) {
+	l, ok := r.labels[name]
+	return l, ok
 }
 
 // Action registers fn under name, replacing any earlier one.
 func (r *Registry) Action(name string, fn Action) *Registry {
 	r.actions[name] = fn
+	delete(r.labels, name)
 	return r
 }
 
@@ -59,6 +76,8 @@ type ActionResult struct {
 	Delete []string
 	// Send lists events to deliver after the step commits, in order.
 	Send []Message
+	// Label is a selector's answer: the case of its state's Select to take.
+	Label string
 }
 
 // Message is an event an action sends.

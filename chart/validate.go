@@ -172,6 +172,14 @@ func (v *validator) checkRetries() {
 		if s.OnError != nil {
 			mark(s.OnError.Actions)
 		}
+		for _, t := range transientTransitions(s) {
+			if t != nil {
+				mark(t.Actions)
+			}
+		}
+		if s.Select != nil {
+			mark([]string{s.Select.Action})
+		}
 	})
 	for _, name := range slices.Sorted(maps.Keys(v.def.Retry)) {
 		r := v.def.Retry[name]
@@ -305,8 +313,11 @@ func (v *validator) checkState(path string, s *State) {
 			v.addf(s.Pos, path, "a region must be a compound state with an initial state")
 		}
 	}
-	if s.History && (s.Parallel || len(s.States) == 0) {
+	if (s.History || s.DeepHistory) && (s.Parallel || len(s.States) == 0) {
 		v.addf(s.Pos, path, "history needs a compound state")
+	}
+	if s.History && s.DeepHistory {
+		v.addf(s.Pos, path, "a state has shallow or deep history, not both")
 	}
 	if len(s.EarlyExit) > 0 && !s.Parallel {
 		v.addf(s.Pos, path, "early_exit needs a parallel state")
@@ -320,6 +331,7 @@ func (v *validator) checkState(path string, s *State) {
 		v.addf(s.Pos, path, "a region's root state runs as its own execution: it cannot have transitions, a timeout, an error transition or exit actions")
 	}
 	v.checkDefer(path, s)
+	v.checkTransient(path, s)
 	v.checkActions(s.Pos, path, "entry", s.Entry)
 	v.checkActions(s.Pos, path, "exit", s.Exit)
 	for _, t := range s.On {
@@ -365,6 +377,116 @@ func (v *validator) checkState(path string, s *State) {
 		}
 		v.checkTransition(path, t, "on_error")
 	}
+}
+
+// checkTransient checks choice points and selectors: states left as soon as they are entered.
+func (v *validator) checkTransient(path string, s *State) {
+	if len(s.Choice) == 0 && s.Select == nil {
+		return
+	}
+	what := "a choice point"
+	if s.Select != nil {
+		what = "a selector"
+		if len(s.Choice) > 0 {
+			v.addf(s.Pos, path, "a state is a choice point or a selector, not both")
+		}
+	}
+	if len(s.States) > 0 || s.Parallel || s.IsFinal() {
+		v.addf(s.Pos, path, "%s cannot have children or be final", what)
+	}
+	if len(s.On) > 0 || s.Timeout != nil || len(s.Done) > 0 || len(s.Defer) > 0 || s.History || s.DeepHistory {
+		v.addf(s.Pos, path, "%s is left as soon as it is entered: it takes no events, timeout, completion transitions, deferrals or history", what)
+	}
+	if len(s.Choice) > 0 {
+		if len(s.Entry) > 0 || len(s.Exit) > 0 {
+			v.addf(s.Pos, path, "a choice point runs no entry or exit actions (put them on its branches)")
+		}
+		for i, t := range s.Choice {
+			if t == nil {
+				v.addf(s.Pos, path, "nil choice branch")
+				continue
+			}
+			pos := t.Pos.or(s.Pos)
+			last := i == len(s.Choice)-1
+			switch {
+			case last && t.Guard != "":
+				v.addf(pos, path, "choice: the last branch is the else and takes no guard")
+			case !last && t.Guard == "":
+				v.addf(pos, path, "choice: branch %d has no guard, so the branches after it are never taken", i+1)
+			}
+			if t.Target == "" {
+				v.addf(pos, path, "choice: branch %d needs a target", i+1)
+			}
+			if t.Event != "" || t.Outcome != "" || t.Internal {
+				v.addf(pos, path, "choice: a branch takes no event, outcome or internal flag")
+			}
+			v.checkTransition(path, t, "choice")
+		}
+	}
+	if sel := s.Select; sel != nil {
+		pos := sel.Pos.or(s.Pos)
+		if sel.Action == "" {
+			v.addf(pos, path, "select needs an action")
+		}
+		if len(sel.Cases) == 0 {
+			v.addf(pos, path, "select needs at least one case")
+		}
+		labels, isSelector := []string(nil), false
+		if v.reg != nil && sel.Action != "" {
+			labels, isSelector = v.reg.Labels(sel.Action)
+			if !isSelector {
+				v.addf(pos, path, "select: action %q is not registered as a selector (Registry.Selector)", sel.Action)
+			}
+		}
+		seen := map[string]bool{}
+		hasElse := false
+		for _, c := range sel.Cases {
+			if c == nil {
+				v.addf(pos, path, "nil select case")
+				continue
+			}
+			cpos := c.Pos.or(pos)
+			switch {
+			case c.Label == ElseLabel:
+				hasElse = true
+			case !validName(c.Label):
+				v.addf(cpos, path, "select: case label %q is not an identifier", c.Label)
+			case isSelector && !slices.Contains(labels, c.Label):
+				v.addf(cpos, path, "select: selector %q never returns %q (it declares %s)", sel.Action, c.Label, strings.Join(labels, ", "))
+			}
+			if seen[c.Label] {
+				v.addf(cpos, path, "select: case %q is listed twice", c.Label)
+			}
+			seen[c.Label] = true
+			if c.Target == "" {
+				v.addf(cpos, path, "select: case %q needs a target", c.Label)
+			}
+			if c.Guard != "" || c.Event != "" || c.Outcome != "" || c.Internal {
+				v.addf(cpos, path, "select: a case takes no guard, event, outcome or internal flag")
+			}
+			v.checkTransition(path, &c.Transition, "select "+c.Label)
+		}
+		if isSelector && !hasElse {
+			for _, l := range labels {
+				if !seen[l] {
+					v.addf(pos, path, "select: no case for label %q of selector %q (add it, or an else case)", l, sel.Action)
+				}
+			}
+		}
+	}
+}
+
+// transientTransitions returns the branches of a choice point and the cases of a selector.
+func transientTransitions(s *State) []*Transition {
+	ts := slices.Clone(s.Choice)
+	if s.Select != nil {
+		for _, c := range s.Select.Cases {
+			if c != nil {
+				ts = append(ts, &c.Transition)
+			}
+		}
+	}
+	return ts
 }
 
 // checkDefer checks a state's deferred kinds: valid, not the engine's, not repeated, not also
@@ -508,8 +630,9 @@ func (v *validator) checkReachable() {
 		if s.OnError != nil {
 			ts = append(ts, s.OnError)
 		}
+		ts = append(ts, transientTransitions(s)...)
 		for _, t := range ts {
-			if t.Target == "" {
+			if t == nil || t.Target == "" {
 				continue
 			}
 			if target := resolveTarget(v.index, path, t.Target); target != "" {
