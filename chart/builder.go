@@ -36,6 +36,12 @@ func (b *Builder) Retry(action string, r Retry) *Builder {
 	return b
 }
 
+// Returns lists the context keys an invoked execution of this definition hands back.
+func (b *Builder) Returns(keys ...string) *Builder {
+	b.def.Returns = append(b.def.Returns, keys...)
+	return b
+}
+
 // Trace makes engines record a trace step for every step of this definition.
 func (b *Builder) Trace() *Builder { b.def.Trace = true; return b }
 
@@ -147,6 +153,14 @@ func (sb *StateBuilder) Case(label, target string) *TransitionBuilder {
 	c := &Case{Label: label, Transition: Transition{Target: target, Pos: caller()}}
 	sb.s.Select.Cases = append(sb.s.Select.Cases, c)
 	return &TransitionBuilder{t: &c.Transition}
+}
+
+// Invoke makes this state run inv (Pos is set to the call site); its completion transitions
+// route on the child's outcome.
+func (sb *StateBuilder) Invoke(inv Invoke) *StateBuilder {
+	inv.Pos = caller()
+	sb.s.Invoke = &inv
+	return sb
 }
 
 // Done adds a completion transition.

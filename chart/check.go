@@ -108,6 +108,13 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			return corrupt(exe, "timer armed for %q, which is not active", path)
 		}
 	}
+	if exe.Status == stead.StatusRunning || exe.Status == stead.StatusSuspended {
+		if n := s.leaf; n >= 0 && e.nodes[n].inv != nil && e.nodes[n].inv.ForEach == "" {
+			if _, ok := exe.Children[s.invokePrefix(n)]; !ok {
+				return corrupt(exe, "invoking state %q has no join entry for its child", e.nodes[n].path)
+			}
+		}
+	}
 	for k, v := range exe.InvokeSeq {
 		if k == retryAttemptsKey || k == retryVersionKey || k == retryIndexKey {
 			if !retrying || v < 0 {
@@ -115,11 +122,18 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			}
 			continue
 		}
-		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode || v < 0 {
-			return corrupt(exe, "invoke counter %q=%d is not a parallel state's", k, v)
+		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode && e.nodes[i].inv == nil || v < 0 {
+			return corrupt(exe, "invoke counter %q=%d is not a parallel or invoking state's", k, v)
 		}
 	}
 	for id, c := range exe.Children {
+		if c.RootPath == "" {
+			n, ok := e.byPath[c.Key]
+			if !ok || e.nodes[n].inv == nil || !strings.HasPrefix(id, exe.ID+":"+c.Key+":") {
+				return corrupt(exe, "child %q of state %q is not one an invoking state starts", id, c.Key)
+			}
+			continue
+		}
 		r, ok := e.byPath[c.RootPath]
 		if !ok || !e.nodes[r].region || !strings.HasPrefix(id, exe.ID+":"+c.RootPath+":") {
 			return corrupt(exe, "child %q with root path %q is not one of its regions", id, c.RootPath)

@@ -224,7 +224,7 @@ func (s *stepper) cancelChildren() {
 // leaving it would, so that entering it again spawns children with fresh ids.
 func (s *stepper) retireParallels() {
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
-		if nd := &s.e.nodes[n]; nd.kind == parallelNode {
+		if nd := &s.e.nodes[n]; nd.kind == parallelNode || nd.inv != nil {
 			s.invokeSeq()[nd.path] = s.out.InvokeSeq[nd.path] + 1
 		}
 	}
@@ -285,8 +285,8 @@ func (e *Engine) retry(exe *stead.Execution, ev stead.Event, now time.Time) (*st
 	if suspended {
 		back.Status = stead.StatusRunning // the step runs; the suspension is put back after it
 	}
-	if n, ok := e.byPath[back.ActivePath]; ok && e.nodes[n].kind == parallelNode {
-		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: retry %q: it failed in parallel state %q, whose regions were cancelled; reset or set-state it",
+	if n, ok := e.byPath[back.ActivePath]; ok && (e.nodes[n].kind == parallelNode || e.nodes[n].inv != nil) {
+		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: retry %q: it failed in state %q, whose children were cancelled; reset or set-state it",
 			stead.ErrInvalid, exe.ID, back.ActivePath)
 	}
 	// The timers armed before the failing step are armed again at their fire times, except the

@@ -47,6 +47,14 @@
 // in the parent's context under RegionResultsKey. Events the parent does not handle while in a
 // parallel state are forwarded to its unfinished regions.
 //
+// Invoked machines: an invoking state (State.Invoke) runs another definition as a child
+// execution (id "<parent id>:<state path>:<n>"), or one per item of a context list (a fan-out,
+// "...:<n>:<i>"), with inputs copied from the parent's context. The spawn intent names the
+// definition (SpawnTarget decodes it), which the worker resolves among the machines it knows.
+// When the child finishes, the keys its definition Returns are copied into the parent's context
+// (a fan-out collects them in item order) and the state's completion transitions route on the
+// outcome; leaving the state cancels the unfinished children.
+//
 // Actions and guards are Go functions registered by name in a Registry. An action gets an
 // ActionContext (the context, the event, and an idempotency key "<execution id>:<version>:<n>")
 // and returns an ActionResult: context keys to set or delete and events to send. An action error

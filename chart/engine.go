@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,7 @@ type node struct {
 	defers    []string // event kinds the state defers
 	choice    []*trans
 	sel       *selector
+	inv       *Invoke // a copy of the state's, with defaults filled in
 }
 
 type selector struct {
@@ -79,6 +81,7 @@ type selector struct {
 type Engine struct {
 	def     *Definition
 	id      string
+	returns []string // the context keys an invoked execution hands back
 	trace   bool
 	nodes   []node
 	byPath  map[string]int32
@@ -100,7 +103,7 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 	if err := Validate(def, reg); err != nil {
 		return nil, err
 	}
-	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}}
+	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -198,6 +201,17 @@ func (e *Engine) compile(reg *Registry) {
 		}
 		for _, t := range s.Choice {
 			n.choice = append(n.choice, mk(t))
+		}
+		if s.Invoke != nil {
+			inv := *s.Invoke
+			inv.Input = maps.Clone(inv.Input)
+			if inv.ForEach != "" && inv.As == "" {
+				inv.As = "item"
+			}
+			if inv.ForEach != "" && inv.Results == "" {
+				inv.Results = "results"
+			}
+			n.inv = &inv
 		}
 		if sel := s.Select; sel != nil {
 			n.sel = &selector{act: acts([]string{sel.Action})[0], cases: map[string]*trans{}}
@@ -350,11 +364,12 @@ type stepper struct {
 	fatal     error
 	// keyVersion is the version idempotency keys name (the input's, or a retried event's first
 	// attempt's); attempt counts the runs of this event.
-	keyVersion int64
-	attempt    int
-	retrying   *actionError // a failure that gets another attempt
-	label      string       // the label the last action returned
-	entered    bool         // a state was entered
+	keyVersion  int64
+	attempt     int
+	retrying    *actionError // a failure that gets another attempt
+	label       string       // the label the last action returned
+	emptyFanOut bool         // the fan-out just entered found no item: its join completes at once
+	entered     bool         // a state was entered
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -598,6 +613,9 @@ func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 		case parallelNode:
 			return s.spawn(n)
 		default:
+			if nd.inv != nil {
+				return s.invoke(n)
+			}
 			return nil
 		}
 	}
@@ -629,6 +647,11 @@ func (s *stepper) exitNode(n int32, ev stead.Event) error {
 	}
 	if nd.kind == parallelNode {
 		s.cancelRegions(n)
+		seq := s.out.InvokeSeq[nd.path]
+		s.invokeSeq()[nd.path] = seq + 1
+	}
+	if nd.inv != nil {
+		s.cancelInvoked(n)
 		seq := s.out.InvokeSeq[nd.path]
 		s.invokeSeq()[nd.path] = seq + 1
 	}
@@ -709,6 +732,10 @@ func (s *stepper) completion() (*trans, stead.Event, error) {
 		return s.selectCase(s.leaf)
 	case finalNode:
 	default:
+		if s.emptyFanOut && leaf.inv != nil {
+			s.emptyFanOut = false
+			return s.pickDone(s.leaf, OutcomeSuccess) // nothing to wait for
+		}
 		return nil, stead.Event{}, nil
 	}
 	p := leaf.parent
@@ -807,6 +834,9 @@ func (s *stepper) childFinished() error {
 		return fmt.Errorf("chart: %w: finished event %q: %v", stead.ErrInvalid, s.ev.ID, err)
 	}
 	p := s.leaf
+	if s.e.nodes[p].inv != nil {
+		return s.invokeFinished(p, d)
+	}
 	if s.e.nodes[p].kind != parallelNode {
 		return nil // a late notice for a parallel state already left
 	}
@@ -942,6 +972,9 @@ func (s *stepper) disarm() {
 		if nd.kind == parallelNode {
 			s.cancelRegions(n)
 		}
+		if nd.inv != nil {
+			s.cancelInvoked(n)
+		}
 	}
 }
 
@@ -959,6 +992,9 @@ func (s *stepper) notifyParent(outcome, errMsg string) {
 	raw, err := s.context().encode()
 	if err != nil {
 		raw = nil
+	}
+	if s.in.RootPath == "" {
+		raw = s.returned() // an invoked machine hands back only what its definition returns
 	}
 	d := finishedData{ChildID: s.in.ChildID, Outcome: outcome, Result: raw, Error: errMsg}
 	s.emit(s.in.ParentID, stead.Event{ID: "finished:" + s.in.ID, Kind: KindFinished, Data: mustJSON(d), CreatedAt: s.now})

@@ -64,6 +64,12 @@ func (m *mermaid) states(prefix string, states []*State, depth int) {
 		case s.DeepHistory:
 			name += " (H*)"
 		}
+		if inv := s.Invoke; inv != nil {
+			name += " ⇒ " + inv.Definition
+			if inv.ForEach != "" {
+				name += " for each " + inv.ForEach
+			}
+		}
 		if len(s.Choice) > 0 {
 			// Mermaid draws a choice as a diamond, which has no label.
 			fmt.Fprintf(&m.b, "%sstate %s <<choice>>\n", ind, id)

@@ -105,6 +105,9 @@ type Definition struct {
 	Initial string
 	// States are the top-level states.
 	States []*State
+	// Returns lists the context keys an execution of this definition hands back to the
+	// execution that invoked it (Invoke) when it finishes; the others stay its own.
+	Returns []string
 	// Retry gives actions, by name, a retry policy: wherever such an action runs, a failure
 	// that has attempts left is retried after a backoff instead of taking the error transition.
 	Retry map[string]*Retry
@@ -196,6 +199,10 @@ type State struct {
 	// action runs and the label it returns (ActionResult.Label) picks the case to take. An
 	// execution never rests in it either.
 	Select *Select
+	// Invoke makes the state run another definition as a child execution (or, with ForEach,
+	// one per item of a context collection) while it is active. The state's completion
+	// transitions route on the child's outcome once it finishes; leaving the state cancels it.
+	Invoke *Invoke
 	// OnError is taken when an action of this state (or of a state or transition inside it)
 	// fails; without one the error goes to the enclosing state, and at the top fails the execution.
 	OnError *Transition
@@ -222,6 +229,34 @@ type Transition struct {
 	Outcome string
 	Pos     Pos
 }
+
+// Invoke is what an invoking state runs. The child's id is "<parent id>:<state path>:<n>"
+// ("...:<n>:<i>" for item i of a fan-out), n counting the entries of the state, so a re-entry
+// starts fresh children. Its start context holds the Input keys copied from the parent's context
+// (and, for a fan-out, the item under As and its index under "index"). When the child finishes,
+// the keys its definition Returns are copied into the parent's context (a fan-out collects them,
+// in item order, as a list under Results) and the state's completion transitions see its
+// outcome: for a fan-out, success when every child succeeded, else the first other outcome in
+// item order.
+type Invoke struct {
+	// Definition is the id of the definition the child runs (a machine the worker knows).
+	Definition string
+	// Input maps a child context key to the parent context key it is copied from.
+	Input map[string]string
+	// ForEach names a parent context key holding a JSON array: one child per item.
+	ForEach string
+	// As is the child context key of the item (default "item").
+	As string
+	// Results is the parent context key of a fan-out's results (default "results").
+	Results string
+	// FailFast completes a fan-out at the first child that does not succeed, cancelling the
+	// others.
+	FailFast bool
+	Pos      Pos
+}
+
+// MaxFanOut bounds the children of one fan-out; a longer collection is an error of the state.
+const MaxFanOut = 1000
 
 // Select is a selector state's table: the action (registered with Registry.Selector, which
 // declares the labels it returns) and a transition per label. A case labelled ElseLabel takes

@@ -62,8 +62,12 @@ func LoadFile(path string) (*Definition, error) {
 //	    choice: [{guard: big, target: review}, {target: busy}]
 //	  check:                 # a selector: the action's label picks the case
 //	    select: {action: classify, cases: {ok: busy, else: broken}}
+//	  pay:                   # runs definition "payment" as a child; fan out with for_each
+//	    invoke: {definition: payment, input: {amount: total}}
+//	    done: [{outcome: success, target: busy}, {target: broken}]
 //	  expired: {final: timeout}
 //	  broken: {final: failure}
+//	returns: [receipt]       # context keys handed back to an invoking parent
 //	retry:                   # retry policies, by action name (see Retry)
 //	  charge: {attempts: 5, backoff: 1s, factor: 2, max: 1m, jitter: 0.5}
 func Parse(name string, data []byte) (*Definition, error) {
@@ -100,8 +104,10 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.States = p.states(v, 1)
 		case "retry":
 			def.Retry = p.retries(v)
+		case "returns":
+			def.Returns = p.names(v)
 		default:
-			p.errf(k, "unknown key %q (want id, trace, initial, states, retry)", key)
+			p.errf(k, "unknown key %q (want id, trace, initial, states, retry, returns)", key)
 		}
 	})
 	if len(p.problems) > 0 {
@@ -276,6 +282,8 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 			s.Choice = p.transitions(vv, "target, guard, actions")
 		case "select":
 			s.Select = p.selectTable(vv)
+		case "invoke":
+			s.Invoke = p.invoke(vv)
 		case "done":
 			s.Done = p.transitions(vv, "target, outcome, guard, actions, internal")
 		case "on_error":
@@ -288,7 +296,7 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 				p.errf(vv, "on_error takes one transition")
 			}
 		default:
-			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, defer, entry, exit, on, timeout, choice, select, done, on_error)", key, name)
+			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, defer, entry, exit, on, timeout, choice, select, invoke, done, on_error)", key, name)
 		}
 	})
 	return s
@@ -435,4 +443,28 @@ func (p *parser) selectTable(n *yaml.Node) *Select {
 		}
 	})
 	return sel
+}
+
+func (p *parser) invoke(n *yaml.Node) *Invoke {
+	inv := &Invoke{Pos: p.pos(n)}
+	p.mapping(n, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "definition":
+			inv.Definition = p.str(v)
+		case "input":
+			inv.Input = map[string]string{}
+			p.mapping(v, func(child string, _, pv *yaml.Node) { inv.Input[child] = p.str(pv) })
+		case "for_each":
+			inv.ForEach = p.str(v)
+		case "as":
+			inv.As = p.str(v)
+		case "results":
+			inv.Results = p.str(v)
+		case "fail_fast":
+			inv.FailFast = p.boolean(v)
+		default:
+			p.errf(k, "unknown key %q in invoke (want definition, input, for_each, as, results, fail_fast)", key)
+		}
+	})
+	return inv
 }

@@ -26,6 +26,17 @@ type Registry struct {
 	actions map[string]Action
 	guards  map[string]Guard
 	labels  map[string][]string // selectors: the labels each may return
+	defs    map[string]*Definition
+}
+
+// Definition makes def known as a machine that invoking states may run. When a registry knows
+// any definition, Validate checks that every invoked definition is one of them.
+func (r *Registry) Definition(def *Definition) *Registry {
+	if r.defs == nil {
+		r.defs = map[string]*Definition{}
+	}
+	r.defs[def.ID] = def
+	return r
 }
 
 // NewRegistry returns an empty registry.

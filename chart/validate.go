@@ -127,6 +127,11 @@ func (v *validator) check() {
 	v.parent = map[string]string{}
 	v.region = map[string]string{}
 	v.collect("", nil, d.States, 1)
+	for _, k := range d.Returns {
+		if !validKind(k) {
+			v.addf(d.Pos, "", "returns: %q is not a context key", k)
+		}
+	}
 	if d.Initial == "" {
 		v.addf(d.Pos, "", "missing initial state")
 	} else if s := childNamed(d.States, d.Initial); s == nil {
@@ -306,8 +311,8 @@ func (v *validator) checkState(path string, s *State) {
 		if s.Initial != "" {
 			v.addf(s.Pos, path, "initial %q set on a state without children", s.Initial)
 		}
-		if len(s.Done) > 0 {
-			v.addf(s.Done[0].Pos.or(s.Pos), path, "completion (done) transitions need a compound or parallel state")
+		if len(s.Done) > 0 && s.Invoke == nil {
+			v.addf(s.Done[0].Pos.or(s.Pos), path, "completion (done) transitions need a compound, parallel or invoking state")
 		}
 		if region {
 			v.addf(s.Pos, path, "a region must be a compound state with an initial state")
@@ -332,6 +337,7 @@ func (v *validator) checkState(path string, s *State) {
 	}
 	v.checkDefer(path, s)
 	v.checkTransient(path, s)
+	v.checkInvoke(path, s)
 	v.checkActions(s.Pos, path, "entry", s.Entry)
 	v.checkActions(s.Pos, path, "exit", s.Exit)
 	for _, t := range s.On {
@@ -473,6 +479,45 @@ func (v *validator) checkTransient(path string, s *State) {
 				}
 			}
 		}
+	}
+}
+
+// checkInvoke checks an invoking state: atomic, naming a definition (one the registry knows,
+// when it knows any), with input keys, and a completion transition for every outcome.
+func (v *validator) checkInvoke(path string, s *State) {
+	inv := s.Invoke
+	if inv == nil {
+		return
+	}
+	pos := inv.Pos.or(s.Pos)
+	if len(s.States) > 0 || s.Parallel || s.IsFinal() || len(s.Choice) > 0 || s.Select != nil {
+		v.addf(pos, path, "an invoking state must be atomic: no children, regions, final outcome, choice or select")
+	}
+	switch {
+	case !validKind(inv.Definition):
+		v.addf(pos, path, "invoke needs a definition id")
+	case v.reg != nil && len(v.reg.defs) > 0 && v.reg.defs[inv.Definition] == nil:
+		v.addf(pos, path, "invoke: definition %q is not known (Registry.Definition)", inv.Definition)
+	}
+	for _, k := range slices.Sorted(maps.Keys(inv.Input)) {
+		if !validKind(k) || !validKind(inv.Input[k]) {
+			v.addf(pos, path, "invoke: input %q <- %q: keys must be non-empty text", k, inv.Input[k])
+		}
+	}
+	if inv.ForEach == "" && (inv.As != "" || inv.Results != "" || inv.FailFast) {
+		v.addf(pos, path, "invoke: as, results and fail_fast need for_each")
+	}
+	if inv.ForEach != "" && inv.As == "index" {
+		v.addf(pos, path, "invoke: the item cannot be put under %q, which holds its index", inv.As)
+	}
+	catchAll := false
+	for _, t := range s.Done {
+		if t != nil && t.Outcome == "" && t.Guard == "" {
+			catchAll = true
+		}
+	}
+	if !catchAll {
+		v.addf(pos, path, "an invoking state needs a completion (done) transition without outcome or guard, so that every child's end leads somewhere")
 	}
 }
 
