@@ -36,6 +36,13 @@ func (b *Builder) Retry(action string, r Retry) *Builder {
 	return b
 }
 
+// Key declares a context key (k.Pos is set to the call site).
+func (b *Builder) Key(k ContextKey) *Builder {
+	k.Pos = caller()
+	b.def.Context = append(b.def.Context, &k)
+	return b
+}
+
 // Returns lists the context keys an invoked execution of this definition hands back.
 func (b *Builder) Returns(keys ...string) *Builder {
 	b.def.Returns = append(b.def.Returns, keys...)

@@ -82,6 +82,7 @@ type Engine struct {
 	def     *Definition
 	id      string
 	returns []string // the context keys an invoked execution hands back
+	schema  *schema  // the declared context keys, or nil
 	trace   bool
 	nodes   []node
 	byPath  map[string]int32
@@ -103,7 +104,8 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 	if err := Validate(def, reg); err != nil {
 		return nil, err
 	}
-	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns)}
+	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns),
+		schema: compileSchema(def.Context)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -462,6 +464,21 @@ func (s *stepper) start() error {
 	if len(s.ev.Data) > 0 && string(s.ev.Data) != "null" {
 		if err := s.context().merge(s.ev.Data); err != nil {
 			return fmt.Errorf("chart: %w: start data of %q is not a JSON object: %v", stead.ErrInvalid, s.in.ID, err)
+		}
+	}
+	if sc := s.e.schema; sc != nil && s.in.RootPath == "" {
+		// A region child starts from its parent's context, checked when the parent started.
+		c := s.context()
+		if err := c.decode(); err != nil {
+			return fmt.Errorf("chart: %w: start context of %q: %v", stead.ErrInvalid, s.in.ID, err)
+		}
+		n := len(c.m)
+		if err := sc.prepare(c.m); err != nil {
+			s.fail("start context: " + err.Error())
+			return nil
+		}
+		if len(c.m) != n {
+			c.dirty, c.changed = true, true
 		}
 	}
 	s.out.Status = stead.StatusRunning
@@ -1080,7 +1097,7 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 		sends = append(sends, stead.Emit{Target: to, Event: stead.Event{
 			ID: key + ":" + strconv.Itoa(j), Kind: m.Kind, Data: data, CreatedAt: s.now}})
 	}
-	if err := c.apply(&res); err != nil {
+	if err := c.apply(&res, s.e.schema); err != nil {
 		if c.err != nil {
 			return err
 		}

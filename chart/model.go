@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -105,6 +106,12 @@ type Definition struct {
 	Initial string
 	// States are the top-level states.
 	States []*State
+	// Context declares the keys of the execution context, with their types, defaults and
+	// whether they are required. When it declares any, the context an execution starts with is
+	// checked and defaulted (Engine.PrepareContext, which worker.Client.Create calls; a start
+	// that breaks it fails the execution), and an action that sets an undeclared key, a value of
+	// the wrong type, or deletes a required key fails as an action error.
+	Context []*ContextKey
 	// Returns lists the context keys an execution of this definition hands back to the
 	// execution that invoked it (Invoke) when it finishes; the others stay its own.
 	Returns []string
@@ -229,6 +236,30 @@ type Transition struct {
 	Outcome string
 	Pos     Pos
 }
+
+// ContextKey declares one context key.
+type ContextKey struct {
+	Name string
+	// Type is one of TypeString, TypeNumber, TypeInteger, TypeBoolean, TypeList, TypeObject or
+	// TypeAny (any JSON value, null included; the other types refuse null).
+	Type string
+	// Default, a JSON value of Type, is set at start when the key is missing.
+	Default json.RawMessage
+	// Required refuses a start context without the key (it cannot have a Default).
+	Required bool
+	Pos      Pos
+}
+
+// The context key types.
+const (
+	TypeString  = "string"
+	TypeNumber  = "number"
+	TypeInteger = "integer"
+	TypeBoolean = "boolean"
+	TypeList    = "list"
+	TypeObject  = "object"
+	TypeAny     = "any"
+)
 
 // Invoke is what an invoking state runs. The child's id is "<parent id>:<state path>:<n>"
 // ("...:<n>:<i>" for item i of a fan-out), n counting the entries of the state, so a re-entry

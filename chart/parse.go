@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,10 @@ func LoadFile(path string) (*Definition, error) {
 //	id: order                # defaults to name
 //	trace: true              # record a trace step per step
 //	initial: idle
+//	context:                 # declared keys: type, default, required (see ContextKey)
+//	  order_id: {type: string, required: true}
+//	  amount: {type: number, default: 0}
+//	  note: string           # just the type
 //	states:
 //	  idle:
 //	    defer: [refund]      # event kinds kept until a state that does not defer them is entered
@@ -106,8 +111,10 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.Retry = p.retries(v)
 		case "returns":
 			def.Returns = p.names(v)
+		case "context":
+			def.Context = p.contextKeys(v)
 		default:
-			p.errf(k, "unknown key %q (want id, trace, initial, states, retry, returns)", key)
+			p.errf(k, "unknown key %q (want id, trace, initial, context, states, retry, returns)", key)
 		}
 	})
 	if len(p.problems) > 0 {
@@ -467,4 +474,40 @@ func (p *parser) invoke(n *yaml.Node) *Invoke {
 		}
 	})
 	return inv
+}
+
+func (p *parser) contextKeys(n *yaml.Node) []*ContextKey {
+	var out []*ContextKey
+	p.mapping(n, func(name string, k, v *yaml.Node) {
+		ck := &ContextKey{Name: name, Pos: p.pos(k)}
+		if v.Kind == yaml.ScalarNode {
+			ck.Type = p.str(v)
+			out = append(out, ck)
+			return
+		}
+		p.mapping(v, func(key string, kk, vv *yaml.Node) {
+			switch key {
+			case "type":
+				ck.Type = p.str(vv)
+			case "required":
+				ck.Required = p.boolean(vv)
+			case "default":
+				var val any
+				if err := vv.Decode(&val); err != nil {
+					p.errf(vv, "default of context key %q: %v", name, err)
+					return
+				}
+				raw, err := json.Marshal(val)
+				if err != nil {
+					p.errf(vv, "default of context key %q is not JSON: %v", name, err)
+					return
+				}
+				ck.Default = raw
+			default:
+				p.errf(kk, "unknown key %q in context key %q (want type, default, required)", key, name)
+			}
+		})
+		out = append(out, ck)
+	})
+	return out
 }

@@ -242,7 +242,9 @@ func (c *ctxState) encode() (json.RawMessage, error) {
 }
 
 // apply merges an action's changes; values are encoded first so a failure changes nothing.
-func (c *ctxState) apply(r *ActionResult) error {
+// With a schema, every key set must be declared with the value's type, and no required key
+// may be deleted.
+func (c *ctxState) apply(r *ActionResult, sc *schema) error {
 	if len(r.Set) == 0 && len(r.Delete) == 0 {
 		return nil
 	}
@@ -256,7 +258,19 @@ func (c *ctxState) apply(r *ActionResult) error {
 		if err != nil {
 			return fmt.Errorf("context key %q: %w", k, err)
 		}
+		if sc != nil {
+			if err := sc.checkValue(k, raw); err != nil {
+				return err
+			}
+		}
 		enc[k] = raw
+	}
+	if sc != nil {
+		for _, k := range r.Delete {
+			if d := sc.keys[k]; d != nil && d.Required {
+				return fmt.Errorf("context key %q is required and cannot be deleted", k)
+			}
+		}
 	}
 	// The decoded map belongs to this step alone (decode built it), so it is changed in place.
 	maps.Copy(c.m, enc)

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -127,6 +128,7 @@ func (v *validator) check() {
 	v.parent = map[string]string{}
 	v.region = map[string]string{}
 	v.collect("", nil, d.States, 1)
+	v.checkContext()
 	for _, k := range d.Returns {
 		if !validKind(k) {
 			v.addf(d.Pos, "", "returns: %q is not a context key", k)
@@ -477,6 +479,50 @@ func (v *validator) checkTransient(path string, s *State) {
 				if !seen[l] {
 					v.addf(pos, path, "select: no case for label %q of selector %q (add it, or an else case)", l, sel.Action)
 				}
+			}
+		}
+	}
+}
+
+// checkContext checks the declared context keys: named, typed, unique, defaults of their type,
+// and no default on a required key. With keys declared, the returned keys must be among them.
+func (v *validator) checkContext() {
+	d := v.def
+	seen := map[string]bool{}
+	for _, k := range d.Context {
+		if k == nil {
+			v.addf(d.Pos, "", "nil context key")
+			continue
+		}
+		pos := k.Pos.or(d.Pos)
+		switch {
+		case !validKind(k.Name):
+			v.addf(pos, "", "context key %q needs a name of non-empty text", k.Name)
+		case seen[k.Name]:
+			v.addf(pos, "", "context key %q is declared twice", k.Name)
+		}
+		seen[k.Name] = true
+		switch k.Type {
+		case TypeString, TypeNumber, TypeInteger, TypeBoolean, TypeList, TypeObject, TypeAny:
+		default:
+			v.addf(pos, "", "context key %q: type %q is not one of string, number, integer, boolean, list, object, any", k.Name, k.Type)
+			continue
+		}
+		if len(k.Default) > 0 {
+			if !json.Valid(k.Default) {
+				v.addf(pos, "", "context key %q: default is not JSON", k.Name)
+			} else if got := typeOf(k.Default); !fits(k.Type, got) {
+				v.addf(pos, "", "context key %q: default is %s, not a %s", k.Name, got, k.Type)
+			}
+			if k.Required {
+				v.addf(pos, "", "context key %q is required and has a default; drop one", k.Name)
+			}
+		}
+	}
+	if len(d.Context) > 0 {
+		for _, r := range d.Returns {
+			if !seen[r] {
+				v.addf(d.Pos, "", "returns: context key %q is not declared", r)
 			}
 		}
 	}
