@@ -43,6 +43,12 @@ func (b *Builder) Key(k ContextKey) *Builder {
 	return b
 }
 
+// TTL gives executions a time to live; with rearm, every event pushes it back.
+func (b *Builder) TTL(d time.Duration, rearm bool) *Builder {
+	b.def.TTL, b.def.RearmTTL = d, rearm
+	return b
+}
+
 // Returns lists the context keys an invoked execution of this definition hands back.
 func (b *Builder) Returns(keys ...string) *Builder {
 	b.def.Returns = append(b.def.Returns, keys...)

@@ -51,6 +51,9 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			}
 		}
 	case stead.StatusDone:
+		if exe.Outcome == OutcomeExpired && e.ttl > 0 {
+			break // its time ran out wherever it was
+		}
 		n := &e.nodes[s.leaf]
 		if n.kind != finalNode || n.parent != s.root {
 			return corrupt(exe, "done on %q, which is not a final state of its root", exe.ActivePath)
@@ -91,8 +94,11 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			return corrupt(exe, "a pending retry without a count of failed attempts")
 		}
 	}
+	if _, ok := exe.Timers[TTLTimerPath]; ok && (e.ttl <= 0 || exe.Status.Finished() || exe.RootPath != "") {
+		return corrupt(exe, "a time-to-live timer on a %s execution of a definition without one", exe.Status)
+	}
 	for path := range exe.Timers {
-		if path == RetryTimerPath {
+		if path == RetryTimerPath || path == TTLTimerPath {
 			continue
 		}
 		n, ok := e.byPath[path]

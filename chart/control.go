@@ -109,6 +109,7 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 func (s *stepper) revive() {
 	s.out.Status, s.out.Outcome, s.out.Error = stead.StatusRunning, "", ""
 	s.out.FinishedAt, s.out.DeadLetter = time.Time{}, nil
+	s.armTTL()
 }
 
 func (s *stepper) reset() error {

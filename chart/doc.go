@@ -70,6 +70,14 @@
 // attempt gives its actions the first attempt's idempotency keys and its number
 // (ActionContext.Attempt). The last failure takes the error transition or fails the execution.
 //
+// # Typed context and expiry
+//
+// Definition.Context declares context keys (ContextKey: type, default, required): a start
+// context is checked and defaulted (Engine.PrepareContext), and actions cannot set undeclared
+// keys or values of another type. Definition.TTL gives executions a time to live, a durable
+// timer (TTLTimerPath) that ends them with OutcomeExpired, re-armed by every event with
+// RearmTTL.
+//
 // Definitions come from the Builder (New) or from YAML (Parse, LoadFile), and both go through
 // Validate, which reports every problem with its position. Definition.Mermaid draws a diagram.
 //

@@ -83,6 +83,8 @@ type Engine struct {
 	id      string
 	returns []string // the context keys an invoked execution hands back
 	schema  *schema  // the declared context keys, or nil
+	ttl     time.Duration
+	rearm   bool
 	trace   bool
 	nodes   []node
 	byPath  map[string]int32
@@ -105,7 +107,7 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 		return nil, err
 	}
 	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns),
-		schema: compileSchema(def.Context)}
+		schema: compileSchema(def.Context), ttl: def.TTL, rearm: def.RearmTTL && def.TTL > 0}
 	for _, o := range opts {
 		o(e)
 	}
@@ -297,15 +299,22 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 	if ev.Kind == "" {
 		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: event %q has no kind", stead.ErrInvalid, ev.ID)
 	}
+	if e.ttl > 0 && ev.Kind == KindTimeout && isTTLTimeout(ev) {
+		out, b, _, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
+		return out, b, err // an expiry is never held behind a retry
+	}
 	if _, ok := exe.Timers[RetryTimerPath]; ok && ev.Kind != KindCancel &&
 		(exe.Status == stead.StatusRunning || exe.Status == stead.StatusPending) {
 		return e.whileRetrying(exe, ev, now)
 	}
 	out, b, r, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
-	if err != nil || r.retried || !r.entered {
-		return out, b, err
+	if err == nil && r.entered && !r.retried {
+		out, b, err = e.redeliver(out, b, now, keyRef{version: exe.Version, index: r.acts}, false)
 	}
-	return e.redeliver(out, b, now, keyRef{version: exe.Version, index: r.acts}, false)
+	if err == nil && e.rearm && ev.Kind != KindTimeout && ev.Kind != KindStart {
+		e.rearmTTL(out, &b, now)
+	}
+	return out, b, err
 }
 
 // applied is what one application of an event did.
@@ -486,6 +495,7 @@ func (s *stepper) start() error {
 		s.out.Context = json.RawMessage("{}") // a started execution always has an object
 	}
 	s.keepStartContext()
+	s.armTTL()
 	if s.out.CreatedAt.IsZero() {
 		s.out.CreatedAt = s.now
 	}
@@ -803,6 +813,10 @@ func (s *stepper) timeout() error {
 	if err := json.Unmarshal(s.ev.Data, &d); err != nil {
 		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ..., \"fire_at\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
 	}
+	if d.Path == TTLTimerPath {
+		s.expire(d.FireAt)
+		return nil
+	}
 	n, ok := s.e.byPath[d.Path]
 	if !ok || !s.isActive(n) || s.e.nodes[n].timeout == nil {
 		return nil
@@ -951,6 +965,7 @@ func (s *stepper) errorEvent(ae *actionError) stead.Event {
 func (s *stepper) finish(outcome string) {
 	s.out.Status, s.out.Outcome, s.out.FinishedAt = stead.StatusDone, outcome, s.now
 	s.out.Deferred = nil // a finished execution applies no event
+	s.disarmTTL()
 	s.stopped = true
 	s.notifyParent(outcome, "")
 }
@@ -981,6 +996,7 @@ func (s *stepper) cancel() {
 // children.
 func (s *stepper) disarm() {
 	s.clearRetry(true)
+	s.disarmTTL()
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		nd := &s.e.nodes[n]
 		if nd.timeout != nil {

@@ -14,7 +14,7 @@ import (
 // producing an execution CheckExecution refuses.
 func FuzzParse(f *testing.F) {
 	f.Add(SampleOrderFlowYAML())
-	for _, seed := range []string{threeLevels, historyChart, timerChart, parallelChart, deferChart, choiceChart, typedChart, shopChart, paymentChart,
+	for _, seed := range []string{threeLevels, historyChart, timerChart, parallelChart, deferChart, choiceChart, typedChart, shopChart, paymentChart, strings.Replace(ttlChart, "%s", "true", 1),
 		strings.Replace(historyChart, "%s", "deep", 1),
 		"initial: a\nstates: {a: {}}\n",
 		"initial: a\nstates:\n  a: {on: {go: b}}\n  b: {final: done}\n",

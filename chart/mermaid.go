@@ -22,7 +22,15 @@ func (d *Definition) Mermaid(active ...string) string {
 	}
 	m.b.WriteString("stateDiagram-v2\n")
 	if id, ok := m.ids[d.Initial]; ok {
-		fmt.Fprintf(&m.b, "  [*] --> %s\n", id)
+		if d.TTL > 0 {
+			rearm := ""
+			if d.RearmTTL {
+				rearm = ", rearmed"
+			}
+			fmt.Fprintf(&m.b, "  [*] --> %s : %s\n", id, label("ttl "+d.TTL.String()+rearm))
+		} else {
+			fmt.Fprintf(&m.b, "  [*] --> %s\n", id)
+		}
 	}
 	m.states("", d.States, 1)
 	m.writeEdges("", 1)

@@ -115,6 +115,11 @@ type Definition struct {
 	// Returns lists the context keys an execution of this definition hands back to the
 	// execution that invoked it (Invoke) when it finishes; the others stay its own.
 	Returns []string
+	// TTL, when positive, is how long an execution may live: a durable timer (TTLTimerPath)
+	// armed at start ends it with OutcomeExpired when it fires. With RearmTTL every event the
+	// execution applies (timeouts aside) pushes the deadline back to TTL after it.
+	TTL      time.Duration
+	RearmTTL bool
 	// Retry gives actions, by name, a retry policy: wherever such an action runs, a failure
 	// that has attempts left is retried after a backoff instead of taking the error transition.
 	Retry map[string]*Retry
@@ -154,6 +159,14 @@ const (
 // MaxDeferred bounds Execution.Deferred: an event that would be kept beyond it fails the
 // execution instead, so a state that defers forever cannot grow the record without bound.
 const MaxDeferred = 1000
+
+// OutcomeExpired is the outcome of an execution whose TTL ran out: it is done, its active
+// states were left (their exit actions ran, innermost first, as for a cancel), their timers
+// disarmed and its children cancelled; its ActivePath is the state it was in.
+const OutcomeExpired = "expired"
+
+// TTLTimerPath is the timer path of an execution's time to live.
+const TTLTimerPath = "@ttl"
 
 // RetryTimerPath is the timer path of a pending retry. It is not a state path: state names are
 // identifiers, which never hold '@'.

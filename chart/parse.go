@@ -36,6 +36,8 @@ func LoadFile(path string) (*Definition, error) {
 //
 //	id: order                # defaults to name
 //	trace: true              # record a trace step per step
+//	ttl: 24h                 # time to live: then done with outcome expired
+//	rearm_ttl: true          # every event pushes the deadline back
 //	initial: idle
 //	context:                 # declared keys: type, default, required (see ContextKey)
 //	  order_id: {type: string, required: true}
@@ -113,8 +115,16 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.Returns = p.names(v)
 		case "context":
 			def.Context = p.contextKeys(v)
+		case "ttl":
+			if d, err := time.ParseDuration(p.str(v)); err != nil {
+				p.errf(v, "ttl %q is not a duration like 24h", v.Value)
+			} else {
+				def.TTL = d
+			}
+		case "rearm_ttl":
+			def.RearmTTL = p.boolean(v)
 		default:
-			p.errf(k, "unknown key %q (want id, trace, initial, context, states, retry, returns)", key)
+			p.errf(k, "unknown key %q (want id, trace, initial, context, ttl, rearm_ttl, states, retry, returns)", key)
 		}
 	})
 	if len(p.problems) > 0 {

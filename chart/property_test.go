@@ -60,6 +60,7 @@ func propCharts() []propChart {
 		}, []string{`{"amount":500}`, `{"flag":true,"label":"ok"}`, `{"label":"risky"}`, `{"label":"odd"}`}},
 		{"invoke and fan-out", func(t tb) *Engine { return shopSim(t, ", fail_fast: true").eng },
 			[]string{`{"total":1,"order_id":"o","parcels":["a","b"]}`, `{"parcels":[]}`, `{}`}},
+		{"ttl", yamlEngine(strings.Replace(ttlChart, "%s", "true", 1)), []string{""}},
 		{"typed context", yamlEngine(typedChart), []string{`{"order_id":"o"}`, `{}`, `{"order_id":"o","count":2.5}`}},
 		{"deep history", yamlEngine(strings.Replace(historyChart, "%s", "deep", 1)), []string{""}},
 		{"retry", func(t tb) *Engine {

@@ -129,6 +129,12 @@ func (v *validator) check() {
 	v.region = map[string]string{}
 	v.collect("", nil, d.States, 1)
 	v.checkContext()
+	if d.TTL < 0 || d.TTL > MaxRetryDelay*12 {
+		v.addf(d.Pos, "", "ttl %s must be positive and at most %s", d.TTL, MaxRetryDelay*12)
+	}
+	if d.RearmTTL && d.TTL == 0 {
+		v.addf(d.Pos, "", "rearm_ttl needs a ttl")
+	}
 	for _, k := range d.Returns {
 		if !validKind(k) {
 			v.addf(d.Pos, "", "returns: %q is not a context key", k)
