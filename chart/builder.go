@@ -55,6 +55,9 @@ func (b *Builder) Returns(keys ...string) *Builder {
 	return b
 }
 
+// Version numbers this revision of the definition (see Definition.Version).
+func (b *Builder) Version(v int) *Builder { b.def.Version = v; return b }
+
 // Trace makes engines record a trace step for every step of this definition.
 func (b *Builder) Trace() *Builder { b.def.Trace = true; return b }
 

@@ -106,7 +106,7 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 	if err := Validate(def, reg); err != nil {
 		return nil, err
 	}
-	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns),
+	e := &Engine{def: def, id: def.VersionedID(), trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns),
 		schema: compileSchema(def.Context), ttl: def.TTL, rearm: def.RearmTTL && def.TTL > 0}
 	for _, o := range opts {
 		o(e)
@@ -114,6 +114,9 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 	e.compile(reg)
 	return e, nil
 }
+
+// DefinitionID is the id executions of this engine record: Definition.VersionedID.
+func (e *Engine) DefinitionID() string { return e.id }
 
 // Definition returns the definition the engine was built from.
 func (e *Engine) Definition() *Definition { return e.def }

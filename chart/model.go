@@ -3,6 +3,7 @@ package chart
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -100,6 +101,10 @@ func (p Pos) String() string {
 type Definition struct {
 	// ID names the definition; executions refer to it by Execution.DefinitionID.
 	ID string
+	// Version, when positive, numbers this revision of the definition. Its executions then
+	// record "<id>@<version>" as their DefinitionID (see VersionedID), so each keeps running on
+	// the revision it started on while new ones start on the newest a worker knows.
+	Version int
 	// Trace asks engines running this definition to record a trace step for every step.
 	Trace bool
 	// Initial is the name of the top-level state a started execution enters.
@@ -367,6 +372,27 @@ func (d *Definition) State(path string) *State {
 		states = found.States
 	}
 	return found
+}
+
+// VersionedID is the DefinitionID executions of d record: the id, or "<id>@<version>".
+func (d *Definition) VersionedID() string {
+	if d.Version <= 0 {
+		return d.ID
+	}
+	return d.ID + "@" + strconv.Itoa(d.Version)
+}
+
+// SplitVersion splits a DefinitionID into the definition id and its version (0 for none).
+func SplitVersion(definitionID string) (id string, version int) {
+	i := strings.LastIndexByte(definitionID, '@')
+	if i <= 0 {
+		return definitionID, 0
+	}
+	v, err := strconv.Atoi(definitionID[i+1:])
+	if err != nil || v <= 0 || strconv.Itoa(v) != definitionID[i+1:] {
+		return definitionID, 0
+	}
+	return definitionID[:i], v
 }
 
 func joinPath(prefix, name string) string {

@@ -35,6 +35,7 @@ func LoadFile(path string) (*Definition, error) {
 // The format:
 //
 //	id: order                # defaults to name
+//	version: 2               # executions record order@2
 //	trace: true              # record a trace step per step
 //	ttl: 24h                 # time to live: then done with outcome expired
 //	rearm_ttl: true          # every event pushes the deadline back
@@ -105,6 +106,10 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.ID = p.str(v)
 		case "trace":
 			def.Trace = p.boolean(v)
+		case "version":
+			if v.Kind != yaml.ScalarNode || v.Decode(&def.Version) != nil {
+				p.errf(v, "version: expected a whole number, found %s", kindName(v))
+			}
 		case "initial":
 			def.Initial = p.str(v)
 		case "states":
@@ -124,7 +129,7 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 		case "rearm_ttl":
 			def.RearmTTL = p.boolean(v)
 		default:
-			p.errf(k, "unknown key %q (want id, trace, initial, context, ttl, rearm_ttl, states, retry, returns)", key)
+			p.errf(k, "unknown key %q (want id, version, trace, initial, context, ttl, rearm_ttl, states, retry, returns)", key)
 		}
 	})
 	if len(p.problems) > 0 {

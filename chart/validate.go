@@ -129,6 +129,12 @@ func (v *validator) check() {
 	v.region = map[string]string{}
 	v.collect("", nil, d.States, 1)
 	v.checkContext()
+	if d.Version < 0 {
+		v.addf(d.Pos, "", "version %d must be positive (or 0 for none)", d.Version)
+	}
+	if d.Version > 0 && strings.Contains(d.ID, "@") {
+		v.addf(d.Pos, "", "a versioned definition's id %q cannot hold '@', which separates the version", d.ID)
+	}
 	if d.TTL < 0 || d.TTL > MaxRetryDelay*12 {
 		v.addf(d.Pos, "", "ttl %s must be positive and at most %s", d.TTL, MaxRetryDelay*12)
 	}

@@ -86,6 +86,9 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 	items := make([]stead.CommitItem, len(news))
 	seen := make(map[string]bool, len(news))
 	for i, n := range news {
+		if c.Known != nil {
+			n.DefinitionID = c.Known.Resolve(n.DefinitionID) // the newest version of an unversioned id
+		}
 		if c.Known != nil && c.Known[n.DefinitionID] == nil {
 			return nil, check.Invalidf("unknown definition %q", n.DefinitionID)
 		}
