@@ -342,3 +342,31 @@ func TestRetryBuilderAndMermaid(t *testing.T) {
 		t.Fatalf("a bad builder policy: %v, want an error at its call site", err)
 	}
 }
+
+// A start whose entry action fails is retried too: the execution stays pending meanwhile.
+func TestRetryOfTheStart(t *testing.T) {
+	t.Parallel()
+	src := `
+initial: charging
+states:
+  charging:
+    entry: [charge]
+    on: {finish: paid}
+  paid: {final: success}
+retry:
+  charge: {attempts: 2, backoff: 5s}
+`
+	var calls []string
+	var log logger
+	eng := mustEngine(t, src, &log, retryActions(&calls))
+	s := newSim(t, eng)
+	s.create("x", `{"fail_until":2}`)
+	s.drain()
+	if exe := s.exes["x"]; exe.Status != stead.StatusPending || kinds(exe.Deferred)[0] != KindStart {
+		t.Fatalf("%s with %v deferred, want pending with the start kept", exe.Status, kinds(exe.Deferred))
+	}
+	s.advance(5 * time.Second)
+	if exe := s.exes["x"]; exe.Status != stead.StatusRunning || exe.ActivePath != "charging" || len(exe.Deferred) != 0 {
+		t.Fatalf("%s at %q, want running in charging", exe.Status, exe.ActivePath)
+	}
+}
