@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,10 +55,42 @@ states:
     select: {action: pack, cases: {ok: sent}}
   sent: {final: success}
 `
+
+	// e2eDepot fans out to crates that wait for a "deliver" each: children that are running
+	// when the kill test kills its worker.
+	e2eDepot = `
+id: depot
+initial: paying
+states:
+  paying:
+    invoke: {definition: payment}
+    done: [{outcome: success, target: loading}, {target: failed}]
+  loading:
+    invoke: {definition: crate, for_each: crates, as: crate}
+    done: [{outcome: success, target: loaded}, {target: failed}]
+  loaded: {final: success}
+  failed: {final: failure}
+`
+	e2eCrate = `
+id: crate
+returns: [crate]
+initial: waiting
+states:
+  waiting: {on: {deliver: delivered}}
+  delivered: {final: success}
+`
 )
 
 func constructMachines(t *testing.T) worker.Machines {
 	t.Helper()
+	m, err := newConstructMachines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func newConstructMachines() (worker.Machines, error) {
 	reg := chart.NewRegistry()
 	reg.Action("noted", func(chart.ActionContext) (chart.ActionResult, error) {
 		return chart.ActionResult{Set: map[string]any{"noted": true}}, nil
@@ -72,10 +106,10 @@ func constructMachines(t *testing.T) worker.Machines {
 	})
 	machines := worker.Machines{}
 	var defs []*chart.Definition
-	for _, src := range []string{e2eShop, e2ePayment, e2eParcel} {
+	for _, src := range []string{e2eShop, e2ePayment, e2eParcel, e2eDepot, e2eCrate} {
 		def, err := chart.Parse("e2e.yaml", []byte(src))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		defs = append(defs, def)
 		reg.Definition(def)
@@ -83,11 +117,11 @@ func constructMachines(t *testing.T) worker.Machines {
 	for _, def := range defs {
 		eng, err := chart.NewEngine(def, reg)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		machines[eng.DefinitionID()] = eng
 	}
-	return machines
+	return machines, nil
 }
 
 // TestConstructsEndToEnd runs an invoked machine, a retried action, a deferred event and a
@@ -207,6 +241,76 @@ func TestConstructsEndToEnd(t *testing.T) {
 				}
 				if tm, err := b.Store.Timers(ctx, id+":paying:0"); err != nil || len(tm) != 0 {
 					t.Errorf("%s: payment timers left %v %v", id, tm, err)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkerKilledWhileChildrenRun SIGKILLs a worker process while invoked children run (a
+// fan-out of crates waiting for their delivery), delivers to the children with no worker up, and
+// lets a second process finish: every depot joins its crates in order, on SQLite and PostgreSQL.
+func TestWorkerKilledWhileChildrenRun(t *testing.T) {
+	t.Parallel()
+	for _, c := range []backendCase{{"sqlite", sqliteSpec, false, 8}, {"postgres", pgSpec, false, 8}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, spec, schema := openCase(t, c)
+			ctx := context.Background()
+			machines := constructMachines(t)
+			client := &worker.Client{Store: b.Store, Transport: b.Transport, Known: machines}
+			const depots = 5
+			for i := range depots {
+				if _, err := client.Create(ctx, "depot", fmt.Sprintf("d%d", i), []byte(`{"crates":["x","y"]}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ledger := filepath.Join(t.TempDir(), "effects.db")
+			first := startWorkerProcess(t, spec, schema, ledger, "first")
+			crate := func(d, i int) string { return fmt.Sprintf("d%d:loading:0:%d", d, i) }
+			waitUntil(t, 60*time.Second, "every crate runs", func() bool {
+				for d := range depots {
+					for i := range 2 {
+						if exe, err := b.Store.Load(ctx, crate(d, i)); err != nil || exe.Status != stead.StatusRunning {
+							return false
+						}
+					}
+				}
+				return true
+			})
+			if err := first.stop(t, syscall.SIGKILL); err == nil {
+				t.Fatal("SIGKILLed worker exited cleanly")
+			}
+			for d := range depots {
+				for i := range 2 {
+					if _, err := client.Send(ctx, crate(d, i), stead.Event{ID: "deliver-" + crate(d, i), Kind: "deliver"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			second := startWorkerProcess(t, spec, schema, ledger, "second")
+			waitUntil(t, 90*time.Second, "every depot loaded", func() bool {
+				for d := range depots {
+					if exe, err := b.Store.Load(ctx, fmt.Sprintf("d%d", d)); err != nil || !exe.Status.Finished() {
+						return false
+					}
+				}
+				return true
+			})
+			if err := second.stop(t, syscall.SIGTERM); err != nil {
+				t.Fatalf("worker did not exit cleanly on SIGTERM: %v", err)
+			}
+			for d := range depots {
+				exe, err := b.Store.Load(ctx, fmt.Sprintf("d%d", d))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got struct{ Results []struct{ Crate string } }
+				if err := json.Unmarshal(exe.Context, &got); err != nil {
+					t.Fatal(err)
+				}
+				if exe.Outcome != chart.OutcomeSuccess || len(got.Results) != 2 || got.Results[0].Crate != "x" || got.Results[1].Crate != "y" {
+					t.Errorf("d%d: %s/%s %s", d, exe.Status, exe.Outcome, exe.Context)
 				}
 			}
 		})
