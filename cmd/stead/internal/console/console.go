@@ -128,8 +128,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	if !s.authorized(r) && !isLogin(r) {
-		if r.Method == http.MethodGet && r.URL.Path != "/events" && !isStatic(r) {
+	// The login form and the embedded assets (the console's own code, no data) need no token.
+	if !s.authorized(r) && !isLogin(r) && !isStatic(r) {
+		if r.Method == http.MethodGet && r.URL.Path != "/events" {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}

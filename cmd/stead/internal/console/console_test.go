@@ -493,6 +493,9 @@ func TestToken(t *testing.T) {
 			t.Errorf("%s %s without a token: %d", r.Method, r.URL, res.StatusCode)
 		}
 	}
+	if res, _ := f.get("/static/console.css"); res.StatusCode != http.StatusOK {
+		t.Errorf("the login form's style sheet without a token: %d", res.StatusCode)
+	}
 	bearer := func(tok string) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "/execution?id=order-1", nil)
 		r.Header.Set("Authorization", "Bearer "+tok)
