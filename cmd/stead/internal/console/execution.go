@@ -10,8 +10,12 @@ import (
 	"github.com/steadhq/stead/worker"
 )
 
-// maxOutboxShown bounds the pending outbox on an execution's page.
-const maxOutboxShown = 50
+// maxOutboxShown bounds the pending outbox on an execution's page, and maxChildrenLoaded the
+// unfinished children whose status (and active state, for the chart) the page loads.
+const (
+	maxOutboxShown    = 50
+	maxChildrenLoaded = 100
+)
 
 // controlOps are the buttons, in the order they are shown. Reset and set-state take arguments an
 // operator should type with care; they stay on the command line.
@@ -77,11 +81,13 @@ func (s *Server) execution(r *http.Request, id string) (*executionPage, error) {
 		keys = append(keys, cid)
 	}
 	slices.Sort(keys)
-	for _, cid := range keys {
+	for i, cid := range keys {
 		c := exe.Children[cid]
 		l := childLink{ID: cid, Key: c.Key, RootPath: c.RootPath, Outcome: c.Outcome, Finished: c.Finished}
 		if c.Finished {
 			l.Status = "finished"
+		} else if i >= maxChildrenLoaded {
+			l.Status = "unfinished" // not loaded: a page costs at most maxChildrenLoaded loads
 		} else if child, err := st.Load(ctx, cid); err == nil {
 			l.Status = string(child.Status)
 			// A running region child's active state belongs to this execution's chart.
