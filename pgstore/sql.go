@@ -220,7 +220,7 @@ var sqlByName = map[string]string{
 // PendingOutbox with a source, "Conflicts" for the lookup after a lost compare-and-swap).
 //
 // Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
-// and {where}, which List replaces with its filter (" WHERE …", or nothing).
+// and {where}, which List and Count replace with their filter (" WHERE …", or nothing).
 func Statements(schema string) map[string]string {
 	m := maps.Clone(sqlByName)
 	for name, sql := range m {
