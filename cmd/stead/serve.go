@@ -23,6 +23,8 @@ func newServe() *cobra.Command {
 		readOnly bool
 		defs     []string
 		poll     time.Duration
+		certFile string
+		keyFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --store <sqlite path | postgres URL> [--addr 127.0.0.1:8080] [--token T] [--read-only] --definition <file>",
@@ -34,7 +36,8 @@ and retry buttons (hidden with --read-only).
 
 It listens on loopback unless told otherwise, and refuses an address other than loopback
 without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, as
-"Authorization: Bearer <token>" or through the login form. After stead demo:
+"Authorization: Bearer <token>" or through the login form. Off loopback, serve HTTPS
+(--tls-cert, --tls-key) or put it behind a proxy that does. After stead demo:
 
   stead serve --store stead-demo.db`,
 		Args: exactArgs(0, "no arguments"),
@@ -45,6 +48,9 @@ without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, 
 			// Checked before the store is opened, so that a refused address creates no file.
 			if err := console.CheckAddr(addr, token); err != nil {
 				return usageError{err}
+			}
+			if (certFile == "") != (keyFile == "") {
+				return usageError{errors.New("--tls-cert and --tls-key go together")}
 			}
 			if poll < 100*time.Millisecond {
 				return usageError{fmt.Errorf("--poll %v: want at least 100ms", poll)}
@@ -76,9 +82,19 @@ without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, 
 			srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 				BaseContext: func(net.Listener) context.Context { return ctx }}
 			srv.RegisterOnShutdown(c.Close) // the live streams never go idle: end them
-			fmt.Fprintf(cmd.OutOrStdout(), "stead console on http://%s (store %s %s)\n", ln.Addr(), b.Kind, b.Where)
+			scheme := "http"
+			if certFile != "" {
+				scheme = "https"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stead console on %s://%s (store %s %s)\n", scheme, ln.Addr(), b.Kind, b.Where)
 			served := make(chan error, 1)
-			go func() { served <- srv.Serve(ln) }()
+			go func() {
+				if certFile != "" {
+					served <- srv.ServeTLS(ln, certFile, keyFile)
+				} else {
+					served <- srv.Serve(ln)
+				}
+			}()
 			select {
 			case err := <-served:
 				return err
@@ -99,6 +115,8 @@ without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, 
 	cmd.Flags().StringVar(&token, "token", "", "require this token of every request (default $STEAD_CONSOLE_TOKEN)")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "hide the control buttons and refuse their requests")
 	cmd.Flags().StringArrayVar(&defs, "definition", nil, "statechart definition to draw and control: a YAML file, or \"order\" for the bundled sample (repeatable; default order)")
+	cmd.Flags().StringVar(&certFile, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key): a token sent over plain HTTP off this host can be read on the way")
+	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
 	cmd.Flags().DurationVar(&poll, "poll", console.DefaultPoll, "how often a live view reads its execution")
 	return cmd
 }
