@@ -25,8 +25,16 @@ type hub struct {
 
 	mu      sync.Mutex
 	watches map[string]*watch
+	closed  bool
 	wg      sync.WaitGroup // the pollers
 }
+
+// maxWatched bounds how many executions are watched at once: each costs a poller that reads the
+// store every interval, so streams on ever new ids must not grow that without end.
+const maxWatched = 1000
+
+// errBusy refuses a stream on one more execution than maxWatched, or after close.
+var errBusy = errors.New("console: too many executions watched at once")
 
 type watch struct {
 	subs    map[chan version]struct{}
@@ -48,12 +56,18 @@ func newHub(st *stead.Store, interval time.Duration, log *slog.Logger) *hub {
 // subscribe returns a channel that receives the execution's latest version whenever it changes
 // (the latest only: a slow reader skips versions, never falls behind), and the function that
 // ends the subscription. The poller starts with the first subscriber and stops with the last.
-func (h *hub) subscribe(id string) (<-chan version, func()) {
+func (h *hub) subscribe(id string) (<-chan version, func(), error) {
 	ch := make(chan version, 1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, errBusy
+	}
 	w := h.watches[id]
 	if w == nil {
+		if len(h.watches) >= maxWatched {
+			return nil, nil, errBusy
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		w = &watch{subs: map[chan version]struct{}{}, cancel: cancel}
 		h.watches[id] = w
@@ -71,7 +85,7 @@ func (h *hub) subscribe(id string) (<-chan version, func()) {
 			delete(h.watches, id)
 			w.cancel()
 		}
-	}
+	}, nil
 }
 
 // poll reads the execution every interval and tells the subscribers when its version changed.
@@ -131,9 +145,11 @@ func (h *hub) pollers() int {
 	return len(h.watches)
 }
 
-// close stops every poller and waits for them; the streams end on their own (Server.Close).
+// close stops every poller and waits for them, and refuses new subscriptions; the streams end on
+// their own (Server.Close).
 func (h *hub) close() {
 	h.mu.Lock()
+	h.closed = true
 	for id, w := range h.watches {
 		w.cancel()
 		delete(h.watches, id)
@@ -167,12 +183,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(code), code)
 		return
 	}
-	select {
-	case <-s.done:
-		http.Error(w, "the console is shutting down", http.StatusServiceUnavailable)
+	ch, stop, err := s.hub.subscribe(id)
+	if err != nil {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "the console is shutting down, or watches too many executions at once", http.StatusServiceUnavailable)
 		return
-	default:
 	}
+	defer stop()
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -182,8 +199,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	ch, stop := s.hub.subscribe(id)
-	defer stop()
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	for {

@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -184,4 +185,40 @@ func TestCloseEndsStreams(t *testing.T) {
 	if _, err := f.store.Load(t.Context(), "order-1"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestWatchedExecutionsAreBounded fills the hub to maxWatched and checks that a stream on one
+// more execution is refused with 503 while one on a watched execution is still served.
+func TestWatchedExecutionsAreBounded(t *testing.T) {
+	f := newFixture(t, Config{Poll: time.Hour})
+	var stops []func()
+	for i := range maxWatched - 1 {
+		_, stop, err := f.srv.hub.subscribe(fmt.Sprintf("ghost-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops = append(stops, stop)
+	}
+	ts := httptest.NewServer(f.srv)
+	defer ts.Close()
+	s := openStream(t, ts.URL, "order-1") // the last one the hub takes
+	s.next()
+	res, err := http.Get(ts.URL + "/events?id=order-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a stream on one execution more: status %d, want 503", res.StatusCode)
+	}
+	again := openStream(t, ts.URL, "order-1") // an execution already watched shares its poller
+	again.next()
+	again.cancel()
+	s.cancel()
+	s.ended()
+	again.ended()
+	for _, stop := range stops {
+		stop()
+	}
+	eventually(t, "every poller stops", func() bool { return f.srv.hub.pollers() == 0 })
 }
