@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The context is decoded and encoded on most steps that run an action, so these are hand-written
@@ -36,7 +37,8 @@ func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
 		end := skipString(buf, i)
 		key := buf[i+1 : end-1]
 		var k string
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			// Escapes to resolve, or bytes encoding/json replaces with U+FFFD.
 			if err := json.Unmarshal(buf[i:end], &k); err != nil {
 				return nil, err
 			}
@@ -267,7 +269,7 @@ func lookupMember(raw []byte, key string) (val json.RawMessage, found, ok bool) 
 	for i < len(raw) {
 		end := skipString(raw, i)
 		k := raw[i+1 : end-1]
-		if bytes.IndexByte(k, '\\') >= 0 {
+		if bytes.IndexByte(k, '\\') >= 0 || !utf8.Valid(k) {
 			return nil, false, false
 		}
 		i = skipSpace(raw, end)

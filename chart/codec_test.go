@@ -90,3 +90,38 @@ func plainKeys(m map[string]json.RawMessage) bool {
 	}
 	return true
 }
+
+// FuzzContextCodec: on any valid JSON object, the fast paths agree with encoding/json and never
+// panic; on anything else, decoding fails.
+func FuzzContextCodec(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, ` {"b" : "x\"y", "a":[1,{"c":"}"}]} `, `{"a":1,"a":2}`, `{"\u0061":true}`, `[1]`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want map[string]json.RawMessage
+		werr := json.Unmarshal(raw, &want)
+		got, gerr := decodeObject(raw)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("decodeObject(%q) error %v, encoding/json %v", raw, gerr, werr)
+		}
+		if werr != nil || want == nil {
+			return
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeObject(%q) = %v, want %v", raw, got, want)
+		}
+		for k, v := range want {
+			if g, found, ok := lookupMember(raw, k); ok && (!found || !bytes.Equal(g, v)) {
+				t.Fatalf("lookupMember(%q, %q) = %q %v", raw, k, g, found)
+			}
+		}
+		patch := []member{{"k", json.RawMessage(`1`)}}
+		want["k"] = json.RawMessage(`1`)
+		if merged, ok := mergeMembers(raw, patch); ok {
+			exp, err := json.Marshal(want)
+			if err != nil || !bytes.Equal(merged, exp) {
+				t.Fatalf("mergeMembers(%q) = %s, want %s", raw, merged, exp)
+			}
+		}
+	})
+}

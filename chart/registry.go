@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/steadhq/stead"
 )
@@ -137,7 +138,7 @@ func (v Values) Lookup(key string, dst any) (bool, error) {
 
 // String returns the string at key, or "" when it is absent or not a string.
 func (v Values) String(key string) string {
-	if raw := v.peek(key); len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+	if raw := v.peek(key); len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string

@@ -342,3 +342,78 @@ func TestRetryBuilderAndMermaid(t *testing.T) {
 		t.Fatalf("a bad builder policy: %v, want an error at its call site", err)
 	}
 }
+
+// A start whose entry action fails is retried too: the execution stays pending meanwhile.
+func TestRetryOfTheStart(t *testing.T) {
+	t.Parallel()
+	src := `
+initial: charging
+states:
+  charging:
+    entry: [charge]
+    on: {finish: paid}
+  paid: {final: success}
+retry:
+  charge: {attempts: 2, backoff: 5s}
+`
+	var calls []string
+	var log logger
+	eng := mustEngine(t, src, &log, retryActions(&calls))
+	s := newSim(t, eng)
+	s.create("x", `{"fail_until":2}`)
+	s.drain()
+	if exe := s.exes["x"]; exe.Status != stead.StatusPending || kinds(exe.Deferred)[0] != KindStart {
+		t.Fatalf("%s with %v deferred, want pending with the start kept", exe.Status, kinds(exe.Deferred))
+	}
+	s.advance(5 * time.Second)
+	if exe := s.exes["x"]; exe.Status != stead.StatusRunning || exe.ActivePath != "charging" || len(exe.Deferred) != 0 {
+		t.Fatalf("%s at %q, want running in charging", exe.Status, exe.ActivePath)
+	}
+}
+
+// A deferred event whose delivery fails with attempts left is retried like any other: it heads
+// Deferred, the events kept behind it wait, and all of them go through once it succeeds.
+func TestRetryOfADeferredEvent(t *testing.T) {
+	t.Parallel()
+	src := `
+initial: busy
+states:
+  busy:
+    defer: [go, ping]
+    on: {free: idle}
+  idle:
+    on:
+      go: {target: charging, actions: [prepare]}
+  charging:
+    entry: [charge]
+    on: {ping: {actions: [note]}}
+retry:
+  charge: {attempts: 3, backoff: 10s}
+`
+	var calls []string
+	var log logger
+	eng := mustEngine(t, src, &log, retryActions(&calls))
+	s := newSim(t, eng)
+	s.create("x", `{"fail_until":2}`)
+	s.drain()
+	s.send("x", "go", "")
+	s.send("x", "ping", "")
+	s.send("x", "free", "") // busy is left; idle takes go, whose charge fails: retried, ping waits
+	exe := s.exes["x"]
+	if exe.ActivePath != "idle" || !slices.Equal(kinds(exe.Deferred), []string{"go", "ping"}) {
+		t.Fatalf("at %q with %v deferred, want idle (the free step stands) with [go ping] kept", exe.ActivePath, kinds(exe.Deferred))
+	}
+	if _, ok := exe.Timers[RetryTimerPath]; !ok {
+		t.Fatal("no retry armed")
+	}
+	s.advance(10 * time.Second)
+	exe = s.exes["x"]
+	if exe.ActivePath != "charging" || len(exe.Deferred) != 0 {
+		t.Fatalf("at %q with %v deferred, want charging with nothing kept", exe.ActivePath, kinds(exe.Deferred))
+	}
+	// go's attempts share their keys; ping's action ran once, after it.
+	want := []string{"prepare#1@x:3:0", "charge#1@x:3:1", "prepare#2@x:3:0", "charge#2@x:3:1", "note#1@x:4:0"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls %v, want %v", calls, want)
+	}
+}

@@ -56,8 +56,9 @@ func (s *sim) deliver(target string, ev stead.Event) error {
 	if !ok || s.processed[target+"\x00"+ev.ID] {
 		return nil
 	}
-	if exe.Status == stead.StatusPending && ev.Kind != KindStart && ev.Kind != KindCancel {
-		return nil // a worker discards events before the start
+	if exe.Status == stead.StatusPending && ev.Kind != KindStart && ev.Kind != KindCancel &&
+		(ev.Kind != KindTimeout || exe.Timers[RetryTimerPath].IsZero()) {
+		return nil // a worker discards events before the start, but for a failed start's retry
 	}
 	before, _ := json.Marshal(exe)
 	eng := s.engines[exe.DefinitionID]

@@ -12,13 +12,26 @@ import (
 	"github.com/steadhq/stead/worker"
 )
 
-// builtinOrder names the bundled sample order flow wherever a definition file is expected.
-const builtinOrder = "order"
+// builtinOrder names the bundled sample order flow wherever a definition file is expected;
+// builtinDelivery and builtinCarrier the bundled delivery and the carrier it invokes.
+const (
+	builtinOrder    = "order"
+	builtinDelivery = "delivery"
+	builtinCarrier  = "carrier"
+)
 
-// loadDefinition loads a YAML definition file, or the bundled sample for "order".
+// builtins are the bundled samples, loaded when no definition is given.
+var builtins = []string{builtinOrder, builtinDelivery, builtinCarrier}
+
+// loadDefinition loads a YAML definition file, or a bundled sample by name.
 func loadDefinition(spec string) (*chart.Definition, error) {
-	if spec == builtinOrder {
+	switch spec {
+	case builtinOrder:
 		return chart.SampleOrderFlow()
+	case builtinDelivery:
+		return chart.SampleDelivery()
+	case builtinCarrier:
+		return chart.SampleCarrier()
 	}
 	def, err := chart.LoadFile(spec)
 	if err != nil {
@@ -27,11 +40,11 @@ func loadDefinition(spec string) (*chart.Definition, error) {
 	return def, nil
 }
 
-// loadMachines compiles the definitions (default: the sample order flow) into engines. Their
+// loadMachines compiles the definitions (default: the bundled samples) into engines. Their
 // actions and guards come from the registry every stead binary carries: the sample's.
 func loadMachines(specs []string, opts ...chart.Option) (worker.Machines, map[string]*chart.Definition, error) {
 	if len(specs) == 0 {
-		specs = []string{builtinOrder}
+		specs = builtins
 	}
 	reg := chart.RegisterSampleActions(chart.NewRegistry())
 	machines := worker.Machines{}
