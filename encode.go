@@ -141,7 +141,7 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendEvent writes an event as {"id":…,"kind":…,"data":…,"created_at":…}.
+// appendEvent writes an event as {"id":…,"kind":…,"data":…,"created_at":…,"trace":…}.
 func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendString(b, ev.ID)
@@ -152,6 +152,7 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	b = appendOptString(b, `,"trace":`, ev.Trace)
 	return append(b, '}'), nil
 }
 

@@ -183,4 +183,11 @@ type Event struct {
 	Kind      string          `json:"kind"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	CreatedAt time.Time       `json:"created_at,omitzero"`
+	// Trace is the W3C trace context of whatever sent the event — a traceparent header value,
+	// optionally followed by ";" and a tracestate value — so that the step it causes, on any
+	// host, joins the sender's trace. It travels wherever the event is stored (outbox rows,
+	// transport messages) and is empty when tracing is off. The store checks only its size and
+	// alphabet (printable ASCII, at most MaxTraceLen bytes); a malformed value is ignored by the
+	// propagator, never refused by a step.
+	Trace string `json:"trace,omitempty"`
 }
