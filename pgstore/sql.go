@@ -140,6 +140,13 @@ const (
 		WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`
 )
 
+// The gauges' samples (stead.StatsBackend): whole-table counts, read at a low rate.
+const (
+	sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox),
+		(SELECT count(*) FROM {schema}stead_spawns)`
+	sqlStoreStatsStatuses = `SELECT status, count(*) FROM {schema}stead_executions GROUP BY status`
+)
+
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
 	load, loadForEvent, loadForEvents, isProcessed, list, readTrace, timers    string
@@ -147,6 +154,7 @@ type statements struct {
 	commitState, commitBundle, commitBatch, conflicts                          string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns         string
 	dueTimers, deleteTimer, cursorKey                                          string
+	storeStatsBacklog, storeStatsStatuses                                      string
 }
 
 func newStatements(schema string) statements {
@@ -176,6 +184,8 @@ func newStatements(schema string) statements {
 		dueTimers:             x(sqlDueTimers),
 		deleteTimer:           x(sqlDeleteTimer),
 		cursorKey:             x(sqlCursorKey),
+		storeStatsBacklog:     x(sqlStoreStatsBacklog),
+		storeStatsStatuses:    x(sqlStoreStatsStatuses),
 	}
 }
 
@@ -205,6 +215,8 @@ var sqlByName = map[string]string{
 	"DueTimers":             sqlDueTimers,
 	"DeleteTimer":           sqlDeleteTimer,
 	"CursorKey":             sqlCursorKey,
+	"StoreStatsBacklog":     sqlStoreStatsBacklog,
+	"StoreStatsStatuses":    sqlStoreStatsStatuses,
 }
 
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by

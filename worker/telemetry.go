@@ -53,6 +53,7 @@ const (
 type telemetry struct {
 	tracing, metering bool
 	tracer            trace.Tracer
+	meter             metric.Meter
 
 	steps        metric.Int64Counter
 	stepDuration metric.Float64Histogram
@@ -92,6 +93,7 @@ func newTelemetry(cfg Config) (*telemetry, error) {
 	}
 	t.metering = true
 	m := cfg.MeterProvider.Meter(scope)
+	t.meter = m
 	var err error
 	if t.steps, err = m.Int64Counter("stead.steps", metric.WithUnit("{step}"),
 		metric.WithDescription("Messages a worker handled, by definition and outcome.")); err != nil {

@@ -67,6 +67,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		graceMu.Unlock()
 	}()
 
+	if reg, err := w.registerGauges(); err != nil {
+		w.log.Warn("gauges not registered", slog.Any("err", err))
+	} else if reg != nil {
+		defer func() { _ = reg.Unregister() }()
+	}
 	w.log.Info("worker starting", slog.Int("concurrency", w.cfg.Concurrency),
 		slog.Int("batch", w.cfg.BatchSize), slog.Bool("shared_tx", w.cfg.SharedTx != nil))
 	if n, err := w.Recover(work); err != nil {

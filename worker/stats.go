@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/transport"
+)
+
+// sampleTimeout bounds one sample of the backends' statistics, so that a slow database delays
+// a metrics collection by at most this long.
+const sampleTimeout = 5 * time.Second
+
+// sampler answers the gauges from the backends' statistics (stead.StatsBackend,
+// transport.StatsBackend), querying them at most once per StatsInterval however often the
+// metrics are collected: the queries count whole tables, which a collection every few seconds
+// must not repeat.
+type sampler struct {
+	store    stead.StatsBackend     // nil when the store's backend reports nothing
+	tr       transport.StatsBackend // nil likewise
+	interval time.Duration
+	clock    func() time.Time
+
+	mu     sync.Mutex
+	at     time.Time // when the last sample was taken (zero: never)
+	stats  stead.StoreStats
+	queues []transport.QueueStat
+	okS    bool
+	okQ    bool
+}
+
+// registerGauges registers the gauges the backends can answer; the registration ends with
+// Run. It registers nothing when metrics are off or neither backend reports statistics.
+func (w *Worker) registerGauges() (metric.Registration, error) {
+	if !w.tel.metering {
+		return nil, nil
+	}
+	s := &sampler{interval: w.cfg.StatsInterval, clock: w.cfg.Clock}
+	s.store, _ = w.store.Backend().(stead.StatsBackend)
+	s.tr, _ = w.tr.Backend().(transport.StatsBackend)
+	if s.store == nil && s.tr == nil {
+		return nil, nil
+	}
+	m := w.tel.meter
+	var insts []metric.Observable
+	var depth, outbox, spawns, executions metric.Int64ObservableGauge
+	var age metric.Float64ObservableGauge
+	var err error
+	if s.tr != nil {
+		if depth, err = m.Int64ObservableGauge("stead.queue.depth", metric.WithUnit("{message}"),
+			metric.WithDescription("Messages waiting in the transport, by priority.")); err != nil {
+			return nil, err
+		}
+		if age, err = m.Float64ObservableGauge("stead.queue.oldest_age", metric.WithUnit("s"),
+			metric.WithDescription("Age of the earliest published message still waiting, by priority.")); err != nil {
+			return nil, err
+		}
+		insts = append(insts, depth, age)
+	}
+	if s.store != nil {
+		if outbox, err = m.Int64ObservableGauge("stead.outbox.backlog", metric.WithUnit("{row}"),
+			metric.WithDescription("Outbox rows committed and not yet relayed.")); err != nil {
+			return nil, err
+		}
+		if spawns, err = m.Int64ObservableGauge("stead.spawn.backlog", metric.WithUnit("{intent}"),
+			metric.WithDescription("Spawn intents committed and not yet relayed.")); err != nil {
+			return nil, err
+		}
+		if executions, err = m.Int64ObservableGauge("stead.executions", metric.WithUnit("{execution}"),
+			metric.WithDescription("Executions in the store, by status.")); err != nil {
+			return nil, err
+		}
+		insts = append(insts, outbox, spawns, executions)
+	}
+	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		st, queues, okS, okQ := s.sample(ctx)
+		now := s.clock()
+		if okQ {
+			for _, q := range queues {
+				p := metric.WithAttributes(attrPriority.Int(q.Priority))
+				o.ObserveInt64(depth, q.Depth, p)
+				if !q.Oldest.IsZero() {
+					o.ObserveFloat64(age, max(now.Sub(q.Oldest), 0).Seconds(), p)
+				}
+			}
+		}
+		if okS {
+			o.ObserveInt64(outbox, st.Outbox)
+			o.ObserveInt64(spawns, st.Spawns)
+			for status, n := range st.Executions {
+				o.ObserveInt64(executions, n, metric.WithAttributes(attrStatus.String(string(status))))
+			}
+		}
+		return nil
+	}, insts...)
+}
+
+// sample returns the last statistics, querying the backends again when they are older than the
+// interval. A failed query keeps nothing: its gauges are left out of this collection.
+func (s *sampler) sample(ctx context.Context) (stead.StoreStats, []transport.QueueStat, bool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at.IsZero() || time.Since(s.at) >= s.interval {
+		ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
+		defer cancel()
+		s.at = time.Now()
+		s.okS, s.okQ = false, false
+		if s.store != nil {
+			var err error
+			s.stats, err = s.store.StoreStats(ctx)
+			s.okS = err == nil
+		}
+		if s.tr != nil {
+			var err error
+			s.queues, err = s.tr.QueueStats(ctx)
+			s.okQ = err == nil
+		}
+	}
+	return s.stats, s.queues, s.okS, s.okQ
+}
