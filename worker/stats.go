@@ -80,6 +80,10 @@ func (w *Worker) registerGauges() (metric.Registration, error) {
 		st, queues, okS, okQ := s.sample(ctx)
 		now := s.clock()
 		if okQ {
+			if len(queues) == 0 || queues[0].Priority != 0 {
+				// An empty queue still has a depth: 0, at the priority most messages have.
+				o.ObserveInt64(depth, 0, metric.WithAttributes(attrPriority.Int(0)))
+			}
 			for _, q := range queues {
 				p := metric.WithAttributes(attrPriority.Int(q.Priority))
 				o.ObserveInt64(depth, q.Depth, p)
