@@ -52,7 +52,7 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 		return 0, err
 	}
 	work, obs, span := w.tel.beginBatch(work, leases, start)
-	defer obs.end(span, nil)
+	defer obs.end(span)
 	refs := make([]stead.EventRef, len(leases))
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}

@@ -91,7 +91,7 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 		if !committed {
 			obs.setAll(outcomeRetry)
 		}
-		obs.end(span, nil)
+		obs.end(span)
 	}()
 	refs := make([]stead.EventRef, len(leases))
 	for i, l := range leases {

@@ -208,26 +208,36 @@ func Stamp(ctx context.Context, ev stead.Event) stead.Event {
 
 // stepObs follows one claimed message from its claim to its settlement. The zero value (the
 // telemetry is off) records nothing.
+//
+// Unbatched, a message is a "stead.step" span of its own, a child of the trace context its event
+// carries. Batched, it is a link of its batch's span to that context, with the step's attributes
+// on the link: a span per step cost four times what a link does (3.8 µs against 0.9 µs with the
+// SDK, measured with sdk/trace's batcher), which on a batched SQLite worker was the difference
+// between 7 % and under 5 % of its time.
 type stepObs struct {
 	t          *telemetry
-	ctx        context.Context // the step span's context: store calls and emits hang off it
-	span       trace.Span
+	ctx        context.Context // the step span's context (unbatched), for the step's calls
+	span       trace.Span      // unbatched only
+	parent     trace.SpanContext
 	start      time.Time
+	execution  string
+	eventID    string
+	kind       string
 	definition string
 	outcome    string
 	before     int64
 	after      int64
 	status     stead.Status
-	trace      string // the Event.Trace of the step span, for what the step sends
+	trace      string // the Event.Trace to stamp on what the step sends
 }
 
 // off reports whether o records nothing (nil, or the telemetry is off).
 func (o *stepObs) off() bool { return o == nil || o.t == nil }
 
-// begin starts the observation of a claimed message. The step span is a child of the trace
+// begin starts the observation of a message claimed alone: its step span is a child of the trace
 // context the event carries (so that one order's life is one trace across hosts) and starts at
-// the claim; link, when valid, is the batch the message was claimed in.
-func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart time.Time, link trace.SpanContext) stepObs {
+// the claim.
+func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart time.Time) stepObs {
 	if !t.on() {
 		return stepObs{ctx: ctx}
 	}
@@ -235,15 +245,10 @@ func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart ti
 	if !t.tracing {
 		return o
 	}
-	opts := []trace.SpanStartOption{
+	o.ctx, o.span = t.tracer.Start(extract(ctx, l.Event.Trace), "stead.step",
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(claimStart),
 		trace.WithAttributes(attrExecution.String(l.Group), attrEventID.String(l.Event.ID),
-			attrEventKind.String(l.Event.Kind), attrPriority.Int(l.Priority)),
-	}
-	if link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
-	}
-	o.ctx, o.span = t.tracer.Start(extract(ctx, l.Event.Trace), "stead.step", opts...)
+			attrEventKind.String(l.Event.Kind)))
 	return o
 }
 
@@ -279,10 +284,12 @@ func (o *stepObs) stepped(b *stead.Bundle) {
 		return
 	}
 	o.outcome = outcomeCommitted // until the commit says otherwise
-	if o.span == nil {
+	if !o.t.tracing || len(b.Emits) == 0 && len(b.Spawns) == 0 {
 		return
 	}
-	o.trace = inject(o.ctx)
+	if o.span != nil {
+		o.trace = inject(o.ctx)
+	}
 	for i := range b.Emits {
 		if b.Emits[i].Event.Trace == "" {
 			b.Emits[i].Event.Trace = o.trace
@@ -310,19 +317,40 @@ func (o *stepObs) end(err error) {
 	if o.off() {
 		return
 	}
-	t := o.t
 	now := time.Now()
 	if o.span != nil {
-		o.span.SetAttributes(attrDefinition.String(o.definition), attrOutcome.String(o.outcome),
-			attrVersionBefore.Int64(o.before), attrVersionAfter.Int64(o.after),
-			attrStatus.String(string(o.status)), attrConflict.Bool(o.outcome == outcomeConflict),
-			attrRedelivery.Bool(o.outcome == outcomeDuplicate))
+		var buf [7]attribute.KeyValue
+		o.span.SetAttributes(o.attributes(buf[:0])...)
 		if err != nil {
 			o.span.RecordError(err)
 			o.span.SetStatus(codes.Error, o.outcome)
 		}
 		o.span.End(trace.WithTimestamp(now))
 	}
+	o.count(now)
+}
+
+// attributes appends the step's outcome attributes to kvs. The conflict and redelivery flags
+// are set only when true, and the version after only when the step committed: an attribute costs
+// the SDK about as much as a tenth of a span.
+func (o *stepObs) attributes(kvs []attribute.KeyValue) []attribute.KeyValue {
+	kvs = append(kvs, attrDefinition.String(o.definition), attrOutcome.String(o.outcome),
+		attrVersionBefore.Int64(o.before))
+	if o.after > 0 {
+		kvs = append(kvs, attrVersionAfter.Int64(o.after), attrStatus.String(string(o.status)))
+	}
+	switch o.outcome {
+	case outcomeConflict:
+		kvs = append(kvs, attrConflict.Bool(true))
+	case outcomeDuplicate:
+		kvs = append(kvs, attrRedelivery.Bool(true))
+	}
+	return kvs
+}
+
+// count records the step's metrics.
+func (o *stepObs) count(now time.Time) {
+	t := o.t
 	if !t.metering {
 		return
 	}
@@ -460,31 +488,51 @@ func (s stepObsList) setAll(outcome string) {
 	}
 }
 
-// end closes every step of the batch, then the batch's span.
-func (s stepObsList) end(batch trace.Span, err error) {
+// end counts every step of the batch, links each to the batch's span with its attributes, and
+// ends the span.
+func (s stepObsList) end(batch trace.Span) {
+	now := time.Now()
 	for i := range s {
-		s[i].end(err)
+		o := &s[i]
+		if o.off() {
+			continue
+		}
+		if batch != nil {
+			var buf [10]attribute.KeyValue
+			kvs := append(buf[:0], attrExecution.String(o.execution), attrEventID.String(o.eventID),
+				attrEventKind.String(o.kind))
+			batch.AddLink(trace.Link{SpanContext: o.parent, Attributes: o.attributes(kvs)})
+		}
+		o.count(now)
 	}
-	endSpan(batch, err)
+	if batch != nil {
+		batch.End(trace.WithTimestamp(now))
+	}
 }
 
-// beginBatch starts the batch span (a root: its messages belong to as many traces) and one step
-// span per message, each a child of its event's trace context and linked to the batch. Why not
-// step spans under the batch span: then no step would join the trace of the order it serves, and
-// the link costs the same. It returns ctx with the batch span, to hang the batch's store and
-// transport calls from.
+// beginBatch starts the batch span, a root whose links are its messages: each links the trace
+// context its event carries (the step that sent it) and holds the step's attributes, and what
+// the steps send carries the batch span's context on. It returns ctx with the batch span, to hang
+// the batch's store and transport calls from.
 func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, claimStart time.Time) (context.Context, stepObsList, trace.Span) {
 	if !t.on() {
 		return ctx, nil, nil
 	}
 	bctx, span := t.batch(ctx, claimStart, len(leases))
-	var link trace.SpanContext
+	carried := ""
 	if span != nil {
-		link = span.SpanContext()
+		carried = inject(bctx)
 	}
 	obs := make(stepObsList, len(leases))
 	for i := range leases {
-		obs[i] = t.begin(ctx, &leases[i], claimStart, link)
+		l := &leases[i]
+		obs[i] = stepObs{t: t, ctx: bctx, start: claimStart, outcome: outcomeDropped, trace: carried}
+		if span != nil {
+			obs[i].execution, obs[i].eventID, obs[i].kind = l.Group, l.Event.ID, l.Event.Kind
+			if l.Event.Trace != "" {
+				obs[i].parent = trace.SpanContextFromContext(extract(ctx, l.Event.Trace))
+			}
+		}
 	}
 	return bctx, obs, span
 }

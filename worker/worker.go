@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
@@ -249,7 +247,7 @@ func (w *Worker) one(work context.Context) (int, error) {
 	if err != nil || len(ls) == 0 {
 		return 0, err
 	}
-	o := w.tel.begin(work, &ls[0], start, trace.SpanContext{})
+	o := w.tel.begin(work, &ls[0], start)
 	o.claimed(time.Now())
 	o.end(w.handle(o.ctx, &ls[0], &o))
 	return 1, nil
