@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,9 +31,10 @@ type benchRig struct {
 	committed atomic.Int64
 	exes      []string
 	round     int
+	flush     func() // hands the batched spans to the exporter (on), so a round pays for its own
 }
 
-func newBenchRig(b *testing.B, backend string, on bool, executions int) *benchRig {
+func newBenchRig(b *testing.B, backend string, batch int, on bool, executions int) *benchRig {
 	b.Helper()
 	ctx := context.Background()
 	r := &benchRig{}
@@ -53,7 +55,7 @@ func newBenchRig(b *testing.B, backend string, on bool, executions int) *benchRi
 		}
 	}
 	b.Cleanup(func() { _ = r.tr.Close(); _ = r.store.Close() })
-	cfg := Config{Store: r.store, Transport: r.tr, Machines: Machines{"counter": counter{}}, Name: "bench",
+	cfg := Config{Store: r.store, Transport: r.tr, Machines: Machines{"counter": counter{}}, Name: "bench", BatchSize: batch,
 		OnCommit: func(*stead.Execution, stead.Event, time.Time) { r.committed.Add(1) }}
 	if on {
 		// The SDK as a deployment runs it: every span sampled and batched to an exporter (one
@@ -64,6 +66,7 @@ func newBenchRig(b *testing.B, backend string, on bool, executions int) *benchRi
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
 		cfg.TracerProvider, cfg.MeterProvider = tp, mp
+		r.flush = func() { _ = tp.ForceFlush(ctx) }
 	}
 	w, err := New(cfg)
 	if err != nil {
@@ -97,11 +100,14 @@ func (r *benchRig) wait(b *testing.B, n int64) {
 	}
 }
 
-// run publishes perExe ticks to every execution and returns how long until all committed.
-func (r *benchRig) run(b *testing.B, perExe int) time.Duration {
+// run publishes perExe ticks to every execution and returns how long until all committed, on
+// the wall clock and in CPU time of the whole process (what the machine's other load disturbs
+// least).
+func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
 	r.round++
 	target := r.committed.Load() + int64(perExe*len(r.exes))
 	out := make([]transport.Outgoing, 0, len(r.exes))
+	cpu0 := cpuTime()
 	start := time.Now()
 	for k := range perExe {
 		out = out[:0]
@@ -114,20 +120,34 @@ func (r *benchRig) run(b *testing.B, perExe int) time.Duration {
 		}
 	}
 	r.wait(b, target)
-	return time.Since(start)
+	if r.flush != nil {
+		r.flush()
+	}
+	return time.Since(start), cpuTime() - cpu0
+}
+
+// cpuTime is the user and system time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkTelemetryOverhead runs the worker loop with telemetry off and on, in alternating
 // rounds of the same work on two identical rigs (each iteration runs both, swapping which goes
-// first), and reports the median time per step of each and their ratio. The default worker
-// configuration (4 loops, batches of 64) as stead run uses it.
+// first), and reports the median time per step of each and their ratio: the default worker
+// configuration (4 loops, batches of 64) as stead run uses it, and unbatched (--batch 1), where
+// every message is a span of its own.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	const executions, perExe = 64, 16 // 1,024 steps a round
-	for _, backend := range []string{"sqlite", "memory"} {
-		b.Run(backend, func(b *testing.B) {
-			off := newBenchRig(b, backend, false, executions)
-			on := newBenchRig(b, backend, true, executions)
-			var offs, ons []float64
+	for _, c := range []struct {
+		name, backend string
+		batch         int
+	}{{"sqlite", "sqlite", 0}, {"memory", "memory", 0}, {"sqlite-unbatched", "sqlite", 1}, {"memory-unbatched", "memory", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			off := newBenchRig(b, c.backend, c.batch, false, executions)
+			on := newBenchRig(b, c.backend, c.batch, true, executions)
+			var wallOff, wallOn, cpuOff, cpuOn []float64
 			steps := float64(executions * perExe)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -135,18 +155,22 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				if i%2 == 1 {
 					first, second = on, off
 				}
-				d1, d2 := first.run(b, perExe), second.run(b, perExe)
-				if first == off {
-					offs, ons = append(offs, d1.Seconds()/steps), append(ons, d2.Seconds()/steps)
-				} else {
-					ons, offs = append(ons, d1.Seconds()/steps), append(offs, d2.Seconds()/steps)
+				for _, r := range []*benchRig{first, second} {
+					wall, cpu := r.run(b, perExe)
+					if r == off {
+						wallOff, cpuOff = append(wallOff, wall.Seconds()/steps), append(cpuOff, cpu.Seconds()/steps)
+					} else {
+						wallOn, cpuOn = append(wallOn, wall.Seconds()/steps), append(cpuOn, cpu.Seconds()/steps)
+					}
 				}
 			}
 			b.StopTimer()
-			mOff, mOn := median(offs), median(ons)
-			b.ReportMetric(mOff*1e6, "off-µs/step")
-			b.ReportMetric(mOn*1e6, "on-µs/step")
-			b.ReportMetric(mOn/mOff, "on/off")
+			b.ReportMetric(median(wallOff)*1e6, "off-µs/step")
+			b.ReportMetric(median(wallOn)*1e6, "on-µs/step")
+			b.ReportMetric(median(wallOn)/median(wallOff), "on/off")
+			b.ReportMetric(median(cpuOff)*1e6, "off-cpu-µs/step")
+			b.ReportMetric(median(cpuOn)*1e6, "on-cpu-µs/step")
+			b.ReportMetric(median(cpuOn)/median(cpuOff), "cpu-on/off")
 		})
 	}
 }
