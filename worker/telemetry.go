@@ -492,16 +492,22 @@ func (s stepObsList) setAll(outcome string) {
 // ends the span.
 func (s stepObsList) end(batch trace.Span) {
 	now := time.Now()
+	const perLink = 10 // the most attributes a link gets
+	var all []attribute.KeyValue
+	if batch != nil {
+		all = make([]attribute.KeyValue, 0, perLink*len(s)) // one allocation for the batch's links
+	}
 	for i := range s {
 		o := &s[i]
 		if o.off() {
 			continue
 		}
 		if batch != nil {
-			var buf [10]attribute.KeyValue
-			kvs := append(buf[:0], attrExecution.String(o.execution), attrEventID.String(o.eventID),
-				attrEventKind.String(o.kind))
-			batch.AddLink(trace.Link{SpanContext: o.parent, Attributes: o.attributes(kvs)})
+			kvs := all[len(all):len(all):len(all)+perLink]
+			kvs = o.attributes(append(kvs, attrExecution.String(o.execution), attrEventID.String(o.eventID),
+				attrEventKind.String(o.kind)))
+			all = all[:len(all)+len(kvs)]
+			batch.AddLink(trace.Link{SpanContext: o.parent, Attributes: kvs})
 		}
 		o.count(now)
 	}
