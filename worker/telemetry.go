@@ -503,7 +503,7 @@ func (s stepObsList) end(batch trace.Span) {
 			continue
 		}
 		if batch != nil {
-			kvs := all[len(all):len(all):len(all)+perLink]
+			kvs := all[len(all) : len(all) : len(all)+perLink]
 			kvs = o.attributes(append(kvs, attrExecution.String(o.execution), attrEventID.String(o.eventID),
 				attrEventKind.String(o.kind)))
 			all = all[:len(all)+len(kvs)]
