@@ -32,6 +32,10 @@ const (
 		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
 		ORDER BY id LIMIT {limit}`
 
+	// {where} is the filter (listSQL); the groups are counted in the index's order.
+	sqlCount = `SELECT definition_id, status, count(*) FROM {schema}stead_executions{where}
+		GROUP BY definition_id, status`
+
 	sqlCursorKey = `SELECT value FROM {schema}stead_secrets WHERE name = 'cursor'`
 
 	sqlReadTrace = `SELECT idx, entry FROM {schema}stead_trace
@@ -149,12 +153,12 @@ const (
 
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
-	load, loadForEvent, loadForEvents, isProcessed, list, readTrace, timers    string
-	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent string
-	commitState, commitBundle, commitBatch, conflicts                          string
-	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns         string
-	dueTimers, deleteTimer, cursorKey                                          string
-	storeStatsBacklog, storeStatsStatuses                                      string
+	load, loadForEvent, loadForEvents, isProcessed, list, count, readTrace, timers string
+	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
+	commitState, commitBundle, commitBatch, conflicts                              string
+	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
+	dueTimers, deleteTimer, cursorKey                                              string
+	storeStatsBacklog, storeStatsStatuses                                          string
 }
 
 func newStatements(schema string) statements {
@@ -165,6 +169,7 @@ func newStatements(schema string) statements {
 		loadForEvents:         x(sqlLoadForEvents),
 		isProcessed:           x(sqlIsProcessed),
 		list:                  x(sqlList),
+		count:                 x(sqlCount),
 		readTrace:             x(sqlReadTrace),
 		timers:                x(sqlTimers),
 		pendingOutbox:         x(sqlPendingOutbox),
@@ -196,6 +201,7 @@ var sqlByName = map[string]string{
 	"LoadForEvents":         sqlLoadForEvents,
 	"IsProcessed":           sqlIsProcessed,
 	"List":                  sqlList,
+	"Count":                 sqlCount,
 	"ReadTrace":             sqlReadTrace,
 	"Timers":                sqlTimers,
 	"PendingOutbox":         sqlPendingOutbox,
@@ -226,7 +232,7 @@ var sqlByName = map[string]string{
 // PendingOutbox with a source, "Conflicts" for the lookup after a lost compare-and-swap).
 //
 // Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
-// and {where}, which List replaces with its filter (" WHERE …", or nothing).
+// and {where}, which List and Count replace with their filter (" WHERE …", or nothing).
 func Statements(schema string) map[string]string {
 	m := maps.Clone(sqlByName)
 	for name, sql := range m {

@@ -22,7 +22,7 @@ func cli(t *testing.T, ctx context.Context, args ...string) (int, string, string
 
 func TestHelpEverywhere(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"", "demo", "run", "start", "send", "migrate", "inspect", "diagram", "bench"} {
+	for _, cmd := range []string{"", "demo", "run", "start", "send", "migrate", "inspect", "diagram", "bench", "serve"} {
 		args := []string{"--help"}
 		if cmd != "" {
 			args = []string{cmd, "--help"}
