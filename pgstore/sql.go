@@ -144,12 +144,10 @@ const (
 		WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`
 )
 
-// The gauges' samples (stead.StatsBackend): whole-table counts, read at a low rate.
-const (
-	sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox),
-		(SELECT count(*) FROM {schema}stead_spawns)`
-	sqlStoreStatsStatuses = `SELECT status, count(*) FROM {schema}stead_executions GROUP BY status`
-)
+// sqlStoreStatsBacklog is the gauges' sample (stead.StatsBackend): whole-table counts, read at a
+// low rate.
+const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox),
+	(SELECT count(*) FROM {schema}stead_spawns)`
 
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
@@ -158,7 +156,7 @@ type statements struct {
 	commitState, commitBundle, commitBatch, conflicts                              string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
 	dueTimers, deleteTimer, cursorKey                                              string
-	storeStatsBacklog, storeStatsStatuses                                          string
+	storeStatsBacklog                                                              string
 }
 
 func newStatements(schema string) statements {
@@ -190,7 +188,6 @@ func newStatements(schema string) statements {
 		deleteTimer:           x(sqlDeleteTimer),
 		cursorKey:             x(sqlCursorKey),
 		storeStatsBacklog:     x(sqlStoreStatsBacklog),
-		storeStatsStatuses:    x(sqlStoreStatsStatuses),
 	}
 }
 
@@ -222,7 +219,6 @@ var sqlByName = map[string]string{
 	"DeleteTimer":           sqlDeleteTimer,
 	"CursorKey":             sqlCursorKey,
 	"StoreStatsBacklog":     sqlStoreStatsBacklog,
-	"StoreStatsStatuses":    sqlStoreStatsStatuses,
 }
 
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by

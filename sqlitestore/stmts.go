@@ -36,7 +36,7 @@ type readStmts struct {
 
 	PendingOutbox, PendingOutboxBySource, PendingSpawns, PendingSpawnsByParent *sql.Stmt
 
-	StoreStatsBacklog, StoreStatsStatuses *sql.Stmt
+	StoreStatsBacklog *sql.Stmt
 }
 
 // preparer is a *sql.DB (statements prepared on each pooled connection as needed) or a *sql.Conn

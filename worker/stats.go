@@ -16,21 +16,27 @@ import (
 const sampleTimeout = 5 * time.Second
 
 // sampler answers the gauges from the backends' statistics (stead.StatsBackend,
-// transport.StatsBackend), querying them at most once per StatsInterval however often the
-// metrics are collected: the queries count whole tables, which a collection every few seconds
-// must not repeat.
+// transport.StatsBackend, and Store.Count where the backend counts in one query), querying them
+// at most once per StatsInterval however often the metrics are collected: the queries count
+// whole tables, which a collection every few seconds must not repeat.
 type sampler struct {
 	store    stead.StatsBackend     // nil when the store's backend reports nothing
 	tr       transport.StatsBackend // nil likewise
+	counter  *stead.Store           // nil unless the backend is a stead.Counter
 	interval time.Duration
 	clock    func() time.Time
 
-	mu     sync.Mutex
-	at     time.Time // when the last sample was taken (zero: never)
-	stats  stead.StoreStats
-	queues []transport.QueueStat
-	okS    bool
-	okQ    bool
+	mu   sync.Mutex
+	at   time.Time // when the last sample was taken (zero: never)
+	last sample
+}
+
+// sample is one answer of the backends.
+type sample struct {
+	stats         stead.StoreStats
+	counts        stead.Counts
+	queues        []transport.QueueStat
+	okS, okC, okQ bool
 }
 
 // registerGauges registers the gauges the backends can answer; the registration ends with
@@ -42,7 +48,11 @@ func (w *Worker) registerGauges() (metric.Registration, error) {
 	s := &sampler{interval: w.cfg.StatsInterval, clock: w.cfg.Clock}
 	s.store, _ = w.store.Backend().(stead.StatsBackend)
 	s.tr, _ = w.tr.Backend().(transport.StatsBackend)
-	if s.store == nil && s.tr == nil {
+	if _, ok := w.store.Backend().(stead.Counter); ok {
+		// Another backend would be paged through whole at every sample: no gauge is worth that.
+		s.counter = w.store
+	}
+	if s.store == nil && s.tr == nil && s.counter == nil {
 		return nil, nil
 	}
 	m := w.tel.meter
@@ -70,21 +80,24 @@ func (w *Worker) registerGauges() (metric.Registration, error) {
 			metric.WithDescription("Spawn intents committed and not yet relayed.")); err != nil {
 			return nil, err
 		}
+		insts = append(insts, outbox, spawns)
+	}
+	if s.counter != nil {
 		if executions, err = m.Int64ObservableGauge("stead.executions", metric.WithUnit("{execution}"),
 			metric.WithDescription("Executions in the store, by status.")); err != nil {
 			return nil, err
 		}
-		insts = append(insts, outbox, spawns, executions)
+		insts = append(insts, executions)
 	}
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		st, queues, okS, okQ := s.sample(ctx)
+		sm := s.sample(ctx)
 		now := s.clock()
-		if okQ {
-			if len(queues) == 0 || queues[0].Priority != 0 {
+		if sm.okQ {
+			if len(sm.queues) == 0 || sm.queues[0].Priority != 0 {
 				// An empty queue still has a depth: 0, at the priority most messages have.
 				o.ObserveInt64(depth, 0, metric.WithAttributes(attrPriority.Int(0)))
 			}
-			for _, q := range queues {
+			for _, q := range sm.queues {
 				p := metric.WithAttributes(attrPriority.Int(q.Priority))
 				o.ObserveInt64(depth, q.Depth, p)
 				if !q.Oldest.IsZero() {
@@ -92,10 +105,12 @@ func (w *Worker) registerGauges() (metric.Registration, error) {
 				}
 			}
 		}
-		if okS {
-			o.ObserveInt64(outbox, st.Outbox)
-			o.ObserveInt64(spawns, st.Spawns)
-			for status, n := range st.Executions {
+		if sm.okS {
+			o.ObserveInt64(outbox, sm.stats.Outbox)
+			o.ObserveInt64(spawns, sm.stats.Spawns)
+		}
+		if sm.okC {
+			for status, n := range sm.counts.ByStatus {
 				o.ObserveInt64(executions, n, metric.WithAttributes(attrStatus.String(string(status))))
 			}
 		}
@@ -104,25 +119,29 @@ func (w *Worker) registerGauges() (metric.Registration, error) {
 }
 
 // sample returns the last statistics, querying the backends again when they are older than the
-// interval. A failed query keeps nothing: its gauges are left out of this collection.
-func (s *sampler) sample(ctx context.Context) (stead.StoreStats, []transport.QueueStat, bool, bool) {
+// interval. A failed query keeps nothing: its gauges are left out until the next sample.
+func (s *sampler) sample(ctx context.Context) sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.at.IsZero() || time.Since(s.at) >= s.interval {
 		ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 		defer cancel()
 		s.at = time.Now()
-		s.okS, s.okQ = false, false
+		var n sample
+		var err error
 		if s.store != nil {
-			var err error
-			s.stats, err = s.store.StoreStats(ctx)
-			s.okS = err == nil
+			n.stats, err = s.store.StoreStats(ctx)
+			n.okS = err == nil
+		}
+		if s.counter != nil {
+			n.counts, err = s.counter.Count(ctx, stead.ListFilter{})
+			n.okC = err == nil
 		}
 		if s.tr != nil {
-			var err error
-			s.queues, err = s.tr.QueueStats(ctx)
-			s.okQ = err == nil
+			n.queues, err = s.tr.QueueStats(ctx)
+			n.okQ = err == nil
 		}
+		s.last = n
 	}
-	return s.stats, s.queues, s.okS, s.okQ
+	return s.last
 }
