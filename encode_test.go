@@ -78,6 +78,12 @@ func randomExe(r *rand.Rand) *Execution {
 			e.Timers[id()] = randomTime(r)
 		}
 	}
+	if n := r.IntN(3); n > 0 {
+		e.TimerTraces = map[string]string{}
+		for range n {
+			e.TimerTraces[id()] = str()
+		}
+	}
 	if n := r.IntN(4); n > 0 {
 		e.InvokeSeq = map[string]int{}
 		for range n {
@@ -225,8 +231,9 @@ func FuzzRecordEncoding(f *testing.F) {
 			ID: s, DefinitionID: s, Status: Status(s), Outcome: s, History: map[string]string{s: s, "k": s},
 			Children:  map[string]ChildState{s: {RootPath: s, Outcome: s, Key: s}},
 			InvokeSeq: map[string]int{s: int(n)}, Version: n, CreatedAt: time.Unix(n%(1<<33), n%1e9),
-			Timers:   map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
-			Deferred: []Event{{ID: s, Kind: s, Trace: s}},
+			Timers:      map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
+			TimerTraces: map[string]string{s: s},
+			Deferred:    []Event{{ID: s, Kind: s, Trace: s}},
 			DeadLetter: &DeadLetter{Event: Event{ID: s, Kind: s, Trace: s}, Status: Status(s), ActivePath: s,
 				History: map[string]string{s: s}, Timers: map[string]time.Time{s: time.Unix(n%(1<<33), 0)}},
 		}

@@ -79,6 +79,10 @@ type Execution struct {
 	// mirrors the store's timer rows so that a timeout fired for an earlier arming of a state
 	// (the state was left and re-entered meanwhile) can be told apart and ignored.
 	Timers map[string]time.Time `json:"timers,omitempty"`
+	// TimerTraces holds, by state path, the W3C trace context (as in Event.Trace) of the step
+	// that armed the timer, so that its timeout, fired by whichever worker sweeps it, joins that
+	// trace. Only a traced worker writes it; a path without a timer has no entry.
+	TimerTraces map[string]string `json:"timer_traces,omitempty"`
 	// Priority weights transport claims (0 is normal); children inherit it.
 	Priority int `json:"priority,omitempty"`
 	// Deferred is reserved for events a state postpones; a store keeps it, but the engine does not
@@ -116,6 +120,7 @@ func (e *Execution) Clone() *Execution {
 	}
 	c.InvokeSeq = maps.Clone(e.InvokeSeq)
 	c.Timers = maps.Clone(e.Timers)
+	c.TimerTraces = maps.Clone(e.TimerTraces)
 	if e.Deferred != nil {
 		c.Deferred = make([]Event, len(e.Deferred))
 		for i, ev := range e.Deferred {

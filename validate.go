@@ -97,6 +97,14 @@ func (e *Execution) Validate() error {
 			return check.Invalidf("execution %q: timer %q without a fire time", e.ID, k)
 		}
 	}
+	for k, tr := range e.TimerTraces {
+		if err := check.ID("timer trace path", k); err != nil {
+			return err
+		}
+		if err := checkTrace(tr); err != nil {
+			return fmt.Errorf("timer %q: %w", k, err)
+		}
+	}
 	for k := range e.InvokeSeq {
 		if err := check.ID("invoke seq key", k); err != nil {
 			return err

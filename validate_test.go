@@ -41,6 +41,8 @@ func TestExecutionValidate(t *testing.T) {
 		}},
 		{"timer without fire time", func(e *stead.Execution) { e.Timers = map[string]time.Time{"s": {}} }},
 		{"timer with empty path", func(e *stead.Execution) { e.Timers = map[string]time.Time{"": time.Unix(1, 0)} }},
+		{"timer trace not ascii", func(e *stead.Execution) { e.TimerTraces = map[string]string{"s": "00-é"} }},
+		{"timer trace with empty path", func(e *stead.Execution) { e.TimerTraces = map[string]string{"": "00-a"} }},
 		{"bad deferred event", func(e *stead.Execution) { e.Deferred = []stead.Event{{ID: "", Kind: "k"}} }},
 		{"start context not object", func(e *stead.Execution) { e.StartContext = json.RawMessage(`"s"`) }},
 		{"dead letter without event id", func(e *stead.Execution) {

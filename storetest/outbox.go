@@ -22,7 +22,8 @@ var outboxRules = []rule{
 }
 
 // testOutboxTrace holds a backend to keep the W3C trace context of emitted events byte for byte,
-// through Commit and CommitBatch, and in the events an execution record holds (its dead letter),
+// through Commit and CommitBatch, and in what an execution record holds (its dead letter's event,
+// the trace of its armed timers),
 // so that the step an emit causes joins the emitting step's trace.
 func testOutboxTrace(h *harness) {
 	const tc = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;congo=t61rcWkgMzE"
@@ -36,6 +37,7 @@ func testOutboxTrace(h *harness) {
 
 	two.Status = stead.StatusFailed
 	two.DeadLetter = &stead.DeadLetter{Event: traced, Status: stead.StatusRunning, ActivePath: "main/waiting"}
+	two.TimerTraces = map[string]string{"main/waiting": tc}
 	res, err := h.s.CommitBatch(h.ctx, []stead.CommitItem{{Execution: two, Bundle: stead.Bundle{
 		Emits: []stead.Emit{{Target: one.ID, Event: stead.Event{ID: "back", Kind: "Back", Trace: tc}}}}}})
 	if err != nil || len(res) != 1 || res[0].Err != nil {
@@ -50,6 +52,9 @@ func testOutboxTrace(h *harness) {
 	}
 	if got.DeadLetter == nil || got.DeadLetter.Event.Trace != tc {
 		h.Fatalf("the dead letter came back as %+v, want its event's trace %q", got.DeadLetter, tc)
+	}
+	if got.TimerTraces["main/waiting"] != tc || len(got.TimerTraces) != 1 {
+		h.Fatalf("the timer traces came back as %v, want main/waiting: %q", got.TimerTraces, tc)
 	}
 }
 

@@ -142,6 +142,7 @@ func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded, obs stepO
 			continue
 		}
 		obs.at(i).stepped(&b)
+		keepTimerTraces(next, &b, obs.at(i).traceOf())
 		p.items = append(p.items, stead.CommitItem{Execution: next, Bundle: b})
 		p.stepped = append(p.stepped, i)
 		p.events = append(p.events, l.Event)

@@ -185,6 +185,7 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
 			continue
 		}
+		keepTimerTraces(next, &b, ev.Trace)
 		if parent.Status == stead.StatusSuspended && next.Status == stead.StatusRunning {
 			// Created while its parent is suspended (the suspend's cascade found no child yet):
 			// it starts suspended with it.
@@ -319,13 +320,30 @@ func (w *Worker) priorityOf(ctx context.Context, known map[string]int, id string
 	return p, nil
 }
 
+// targetOf returns execution id (nil when it no longer exists), loading it once per pass: known
+// holds those already loaded.
+func (w *Worker) targetOf(ctx context.Context, known map[string]*stead.Execution, id string) (*stead.Execution, error) {
+	if exe, ok := known[id]; ok {
+		return exe, nil
+	}
+	exe, err := w.store.Load(ctx, id)
+	switch {
+	case errors.Is(err, stead.ErrNotFound):
+		exe = nil
+	case err != nil:
+		return nil, fmt.Errorf("load %q for its timers: %w", id, err)
+	}
+	known[id] = exe
+	return exe, nil
+}
+
 // SweepTimers publishes a timeout event for every due timer and then deletes the timer, only if
 // its fire time is still the one read (a timer re-armed meanwhile survives). The timeout event id
 // is stable, so two workers sweeping the same timer publish one effect. Run calls it every
 // TimerInterval; it returns how many timers fired.
 func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 	total := 0
-	priority := map[string]int{}
+	targets := map[string]*stead.Execution{}
 	for ctx.Err() == nil {
 		due, err := w.store.DueTimers(ctx, w.cfg.Clock(), relayPage)
 		if err != nil {
@@ -338,11 +356,17 @@ func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 		now := w.cfg.Clock()
 		for _, t := range due {
 			w.tel.timerFired(now, t.FireAt)
-			p, err := w.priorityOf(ctx, priority, t.ExecutionID)
+			exe, err := w.targetOf(ctx, targets, t.ExecutionID)
 			if err != nil {
 				return total, err
 			}
-			out = append(out, transport.Outgoing{Group: t.ExecutionID, Event: chart.TimeoutEvent(t.ExecutionID, t.Path, t.FireAt), Priority: p})
+			ev := chart.TimeoutEvent(t.ExecutionID, t.Path, t.FireAt)
+			p := 0
+			if exe != nil {
+				// The timeout joins the trace of the step that armed the timer.
+				p, ev.Trace = exe.Priority, exe.TimerTraces[t.Path]
+			}
+			out = append(out, transport.Outgoing{Group: t.ExecutionID, Event: ev, Priority: p})
 		}
 		// Publish before deleting: a crash in between republishes, and dedupe absorbs it.
 		if err := w.tr.PublishBatch(ctx, out); err != nil {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -278,13 +279,14 @@ func (o *stepObs) loaded(exe *stead.Execution, processed bool, v verdict) {
 	}
 }
 
-// stepped records a successful step and stamps what it emits with the step's trace context.
+// stepped records a successful step and stamps what it emits with the step's trace context
+// (keepTimerTraces gives the same context to the timers it arms).
 func (o *stepObs) stepped(b *stead.Bundle) {
 	if o.off() {
 		return
 	}
 	o.outcome = outcomeCommitted // until the commit says otherwise
-	if !o.t.tracing || len(b.Emits) == 0 && len(b.Spawns) == 0 {
+	if !o.t.tracing || len(b.Emits) == 0 && len(b.Spawns) == 0 && len(b.Timers) == 0 {
 		return
 	}
 	if o.span != nil {
@@ -541,4 +543,45 @@ func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, cl
 		}
 	}
 	return bctx, obs, span
+}
+
+// keepTimerTraces records on next, the execution a step returned, the trace context tr of that
+// step (empty when untraced) for each timer the step arms, and forgets it for each timer the
+// step disarms and for all of them once the execution is finished, so that a timeout joins the
+// trace of the step that armed it. It follows the bundle's timer ops, which every Machine
+// returns, not Execution.Timers, which a Machine need not keep. The map is copied before it
+// changes: a machine may share it with the execution it was given.
+func keepTimerTraces(next *stead.Execution, b *stead.Bundle, tr string) {
+	if tr == "" && len(next.TimerTraces) == 0 {
+		return
+	}
+	if next.Status.Finished() {
+		next.TimerTraces = nil
+		return
+	}
+	var m map[string]string
+	edit := func() map[string]string {
+		if m == nil {
+			m = maps.Clone(next.TimerTraces)
+			if m == nil {
+				m = map[string]string{}
+			}
+		}
+		return m
+	}
+	for _, op := range b.Timers {
+		_, had := next.TimerTraces[op.Path]
+		switch {
+		case op.Action == stead.TimerSchedule && tr != "":
+			edit()[op.Path] = tr
+		case had || m != nil:
+			delete(edit(), op.Path) // disarmed, or re-armed by an untraced step
+		}
+	}
+	if m != nil {
+		if len(m) == 0 {
+			m = nil
+		}
+		next.TimerTraces = m
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
 )
 
 // tracer is one host's tracing: its own provider and in-memory exporter, as two processes would
@@ -165,6 +166,44 @@ func TestTraceCrossesWorkers(t *testing.T) {
 		if !containsString(callsA, want) {
 			t.Errorf("A's step calls are %v, want %q among them", callsA, want)
 		}
+	}
+}
+
+// TestTimeoutJoinsTheArmingTrace: a timer armed by a traced step keeps that step's trace context
+// in the record, and the timeout the sweeper publishes when it is due is a step in that trace.
+func TestTimeoutJoinsTheArmingTrace(t *testing.T) {
+	h := newHarness(t)
+	tr := newTracer(t)
+	cfg := h.config()
+	cfg.TracerProvider = tr.tp
+	h.start(cfg)
+	h.create("t")
+	ctx, client := tr.tp.Tracer("test").Start(context.Background(), "arm it")
+	if _, err := h.client.Send(ctx, "t", stead.Event{ID: "arm-1", Kind: "arm"}); err != nil {
+		t.Fatal(err)
+	}
+	client.End()
+	eventually(t, 5*time.Second, "the timer armed with its trace", func() bool {
+		_, exe := h.counts("t")
+		return exe.TimerTraces["counting"] != ""
+	})
+	h.clock.Advance(2 * time.Hour)
+	eventually(t, 5*time.Second, "the timeout applied", func() bool {
+		c, _ := h.counts("t")
+		return c.N == 100
+	})
+	eventually(t, 5*time.Second, "the timeout's step span", func() bool {
+		for _, s := range tr.exp.GetSpans() {
+			if s.Name == "stead.step" && attr(s.Attributes, attrEventKind) == chart.KindTimeout {
+				return true
+			}
+		}
+		return false
+	})
+	arm, timeout := tr.step(t, "t", "arm"), tr.step(t, "t", chart.KindTimeout)
+	if timeout.SpanContext.TraceID() != client.SpanContext().TraceID() || timeout.Parent.SpanID() != arm.SpanContext.SpanID() {
+		t.Fatalf("the timeout's step is in trace %s under %s, want trace %s under the arming step %s",
+			timeout.SpanContext.TraceID(), timeout.Parent.SpanID(), client.SpanContext().TraceID(), arm.SpanContext.SpanID())
 	}
 }
 

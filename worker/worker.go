@@ -296,6 +296,7 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease, o *stepObs) err
 		return err
 	}
 	o.stepped(&b)
+	keepTimerTraces(next, &b, o.traceOf())
 	cctx, span := w.tel.store(ctx, "Commit", "stead_executions", 1)
 	res, err := w.store.Commit(cctx, next, b)
 	endSpan(span, err)
