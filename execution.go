@@ -80,6 +80,10 @@ type Execution struct {
 	// mirrors the store's timer rows so that a timeout fired for an earlier arming of a state
 	// (the state was left and re-entered meanwhile) can be told apart and ignored.
 	Timers map[string]time.Time `json:"timers,omitempty"`
+	// TimerTraces holds, by state path, the W3C trace context (as in Event.Trace) of the step
+	// that armed the timer, so that its timeout, fired by whichever worker sweeps it, joins that
+	// trace. Only a traced worker writes it; a path without a timer has no entry.
+	TimerTraces map[string]string `json:"timer_traces,omitempty"`
 	// Priority weights transport claims (0 is normal); children inherit it.
 	Priority int `json:"priority,omitempty"`
 	// Deferred holds, in order, events the execution keeps for later: those an active state
@@ -118,6 +122,7 @@ func (e *Execution) Clone() *Execution {
 	}
 	c.InvokeSeq = maps.Clone(e.InvokeSeq)
 	c.Timers = maps.Clone(e.Timers)
+	c.TimerTraces = maps.Clone(e.TimerTraces)
 	if e.Deferred != nil {
 		c.Deferred = make([]Event, len(e.Deferred))
 		for i, ev := range e.Deferred {
@@ -185,4 +190,11 @@ type Event struct {
 	Kind      string          `json:"kind"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	CreatedAt time.Time       `json:"created_at,omitzero"`
+	// Trace is the W3C trace context of whatever sent the event — a traceparent header value,
+	// optionally followed by ";" and a tracestate value — so that the step it causes, on any
+	// host, joins the sender's trace. It travels wherever the event is stored (outbox rows,
+	// transport messages) and is empty when tracing is off. The store checks only its size and
+	// alphabet (printable ASCII, at most MaxTraceLen bytes); a malformed value is ignored by the
+	// propagator, never refused by a step.
+	Trace string `json:"trace,omitempty"`
 }

@@ -144,6 +144,11 @@ const (
 		WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`
 )
 
+// sqlStoreStatsBacklog is the gauges' sample (stead.StatsBackend): whole-table counts, read at a
+// low rate.
+const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox),
+	(SELECT count(*) FROM {schema}stead_spawns)`
+
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
 	load, loadForEvent, loadForEvents, isProcessed, list, count, readTrace, timers string
@@ -151,6 +156,7 @@ type statements struct {
 	commitState, commitBundle, commitBatch, conflicts                              string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
 	dueTimers, deleteTimer, cursorKey                                              string
+	storeStatsBacklog                                                              string
 }
 
 func newStatements(schema string) statements {
@@ -181,6 +187,7 @@ func newStatements(schema string) statements {
 		dueTimers:             x(sqlDueTimers),
 		deleteTimer:           x(sqlDeleteTimer),
 		cursorKey:             x(sqlCursorKey),
+		storeStatsBacklog:     x(sqlStoreStatsBacklog),
 	}
 }
 
@@ -211,6 +218,7 @@ var sqlByName = map[string]string{
 	"DueTimers":             sqlDueTimers,
 	"DeleteTimer":           sqlDeleteTimer,
 	"CursorKey":             sqlCursorKey,
+	"StoreStatsBacklog":     sqlStoreStatsBacklog,
 }
 
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by

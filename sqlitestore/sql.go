@@ -247,7 +247,12 @@ var statements = map[string]string{
 	"sqlPendingOutboxBySource": sqlPendingOutboxBySource,
 	"sqlPendingSpawns":         sqlPendingSpawns,
 	"sqlPendingSpawnsByParent": sqlPendingSpawnsByParent,
+	"sqlStoreStatsBacklog":     sqlStoreStatsBacklog,
 }
+
+// sqlStoreStatsBacklog is the gauges' sample (stead.StatsBackend): whole-table counts, read at a
+// low rate.
+const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM stead_outbox), (SELECT count(*) FROM stead_spawns)`
 
 // Statements returns the SQL each method sends, by the name of its constant (sqlCommitUpdate,
 // sqlLoadForEvent…), for tools that replay it, such as bench/sqlite. List's statement depends on

@@ -63,7 +63,8 @@ func (c *Client) logger() *slog.Logger {
 // Create stores a new pending execution and starts it. The start event commits in the outbox
 // together with the record, so it cannot be lost: Create then publishes it and acknowledges the
 // outbox row; if that publish fails, a worker's relay delivers it later (Create still succeeds).
-// An id that is taken is ErrAlreadyExists.
+// An id that is taken is ErrAlreadyExists. The start event carries the trace context of the span
+// in ctx, if any.
 func (c *Client) Create(ctx context.Context, definitionID, id string, data json.RawMessage) (*stead.Execution, error) {
 	exes, err := c.CreateBatch(ctx, []NewExecution{{DefinitionID: definitionID, ID: id, Context: data}})
 	if err != nil {
@@ -107,7 +108,7 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 			ID: n.ID, DefinitionID: n.DefinitionID, Status: stead.StatusPending,
 			Context: n.Context, Priority: n.Priority, CreatedAt: now, UpdatedAt: now,
 		}
-		start := stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now}
+		start := Stamp(ctx, stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now})
 		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{Emits: []stead.Emit{{Target: n.ID, Event: start}}}}
 		if _, err := stead.PrepareWrite(exe, items[i].Bundle); err != nil {
 			return nil, fmt.Errorf("create %q: %w", n.ID, err)
@@ -158,7 +159,8 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 // Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh
 // random one; reuse an id to make a retried send idempotent. The start event is not sent this way
 // (Create sends it), nor are the control kinds (Control applies them). A missing execution is
-// ErrNotFound.
+// ErrNotFound. The event carries the trace context of the span in ctx, if any (see Stamp), unless
+// it carries one already: the step it causes joins the caller's trace.
 func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Event, error) {
 	if ev.Kind == chart.KindStart {
 		return ev, check.Invalidf("send %q: the start event is sent by Create", id)
@@ -176,6 +178,7 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 	if ev.CreatedAt.IsZero() {
 		ev.CreatedAt = c.now()
 	}
+	ev = Stamp(ctx, ev)
 	exe, err := c.Store.Load(ctx, id)
 	if err != nil {
 		return ev, err

@@ -7,6 +7,9 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
@@ -51,6 +54,7 @@ const (
 	DefaultRelayLease     = 30 * time.Second
 	DefaultIdleWait       = time.Second
 	DefaultShutdown       = 30 * time.Second
+	DefaultStatsInterval  = 30 * time.Second
 	// relayPage is how many outbox rows, spawn intents or timers one relay claim takes.
 	relayPage = 256
 )
@@ -120,6 +124,19 @@ type Config struct {
 	// OnCommit, when set, is called after each step commits (from the worker's goroutines; it must
 	// be fast and safe for concurrent use). Benchmarks use it to measure latency.
 	OnCommit func(exe *stead.Execution, ev stead.Event, committedAt time.Time)
+
+	// TracerProvider, when set, traces every claimed message as a "stead.step" span, a child of
+	// the trace context its event carries (Event.Trace), with the store and transport calls as
+	// client spans under it; what the step emits carries the step's context on. Nil: no spans,
+	// and nothing is paid for them.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records the stead.* step, conflict, redelivery, action error and
+	// timer lateness metrics, and the gauges of queue depth, backlog and execution counts that
+	// the backends can report (see StatsBackend). Nil: no metrics.
+	MeterProvider metric.MeterProvider
+	// StatsInterval is how often at most the gauges query the backends (default 30 s); a scrape
+	// in between reads the last answer.
+	StatsInterval time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -174,6 +191,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.RelayLease, DefaultRelayLease)
 	def(&c.IdleWait, DefaultIdleWait)
 	def(&c.ShutdownTimeout, DefaultShutdown)
+	def(&c.StatsInterval, DefaultStatsInterval)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -158,3 +158,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	}
 	return pgdb.Classify(err)
 }
+
+// DBSystemName names the database in the worker's spans (the semantic conventions'
+// db.system.name).
+func (d *DB) DBSystemName() string { return "postgresql" }
