@@ -61,7 +61,8 @@ type Execution struct {
 	Error        string `json:"error,omitempty"`
 	// ActivePath is the path of the active leaf state, empty before start.
 	ActivePath string `json:"active_path,omitempty"`
-	// History maps a compound state's path to its last active child (shallow history).
+	// History maps a compound state's path to its last active child (shallow history) or its
+	// last active leaf (deep history).
 	History map[string]string `json:"history,omitempty"`
 	// Context is the user data of the run, a JSON object.
 	Context json.RawMessage `json:"context,omitempty"`
@@ -85,8 +86,9 @@ type Execution struct {
 	TimerTraces map[string]string `json:"timer_traces,omitempty"`
 	// Priority weights transport claims (0 is normal); children inherit it.
 	Priority int `json:"priority,omitempty"`
-	// Deferred is reserved for events a state postpones; a store keeps it, but the engine does not
-	// defer events yet.
+	// Deferred holds, in order, events the execution keeps for later: those an active state
+	// defers, and those waiting behind a pending retry (the retried event first). The engine
+	// delivers them again when it enters states, or when the retry has run.
 	Deferred []Event `json:"deferred,omitempty"`
 	// StartContext is the context the execution started with (its created context merged with the
 	// start event's data), which a reset restores when the operator gives no context. Empty means

@@ -31,6 +31,13 @@ type Client struct {
 	Logger *slog.Logger
 }
 
+// ContextPreparer is a Machine that checks and completes the context an execution is created
+// with (chart.Engine does, for a definition that declares its context keys). Create calls it for
+// the machines Known holds: a context it refuses is refused before anything is written.
+type ContextPreparer interface {
+	PrepareContext(ctx json.RawMessage) (json.RawMessage, error)
+}
+
 // NewExecution describes an execution for Create and CreateBatch.
 type NewExecution struct {
 	DefinitionID string
@@ -80,8 +87,18 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 	items := make([]stead.CommitItem, len(news))
 	seen := make(map[string]bool, len(news))
 	for i, n := range news {
+		if c.Known != nil {
+			n.DefinitionID = c.Known.Resolve(n.DefinitionID) // the newest version of an unversioned id
+		}
 		if c.Known != nil && c.Known[n.DefinitionID] == nil {
 			return nil, check.Invalidf("unknown definition %q", n.DefinitionID)
+		}
+		if p, ok := c.Known[n.DefinitionID].(ContextPreparer); ok {
+			prepared, err := p.PrepareContext(n.Context)
+			if err != nil {
+				return nil, fmt.Errorf("create %q: %w", n.ID, err)
+			}
+			n.Context = prepared
 		}
 		if seen[n.ID] {
 			return nil, check.Invalidf("execution %q appears twice in the batch", n.ID)

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
 )
 
@@ -20,8 +21,25 @@ type Machine interface {
 	Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error)
 }
 
-// Machines maps a definition id to the machine that runs it.
+// Machines maps a definition id to the machine that runs it. A versioned definition is keyed
+// by "<id>@<version>" (chart.Definition.VersionedID), so one map holds several versions at once:
+// each execution runs on the version it recorded, and Resolve picks the newest for new ones.
 type Machines map[string]Machine
+
+// Resolve returns the DefinitionID a new execution of id starts on: id itself when it is a key
+// (an exact or unversioned id), else the newest "<id>@<n>" key, else id unchanged.
+func (m Machines) Resolve(id string) string {
+	if _, ok := m[id]; ok {
+		return id
+	}
+	best, newest := id, 0
+	for k := range m {
+		if base, v := chart.SplitVersion(k); base == id && v > newest {
+			best, newest = k, v
+		}
+	}
+	return best
+}
 
 // Defaults for Config.
 const (

@@ -174,9 +174,13 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			done = append(done, s.Seq)
 			continue
 		}
+		// A region child runs its parent's definition from its region; an invoked one runs the
+		// definition its spawn names, from the top.
+		def, root := chart.SpawnTarget(parent.DefinitionID, s.RootPath)
+		def = w.cfg.Machines.Resolve(def) // an invoke without a version runs the newest
 		child := &stead.Execution{
-			ID: s.ChildID, DefinitionID: parent.DefinitionID, Status: stead.StatusPending,
-			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: s.RootPath,
+			ID: s.ChildID, DefinitionID: def, Status: stead.StatusPending,
+			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: root,
 			Priority: parent.Priority,
 		}
 		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock(), Trace: traces[s.ParentID]}

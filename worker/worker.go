@@ -191,10 +191,11 @@ const (
 
 // admit applies the checks that run before a step, in this order: a missing execution or an event
 // it already applied is dropped (that is the dedupe); a cancelled execution drops everything; a
-// suspended one parks the message; a pending one takes only its start event and a cancel
-// (parking anything else would block the group behind a start that may never come; dropping the
-// cancel would let a region child whose parent already left the parallel state start afterwards
-// and run orphaned); a cancelling one drains its backlog until the cancel event.
+// suspended one parks the message; a pending one takes only its start event, a cancel and the
+// timeout of a failed start's retry (parking anything else would block the group behind a start
+// that may never come; dropping the cancel would let a region child whose parent already left the
+// parallel state start afterwards and run orphaned); a cancelling one drains its backlog until
+// the cancel event.
 func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (verdict, string) {
 	switch {
 	case exe == nil:
@@ -205,7 +206,9 @@ func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (ve
 		return doAck, "execution cancelled"
 	case exe.Status == stead.StatusSuspended:
 		return doPark, "execution suspended"
-	case exe.Status == stead.StatusPending && ev.Kind != chart.KindStart && ev.Kind != chart.KindCancel:
+	case exe.Status == stead.StatusPending && ev.Kind != chart.KindStart && ev.Kind != chart.KindCancel &&
+		(ev.Kind != chart.KindTimeout || exe.Timers[chart.RetryTimerPath].IsZero()):
+		// The one timer a pending execution has is the retry of a start that failed.
 		return doAck, "execution not started"
 	case exe.Status == stead.StatusCancelling && ev.Kind != chart.KindCancel:
 		return doAck, "execution cancelling"

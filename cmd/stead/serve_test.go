@@ -94,7 +94,8 @@ func TestServeDemoFile(t *testing.T) {
 	}
 	base, stop := serve(t, "--store", db)
 	code, body := get(t, base+"/?roots=1", "")
-	if code != http.StatusOK || !strings.Contains(body, `id="total">20<`) || !strings.Contains(body, "order-00000") {
+	// 20 orders and the demo's 2 deliveries (one per ten orders).
+	if code != http.StatusOK || !strings.Contains(body, `id="total">22<`) || !strings.Contains(body, "order-00000") {
 		t.Fatalf("list: %d\n%.2000s", code, body)
 	}
 	code, body = get(t, base+"/execution?id=order-00000", "")
