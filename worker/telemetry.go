@@ -255,12 +255,13 @@ func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart ti
 	return o
 }
 
-// claimed records the claim that handed out this message alone (unbatched) as a child span.
-func (o *stepObs) claimed(end time.Time) {
+// claimed records the claim that handed out this message alone (unbatched) as a child span,
+// ending now.
+func (o *stepObs) claimed() {
 	if o.off() || o.span == nil {
 		return
 	}
-	o.t.dbSpan(o.ctx, "ClaimBatch", "transport_messages", o.t.transportDB, 1, o.start, end)
+	o.t.dbSpan(o.ctx, "ClaimBatch", "transport_messages", o.t.transportDB, 1, o.start, time.Now())
 }
 
 // loaded records what the store returned for the message.
