@@ -279,8 +279,8 @@ func (o *stepObs) loaded(exe *stead.Execution, processed bool, v verdict) {
 	}
 }
 
-// stepped records a successful step and stamps what it emits with the step's trace context
-// (keepTimerTraces gives the same context to the timers it arms).
+// stepped records a successful step and stamps what it emits and spawns with the step's trace
+// context (keepTimerTraces gives the same context to the timers it arms).
 func (o *stepObs) stepped(b *stead.Bundle) {
 	if o.off() {
 		return
@@ -292,9 +292,23 @@ func (o *stepObs) stepped(b *stead.Bundle) {
 	if o.span != nil {
 		o.trace = inject(o.ctx)
 	}
+	stampBundle(b, o.trace)
+}
+
+// stampBundle gives the trace context tr to every emit and spawn of b that carries none: the
+// spawn intent keeps it, so that the child's start event carries it whoever creates the child.
+func stampBundle(b *stead.Bundle, tr string) {
+	if tr == "" {
+		return
+	}
 	for i := range b.Emits {
 		if b.Emits[i].Event.Trace == "" {
-			b.Emits[i].Event.Trace = o.trace
+			b.Emits[i].Event.Trace = tr
+		}
+	}
+	for i := range b.Spawns {
+		if b.Spawns[i].Trace == "" {
+			b.Spawns[i].Trace = tr
 		}
 	}
 }
