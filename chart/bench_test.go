@@ -89,7 +89,8 @@ states:
   a: {on: {toggle: {target: b, actions: [bump]}}}
   b: {on: {toggle: a}}
 `, map[string]Action{"bump": func(c ActionContext) (ActionResult, error) {
-		return ActionResult{Set: map[string]any{"n": c.Float("n") + 1}}, nil
+		c.SetFloat("n", c.Float("n")+1)
+		return ActionResult{}, nil
 	}})
 	benchSteps(b, eng, exe, "toggle", "a", "b")
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -89,6 +90,9 @@ type Engine struct {
 	nodes   []node
 	byPath  map[string]int32
 	initial int32
+	// ctxPool recycles the steps' context states (*ctxState), so that an action step does not
+	// allocate one.
+	ctxPool sync.Pool
 }
 
 // Option configures an Engine.
@@ -335,6 +339,7 @@ func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k ke
 	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
 		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
+	defer s.release()
 	if err := s.locate(); err != nil {
 		return nil, stead.Bundle{}, applied{}, err
 	}
@@ -1074,7 +1079,7 @@ func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
 }
 
 func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
-	key := s.in.ID + ":" + strconv.FormatInt(s.keyVersion, 10) + ":" + strconv.Itoa(s.nextAct)
+	index := s.nextAct
 	s.nextAct++
 	if s.e.trace {
 		s.actions = append(s.actions, a.name)
@@ -1091,20 +1096,27 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: ev, Key: key, Attempt: max(s.attempt, 1)})
+			State: s.e.nodes[owner].path, Event: ev, Attempt: max(s.attempt, 1), keyVersion: s.keyVersion, keyIndex: index})
 	}()
 	if err != nil {
+		c.discard()
 		return &actionError{owner: owner, action: a.name, err: err, retry: a.retry}
 	}
 	var sends []stead.Emit
+	var key string
+	if len(res.Send) > 0 {
+		key = actionKey(s.in.ID, s.keyVersion, index)
+	}
 	for j, m := range res.Send {
 		if m.Kind == "" {
+			c.discard()
 			return &actionError{owner: owner, action: a.name, err: fmt.Errorf("send %d has no kind", j)}
 		}
 		var data json.RawMessage
 		if m.Data != nil {
 			raw, err := json.Marshal(m.Data)
 			if err != nil {
+				c.discard()
 				return &actionError{owner: owner, action: a.name, err: fmt.Errorf("send %d: %w", j, err)}
 			}
 			data = raw
@@ -1129,9 +1141,25 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 
 func (s *stepper) context() *ctxState {
 	if s.ctx == nil {
-		s.ctx = &ctxState{raw: s.in.Context}
+		c, _ := s.e.ctxPool.Get().(*ctxState)
+		if c == nil {
+			c = new(ctxState)
+		}
+		c.raw = s.in.Context
+		s.ctx = c
 	}
 	return s.ctx
+}
+
+// release hands the step's context state back for a later step to reuse. Nothing the step
+// returns points into it: the new context is written into its own bytes (encode), and what
+// actions and guards were handed (Values) is valid only while they run.
+func (s *stepper) release() {
+	if c := s.ctx; c != nil {
+		s.ctx = nil
+		*c = ctxState{}
+		s.e.ctxPool.Put(c)
+	}
 }
 
 func (s *stepper) history() map[string]string { return writable(&s.out.History, &s.ownHist) }
