@@ -305,6 +305,11 @@ func lookupMember(raw []byte, key string) (val json.RawMessage, found, ok bool) 
 // encodeObject gives for the merged map, when raw's keys are plain and strictly increasing
 // (as every context the engine encodes has them); otherwise ok is false.
 func mergeMembers(raw []byte, patch []member) ([]byte, bool) {
+	return mergeMembersInto(nil, raw, patch)
+}
+
+// mergeMembersInto is mergeMembers writing into dst's space when the result surely fits.
+func mergeMembersInto(dst, raw []byte, patch []member) ([]byte, bool) {
 	n := len(raw) + 2
 	for _, p := range patch {
 		if !plainString(p.key) {
@@ -312,7 +317,10 @@ func mergeMembers(raw []byte, patch []member) ([]byte, bool) {
 		}
 		n += len(p.key) + len(p.val) + 4
 	}
-	out := make([]byte, 0, n)
+	out := dst[:0]
+	if cap(out) < n {
+		out = make([]byte, 0, n)
+	}
 	out = append(out, '{')
 	first := true
 	emit := func(k []byte, v []byte) {

@@ -334,9 +334,9 @@ type applied struct {
 // apply runs one event against exe: attempt counts the runs of this event (1 unless retried), k
 // is where its idempotency keys start.
 func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
-	out := *exe
-	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
+	box := &executionWithContext{exe: *exe}
+	box.exe.UpdatedAt = now
+	s := stepper{e: e, in: exe, out: &box.exe, box: box, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
 		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
 	defer s.release()
@@ -354,6 +354,13 @@ func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k ke
 		return nil, stead.Bundle{}, applied{}, err
 	}
 	return s.out, s.b, applied{entered: s.entered, acts: s.nextAct}, nil
+}
+
+// executionWithContext is a step's execution with room for a small new context in the same
+// allocation: a step that changes the context then allocates once, not twice.
+type executionWithContext struct {
+	exe stead.Execution
+	ctx [smallContext]byte
 }
 
 func corrupt(exe *stead.Execution, format string, args ...any) error {
@@ -389,6 +396,8 @@ type stepper struct {
 	label       string       // the label the last action returned
 	emptyFanOut bool         // the fan-out just entered found no item: its join completes at once
 	entered     bool         // a state was entered
+	// box, when set, holds out and the room finishStep writes a small new context into.
+	box *executionWithContext
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -1206,7 +1215,11 @@ func (s *stepper) finishStep() error {
 			return corrupt(s.in, "%v", s.ctx.err)
 		}
 		if s.ctx.changed {
-			raw, err := s.ctx.encode()
+			var space []byte
+			if s.box != nil {
+				space = s.box.ctx[:0]
+			}
+			raw, err := s.ctx.encodeFinal(space)
 			if err != nil {
 				return corrupt(s.in, "context does not encode: %v", err)
 			}

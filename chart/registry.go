@@ -153,6 +153,9 @@ func (v Values) String(key string) string {
 // Float returns the number at key, or 0 when it is absent or not a number.
 func (v Values) Float(key string) float64 {
 	if raw := v.peek(key); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if n, ok := smallInt(raw); ok {
+			return float64(n)
+		}
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err == nil {
 			return f
@@ -163,6 +166,33 @@ func (v Values) Float(key string) float64 {
 		return 0
 	}
 	return f
+}
+
+// smallInt parses a JSON integer of up to 15 digits, which a float64 holds exactly: the common
+// case of Float, without ParseFloat.
+func smallInt(raw []byte) (int64, bool) {
+	neg := raw[0] == '-'
+	d := raw
+	if neg {
+		d = raw[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || len(d) > 1 && d[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, b := range d {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(b-'0')
+	}
+	if neg {
+		if n == 0 {
+			return 0, false // -0: ParseFloat keeps the sign
+		}
+		n = -n
+	}
+	return n, true
 }
 
 // Bool returns the boolean at key, or false when it is absent or not a boolean.
@@ -393,6 +423,21 @@ func (c *ctxState) encode() (json.RawMessage, error) {
 	}
 	c.raw, c.dirty = raw, false
 	return raw, nil
+}
+
+// smallContext is the size up to which a step's new context is stored in the allocation of its
+// execution.
+const smallContext = 64
+
+// encodeFinal is encode for the context a step ends with, written into space when it fits
+// there (space belongs to the returned execution). raw is not caught up: the step is over.
+func (c *ctxState) encodeFinal(space []byte) (json.RawMessage, error) {
+	if c.dirty && c.m == nil && cap(space) > 0 {
+		if raw, ok := mergeMembersInto(space, c.raw, c.patch); ok {
+			return raw[:len(raw):len(raw)], nil
+		}
+	}
+	return c.encode()
 }
 
 // apply merges an action's changes; values are encoded first so a failure changes nothing.
