@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -150,4 +151,20 @@ func FuzzValidJSON(f *testing.F) {
 			t.Fatalf("validJSON(%q) = %v, json.Valid %v", raw, got, want)
 		}
 	})
+}
+
+// Values.Float reads small integers by hand; it must give what strconv.ParseFloat gives.
+func TestFloatMatchesParseFloat(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "-0", "7", "-7", "42", "999999999999999", "-999999999999999", "1234567890123456",
+		"9007199254740993", "2.5", "-0.5e3", "1e2", "12345678901234567890"} {
+		v := Values{c: &ctxState{raw: json.RawMessage(`{"n":` + s + `}`)}}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Float("n"); got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Errorf("Float of %s = %v, want %v", s, got, want)
+		}
+	}
 }
