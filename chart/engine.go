@@ -90,6 +90,10 @@ type Engine struct {
 	nodes   []node
 	byPath  map[string]int32
 	initial int32
+	// roomy is set when the definition has actions or invokes, whose steps change the context:
+	// their executions are allocated with room for a small new context (executionWithContext).
+	// Other steps keep the smaller allocation.
+	roomy bool
 	// ctxPool recycles the steps' context states (*ctxState), so that an action step does not
 	// allocate one.
 	ctxPool sync.Pool
@@ -164,6 +168,7 @@ func (e *Engine) compile(reg *Registry) {
 		if len(names) == 0 {
 			return nil
 		}
+		e.roomy = true
 		out := make([]act, len(names))
 		for i, name := range names {
 			out[i] = act{name: name, fn: reg.actions[name], retry: retries[name]}
@@ -223,6 +228,7 @@ func (e *Engine) compile(reg *Registry) {
 				inv.Results = "results"
 			}
 			n.inv = &inv
+			e.roomy = true
 		}
 		if sel := s.Select; sel != nil {
 			n.sel = &selector{act: acts([]string{sel.Action})[0], cases: map[string]*trans{}}
@@ -334,9 +340,17 @@ type applied struct {
 // apply runs one event against exe: attempt counts the runs of this event (1 unless retried), k
 // is where its idempotency keys start.
 func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
-	box := &executionWithContext{exe: *exe}
-	box.exe.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &box.exe, box: box, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
+	var out *stead.Execution
+	var box *executionWithContext
+	if e.roomy {
+		box = &executionWithContext{exe: *exe}
+		out = &box.exe
+	} else {
+		out = new(stead.Execution)
+		*out = *exe
+	}
+	out.UpdatedAt = now
+	s := stepper{e: e, in: exe, out: out, box: box, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
 		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
 	defer s.release()
