@@ -353,18 +353,20 @@ func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k ke
 	s := stepper{e: e, in: exe, out: out, box: box, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
 		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
-	defer s.release()
-	if err := s.locate(); err != nil {
-		return nil, stead.Bundle{}, applied{}, err
+	err := s.locate()
+	if err == nil {
+		err = s.dispatch()
 	}
-	if err := s.dispatch(); err != nil {
-		return nil, stead.Bundle{}, applied{}, err
-	}
-	if s.retrying != nil && s.fatal == nil {
+	if err == nil && s.retrying != nil && s.fatal == nil {
 		out, b := s.scheduleRetry(k)
+		s.release()
 		return out, b, applied{retried: true, acts: s.nextAct}, nil
 	}
-	if err := s.finishStep(); err != nil {
+	if err == nil {
+		err = s.finishStep()
+	}
+	s.release() // not deferred: this is the hot path of every step
+	if err != nil {
 		return nil, stead.Bundle{}, applied{}, err
 	}
 	return s.out, s.b, applied{entered: s.entered, acts: s.nextAct}, nil
