@@ -359,13 +359,17 @@ func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k ke
 	}
 	if err == nil && s.retrying != nil && s.fatal == nil {
 		out, b := s.scheduleRetry(k)
-		s.release()
+		if s.ctx != nil {
+			s.release()
+		}
 		return out, b, applied{retried: true, acts: s.nextAct}, nil
 	}
 	if err == nil {
 		err = s.finishStep()
 	}
-	s.release() // not deferred: this is the hot path of every step
+	if s.ctx != nil { // not deferred: this is the hot path of every step
+		s.release()
+	}
 	if err != nil {
 		return nil, stead.Bundle{}, applied{}, err
 	}
@@ -1180,11 +1184,10 @@ func (s *stepper) context() *ctxState {
 // returns points into it: the new context is written into its own bytes (encode), and what
 // actions and guards were handed (Values) is valid only while they run.
 func (s *stepper) release() {
-	if c := s.ctx; c != nil {
-		s.ctx = nil
-		*c = ctxState{}
-		s.e.ctxPool.Put(c)
-	}
+	c := s.ctx
+	s.ctx = nil
+	*c = ctxState{}
+	s.e.ctxPool.Put(c)
 }
 
 func (s *stepper) history() map[string]string { return writable(&s.out.History, &s.ownHist) }
