@@ -271,7 +271,7 @@ func actionKey(id string, version int64, index int) string {
 // change takes effect when the action returns without an error (a value that does not encode, or
 // that breaks the definition's context declaration, fails the action); later actions of the step
 // see it. SetFloat, SetInt, SetString and SetBool do the same for their types without boxing the
-// value.
+// value. On a zero ActionContext (outside a step) they do nothing.
 func (a ActionContext) Set(key string, v any) {
 	if a.c == nil {
 		return
