@@ -763,21 +763,25 @@ func (s *stepper) cancelRegions(n int32) {
 	nd := &s.e.nodes[n]
 	seq := s.out.InvokeSeq[nd.path]
 	for _, r := range nd.children {
-		id := s.childID(r, seq)
-		cs, ok := s.out.Children[id]
-		if !ok || cs.Finished {
-			continue
-		}
-		cs.Finished, cs.Outcome = true, OutcomeCancelled
-		s.children()[id] = cs
-		if s.control {
-			// An operator's command cancels like the operator would: the child may be suspended
-			// (its queue parked), which a cancel request overrides and a queued cancel would not.
-			s.emit(id, stead.Event{ID: s.ev.ID, Kind: KindCancelRequest, CreatedAt: s.now})
-			continue
-		}
-		s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
+		s.cancelChild(s.childID(r, seq))
 	}
+}
+
+// cancelChild marks child id cancelled, if it is a child that has not finished, and tells it.
+func (s *stepper) cancelChild(id string) {
+	cs, ok := s.out.Children[id]
+	if !ok || cs.Finished {
+		return
+	}
+	cs.Finished, cs.Outcome = true, OutcomeCancelled
+	s.children()[id] = cs
+	if s.control {
+		// An operator's command cancels like the operator would: the child may be suspended
+		// (its queue parked), which a cancel request overrides and a queued cancel would not.
+		s.emit(id, stead.Event{ID: s.ev.ID, Kind: KindCancelRequest, CreatedAt: s.now})
+		return
+	}
+	s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
 }
 
 // completion returns the transition to take at once now that states were entered: a choice
