@@ -380,6 +380,60 @@ func TestStepMetrics(t *testing.T) {
 }
 
 // sum adds the points of a counter, those of one outcome when outcome is set.
+// TestBatchMetricsCountEveryStep: a batched worker adds its step counters once per batch, by
+// definition and outcome, and records the duration once per step: the counts still match the
+// steps one for one, and every step is one link of its batch's span.
+func TestBatchMetricsCountEveryStep(t *testing.T) {
+	h := newHarness(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tr := newTracer(t)
+	const executions, ticks = 10, 3
+	var ids []string
+	for i := range executions {
+		ids = append(ids, fmt.Sprintf("m%d", i))
+	}
+	h.create(ids...)
+	for k := range ticks {
+		for _, id := range ids {
+			h.send(id, "tick", fmt.Sprintf("t%d", k))
+		}
+	}
+	cfg := h.config()
+	cfg.BatchSize, cfg.MeterProvider, cfg.TracerProvider = 64, mp, tr.tp
+	h.start(cfg)
+	const steps = executions * (1 + ticks) // a start and the ticks each
+	var rm metricdata.ResourceMetrics
+	eventually(t, 5*time.Second, "every step counted", func() bool {
+		rm = metricdata.ResourceMetrics{}
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		return sum(rm, "stead.steps", outcomeCommitted) == steps
+	})
+	if all, n := sum(rm, "stead.steps", ""), count(rm, "stead.step.duration"); all != steps || n != steps {
+		t.Fatalf("stead.steps = %d and stead.step.duration holds %d, want %d each", all, n, steps)
+	}
+	eventually(t, 5*time.Second, "a link per step", func() bool {
+		links := 0
+		for _, s := range tr.exp.GetSpans() {
+			if s.Name == "stead.batch" {
+				links += len(s.Links)
+			}
+		}
+		return links == steps
+	})
+	for _, s := range tr.exp.GetSpans() {
+		for _, l := range s.Links {
+			if attr(l.Attributes, attrOutcome) != outcomeCommitted || attr(l.Attributes, attrExecution) == "" ||
+				attr(l.Attributes, attrVersionAfter) == "" {
+				t.Fatalf("a link holds %v, want a committed step's attributes", l.Attributes)
+			}
+		}
+	}
+}
+
 func sum(rm metricdata.ResourceMetrics, name, outcome string) int64 {
 	var n int64
 	for _, sm := range rm.ScopeMetrics {
