@@ -65,6 +65,9 @@ type harness struct {
 	url   string
 	meter *serverMeter
 	limit time.Duration
+	// functions prints, after each stead round, the time the server spent in each of stead's
+	// functions (track_functions = all): where a round's server CPU went.
+	functions bool
 }
 
 type start struct {
@@ -114,6 +117,7 @@ func run(ctx context.Context, args []string) error {
 	procList := fs.String("processes", "1,2,4,8", "worker-process counts of the curve")
 	pgbenchFor := fs.Duration("pgbench-time", 10*time.Second, "how long pgbench runs (0 skips it)")
 	limit := fs.Duration("limit", 5*time.Minute, "cut a round after this long")
+	functions := fs.Bool("functions", false, "print the server time of each stead function after each stead round")
 	out := fs.String("out", "", "report file (default: bench/results/speed.md of the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -149,7 +153,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{url: cluster.URL(), meter: meter, limit: *limit}
+	h := &harness{url: cluster.URL(), meter: meter, limit: *limit, functions: *functions}
 	rep := &report{command: command, started: time.Now(), loadStart: loadAverage()}
 	say := func(format string, a ...any) {
 		fmt.Printf(format+"\n", a...)
@@ -157,12 +161,12 @@ func run(ctx context.Context, args []string) error {
 	say("cluster %s (stock settings, fsync on, autovacuum on); load %s", h.url, rep.loadStart)
 
 	if *pgbenchFor > 0 {
-		tps, err := pgbenchUpdate(ctx, h.url, 8, *events, *pgbenchFor)
+		tps, m, err := pgbenchUpdate(ctx, h, 8, *events, *pgbenchFor)
 		if err != nil {
 			return fmt.Errorf("pgbench: %w", err)
 		}
-		rep.pgbench = tps
-		say("pgbench single-row UPDATE, 8 clients: %.0f tps", tps)
+		rep.pgbench, rep.pgbenchM = tps, m
+		say("pgbench single-row UPDATE, 8 clients: %.0f tps  %s", tps, m.line("transactions"))
 	}
 
 	execs := *events / *eventsPer
@@ -236,7 +240,8 @@ func stockCluster(ctx context.Context, dir string) (*chaos.Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
-	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM RESET shared_buffers"} {
+	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM RESET shared_buffers",
+		"ALTER SYSTEM SET track_functions = 'all'"} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			conn.Close(ctx)
 			c.Stop()
@@ -272,26 +277,35 @@ func stockCluster(ctx context.Context, dir string) (*chaos.Cluster, error) {
 }
 
 // pgbenchUpdate runs pgbench's single-row UPDATE of a random row among rows, with clients
-// connections for d, and returns its transactions per second.
-func pgbenchUpdate(ctx context.Context, url string, clients, rows int, d time.Duration) (float64, error) {
-	conn, err := pgx.Connect(ctx, url)
+// connections for d, and returns its transactions per second and what the server spent on them.
+func pgbenchUpdate(ctx context.Context, h *harness, clients, rows int, d time.Duration) (float64, measure, error) {
+	conn, err := pgx.Connect(ctx, h.url)
 	if err != nil {
-		return 0, err
+		return 0, measure{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, q := range []string{
 		"DROP TABLE IF EXISTS speed_ceiling",
 		"CREATE TABLE speed_ceiling (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0)",
 		fmt.Sprintf("INSERT INTO speed_ceiling (id) SELECT g FROM generate_series(1, %d) g", rows),
+		"CHECKPOINT",
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			return 0, err
+			return 0, measure{}, err
 		}
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS speed_ceiling")
+	st, err := h.begin(ctx, nil)
+	if err != nil {
+		return 0, measure{}, err
+	}
 	res, err := benchutil.Pgbench{
-		DSN: url, Clients: clients, Seconds: int(d.Seconds()),
+		DSN: h.url, Clients: clients, Seconds: int(d.Seconds()),
 		Script: fmt.Sprintf("\\set id random(1, %d)\nUPDATE speed_ceiling SET n = n + 1 WHERE id = :id;\n", rows),
 	}.Run(ctx)
-	return res.TPS, err
+	if err != nil {
+		return 0, measure{}, err
+	}
+	m, err := h.end(ctx, st, int(res.Transactions), nil)
+	return res.TPS, m, err
 }

@@ -26,6 +26,7 @@ type report struct {
 	events             int
 	riverWorkers       int
 	pgbench            float64
+	pgbenchM           measure // the pgbench run, for its server CPU and WAL per transaction
 	river              []measure
 	batchedModes       []workerMode
 	stead              [][]measure // [round][mode]
@@ -121,7 +122,9 @@ func (r *report) markdown() string {
 
 	b.WriteString("\n## Unbatched against pgbench\n\n")
 	if r.pgbench > 0 {
-		fmt.Fprintf(&b, "pgbench, single-row UPDATE of a random row among %d, 8 clients: **%.0f tps**.\n\n", r.events, r.pgbench)
+		fmt.Fprintf(&b, "pgbench, single-row UPDATE of a random row among %d, 8 clients: **%.0f tps** "+
+			"(%.0f B of WAL and %.1f µs of server CPU a transaction; the CPU includes pgbench's connections).\n\n",
+			r.events, r.pgbench, r.pgbenchM.perUnit(r.pgbenchM.wal), r.pgbenchM.perUnit(float64(r.pgbenchM.cpu.Microseconds())))
 	}
 	b.WriteString("| what | events | elapsed | events/s | vs pgbench | WAL B/event | server CPU µs/event | round trips/event |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, u := range r.unbatched {

@@ -208,6 +208,11 @@ func steadRound(ctx context.Context, h *harness, mode workerMode, executions, ev
 	if _, err := s.pool.Exec(ctx, "CHECKPOINT"); err != nil {
 		return measure{}, err
 	}
+	if h.functions {
+		if _, err := s.pool.Exec(ctx, "SELECT pg_stat_reset()"); err != nil {
+			return measure{}, err
+		}
+	}
 	m, err := h.begin(ctx, rt)
 	if err != nil {
 		return measure{}, err
@@ -226,8 +231,35 @@ func steadRound(ctx context.Context, h *harness, mode workerMode, executions, ev
 	res, err := h.end(ctx, m, int(done.Load()), rt)
 	res.partial = done.Load() < int64(total)
 	stop()
+	if h.functions {
+		time.Sleep(1500 * time.Millisecond) // backends report their counts within a second
+		printFunctions(ctx, s, schema, int(done.Load()))
+	}
 	if rerr := <-werr; err == nil && rerr != nil {
 		err = rerr
 	}
 	return res, err
+}
+
+// printFunctions prints the calls and the server time per event of each of stead's functions in
+// schema since the round's start.
+func printFunctions(ctx context.Context, s *steadSetup, schema string, events int) {
+	rows, err := s.pool.Query(ctx, `SELECT funcname, calls, total_time, self_time FROM pg_stat_user_functions
+		WHERE schemaname = $1 ORDER BY total_time DESC`, schema)
+	if err != nil {
+		fmt.Println("functions:", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var calls int64
+		var total, self float64
+		if err := rows.Scan(&name, &calls, &total, &self); err != nil {
+			fmt.Println("functions:", err)
+			return
+		}
+		fmt.Printf("    %-28s calls %7d  total %7.1f µs/event  self %7.1f µs/event\n", name, calls,
+			1000*total/float64(max(events, 1)), 1000*self/float64(max(events, 1)))
+	}
 }
