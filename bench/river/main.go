@@ -68,6 +68,9 @@ type harness struct {
 	// functions prints, after each stead round, the time the server spent in each of stead's
 	// functions (track_functions = all): where a round's server CPU went.
 	functions bool
+	// perf, when set, is the file of a perf profile of the server during the shared-transaction
+	// rounds.
+	perf string
 }
 
 type start struct {
@@ -118,9 +121,17 @@ func run(ctx context.Context, args []string) error {
 	pgbenchFor := fs.Duration("pgbench-time", 10*time.Second, "how long pgbench runs (0 skips it)")
 	limit := fs.Duration("limit", 5*time.Minute, "cut a round after this long")
 	functions := fs.Bool("functions", false, "print the server time of each stead function after each stead round")
+	perfOut := fs.String("perf", "", "record a perf profile of the server during each shared-transaction round into this file")
+	loops := fs.Int("loops", 0, "claim loops of the batched stead rounds (0: the worker's default)")
+	batch := fs.Int("batch", 0, "batch size of the batched stead rounds (0: the worker's default)")
+	backlog := fs.Int("backlog", 1000000, "events of the large backlog of the flat-cost and memory phase (0 skips it)")
+	backlogWindow := fs.Duration("backlog-window", 15*time.Second, "how long the worker process drains the large backlog")
 	out := fs.String("out", "", "report file (default: bench/results/speed.md of the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *unbatchedEvents < *eventsPer || *procEvents < *eventsPer || *events < *eventsPer {
+		return fmt.Errorf("every event count must be at least -events-per")
 	}
 	if *events%*eventsPer != 0 || *unbatchedEvents%*eventsPer != 0 || *procEvents%*eventsPer != 0 {
 		return fmt.Errorf("event counts must be multiples of -events-per")
@@ -153,7 +164,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{url: cluster.URL(), meter: meter, limit: *limit, functions: *functions}
+	h := &harness{url: cluster.URL(), meter: meter, limit: *limit, functions: *functions, perf: *perfOut}
 	rep := &report{command: command, started: time.Now(), loadStart: loadAverage()}
 	say := func(format string, a ...any) {
 		fmt.Printf(format+"\n", a...)
@@ -171,8 +182,14 @@ func run(ctx context.Context, args []string) error {
 
 	execs := *events / *eventsPer
 	batched := []workerMode{
-		{name: "stead, worker defaults, separate transactions"},
-		{name: "stead, worker defaults, shared transaction", shared: true},
+		{name: "stead, worker defaults, separate transactions", loops: *loops, batch: *batch},
+		{name: "stead, worker defaults, shared transaction", loops: *loops, batch: *batch, shared: true},
+	}
+	if *loops != 0 || *batch != 0 {
+		for i := range batched {
+			batched[i].name = strings.Replace(batched[i].name, "worker defaults",
+				fmt.Sprintf("%d loops × batches of %d", batched[i].loopsOrDefault(), batched[i].batchOrDefault()), 1)
+		}
 	}
 	rep.batchedModes = batched
 	for r := 1; r <= *rounds; r++ {
@@ -216,6 +233,20 @@ func run(ctx context.Context, args []string) error {
 		}
 		rep.curve = append(rep.curve, point{n, m})
 		say("%d worker processes (%s)  %s", n, curveMode.name, m.line("events"))
+	}
+	if *backlog > 0 {
+		say("backlog phase: seeding %d events", *backlog)
+		b, err := backlogRound(ctx, h, *backlog, *eventsPer, *backlogWindow)
+		if err != nil {
+			return fmt.Errorf("backlog phase: %w", err)
+		}
+		rep.backlog = &b
+		for _, c := range []costs{b.small, b.big} {
+			say("backlog %8d events: claim of 64 %v, load %v, list page %v, list page by status %v", c.events,
+				c.claim, c.load, c.list, c.listStatus)
+		}
+		say("worker process on the %d-event backlog: peak RSS %d kB, %d kB at the end, %d events in %v",
+			*backlog, b.rssPeak, b.rssEnd, b.drained, b.window.Round(time.Millisecond))
 	}
 	rep.loadEnd = loadAverage()
 	rep.events = *events

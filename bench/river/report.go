@@ -33,6 +33,7 @@ type report struct {
 	unbatched          []named
 	curveMode          string
 	curve              []point
+	backlog            *backlogResult
 }
 
 func (m measure) line(unit string) string {
@@ -143,6 +144,23 @@ func (r *report) markdown() string {
 		vs := p.m.rate() / r.curve[0].m.rate()
 		fmt.Fprintf(&b, "| %d | %d | %.2f s | %.0f | %.2f× | %.0f | %.1f | %s |\n", p.procs, p.m.units, p.m.elapsed.Seconds(),
 			p.m.rate(), vs, p.m.perUnit(p.m.wal), p.m.perUnit(float64(p.m.cpu.Microseconds())), p.m.loadAvg)
+	}
+	if r.backlog != nil {
+		bl := r.backlog
+		fmt.Fprintf(&b, "\n## Flat costs and memory at a large backlog\n\n"+
+			"Medians of 200 probes on each backlog (after VACUUM ANALYZE): a shared transaction's claim of 64 messages "+
+			"and its load of their executions (then rolled back), and a listing page of 100.\n\n")
+		b.WriteString("| backlog | executions | claim of 64 | load of 64 | list page | list page, status filter |\n|---:|---:|---:|---:|---:|---:|\n")
+		for _, c := range []costs{bl.small, bl.big} {
+			fmt.Fprintf(&b, "| %d | %d | %v | %v | %v | %v |\n", c.events, c.executions, c.claim, c.load, c.list, c.listStatus)
+		}
+		ratio := func(a, b time.Duration) float64 { return float64(b) / float64(max(a, 1)) }
+		fmt.Fprintf(&b, "| ratio | | %.2f× | %.2f× | %.2f× | %.2f× |\n\n", ratio(bl.small.claim, bl.big.claim),
+			ratio(bl.small.load, bl.big.load), ratio(bl.small.list, bl.big.list), ratio(bl.small.listStatus, bl.big.listStatus))
+		fmt.Fprintf(&b, "One worker process (worker defaults, shared transaction) draining the %d-event backlog for %v: "+
+			"peak RSS (VmHWM) **%.1f MiB**, %.1f MiB at the end; it processed %d events (%.0f/s).\n",
+			bl.big.events, bl.window.Round(time.Second), float64(bl.rssPeak)/1024, float64(bl.rssEnd)/1024, bl.drained,
+			float64(bl.drained)/bl.window.Seconds())
 	}
 	return b.String()
 }

@@ -169,3 +169,19 @@ func openPool(ctx context.Context, url string, maxConns int32, rt *roundTrips) (
 	}
 	return pool, nil
 }
+
+// children returns the pids of the postmaster's children now.
+func (m *serverMeter) children() []string {
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == m.pid {
+			continue
+		}
+		if f := statFields(pid); len(f) > 3 && f[3] == strconv.Itoa(m.pid) {
+			out = append(out, d.Name())
+		}
+	}
+	return out
+}

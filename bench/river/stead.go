@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,6 +154,20 @@ type workerMode struct {
 	shared bool // Config.SharedTx = pgtx.New(...)
 }
 
+func (m workerMode) loopsOrDefault() int {
+	if m.loops == 0 {
+		return worker.DefaultConcurrency
+	}
+	return m.loops
+}
+
+func (m workerMode) batchOrDefault() int {
+	if m.batch == 0 {
+		return worker.DefaultBatchSize
+	}
+	return m.batch
+}
+
 func (m workerMode) config(s *steadSetup, last int) (worker.Config, error) {
 	cfg := worker.Config{
 		Store: s.store, Transport: s.tr,
@@ -223,6 +239,15 @@ func steadRound(ctx context.Context, h *harness, mode workerMode, executions, ev
 	go func() { werr <- w.Run(runCtx) }()
 	timeout := time.NewTimer(h.limit)
 	defer timeout.Stop()
+	if h.perf != "" && mode.shared {
+		// A profile of the server's processes while the drain runs (-perf).
+		time.Sleep(300 * time.Millisecond)
+		cmd := exec.CommandContext(ctx, "perf", "record", "-F", "999", "-g", "-o", h.perf,
+			"-p", strings.Join(h.meter.children(), ","), "--", "sleep", "3")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Printf("perf: %v: %s\n", err, out)
+		}
+	}
 	select {
 	case <-finished:
 	case <-timeout.C:
