@@ -71,6 +71,9 @@ type harness struct {
 	// perf, when set, is the file of a perf profile of the server during the shared-transaction
 	// rounds.
 	perf string
+	// cpuProfile, when set, is the file of a Go CPU profile of this process during the batched
+	// shared-transaction rounds (the worker's own cost).
+	cpuProfile string
 }
 
 type start struct {
@@ -126,6 +129,7 @@ func run(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 0, "batch size of the batched stead rounds (0: the worker's default)")
 	backlog := fs.Int("backlog", 1000000, "events of the large backlog of the flat-cost and memory phase (0 skips it)")
 	backlogWindow := fs.Duration("backlog-window", 15*time.Second, "how long the worker process drains the large backlog")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the batched shared-transaction rounds to this file")
 	out := fs.String("out", "", "report file (default: bench/results/speed.md of the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -164,7 +168,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{url: cluster.URL(), meter: meter, limit: *limit, functions: *functions, perf: *perfOut}
+	h := &harness{url: cluster.URL(), meter: meter, limit: *limit, functions: *functions, perf: *perfOut, cpuProfile: *cpuProfile}
 	rep := &report{command: command, started: time.Now(), loadStart: loadAverage()}
 	say := func(format string, a ...any) {
 		fmt.Printf(format+"\n", a...)

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,6 +241,13 @@ func steadRound(ctx context.Context, h *harness, mode workerMode, executions, ev
 	go func() { werr <- w.Run(runCtx) }()
 	timeout := time.NewTimer(h.limit)
 	defer timeout.Stop()
+	if h.cpuProfile != "" && mode.shared && mode.batch != 1 {
+		if f, err := os.Create(h.cpuProfile); err == nil {
+			if err := pprof.StartCPUProfile(f); err == nil {
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
+			}
+		}
+	}
 	if h.perf != "" && mode.shared {
 		// A profile of the server's processes while the drain runs (-perf).
 		time.Sleep(300 * time.Millisecond)
