@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 3, "alternating rounds of River and stead")
 	riverWorkers := fs.Int("river-workers", 2000, "River's MaxWorkers on the default queue")
 	unbatchedEvents := fs.Int("unbatched-events", 20000, "events of the unbatched rows")
-	procEvents := fs.Int("process-events", 40000, "events of each point of the worker-process curve")
+	procEvents := fs.Int("process-events", 100000, "events of each point of the worker-process curve")
 	procList := fs.String("processes", "1,2,4,8", "worker-process counts of the curve")
 	pgbenchFor := fs.Duration("pgbench-time", 10*time.Second, "how long pgbench runs (0 skips it)")
 	limit := fs.Duration("limit", 5*time.Minute, "cut a round after this long")

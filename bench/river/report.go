@@ -152,7 +152,8 @@ func (r *report) markdown() string {
 			"and its load of their executions (then rolled back), and a listing page of 100.\n\n")
 		b.WriteString("| backlog | executions | claim of 64 | load of 64 | list page | list page, status filter |\n|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range []costs{bl.small, bl.big} {
-			fmt.Fprintf(&b, "| %d | %d | %v | %v | %v | %v |\n", c.events, c.executions, c.claim, c.load, c.list, c.listStatus)
+			us := func(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s |\n", c.events, c.executions, us(c.claim), us(c.load), us(c.list), us(c.listStatus))
 		}
 		ratio := func(a, b time.Duration) float64 { return float64(b) / float64(max(a, 1)) }
 		fmt.Fprintf(&b, "| ratio | | %.2f× | %.2f× | %.2f× | %.2f× |\n\n", ratio(bl.small.claim, bl.big.claim),
