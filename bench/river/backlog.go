@@ -25,6 +25,9 @@ type costs struct {
 	claim, load time.Duration // a shared transaction's claim of a batch of 64, and its load
 	list        time.Duration // a page of 100 executions, unfiltered
 	listStatus  time.Duration // a page of 100 running executions
+	// bytes is the size of the schema's tables with their indexes, against the server's
+	// shared_buffers (sharedBuffers, bytes).
+	bytes, sharedBuffers int64
 }
 
 // backlogResult is what the backlog phase measured: the costs at a small and a large backlog,
@@ -58,6 +61,12 @@ func probeCosts(ctx context.Context, h *harness, executions, eventsPer, n int, k
 		if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{schema, t}.Sanitize()); err != nil {
 			return costs{}, schema, err
 		}
+	}
+	var size, buffers int64
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'),
+		(SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers')`, schema).Scan(&size, &buffers); err != nil {
+		return costs{}, schema, err
 	}
 	db, err := pgtx.New(s.store, s.tr)
 	if err != nil {
@@ -95,7 +104,7 @@ func probeCosts(ctx context.Context, h *harness, executions, eventsPer, n int, k
 		lists, listsStatus = append(lists, t1.Sub(t0)), append(listsStatus, time.Since(t1))
 	}
 	return costs{events: executions * eventsPer, executions: executions, claim: median(claims), load: median(loads),
-		list: median(lists), listStatus: median(listsStatus)}, schema, nil
+		list: median(lists), listStatus: median(listsStatus), bytes: size, sharedBuffers: buffers}, schema, nil
 }
 
 func refsOf(ls []transport.Lease) []stead.EventRef {

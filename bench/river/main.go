@@ -130,6 +130,7 @@ func run(ctx context.Context, args []string) error {
 	backlog := fs.Int("backlog", 1000000, "events of the large backlog of the flat-cost and memory phase (0 skips it)")
 	backlogWindow := fs.Duration("backlog-window", 15*time.Second, "how long the worker process drains the large backlog")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the batched shared-transaction rounds to this file")
+	curveBoth := fs.Bool("curve-separate", true, "also run the curve with separate transactions")
 	out := fs.String("out", "", "report file (default: bench/results/speed.md of the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -228,15 +229,24 @@ func run(ctx context.Context, args []string) error {
 		say("%s  %s", mode.name, m.line("events"))
 	}
 
-	curveMode := workerMode{name: "worker defaults, shared transaction", shared: true}
-	rep.curveMode = curveMode.name
-	for _, n := range procs {
-		m, err := processesRound(ctx, h, curveMode, n, *procEvents / *eventsPer, *eventsPer)
-		if err != nil {
-			return fmt.Errorf("%d worker processes: %w", n, err)
+	curveModes := []workerMode{
+		{name: "worker defaults, shared transaction", shared: true},
+		{name: "worker defaults, separate transactions"},
+	}
+	if !*curveBoth {
+		curveModes = curveModes[:1]
+	}
+	for _, mode := range curveModes {
+		c := curve{mode: mode.name}
+		for _, n := range procs {
+			m, err := processesRound(ctx, h, mode, n, *procEvents / *eventsPer, *eventsPer)
+			if err != nil {
+				return fmt.Errorf("%d worker processes: %w", n, err)
+			}
+			c.points = append(c.points, point{n, m})
+			say("%d worker processes (%s)  %s", n, mode.name, m.line("events"))
 		}
-		rep.curve = append(rep.curve, point{n, m})
-		say("%d worker processes (%s)  %s", n, curveMode.name, m.line("events"))
+		rep.curves = append(rep.curves, c)
 	}
 	if *backlog > 0 {
 		say("backlog phase: seeding %d events", *backlog)
@@ -264,7 +274,8 @@ func run(ctx context.Context, args []string) error {
 
 // stockCluster starts a throwaway cluster (internal/chaos's) and puts back the settings the
 // drill changes for its own purpose, so that the figures are a stock server's: fsync on and the
-// default shared_buffers. The drill's connection limit (200) stays, for the worker processes.
+// default shared_buffers (128MB; the drill's postgresql.conf says 64MB, and ALTER SYSTEM's file
+// wins over it). The drill's connection limit (200) stays, for the worker processes.
 func stockCluster(ctx context.Context, dir string) (*chaos.Cluster, error) {
 	c, err := chaos.StartCluster(ctx, dir)
 	if err != nil {
@@ -275,7 +286,7 @@ func stockCluster(ctx context.Context, dir string) (*chaos.Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
-	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM RESET shared_buffers",
+	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM SET shared_buffers = '128MB'",
 		"ALTER SYSTEM SET track_functions = 'all'"} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			conn.Close(ctx)

@@ -13,6 +13,11 @@ type named struct {
 	m    measure
 }
 
+type curve struct {
+	mode   string
+	points []point
+}
+
 type point struct {
 	procs int
 	m     measure
@@ -31,8 +36,7 @@ type report struct {
 	batchedModes       []workerMode
 	stead              [][]measure // [round][mode]
 	unbatched          []named
-	curveMode          string
-	curve              []point
+	curves             []curve
 	backlog            *backlogResult
 }
 
@@ -137,26 +141,30 @@ func (r *report) markdown() string {
 			u.m.rate(), vs, u.m.perUnit(u.m.wal), u.m.perUnit(float64(u.m.cpu.Microseconds())), u.m.perUnit(float64(u.m.trips)))
 	}
 
-	fmt.Fprintf(&b, "\n## Worker processes on one server (%s)\n\n", r.curveMode)
-	b.WriteString("Processes of this binary (`worker` mode), released together, timed until every execution is done " +
-		"(polled every 50 ms).\n\n| processes | events | elapsed | events/s | vs 1 process | WAL B/event | server CPU µs/event | load |\n|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, p := range r.curve {
-		vs := p.m.rate() / r.curve[0].m.rate()
-		fmt.Fprintf(&b, "| %d | %d | %.2f s | %.0f | %.2f× | %.0f | %.1f | %s |\n", p.procs, p.m.units, p.m.elapsed.Seconds(),
-			p.m.rate(), vs, p.m.perUnit(p.m.wal), p.m.perUnit(float64(p.m.cpu.Microseconds())), p.m.loadAvg)
+	b.WriteString("\n## Worker processes on one server\n\nProcesses of this binary (`worker` mode), released together, " +
+		"timed until every execution is done (polled every 50 ms).\n")
+	for _, c := range r.curves {
+		fmt.Fprintf(&b, "\n%s:\n\n| processes | events | elapsed | events/s | vs 1 process | WAL B/event | server CPU µs/event | load |\n"+
+			"|---:|---:|---:|---:|---:|---:|---:|---|\n", c.mode)
+		for _, p := range c.points {
+			vs := p.m.rate() / c.points[0].m.rate()
+			fmt.Fprintf(&b, "| %d | %d | %.2f s | %.0f | %.2f× | %.0f | %.1f | %s |\n", p.procs, p.m.units, p.m.elapsed.Seconds(),
+				p.m.rate(), vs, p.m.perUnit(p.m.wal), p.m.perUnit(float64(p.m.cpu.Microseconds())), p.m.loadAvg)
+		}
 	}
 	if r.backlog != nil {
 		bl := r.backlog
 		fmt.Fprintf(&b, "\n## Flat costs and memory at a large backlog\n\n"+
 			"Medians of 200 probes on each backlog (after VACUUM ANALYZE): a shared transaction's claim of 64 messages "+
 			"and its load of their executions (then rolled back), and a listing page of 100.\n\n")
-		b.WriteString("| backlog | executions | claim of 64 | load of 64 | list page | list page, status filter |\n|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| backlog | executions | tables and indexes | claim of 64 | load of 64 | list page | list page, status filter |\n|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range []costs{bl.small, bl.big} {
 			us := func(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
-			fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s |\n", c.events, c.executions, us(c.claim), us(c.load), us(c.list), us(c.listStatus))
+			fmt.Fprintf(&b, "| %d | %d | %.1f MiB (shared_buffers %.0f MiB) | %s | %s | %s | %s |\n", c.events, c.executions,
+				float64(c.bytes)/(1<<20), float64(c.sharedBuffers)/(1<<20), us(c.claim), us(c.load), us(c.list), us(c.listStatus))
 		}
 		ratio := func(a, b time.Duration) float64 { return float64(b) / float64(max(a, 1)) }
-		fmt.Fprintf(&b, "| ratio | | %.2f× | %.2f× | %.2f× | %.2f× |\n\n", ratio(bl.small.claim, bl.big.claim),
+		fmt.Fprintf(&b, "| ratio | | | %.2f× | %.2f× | %.2f× | %.2f× |\n\n", ratio(bl.small.claim, bl.big.claim),
 			ratio(bl.small.load, bl.big.load), ratio(bl.small.list, bl.big.list), ratio(bl.small.listStatus, bl.big.listStatus))
 		fmt.Fprintf(&b, "One worker process (worker defaults, shared transaction) draining the %d-event backlog for %v: "+
 			"peak RSS (VmHWM) **%.1f MiB**, %.1f MiB at the end; it processed %d events (%.0f/s).\n",
