@@ -95,6 +95,7 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 	if b, err = appendTimers(b, e.Timers); err != nil {
 		return nil, err
 	}
+	b = appendStringMap(b, `,"timer_traces":{`, e.TimerTraces)
 	if e.Priority != 0 {
 		b = append(b, `,"priority":`...)
 		b = strconv.AppendInt(b, int64(e.Priority), 10)
@@ -141,7 +142,7 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendEvent writes an event as {"id":…,"kind":…,"data":…,"created_at":…}.
+// appendEvent writes an event as {"id":…,"kind":…,"data":…,"created_at":…,"trace":…}.
 func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendString(b, ev.ID)
@@ -152,15 +153,22 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	b = appendOptString(b, `,"trace":`, ev.Trace)
 	return append(b, '}'), nil
 }
 
 // appendHistory writes a history map as its ,"history" member, or nothing when it is empty.
 func appendHistory(b []byte, h map[string]string) []byte {
+	return appendStringMap(b, `,"history":{`, h)
+}
+
+// appendStringMap writes member (`,"name":{`) and the map's pairs in key order, or nothing when
+// the map is empty.
+func appendStringMap(b []byte, member string, h map[string]string) []byte {
 	if len(h) == 0 {
 		return b
 	}
-	b = append(b, `,"history":{`...)
+	b = append(b, member...)
 	for i, k := range sortedKeys(h) {
 		if i > 0 {
 			b = append(b, ',')

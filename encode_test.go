@@ -78,6 +78,12 @@ func randomExe(r *rand.Rand) *Execution {
 			e.Timers[id()] = randomTime(r)
 		}
 	}
+	if n := r.IntN(3); n > 0 {
+		e.TimerTraces = map[string]string{}
+		for range n {
+			e.TimerTraces[id()] = str()
+		}
+	}
 	if n := r.IntN(4); n > 0 {
 		e.InvokeSeq = map[string]int{}
 		for range n {
@@ -85,14 +91,14 @@ func randomExe(r *rand.Rand) *Execution {
 		}
 	}
 	for range r.IntN(3) {
-		e.Deferred = append(e.Deferred, Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r)})
+		e.Deferred = append(e.Deferred, Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r), Trace: str()})
 	}
 	if r.IntN(5) == 0 {
 		e.Deferred = []Event{} // empty but not nil: omitted all the same
 	}
 	e.StartContext = raw()
 	if r.IntN(3) == 0 {
-		d := &DeadLetter{Event: Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r)},
+		d := &DeadLetter{Event: Event{ID: id(), Kind: id(), Data: raw(), CreatedAt: randomTime(r), Trace: str()},
 			Status: statuses[r.IntN(len(statuses))], ActivePath: str(), Context: raw()}
 		if n := r.IntN(3); n > 0 || r.IntN(2) == 0 {
 			d.History = map[string]string{}
@@ -225,9 +231,10 @@ func FuzzRecordEncoding(f *testing.F) {
 			ID: s, DefinitionID: s, Status: Status(s), Outcome: s, History: map[string]string{s: s, "k": s},
 			Children:  map[string]ChildState{s: {RootPath: s, Outcome: s, Key: s}},
 			InvokeSeq: map[string]int{s: int(n)}, Version: n, CreatedAt: time.Unix(n%(1<<33), n%1e9),
-			Timers:   map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
-			Deferred: []Event{{ID: s, Kind: s}},
-			DeadLetter: &DeadLetter{Event: Event{ID: s, Kind: s}, Status: Status(s), ActivePath: s,
+			Timers:      map[string]time.Time{s: time.Unix(n%(1<<33), n%1e9).UTC()},
+			TimerTraces: map[string]string{s: s},
+			Deferred:    []Event{{ID: s, Kind: s, Trace: s}},
+			DeadLetter: &DeadLetter{Event: Event{ID: s, Kind: s, Trace: s}, Status: Status(s), ActivePath: s,
 				History: map[string]string{s: s}, Timers: map[string]time.Time{s: time.Unix(n%(1<<33), 0)}},
 		}
 		if json.Valid([]byte(doc)) {

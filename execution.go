@@ -61,7 +61,8 @@ type Execution struct {
 	Error        string `json:"error,omitempty"`
 	// ActivePath is the path of the active leaf state, empty before start.
 	ActivePath string `json:"active_path,omitempty"`
-	// History maps a compound state's path to its last active child (shallow history).
+	// History maps a compound state's path to its last active child (shallow history) or its
+	// last active leaf (deep history).
 	History map[string]string `json:"history,omitempty"`
 	// Context is the user data of the run, a JSON object.
 	Context json.RawMessage `json:"context,omitempty"`
@@ -79,10 +80,15 @@ type Execution struct {
 	// mirrors the store's timer rows so that a timeout fired for an earlier arming of a state
 	// (the state was left and re-entered meanwhile) can be told apart and ignored.
 	Timers map[string]time.Time `json:"timers,omitempty"`
+	// TimerTraces holds, by state path, the W3C trace context (as in Event.Trace) of the step
+	// that armed the timer, so that its timeout, fired by whichever worker sweeps it, joins that
+	// trace. Only a traced worker writes it; a path without a timer has no entry.
+	TimerTraces map[string]string `json:"timer_traces,omitempty"`
 	// Priority weights transport claims (0 is normal); children inherit it.
 	Priority int `json:"priority,omitempty"`
-	// Deferred is reserved for events a state postpones; a store keeps it, but the engine does not
-	// defer events yet.
+	// Deferred holds, in order, events the execution keeps for later: those an active state
+	// defers, and those waiting behind a pending retry (the retried event first). The engine
+	// delivers them again when it enters states, or when the retry has run.
 	Deferred []Event `json:"deferred,omitempty"`
 	// StartContext is the context the execution started with (its created context merged with the
 	// start event's data), which a reset restores when the operator gives no context. Empty means
@@ -116,6 +122,7 @@ func (e *Execution) Clone() *Execution {
 	}
 	c.InvokeSeq = maps.Clone(e.InvokeSeq)
 	c.Timers = maps.Clone(e.Timers)
+	c.TimerTraces = maps.Clone(e.TimerTraces)
 	if e.Deferred != nil {
 		c.Deferred = make([]Event, len(e.Deferred))
 		for i, ev := range e.Deferred {
@@ -183,4 +190,11 @@ type Event struct {
 	Kind      string          `json:"kind"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	CreatedAt time.Time       `json:"created_at,omitzero"`
+	// Trace is the W3C trace context of whatever sent the event — a traceparent header value,
+	// optionally followed by ";" and a tracestate value — so that the step it causes, on any
+	// host, joins the sender's trace. It travels wherever the event is stored (outbox rows,
+	// transport messages) and is empty when tracing is off. The store checks only its size and
+	// alphabet (printable ASCII, at most MaxTraceLen bytes); a malformed value is ignored by the
+	// propagator, never refused by a step.
+	Trace string `json:"trace,omitempty"`
 }

@@ -3,6 +3,8 @@ package stead_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -59,5 +61,44 @@ func TestCloseWaitsForCallsInFlight(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close = %v, want nil", err)
+	}
+}
+
+// noCounter hides the backend's Counter, as a backend written elsewhere may lack one.
+type noCounter struct{ stead.Backend }
+
+// TestCountPagesWithoutCounter counts on a backend without Counter, over several pages, and
+// holds the result to the count of the backend that has one.
+func TestCountPagesWithoutCounter(t *testing.T) {
+	ctx := t.Context()
+	withCounter := memstore.New()
+	defer withCounter.Close()
+	paged := stead.NewStore(noCounter{withCounter.Backend()})
+	if _, ok := paged.Backend().(stead.Counter); ok {
+		t.Fatal("the wrapper still has Count")
+	}
+	n := 2*stead.MaxListLimit + 7
+	statuses := []stead.Status{stead.StatusRunning, stead.StatusDone, stead.StatusFailed}
+	for i := range n {
+		exe := &stead.Execution{ID: fmt.Sprintf("x%05d", i), DefinitionID: fmt.Sprintf("d%d", i%2), Status: statuses[i%3]}
+		if _, err := withCounter.Save(ctx, exe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []stead.ListFilter{{}, {DefinitionID: "d1"}, {Statuses: []stead.Status{stead.StatusDone}}, {IDPrefix: "x01"}} {
+		want, err := withCounter.Count(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := paged.Count(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Total != want.Total || !maps.Equal(got.ByStatus, want.ByStatus) || !maps.Equal(got.ByDefinition, want.ByDefinition) {
+			t.Errorf("%+v: paged count %+v, counted %+v", f, got, want)
+		}
+	}
+	if c, _ := paged.Count(ctx, stead.ListFilter{}); c.Total != int64(n) || c.ByStatus[stead.StatusRunning] != int64((n+2)/3) {
+		t.Errorf("count of everything = %+v, want %d in all", c, n)
 	}
 }

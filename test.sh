@@ -3,7 +3,8 @@
 # PostgreSQL (STEAD_TEST_DATABASE_URL, default the local server). Starts PostgreSQL if it is
 # installed but down; installs it with apt if it is missing. Starts a PgBouncer in transaction
 # mode in front of it for the suites that run through one (STEAD_TEST_PGBOUNCER_URL), installing
-# it from Debian if it is missing, and stops it at the end.
+# it from Debian if it is missing, and stops it at the end. Installs Chromium from Debian if it is
+# missing, for the console's real-browser test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -96,6 +97,14 @@ stop_pgbouncer() {
 if [[ -z ${STEAD_TEST_PGBOUNCER_URL:-} && ($url == *127.0.0.1* || $url == *localhost*) ]]; then
   # Without it the PgBouncer tests skip, or fail where STEAD_REQUIRE_PGBOUNCER=1 (CI).
   start_pgbouncer || echo "test.sh: continuing without PgBouncer" >&2
+fi
+
+# The console's browser test drives a headless Chromium; without one it skips, or fails where
+# STEAD_REQUIRE_BROWSER=1 (CI).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "test.sh: installing Chromium" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+    echo "test.sh: continuing without Chromium" >&2
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -22,6 +22,9 @@ const (
 	MaxListLimit = 1000
 	// MaxBatch is the largest CommitBatch or LoadForEvents a store accepts.
 	MaxBatch = 1000
+	// MaxTraceLen is the longest Event.Trace in bytes: a traceparent (55 bytes), the separator
+	// and a tracestate of W3C's 32 members fit with room to spare.
+	MaxTraceLen = 1024
 )
 
 // Validate checks every field of the execution and returns an error wrapping ErrInvalid for the
@@ -94,6 +97,14 @@ func (e *Execution) Validate() error {
 			return check.Invalidf("execution %q: timer %q without a fire time", e.ID, k)
 		}
 	}
+	for k, tr := range e.TimerTraces {
+		if err := check.ID("timer trace path", k); err != nil {
+			return err
+		}
+		if err := checkTrace(tr); err != nil {
+			return fmt.Errorf("timer %q: %w", k, err)
+		}
+	}
 	for k := range e.InvokeSeq {
 		if err := check.ID("invoke seq key", k); err != nil {
 			return err
@@ -155,7 +166,25 @@ func (ev *Event) Validate() error {
 	if err := check.ID("event kind", ev.Kind); err != nil {
 		return err
 	}
+	if err := checkTrace(ev.Trace); err != nil {
+		return err
+	}
 	return check.JSON("event data", ev.Data)
+}
+
+// checkTrace refuses a trace carrier that is too long or holds anything but printable ASCII, the
+// alphabet of traceparent and tracestate: what a store keeps is then safe in every column type,
+// log line and header it may be copied to.
+func checkTrace(tr string) error {
+	if len(tr) > MaxTraceLen {
+		return check.Invalidf("event trace is %d bytes, more than %d", len(tr), MaxTraceLen)
+	}
+	for i := 0; i < len(tr); i++ {
+		if c := tr[i]; c < 0x20 || c > 0x7e {
+			return check.Invalidf("event trace holds byte 0x%02x at %d: only printable ASCII is allowed", c, i)
+		}
+	}
+	return nil
 }
 
 // Validate checks an event reference, as LoadForEvent, LoadForEvents and IsProcessed take it.

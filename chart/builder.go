@@ -26,6 +26,38 @@ func New(id string) *Builder {
 // Initial names the top-level state a started execution enters.
 func (b *Builder) Initial(name string) *Builder { b.def.Initial = name; return b }
 
+// Retry gives an action a retry policy (see Retry); r.Pos is set to the call site.
+func (b *Builder) Retry(action string, r Retry) *Builder {
+	r.Pos = caller()
+	if b.def.Retry == nil {
+		b.def.Retry = map[string]*Retry{}
+	}
+	b.def.Retry[action] = &r
+	return b
+}
+
+// Key declares a context key (k.Pos is set to the call site).
+func (b *Builder) Key(k ContextKey) *Builder {
+	k.Pos = caller()
+	b.def.Context = append(b.def.Context, &k)
+	return b
+}
+
+// TTL gives executions a time to live; with rearm, every event pushes it back.
+func (b *Builder) TTL(d time.Duration, rearm bool) *Builder {
+	b.def.TTL, b.def.RearmTTL = d, rearm
+	return b
+}
+
+// Returns lists the context keys an invoked execution of this definition hands back.
+func (b *Builder) Returns(keys ...string) *Builder {
+	b.def.Returns = append(b.def.Returns, keys...)
+	return b
+}
+
+// Version numbers this revision of the definition (see Definition.Version).
+func (b *Builder) Version(v int) *Builder { b.def.Version = v; return b }
+
 // Trace makes engines record a trace step for every step of this definition.
 func (b *Builder) Trace() *Builder { b.def.Trace = true; return b }
 
@@ -75,9 +107,18 @@ func (sb *StateBuilder) Final(outcome string) *StateBuilder { sb.s.Final = outco
 // History gives this compound state shallow history.
 func (sb *StateBuilder) History() *StateBuilder { sb.s.History = true; return sb }
 
+// DeepHistory gives this compound state deep history.
+func (sb *StateBuilder) DeepHistory() *StateBuilder { sb.s.DeepHistory = true; return sb }
+
 // EarlyExit lists outcomes that complete this parallel state's join at once.
 func (sb *StateBuilder) EarlyExit(outcomes ...string) *StateBuilder {
 	sb.s.EarlyExit = append(sb.s.EarlyExit, outcomes...)
+	return sb
+}
+
+// Defer appends event kinds the state defers.
+func (sb *StateBuilder) Defer(kinds ...string) *StateBuilder {
+	sb.s.Defer = append(sb.s.Defer, kinds...)
 	return sb
 }
 
@@ -104,6 +145,38 @@ func (sb *StateBuilder) On(event, target string) *TransitionBuilder {
 func (sb *StateBuilder) After(d time.Duration, target string) *TransitionBuilder {
 	sb.s.Timeout = &Timeout{After: d, Transition: Transition{Target: target, Pos: caller()}}
 	return &TransitionBuilder{t: &sb.s.Timeout.Transition}
+}
+
+// Choice adds a branch to this choice point: taken when guard passes ("" for the else, the
+// last branch).
+func (sb *StateBuilder) Choice(guard, target string) *TransitionBuilder {
+	t := &Transition{Target: target, Guard: guard, Pos: caller()}
+	sb.s.Choice = append(sb.s.Choice, t)
+	return &TransitionBuilder{t: t}
+}
+
+// Select makes this a selector state running action (a Registry.Selector).
+func (sb *StateBuilder) Select(action string) *StateBuilder {
+	sb.s.Select = &Select{Action: action, Pos: caller()}
+	return sb
+}
+
+// Case adds the case for label (ElseLabel for every other) to this selector state.
+func (sb *StateBuilder) Case(label, target string) *TransitionBuilder {
+	if sb.s.Select == nil {
+		sb.s.Select = &Select{Pos: caller()}
+	}
+	c := &Case{Label: label, Transition: Transition{Target: target, Pos: caller()}}
+	sb.s.Select.Cases = append(sb.s.Select.Cases, c)
+	return &TransitionBuilder{t: &c.Transition}
+}
+
+// Invoke makes this state run inv (Pos is set to the call site); its completion transitions
+// route on the child's outcome.
+func (sb *StateBuilder) Invoke(inv Invoke) *StateBuilder {
+	inv.Pos = caller()
+	sb.s.Invoke = &inv
+	return sb
 }
 
 // Done adds a completion transition.

@@ -36,8 +36,11 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 		if s.leaf < 0 {
 			return corrupt(exe, "%s without an active path", exe.Status)
 		}
-		if k := e.nodes[s.leaf].kind; k == compoundNode {
+		switch e.nodes[s.leaf].kind {
+		case compoundNode:
 			return corrupt(exe, "active path %q is not a leaf", exe.ActivePath)
+		case choiceNode, selectNode:
+			return corrupt(exe, "active path %q is a choice point or selector, which nothing rests in", exe.ActivePath)
 		}
 		if n := &e.nodes[s.leaf]; n.kind == parallelNode {
 			seq := exe.InvokeSeq[n.path]
@@ -48,6 +51,9 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			}
 		}
 	case stead.StatusDone:
+		if exe.Outcome == OutcomeExpired && e.ttl > 0 {
+			break // its time ran out wherever it was
+		}
 		n := &e.nodes[s.leaf]
 		if n.kind != finalNode || n.parent != s.root {
 			return corrupt(exe, "done on %q, which is not a final state of its root", exe.ActivePath)
@@ -55,6 +61,9 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 		if exe.Outcome != n.outcome {
 			return corrupt(exe, "outcome %q, but final state %q declares %q", exe.Outcome, n.path, n.outcome)
 		}
+	}
+	if len(exe.Deferred) > 0 && (exe.Status == stead.StatusDone || exe.Status == stead.StatusCancelled) {
+		return corrupt(exe, "%s with deferred events", exe.Status)
 	}
 	if exe.Status.Finished() && exe.FinishedAt.IsZero() {
 		return corrupt(exe, "%s without a finish time", exe.Status)
@@ -64,11 +73,34 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 		if _, ok := e.byPath[k]; !ok || !e.nodes[p].history {
 			return corrupt(exe, "history for %q, which is not a state with history", k)
 		}
+		if e.nodes[p].deep {
+			if _, ok := e.byPath[v]; !ok || c == p || !e.isAncestor(p, c) || e.nodes[c].kind == compoundNode {
+				return corrupt(exe, "deep history of %q names %q, which is not a leaf inside it", k, v)
+			}
+			continue
+		}
 		if _, ok := e.byPath[v]; !ok || e.nodes[c].parent != p {
 			return corrupt(exe, "history of %q names %q, which is not its child", k, v)
 		}
 	}
+	_, retrying := exe.Timers[RetryTimerPath]
+	if retrying {
+		switch {
+		case exe.Status.Finished():
+			return corrupt(exe, "%s with a pending retry", exe.Status)
+		case len(exe.Deferred) == 0:
+			return corrupt(exe, "a pending retry without the event it applies again")
+		case exe.InvokeSeq[retryAttemptsKey] < 1:
+			return corrupt(exe, "a pending retry without a count of failed attempts")
+		}
+	}
+	if _, ok := exe.Timers[TTLTimerPath]; ok && (e.ttl <= 0 || exe.Status.Finished() || exe.RootPath != "") {
+		return corrupt(exe, "a time-to-live timer on a %s execution of a definition without one", exe.Status)
+	}
 	for path := range exe.Timers {
+		if path == RetryTimerPath || path == TTLTimerPath {
+			continue
+		}
 		n, ok := e.byPath[path]
 		if !ok || e.nodes[n].timeout == nil {
 			return corrupt(exe, "timer for %q, which is not a state with a timeout", path)
@@ -82,12 +114,32 @@ func (e *Engine) CheckExecution(exe *stead.Execution) error {
 			return corrupt(exe, "timer armed for %q, which is not active", path)
 		}
 	}
+	if exe.Status == stead.StatusRunning || exe.Status == stead.StatusSuspended {
+		if n := s.leaf; n >= 0 && e.nodes[n].inv != nil && e.nodes[n].inv.ForEach == "" {
+			if _, ok := exe.Children[s.invokePrefix(n)]; !ok {
+				return corrupt(exe, "invoking state %q has no join entry for its child", e.nodes[n].path)
+			}
+		}
+	}
 	for k, v := range exe.InvokeSeq {
-		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode || v < 0 {
-			return corrupt(exe, "invoke counter %q=%d is not a parallel state's", k, v)
+		if k == retryAttemptsKey || k == retryVersionKey || k == retryIndexKey {
+			if !retrying || v < 0 {
+				return corrupt(exe, "retry counter %q=%d without a pending retry", k, v)
+			}
+			continue
+		}
+		if i, ok := e.byPath[k]; !ok || e.nodes[i].kind != parallelNode && e.nodes[i].inv == nil || v < 0 {
+			return corrupt(exe, "invoke counter %q=%d is not a parallel or invoking state's", k, v)
 		}
 	}
 	for id, c := range exe.Children {
+		if c.RootPath == "" {
+			n, ok := e.byPath[c.Key]
+			if !ok || e.nodes[n].inv == nil || !strings.HasPrefix(id, exe.ID+":"+c.Key+":") {
+				return corrupt(exe, "child %q of state %q is not one an invoking state starts", id, c.Key)
+			}
+			continue
+		}
 		r, ok := e.byPath[c.RootPath]
 		if !ok || !e.nodes[r].region || !strings.HasPrefix(id, exe.ID+":"+c.RootPath+":") {
 			return corrupt(exe, "child %q with root path %q is not one of its regions", id, c.RootPath)

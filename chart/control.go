@@ -75,13 +75,17 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 	}
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1, control: true}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1, control: true,
+		keyVersion: exe.Version, attempt: 1}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
 		return nil, stead.Bundle{}, err
 	}
+	// A pending retry is abandoned: the operator decides where the execution goes instead.
+	s.clearRetry(true)
 	var err error
 	if ev.Kind == KindReset {
+		s.out.Deferred = nil
 		err = s.reset()
 	} else {
 		err = s.setState()
@@ -95,6 +99,9 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 	if exe.Status == stead.StatusSuspended && s.out.Status == stead.StatusRunning {
 		s.out.Status = stead.StatusSuspended
 	}
+	if s.entered && s.out.Status == stead.StatusRunning {
+		return e.redeliver(s.out, s.b, now, keyRef{version: exe.Version, index: s.nextAct}, false)
+	}
 	return s.out, s.b, nil
 }
 
@@ -102,6 +109,7 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 func (s *stepper) revive() {
 	s.out.Status, s.out.Outcome, s.out.Error = stead.StatusRunning, "", ""
 	s.out.FinishedAt, s.out.DeadLetter = time.Time{}, nil
+	s.armTTL()
 }
 
 func (s *stepper) reset() error {
@@ -217,7 +225,7 @@ func (s *stepper) cancelChildren() {
 // leaving it would, so that entering it again spawns children with fresh ids.
 func (s *stepper) retireParallels() {
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
-		if nd := &s.e.nodes[n]; nd.kind == parallelNode {
+		if nd := &s.e.nodes[n]; nd.kind == parallelNode || nd.inv != nil {
 			s.invokeSeq()[nd.path] = s.out.InvokeSeq[nd.path] + 1
 		}
 	}
@@ -278,8 +286,8 @@ func (e *Engine) retry(exe *stead.Execution, ev stead.Event, now time.Time) (*st
 	if suspended {
 		back.Status = stead.StatusRunning // the step runs; the suspension is put back after it
 	}
-	if n, ok := e.byPath[back.ActivePath]; ok && e.nodes[n].kind == parallelNode {
-		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: retry %q: it failed in parallel state %q, whose regions were cancelled; reset or set-state it",
+	if n, ok := e.byPath[back.ActivePath]; ok && (e.nodes[n].kind == parallelNode || e.nodes[n].inv != nil) {
+		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: retry %q: it failed in state %q, whose children were cancelled; reset or set-state it",
 			stead.ErrInvalid, exe.ID, back.ActivePath)
 	}
 	// The timers armed before the failing step are armed again at their fire times, except the

@@ -5,8 +5,13 @@
 // # Model
 //
 // A Definition is a tree of states. A state is atomic, compound (children and an initial
-// child, optionally shallow history), parallel (orthogonal regions) or final (with an outcome
-// such as success, failure, cancelled, or any name). Transitions fire on an event kind, with an
+// child, optionally shallow or deep history), parallel (orthogonal regions), final (with an
+// outcome such as success, failure, cancelled, or any name), a choice point (guarded branches
+// in order, the last one the else) or a selector (an action registered with Registry.Selector
+// returns a label, and the state's case for it is taken). Choice points and selectors are left
+// in the step that enters them. A state may defer event kinds: they wait in
+// Execution.Deferred and are delivered again, in order, once a state that does not defer them
+// is entered. Transitions fire on an event kind, with an
 // optional guard and actions, to any state in the same region; exit and entry run in order
 // through the transition's domain (the least common proper ancestor of source and target, or
 // the source for an internal transition). A transition without target only runs its actions.
@@ -42,11 +47,36 @@
 // in the parent's context under RegionResultsKey. Events the parent does not handle while in a
 // parallel state are forwarded to its unfinished regions.
 //
+// Invoked machines: an invoking state (State.Invoke) runs another definition as a child
+// execution (id "<parent id>:<state path>:<n>"), or one per item of a context list (a fan-out,
+// "...:<n>:<i>"), with inputs copied from the parent's context. The spawn intent names the
+// definition (SpawnTarget decodes it), which the worker resolves among the machines it knows.
+// When the child finishes, the keys its definition Returns are copied into the parent's context
+// (a fan-out collects them in item order) and the state's completion transitions route on the
+// outcome; leaving the state cancels the unfinished children.
+//
 // Actions and guards are Go functions registered by name in a Registry. An action gets an
 // ActionContext (the context, the event, and an idempotency key "<execution id>:<version>:<n>")
 // and returns an ActionResult: context keys to set or delete and events to send. An action error
 // takes the error transition (on_error) of the nearest active state that declares one, starting
 // at the state the action belongs to, or else fails the execution.
+//
+// # Retries
+//
+// Definition.Retry gives actions a retry policy (Retry: attempts, exponential backoff with a cap
+// and a jitter derived from the execution and event ids). When such an action fails with
+// attempts left, the step is discarded and a durable timer (RetryTimerPath) applies the event
+// again after the backoff; events arriving meanwhile wait in Execution.Deferred, behind it. Every
+// attempt gives its actions the first attempt's idempotency keys and its number
+// (ActionContext.Attempt). The last failure takes the error transition or fails the execution.
+//
+// # Typed context and expiry
+//
+// Definition.Context declares context keys (ContextKey: type, default, required): a start
+// context is checked and defaulted (Engine.PrepareContext), and actions cannot set undeclared
+// keys or values of another type. Definition.TTL gives executions a time to live, a durable
+// timer (TTLTimerPath) that ends them with OutcomeExpired, re-armed by every event with
+// RearmTTL.
 //
 // Definitions come from the Builder (New) or from YAML (Parse, LoadFile), and both go through
 // Validate, which reports every problem with its position. Definition.Mermaid draws a diagram.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,11 +24,14 @@ const (
 	compoundNode
 	parallelNode
 	finalNode
+	choiceNode // a choice point: left at once through its first passing branch
+	selectNode // a selector: left at once through the case its action's label picks
 )
 
 type act struct {
-	name string
-	fn   Action
+	name  string
+	fn    Action
+	retry *Retry // nil: a failure is not retried
 }
 
 type trans struct {
@@ -51,6 +55,7 @@ type node struct {
 	children  []int32
 	outcome   string
 	history   bool
+	deep      bool // history remembers the last active leaf, not the child
 	entry     []act
 	exit      []act
 	on        map[string][]*trans
@@ -59,6 +64,16 @@ type node struct {
 	done      []*trans
 	onError   *trans
 	earlyExit []string
+	defers    []string // event kinds the state defers
+	choice    []*trans
+	sel       *selector
+	inv       *Invoke // a copy of the state's, with defaults filled in
+}
+
+type selector struct {
+	act   act
+	cases map[string]*trans
+	els   *trans
 }
 
 // Engine advances executions of one definition. It is immutable after NewEngine and safe for
@@ -66,6 +81,10 @@ type node struct {
 type Engine struct {
 	def     *Definition
 	id      string
+	returns []string // the context keys an invoked execution hands back
+	schema  *schema  // the declared context keys, or nil
+	ttl     time.Duration
+	rearm   bool
 	trace   bool
 	nodes   []node
 	byPath  map[string]int32
@@ -87,13 +106,17 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 	if err := Validate(def, reg); err != nil {
 		return nil, err
 	}
-	e := &Engine{def: def, id: def.ID, trace: def.Trace, byPath: map[string]int32{}}
+	e := &Engine{def: def, id: def.VersionedID(), trace: def.Trace, byPath: map[string]int32{}, returns: slices.Clone(def.Returns),
+		schema: compileSchema(def.Context), ttl: def.TTL, rearm: def.RearmTTL && def.TTL > 0}
 	for _, o := range opts {
 		o(e)
 	}
 	e.compile(reg)
 	return e, nil
 }
+
+// DefinitionID is the id executions of this engine record: Definition.VersionedID.
+func (e *Engine) DefinitionID() string { return e.id }
 
 // Definition returns the definition the engine was built from.
 func (e *Engine) Definition() *Definition { return e.def }
@@ -105,7 +128,7 @@ func (e *Engine) compile(reg *Registry) {
 		for _, s := range states {
 			i := int32(len(e.nodes))
 			n := node{path: joinPath(prefix, s.Name), parent: parent, region: inParallel, initial: -1,
-				outcome: s.Final, history: s.History, earlyExit: slices.Clone(s.EarlyExit)}
+				outcome: s.Final, history: s.History || s.DeepHistory, deep: s.DeepHistory, earlyExit: slices.Clone(s.EarlyExit)}
 			switch {
 			case s.IsFinal():
 				n.kind = finalNode
@@ -113,6 +136,10 @@ func (e *Engine) compile(reg *Registry) {
 				n.kind = parallelNode
 			case len(s.States) > 0:
 				n.kind = compoundNode
+			case len(s.Choice) > 0:
+				n.kind = choiceNode
+			case s.Select != nil:
+				n.kind = selectNode
 			}
 			e.nodes = append(e.nodes, n)
 			e.byPath[n.path] = i
@@ -124,13 +151,18 @@ func (e *Engine) compile(reg *Registry) {
 	}
 	add(-1, "", e.def.States, false)
 	e.initial = e.byPath[e.def.Initial]
+	retries := make(map[string]*Retry, len(e.def.Retry))
+	for name, r := range e.def.Retry {
+		c := *r // the engine keeps its own copy
+		retries[name] = &c
+	}
 	acts := func(names []string) []act {
 		if len(names) == 0 {
 			return nil
 		}
 		out := make([]act, len(names))
 		for i, name := range names {
-			out[i] = act{name: name, fn: reg.actions[name]}
+			out[i] = act{name: name, fn: reg.actions[name], retry: retries[name]}
 		}
 		return out
 	}
@@ -141,6 +173,7 @@ func (e *Engine) compile(reg *Registry) {
 			n.initial = e.byPath[joinPath(path, s.Initial)]
 		}
 		n.entry, n.exit = acts(s.Entry), acts(s.Exit)
+		n.defers = slices.Clone(s.Defer)
 		mk := func(t *Transition) *trans {
 			ct := &trans{src: i, target: -1, internal: t.Internal, guardName: t.Guard,
 				actions: acts(t.Actions), outcome: t.Outcome, domain: i}
@@ -172,6 +205,30 @@ func (e *Engine) compile(reg *Registry) {
 		}
 		if s.OnError != nil {
 			n.onError = mk(s.OnError)
+		}
+		for _, t := range s.Choice {
+			n.choice = append(n.choice, mk(t))
+		}
+		if s.Invoke != nil {
+			inv := *s.Invoke
+			inv.Input = maps.Clone(inv.Input)
+			if inv.ForEach != "" && inv.As == "" {
+				inv.As = "item"
+			}
+			if inv.ForEach != "" && inv.Results == "" {
+				inv.Results = "results"
+			}
+			n.inv = &inv
+		}
+		if sel := s.Select; sel != nil {
+			n.sel = &selector{act: acts([]string{sel.Action})[0], cases: map[string]*trans{}}
+			for _, c := range sel.Cases {
+				if c.Label == ElseLabel {
+					n.sel.els = mk(&c.Transition)
+				} else {
+					n.sel.cases[c.Label] = mk(&c.Transition)
+				}
+			}
 		}
 	})
 }
@@ -245,20 +302,53 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 	if ev.Kind == "" {
 		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: event %q has no kind", stead.ErrInvalid, ev.ID)
 	}
+	if e.ttl > 0 && ev.Kind == KindTimeout && isTTLTimeout(ev) {
+		out, b, _, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
+		return out, b, err // an expiry is never held behind a retry
+	}
+	if _, ok := exe.Timers[RetryTimerPath]; ok && ev.Kind != KindCancel &&
+		(exe.Status == stead.StatusRunning || exe.Status == stead.StatusPending) {
+		return e.whileRetrying(exe, ev, now)
+	}
+	out, b, r, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
+	if err == nil && r.entered && !r.retried {
+		out, b, err = e.redeliver(out, b, now, keyRef{version: exe.Version, index: r.acts}, false)
+	}
+	if err == nil && e.rearm && ev.Kind != KindTimeout && ev.Kind != KindStart {
+		e.rearmTTL(out, &b, now)
+	}
+	return out, b, err
+}
+
+// applied is what one application of an event did.
+type applied struct {
+	entered bool // states were entered: deferred events get another chance
+	retried bool // an action failed with attempts left: the step was discarded for a retry
+	acts    int  // the index the next action's idempotency key takes
+}
+
+// apply runs one event against exe: attempt counts the runs of this event (1 unless retried), k
+// is where its idempotency keys start.
+func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
 	out := *exe
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1}
+	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
+		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
 	if err := s.locate(); err != nil {
-		return nil, stead.Bundle{}, err
+		return nil, stead.Bundle{}, applied{}, err
 	}
 	if err := s.dispatch(); err != nil {
-		return nil, stead.Bundle{}, err
+		return nil, stead.Bundle{}, applied{}, err
+	}
+	if s.retrying != nil && s.fatal == nil {
+		out, b := s.scheduleRetry(k)
+		return out, b, applied{retried: true, acts: s.nextAct}, nil
 	}
 	if err := s.finishStep(); err != nil {
-		return nil, stead.Bundle{}, err
+		return nil, stead.Bundle{}, applied{}, err
 	}
-	return s.out, s.b, nil
+	return s.out, s.b, applied{entered: s.entered, acts: s.nextAct}, nil
 }
 
 func corrupt(exe *stead.Execution, format string, args ...any) error {
@@ -286,6 +376,14 @@ type stepper struct {
 	ownTimers bool
 	control   bool // the step applies an operator's command (Engine.Control)
 	fatal     error
+	// keyVersion is the version idempotency keys name (the input's, or a retried event's first
+	// attempt's); attempt counts the runs of this event.
+	keyVersion  int64
+	attempt     int
+	retrying    *actionError // a failure that gets another attempt
+	label       string       // the label the last action returned
+	emptyFanOut bool         // the fan-out just entered found no item: its join completes at once
+	entered     bool         // a state was entered
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -353,7 +451,8 @@ func (s *stepper) dispatch() error {
 		return s.childFinished()
 	}
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
-		for _, t := range s.e.nodes[n].on[ev.Kind] {
+		nd := &s.e.nodes[n]
+		for _, t := range nd.on[ev.Kind] {
 			if ok, err := s.guard(t, ev); err != nil {
 				s.drive(nil, stead.Event{}, err)
 				return nil
@@ -361,6 +460,10 @@ func (s *stepper) dispatch() error {
 				s.drive(t, ev, nil)
 				return nil
 			}
+		}
+		if len(nd.defers) > 0 && slices.Contains(nd.defers, ev.Kind) {
+			s.deferEvent()
+			return nil
 		}
 	}
 	if s.e.nodes[s.leaf].kind == parallelNode && !strings.HasPrefix(ev.Kind, "stead.") {
@@ -375,11 +478,27 @@ func (s *stepper) start() error {
 			return fmt.Errorf("chart: %w: start data of %q is not a JSON object: %v", stead.ErrInvalid, s.in.ID, err)
 		}
 	}
+	if sc := s.e.schema; sc != nil && s.in.RootPath == "" {
+		// A region child starts from its parent's context, checked when the parent started.
+		c := s.context()
+		if err := c.decode(); err != nil {
+			return fmt.Errorf("chart: %w: start context of %q: %v", stead.ErrInvalid, s.in.ID, err)
+		}
+		n := len(c.m)
+		if err := sc.prepare(c.m); err != nil {
+			s.fail("start context: " + err.Error())
+			return nil
+		}
+		if len(c.m) != n {
+			c.dirty, c.changed = true, true
+		}
+	}
 	s.out.Status = stead.StatusRunning
 	if len(s.out.Context) == 0 {
 		s.out.Context = json.RawMessage("{}") // a started execution always has an object
 	}
 	s.keepStartContext()
+	s.armTTL()
 	if s.out.CreatedAt.IsZero() {
 		s.out.CreatedAt = s.now
 	}
@@ -408,6 +527,10 @@ func (s *stepper) drive(t *trans, ev stead.Event, err error) {
 			var ae *actionError
 			if !errors.As(err, &ae) {
 				s.fatal = err
+				return
+			}
+			if s.retryable(ae) {
+				s.retrying, s.stopped = ae, true
 				return
 			}
 			if recovering != nil {
@@ -481,7 +604,7 @@ func (s *stepper) fire(t *trans, ev stead.Event) (bool, error) {
 }
 
 func (s *stepper) enterNode(n int32, ev stead.Event) error {
-	s.leaf = n
+	s.leaf, s.entered = n, true
 	nd := &s.e.nodes[n]
 	if err := s.runActions(nd.entry, n, ev); err != nil {
 		return err
@@ -508,6 +631,8 @@ func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 				if p, ok := s.out.History[nd.path]; ok {
 					if c, ok := s.e.byPath[p]; ok && s.e.nodes[c].parent == n {
 						child = c
+					} else if ok && nd.deep && c != n && s.e.isAncestor(n, c) {
+						return s.enterDeep(n, c, ev)
 					}
 				}
 			}
@@ -518,9 +643,28 @@ func (s *stepper) enterDefault(n int32, ev stead.Event) error {
 		case parallelNode:
 			return s.spawn(n)
 		default:
+			if nd.inv != nil {
+				return s.invoke(n)
+			}
 			return nil
 		}
 	}
+}
+
+// enterDeep enters, below compound n, the chain of states down to leaf (outermost first), then
+// continues from the leaf as enterDefault would.
+func (s *stepper) enterDeep(n, leaf int32, ev stead.Event) error {
+	var chain []int32
+	for x := leaf; x != n; x = s.e.parent(x) {
+		chain = append(chain, x)
+	}
+	slices.Reverse(chain)
+	for _, x := range chain {
+		if err := s.enterNode(x, ev); err != nil {
+			return err
+		}
+	}
+	return s.enterDefault(leaf, ev)
 }
 
 func (s *stepper) exitNode(n int32, ev stead.Event) error {
@@ -536,8 +680,22 @@ func (s *stepper) exitNode(n int32, ev stead.Event) error {
 		seq := s.out.InvokeSeq[nd.path]
 		s.invokeSeq()[nd.path] = seq + 1
 	}
-	if p := nd.parent; p >= 0 && s.e.nodes[p].history {
+	if nd.inv != nil {
+		s.cancelInvoked(n)
+		seq := s.out.InvokeSeq[nd.path]
+		s.invokeSeq()[nd.path] = seq + 1
+	}
+	if p := nd.parent; p >= 0 && s.e.nodes[p].history && !s.e.nodes[p].deep {
 		s.history()[s.e.nodes[p].path] = nd.path
+	}
+	if nd.kind != compoundNode {
+		// The active leaf is the first state a transition leaves: every enclosing state with
+		// deep history remembers it, and the compound states left after it do not overwrite that.
+		for a := nd.parent; a >= 0; a = s.e.nodes[a].parent {
+			if s.e.nodes[a].deep {
+				s.history()[s.e.nodes[a].path] = nd.path
+			}
+		}
 	}
 	s.leaf = nd.parent
 	return nil
@@ -588,10 +746,26 @@ func (s *stepper) cancelRegions(n int32) {
 	}
 }
 
-// completion returns the completion transition to take now that a final state was entered.
+// completion returns the transition to take at once now that states were entered: a choice
+// point's branch, a selector's case, or the completion transition of a final state's parent.
 func (s *stepper) completion() (*trans, stead.Event, error) {
 	leaf := &s.e.nodes[s.leaf]
-	if leaf.kind != finalNode {
+	switch leaf.kind {
+	case choiceNode:
+		for _, t := range leaf.choice {
+			if ok, err := s.guard(t, s.ev); err != nil || ok {
+				return t, s.ev, err
+			}
+		}
+		return nil, stead.Event{}, nil // unreachable: Validate requires an else branch
+	case selectNode:
+		return s.selectCase(s.leaf)
+	case finalNode:
+	default:
+		if s.emptyFanOut && leaf.inv != nil {
+			s.emptyFanOut = false
+			return s.pickDone(s.leaf, OutcomeSuccess) // nothing to wait for
+		}
 		return nil, stead.Event{}, nil
 	}
 	p := leaf.parent
@@ -600,6 +774,23 @@ func (s *stepper) completion() (*trans, stead.Event, error) {
 		return nil, stead.Event{}, nil
 	}
 	return s.pickDone(p, leaf.outcome)
+}
+
+// selectCase runs selector n's action and returns the case its label picks.
+func (s *stepper) selectCase(n int32) (*trans, stead.Event, error) {
+	sel := s.e.nodes[n].sel
+	s.label = ""
+	if err := s.call(sel.act, n, s.ev); err != nil {
+		return nil, stead.Event{}, err
+	}
+	if t, ok := sel.cases[s.label]; ok {
+		return t, s.ev, nil
+	}
+	if sel.els != nil {
+		return sel.els, s.ev, nil
+	}
+	return nil, stead.Event{}, &actionError{owner: n, action: sel.act.name,
+		err: fmt.Errorf("returned label %q, for which selector %q has no case", s.label, s.e.nodes[n].path)}
 }
 
 func (s *stepper) pickDone(p int32, outcome string) (*trans, stead.Event, error) {
@@ -624,6 +815,10 @@ func (s *stepper) timeout() error {
 	var d timeoutData
 	if err := json.Unmarshal(s.ev.Data, &d); err != nil {
 		return fmt.Errorf("chart: %w: timeout event %q: data is not {\"path\": ..., \"fire_at\": ...}: %v", stead.ErrInvalid, s.ev.ID, err)
+	}
+	if d.Path == TTLTimerPath {
+		s.expire(d.FireAt)
+		return nil
 	}
 	n, ok := s.e.byPath[d.Path]
 	if !ok || !s.isActive(n) || s.e.nodes[n].timeout == nil {
@@ -673,6 +868,9 @@ func (s *stepper) childFinished() error {
 		return fmt.Errorf("chart: %w: finished event %q: %v", stead.ErrInvalid, s.ev.ID, err)
 	}
 	p := s.leaf
+	if s.e.nodes[p].inv != nil {
+		return s.invokeFinished(p, d)
+	}
 	if s.e.nodes[p].kind != parallelNode {
 		return nil // a late notice for a parallel state already left
 	}
@@ -769,6 +967,8 @@ func (s *stepper) errorEvent(ae *actionError) stead.Event {
 // finish marks the execution done with outcome and tells the parent.
 func (s *stepper) finish(outcome string) {
 	s.out.Status, s.out.Outcome, s.out.FinishedAt = stead.StatusDone, outcome, s.now
+	s.out.Deferred = nil // a finished execution applies no event
+	s.disarmTTL()
 	s.stopped = true
 	s.notifyParent(outcome, "")
 }
@@ -785,6 +985,7 @@ func (s *stepper) fail(msg string) {
 
 func (s *stepper) cancel() {
 	s.out.Status, s.out.FinishedAt = stead.StatusCancelled, s.now
+	s.out.Deferred = nil // a cancelled execution applies no event
 	s.stopped = true
 	if s.in.Status == stead.StatusFailed {
 		return // already disarmed and reported when it failed
@@ -794,8 +995,11 @@ func (s *stepper) cancel() {
 	s.notifyParent(OutcomeCancelled, "")
 }
 
-// disarm cancels the timers of the active states and the unfinished children.
+// disarm cancels the timers of the active states (and of a pending retry) and the unfinished
+// children.
 func (s *stepper) disarm() {
+	s.clearRetry(true)
+	s.disarmTTL()
 	for n := s.leaf; n != s.root && n >= 0; n = s.e.parent(n) {
 		nd := &s.e.nodes[n]
 		if nd.timeout != nil {
@@ -803,6 +1007,9 @@ func (s *stepper) disarm() {
 		}
 		if nd.kind == parallelNode {
 			s.cancelRegions(n)
+		}
+		if nd.inv != nil {
+			s.cancelInvoked(n)
 		}
 	}
 }
@@ -821,6 +1028,9 @@ func (s *stepper) notifyParent(outcome, errMsg string) {
 	raw, err := s.context().encode()
 	if err != nil {
 		raw = nil
+	}
+	if s.in.RootPath == "" {
+		raw = s.returned() // an invoked machine hands back only what its definition returns
 	}
 	d := finishedData{ChildID: s.in.ChildID, Outcome: outcome, Result: raw, Error: errMsg}
 	s.emit(s.in.ParentID, stead.Event{ID: "finished:" + s.in.ID, Kind: KindFinished, Data: mustJSON(d), CreatedAt: s.now})
@@ -849,6 +1059,7 @@ type actionError struct {
 	owner  int32
 	action string
 	err    error
+	retry  *Retry // the failed action's retry policy, when its failure may be retried
 }
 
 func (a *actionError) Error() string { return fmt.Sprintf("action %q: %v", a.action, a.err) }
@@ -863,7 +1074,7 @@ func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
 }
 
 func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
-	key := s.in.ID + ":" + strconv.FormatInt(s.in.Version, 10) + ":" + strconv.Itoa(s.nextAct)
+	key := s.in.ID + ":" + strconv.FormatInt(s.keyVersion, 10) + ":" + strconv.Itoa(s.nextAct)
 	s.nextAct++
 	if s.e.trace {
 		s.actions = append(s.actions, a.name)
@@ -880,10 +1091,10 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: ev, Key: key})
+			State: s.e.nodes[owner].path, Event: ev, Key: key, Attempt: max(s.attempt, 1)})
 	}()
 	if err != nil {
-		return &actionError{owner: owner, action: a.name, err: err}
+		return &actionError{owner: owner, action: a.name, err: err, retry: a.retry}
 	}
 	var sends []stead.Emit
 	for j, m := range res.Send {
@@ -905,13 +1116,14 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 		sends = append(sends, stead.Emit{Target: to, Event: stead.Event{
 			ID: key + ":" + strconv.Itoa(j), Kind: m.Kind, Data: data, CreatedAt: s.now}})
 	}
-	if err := c.apply(&res); err != nil {
+	if err := c.apply(&res, s.e.schema); err != nil {
 		if c.err != nil {
 			return err
 		}
 		return &actionError{owner: owner, action: a.name, err: err}
 	}
 	s.b.Emits = append(s.b.Emits, sends...)
+	s.label = res.Label
 	return nil
 }
 

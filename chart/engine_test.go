@@ -59,6 +59,35 @@ func testRegistry(def *Definition, log *logger, extra map[string]Action) *Regist
 			add(s.OnError.Actions)
 			guard(s.OnError)
 		}
+		for _, t := range transientTransitions(s) {
+			add(t.Actions)
+			guard(t)
+		}
+		if sel := s.Select; sel != nil && sel.Action != "" {
+			if fn, ok := extra[sel.Action]; ok {
+				var labels []string
+				for _, c := range sel.Cases {
+					if c.Label != ElseLabel {
+						labels = append(labels, c.Label)
+					}
+				}
+				reg.Selector(sel.Action, labels, fn)
+				return
+			}
+			// Without one of its own, a selector answers with the context's "label", declaring
+			// the labels its cases name.
+			var labels []string
+			for _, c := range sel.Cases {
+				if c.Label != ElseLabel {
+					labels = append(labels, c.Label)
+				}
+			}
+			name := sel.Action
+			reg.Selector(name, labels, func(a ActionContext) (ActionResult, error) {
+				log.calls = append(log.calls, name)
+				return ActionResult{Label: a.String("label")}, nil
+			})
+		}
 	})
 	return reg
 }
@@ -235,24 +264,28 @@ states:
 func TestHistory(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		history bool
+		history string
 		events  []string
 		want    string
 	}{
-		{true, []string{"next", "leave", "back"}, "h.two.deep1"},
-		{true, []string{"next", "next", "leave", "back"}, "h.two.deep1"}, // shallow: two's own child restarts
-		{true, []string{"leave", "back"}, "h.one"},
-		{false, []string{"next", "leave", "back"}, "h.one"},
+		{"true", []string{"next", "leave", "back"}, "h.two.deep1"},
+		{"true", []string{"next", "next", "leave", "back"}, "h.two.deep1"}, // shallow: two's own child restarts
+		{"true", []string{"leave", "back"}, "h.one"},
+		{"false", []string{"next", "leave", "back"}, "h.one"},
+		{"deep", []string{"next", "next", "leave", "back"}, "h.two.deep2"}, // deep: the leaf itself
+		{"deep", []string{"next", "leave", "back"}, "h.two.deep1"},
+		{"deep", []string{"leave", "back"}, "h.one"},
+		{"deep", []string{"next", "next", "leave", "back", "leave", "back"}, "h.two.deep2"},
 	}
 	for _, tt := range tests {
-		t.Run(strings.Join(tt.events, ","), func(t *testing.T) {
+		t.Run(tt.history+":"+strings.Join(tt.events, ","), func(t *testing.T) {
 			t.Parallel()
 			var log logger
-			src := strings.Replace(historyChart, "%s", map[bool]string{true: "true", false: "false"}[tt.history], 1)
+			src := strings.Replace(historyChart, "%s", tt.history, 1)
 			eng := mustEngine(t, src, &log, nil)
 			exe, _ := run(t, eng, tt.events...)
 			if exe.ActivePath != tt.want {
-				t.Fatalf("history=%v: at %q, want %q (history %v)", tt.history, exe.ActivePath, tt.want, exe.History)
+				t.Fatalf("history=%s: at %q, want %q (history %v)", tt.history, exe.ActivePath, tt.want, exe.History)
 			}
 		})
 	}

@@ -1,7 +1,10 @@
 package chart
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadhq/stead"
 )
@@ -11,11 +14,13 @@ import (
 // producing an execution CheckExecution refuses.
 func FuzzParse(f *testing.F) {
 	f.Add(SampleOrderFlowYAML())
-	for _, seed := range []string{threeLevels, historyChart, timerChart, parallelChart,
+	for _, seed := range []string{threeLevels, historyChart, timerChart, parallelChart, deferChart, choiceChart, typedChart, shopChart, paymentChart, strings.Replace(ttlChart, "%s", "true", 1),
+		strings.Replace(historyChart, "%s", "deep", 1),
 		"initial: a\nstates: {a: {}}\n",
 		"initial: a\nstates:\n  a: {on: {go: b}}\n  b: {final: done}\n",
 		"initial: a\nstates:\n  a: &x {}\n  b: *x\n",
 		"initial: [a\n",
+		"initial: a\nstates:\n  a: {entry: [fail_x], on: {go: b}, on_error: b}\n  b: {final: done}\nretry: {fail_x: {attempts: 3, backoff: 1s, jitter: 0.3}}\n",
 		"{initial: p, states: {p: {parallel: true, regions: {r: {initial: a, states: {a: {final: success}}}}, done: q}, q: {}}}",
 	} {
 		f.Add([]byte(seed))
@@ -30,7 +35,9 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = def.Mermaid()
 		var log logger
-		eng, err := NewEngine(def, testRegistry(def, &log, nil))
+		reg := testRegistry(def, &log, nil)
+		failing(reg)
+		eng, err := NewEngine(def, reg)
 		if err != nil {
 			t.Fatalf("a parsed definition does not compile: %v", err)
 		}
@@ -51,5 +58,29 @@ func FuzzParse(f *testing.F) {
 			}
 			exe = out
 		}
+		for i := 0; i < 3 && exe.Timers[RetryTimerPath] != (time.Time{}); i++ {
+			out, _, err := eng.Step(exe, TimeoutEvent("f", RetryTimerPath, exe.Timers[RetryTimerPath]), t0)
+			if err != nil {
+				t.Fatalf("retry %d: %v", i, err)
+			}
+			if err := eng.CheckExecution(out); err != nil {
+				t.Fatalf("retry %d: %v", i, err)
+			}
+			exe = out
+		}
 	})
+}
+
+// failing makes every action whose name starts with "fail" fail on its first two attempts.
+func failing(reg *Registry) {
+	for name := range reg.actions {
+		if strings.HasPrefix(name, "fail") {
+			reg.Action(name, func(a ActionContext) (ActionResult, error) {
+				if a.Attempt < 3 {
+					return ActionResult{}, errors.New("not yet")
+				}
+				return ActionResult{}, nil
+			})
+		}
+	}
 }

@@ -11,7 +11,7 @@ import (
 // compound states never collide. Each path in active is highlighted together with its
 // ancestors (pass an execution's ActivePath, and its children's for a parallel state).
 func (d *Definition) Mermaid(active ...string) string {
-	m := mermaid{ids: map[string]string{}, edges: map[string][]string{}}
+	m := mermaid{ids: map[string]string{}, edges: map[string][]string{}, retry: d.Retry}
 	d.Walk(func(path string, _ *State) { m.ids[path] = fmt.Sprintf("s%d", len(m.ids)) })
 	d.Walk(func(path string, s *State) { m.collect(path, s) })
 	hot := map[string]bool{}
@@ -22,7 +22,15 @@ func (d *Definition) Mermaid(active ...string) string {
 	}
 	m.b.WriteString("stateDiagram-v2\n")
 	if id, ok := m.ids[d.Initial]; ok {
-		fmt.Fprintf(&m.b, "  [*] --> %s\n", id)
+		if d.TTL > 0 {
+			rearm := ""
+			if d.RearmTTL {
+				rearm = ", rearmed"
+			}
+			fmt.Fprintf(&m.b, "  [*] --> %s : %s\n", id, label("ttl "+d.TTL.String()+rearm))
+		} else {
+			fmt.Fprintf(&m.b, "  [*] --> %s\n", id)
+		}
 	}
 	m.states("", d.States, 1)
 	m.writeEdges("", 1)
@@ -43,6 +51,7 @@ func (d *Definition) Mermaid(active ...string) string {
 }
 
 type mermaid struct {
+	retry map[string]*Retry
 	b     strings.Builder
 	ids   map[string]string
 	edges map[string][]string // by the path of the composite whose block draws them
@@ -56,7 +65,26 @@ func (m *mermaid) states(prefix string, states []*State, depth int) {
 		}
 		path := joinPath(prefix, s.Name)
 		id := m.ids[path]
-		fmt.Fprintf(&m.b, "%sstate \"%s\" as %s\n", ind, label(s.Name), id)
+		name := s.Name
+		switch {
+		case s.History:
+			name += " (H)"
+		case s.DeepHistory:
+			name += " (H*)"
+		}
+		if inv := s.Invoke; inv != nil {
+			name += " ⇒ " + inv.Definition
+			if inv.ForEach != "" {
+				name += " for each " + inv.ForEach
+			}
+		}
+		if len(s.Choice) > 0 {
+			// Mermaid draws a choice as a diamond, which has no label.
+			fmt.Fprintf(&m.b, "%sstate %s <<choice>>\n", ind, id)
+			continue
+		}
+		fmt.Fprintf(&m.b, "%sstate \"%s\" as %s\n", ind, label(name), id)
+		m.notes(ind, id, s)
 		if len(s.States) == 0 {
 			if s.IsFinal() {
 				fmt.Fprintf(&m.b, "%s%s --> [*] : %s\n", ind, id, label(s.Final))
@@ -107,7 +135,7 @@ func (m *mermaid) collect(path string, s *State) {
 			text += " [" + t.Guard + "]"
 		}
 		if len(t.Actions) > 0 {
-			text += " / " + strings.Join(t.Actions, ", ")
+			text += " / " + m.actions(t.Actions)
 		}
 		scope := parentPath(path)
 		for scope != "" && !strings.HasPrefix(target, scope+".") {
@@ -135,7 +163,56 @@ func (m *mermaid) collect(path string, s *State) {
 		}
 		edge(t, text)
 	}
+	for _, t := range s.Choice {
+		if t != nil && t.Guard == "" {
+			edge(t, "else")
+		} else {
+			edge(t, "choice")
+		}
+	}
+	if sel := s.Select; sel != nil {
+		for _, c := range sel.Cases {
+			if c != nil {
+				edge(&c.Transition, sel.Action+" = "+c.Label)
+			}
+		}
+	}
 	edge(s.OnError, "error")
+}
+
+// actions lists action names, each with its retry policy's attempts.
+func (m *mermaid) actions(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if r := m.retry[n]; r != nil {
+			out[i] += fmt.Sprintf(" (retry ×%d)", r.Attempts)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// notes draws a note beside a state that defers events, or whose entry or exit runs an action
+// with a retry policy, since Mermaid has no place for either otherwise.
+func (m *mermaid) notes(ind, id string, s *State) {
+	var parts []string
+	for _, x := range []struct {
+		what  string
+		names []string
+	}{{"entry", s.Entry}, {"exit", s.Exit}} {
+		for _, n := range x.names {
+			if m.retry[n] != nil {
+				parts = append(parts, x.what+" / "+m.actions(x.names))
+				break
+			}
+		}
+	}
+	if len(s.Defer) > 0 {
+		parts = append(parts, "defer "+strings.Join(s.Defer, ", "))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(&m.b, "%snote right of %s : %s\n", ind, id, label(strings.Join(parts, ", ")))
+	}
 }
 
 // lift returns the ancestor-or-self of path that is a direct child of scope.

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,10 +35,18 @@ func LoadFile(path string) (*Definition, error) {
 // The format:
 //
 //	id: order                # defaults to name
+//	version: 2               # executions record order@2
 //	trace: true              # record a trace step per step
+//	ttl: 24h                 # time to live: then done with outcome expired
+//	rearm_ttl: true          # every event pushes the deadline back
 //	initial: idle
+//	context:                 # declared keys: type, default, required (see ContextKey)
+//	  order_id: {type: string, required: true}
+//	  amount: {type: number, default: 0}
+//	  note: string           # just the type
 //	states:
 //	  idle:
+//	    defer: [refund]      # event kinds kept until a state that does not defer them is entered
 //	    entry: [log]         # a list or a single name
 //	    exit: log
 //	    on:
@@ -49,7 +58,7 @@ func LoadFile(path string) (*Definition, error) {
 //	    on_error: {target: broken}
 //	  busy:
 //	    initial: a
-//	    history: true
+//	    history: true        # or shallow; deep re-enters the last active leaf
 //	    states: {a: {on: {next: b}}, b: {final: success}}
 //	    done: [{outcome: failure, target: broken}, {target: idle}]
 //	  both:
@@ -57,8 +66,18 @@ func LoadFile(path string) (*Definition, error) {
 //	    early_exit: [failure]
 //	    regions: {left: {initial: l, states: {l: {final: success}}}, right: ...}
 //	    done: idle
+//	  route:                 # a choice point: first passing guard, the last branch the else
+//	    choice: [{guard: big, target: review}, {target: busy}]
+//	  check:                 # a selector: the action's label picks the case
+//	    select: {action: classify, cases: {ok: busy, else: broken}}
+//	  pay:                   # runs definition "payment" as a child; fan out with for_each
+//	    invoke: {definition: payment, input: {amount: total}}
+//	    done: [{outcome: success, target: busy}, {target: broken}]
 //	  expired: {final: timeout}
 //	  broken: {final: failure}
+//	returns: [receipt]       # context keys handed back to an invoking parent
+//	retry:                   # retry policies, by action name (see Retry)
+//	  charge: {attempts: 5, backoff: 1s, factor: 2, max: 1m, jitter: 0.5}
 func Parse(name string, data []byte) (*Definition, error) {
 	return parse(name, name, data)
 }
@@ -87,12 +106,30 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.ID = p.str(v)
 		case "trace":
 			def.Trace = p.boolean(v)
+		case "version":
+			if v.Kind != yaml.ScalarNode || v.Decode(&def.Version) != nil {
+				p.errf(v, "version: expected a whole number, found %s", kindName(v))
+			}
 		case "initial":
 			def.Initial = p.str(v)
 		case "states":
 			def.States = p.states(v, 1)
+		case "retry":
+			def.Retry = p.retries(v)
+		case "returns":
+			def.Returns = p.names(v)
+		case "context":
+			def.Context = p.contextKeys(v)
+		case "ttl":
+			if d, err := time.ParseDuration(p.str(v)); err != nil {
+				p.errf(v, "ttl %q is not a duration like 24h", v.Value)
+			} else {
+				def.TTL = d
+			}
+		case "rearm_ttl":
+			def.RearmTTL = p.boolean(v)
 		default:
-			p.errf(k, "unknown key %q (want id, trace, initial, states)", key)
+			p.errf(k, "unknown key %q (want id, version, trace, initial, context, ttl, rearm_ttl, states, retry, returns)", key)
 		}
 	})
 	if len(p.problems) > 0 {
@@ -239,9 +276,13 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 			switch {
 			case vv.Kind == yaml.ScalarNode && vv.Value == "shallow":
 				s.History = true
+			case vv.Kind == yaml.ScalarNode && vv.Value == "deep":
+				s.DeepHistory = true
 			default:
 				s.History = p.boolean(vv)
 			}
+		case "defer":
+			s.Defer = p.names(vv)
 		case "entry":
 			s.Entry = p.names(vv)
 		case "exit":
@@ -255,6 +296,16 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 			})
 		case "timeout":
 			s.Timeout = p.timeout(vv)
+		case "choice":
+			if vv.Kind != yaml.SequenceNode {
+				p.errf(vv, "choice: expected a list of branches, found %s", kindName(vv))
+				return
+			}
+			s.Choice = p.transitions(vv, "target, guard, actions")
+		case "select":
+			s.Select = p.selectTable(vv)
+		case "invoke":
+			s.Invoke = p.invoke(vv)
 		case "done":
 			s.Done = p.transitions(vv, "target, outcome, guard, actions, internal")
 		case "on_error":
@@ -267,7 +318,7 @@ func (p *parser) state(name string, k, v *yaml.Node, depth int) *State {
 				p.errf(vv, "on_error takes one transition")
 			}
 		default:
-			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, entry, exit, on, timeout, done, on_error)", key, name)
+			p.errf(kk, "unknown key %q in state %q (want initial, states, regions, parallel, early_exit, final, history, defer, entry, exit, on, timeout, choice, select, invoke, done, on_error)", key, name)
 		}
 	})
 	return s
@@ -348,4 +399,130 @@ func (p *parser) timeout(n *yaml.Node) *Timeout {
 		p.errf(n, "timeout needs after: <duration>")
 	}
 	return to
+}
+
+func (p *parser) retries(n *yaml.Node) map[string]*Retry {
+	out := map[string]*Retry{}
+	p.mapping(n, func(action string, k, v *yaml.Node) {
+		r := &Retry{Pos: p.pos(k)}
+		p.mapping(v, func(key string, kk, vv *yaml.Node) {
+			switch key {
+			case "attempts":
+				if vv.Kind != yaml.ScalarNode || vv.Decode(&r.Attempts) != nil {
+					p.errf(vv, "retry attempts: expected a whole number, found %s", kindName(vv))
+				}
+			case "backoff", "max":
+				d, err := time.ParseDuration(p.str(vv))
+				if err != nil {
+					p.errf(vv, "retry %s %q is not a duration like 1s or 5m", key, vv.Value)
+					return
+				}
+				if key == "backoff" {
+					r.Backoff = d
+				} else {
+					r.Max = d
+				}
+			case "factor", "jitter":
+				var f float64
+				if vv.Kind != yaml.ScalarNode || vv.Decode(&f) != nil {
+					p.errf(vv, "retry %s: expected a number, found %s", key, kindName(vv))
+					return
+				}
+				if key == "factor" {
+					r.Factor = f
+				} else {
+					r.Jitter = f
+				}
+			default:
+				p.errf(kk, "unknown key %q in retry policy (want attempts, backoff, factor, max, jitter)", key)
+			}
+		})
+		out[action] = r
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func (p *parser) selectTable(n *yaml.Node) *Select {
+	sel := &Select{Pos: p.pos(n)}
+	p.mapping(n, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "action":
+			sel.Action = p.str(v)
+		case "cases":
+			p.mapping(v, func(label string, lk, lv *yaml.Node) {
+				ts := p.transitions(lv, "target, actions")
+				if len(ts) != 1 {
+					p.errf(lv, "case %q takes one transition", label)
+					return
+				}
+				sel.Cases = append(sel.Cases, &Case{Label: label, Transition: *ts[0]})
+			})
+		default:
+			p.errf(k, "unknown key %q in select (want action, cases)", key)
+		}
+	})
+	return sel
+}
+
+func (p *parser) invoke(n *yaml.Node) *Invoke {
+	inv := &Invoke{Pos: p.pos(n)}
+	p.mapping(n, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "definition":
+			inv.Definition = p.str(v)
+		case "input":
+			inv.Input = map[string]string{}
+			p.mapping(v, func(child string, _, pv *yaml.Node) { inv.Input[child] = p.str(pv) })
+		case "for_each":
+			inv.ForEach = p.str(v)
+		case "as":
+			inv.As = p.str(v)
+		case "results":
+			inv.Results = p.str(v)
+		case "fail_fast":
+			inv.FailFast = p.boolean(v)
+		default:
+			p.errf(k, "unknown key %q in invoke (want definition, input, for_each, as, results, fail_fast)", key)
+		}
+	})
+	return inv
+}
+
+func (p *parser) contextKeys(n *yaml.Node) []*ContextKey {
+	var out []*ContextKey
+	p.mapping(n, func(name string, k, v *yaml.Node) {
+		ck := &ContextKey{Name: name, Pos: p.pos(k)}
+		if v.Kind == yaml.ScalarNode {
+			ck.Type = p.str(v)
+			out = append(out, ck)
+			return
+		}
+		p.mapping(v, func(key string, kk, vv *yaml.Node) {
+			switch key {
+			case "type":
+				ck.Type = p.str(vv)
+			case "required":
+				ck.Required = p.boolean(vv)
+			case "default":
+				var val any
+				if err := vv.Decode(&val); err != nil {
+					p.errf(vv, "default of context key %q: %v", name, err)
+					return
+				}
+				raw, err := json.Marshal(val)
+				if err != nil {
+					p.errf(vv, "default of context key %q is not JSON: %v", name, err)
+					return
+				}
+				ck.Default = raw
+			default:
+				p.errf(kk, "unknown key %q in context key %q (want type, default, required)", key, name)
+			}
+		})
+		out = append(out, ck)
+	})
+	return out
 }

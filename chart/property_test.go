@@ -28,6 +28,14 @@ type propChart struct {
 	start []string // start data choices
 }
 
+// propMachines builds, by chart name, the machines a chart invokes.
+var propMachines = map[string]func(t tb) []*Engine{
+	"invoke and fan-out": func(t tb) []*Engine {
+		s := shopSim(t, "")
+		return []*Engine{s.engines["payment"], s.engines["parcel"]}
+	},
+}
+
 func propCharts() []propChart {
 	yamlEngine := func(src string) func(t tb) *Engine {
 		return func(t tb) *Engine {
@@ -45,6 +53,21 @@ func propCharts() []propChart {
 		{"nested parallel", yamlEngine(nestedParallelChart), []string{""}},
 		{"three levels", yamlEngine(threeLevels), []string{""}},
 		{"history", yamlEngine(strings.Replace(historyChart, "%s", "true", 1)), []string{""}},
+		{"deferred", yamlEngine(deferChart), []string{""}},
+		{"choice and select", func(t tb) *Engine {
+			var log logger
+			return choiceEngine(t, choiceChart, &log)
+		}, []string{`{"amount":500}`, `{"flag":true,"label":"ok"}`, `{"label":"risky"}`, `{"label":"odd"}`}},
+		{"invoke and fan-out", func(t tb) *Engine { return shopSim(t, ", fail_fast: true").eng },
+			[]string{`{"total":1,"order_id":"o","parcels":["a","b"]}`, `{"parcels":[]}`, `{}`}},
+		{"ttl", yamlEngine(strings.Replace(ttlChart, "%s", "true", 1)), []string{""}},
+		{"typed context", yamlEngine(typedChart), []string{`{"order_id":"o"}`, `{}`, `{"order_id":"o","count":2.5}`}},
+		{"deep history", yamlEngine(strings.Replace(historyChart, "%s", "deep", 1)), []string{""}},
+		{"retry", func(t tb) *Engine {
+			var log logger
+			var calls []string
+			return mustEngine(t, fmt.Sprintf(retryChart, "on_error: declined"), &log, retryActions(&calls), WithTrace())
+		}, []string{`{"fail_until":1}`, `{"fail_until":2}`, `{"fail_until":3}`, `{"fail_until":9}`}},
 	}
 }
 
@@ -53,20 +76,29 @@ func propCharts() []propChart {
 func play(t tb, c propChart, start int, ops []op) []byte {
 	eng := c.eng(t)
 	s := newSim(t, eng)
+	engines := []*Engine{eng}
+	if more := propMachines[c.name]; more != nil {
+		for _, m := range more(t) {
+			s.engines[m.id] = m
+			engines = append(engines, m)
+		}
+	}
 	s.create("root", c.start[start%len(c.start)])
 	s.drain()
 	var kinds []string
 	seen := map[string]bool{}
 	var paths []string
-	eng.def.Walk(func(p string, st *State) {
-		paths = append(paths, p)
-		for _, tr := range st.On {
-			if !seen[tr.Event] {
-				seen[tr.Event] = true
-				kinds = append(kinds, tr.Event)
+	for _, e := range engines {
+		e.def.Walk(func(p string, st *State) {
+			paths = append(paths, p)
+			for _, tr := range st.On {
+				if !seen[tr.Event] {
+					seen[tr.Event] = true
+					kinds = append(kinds, tr.Event)
+				}
 			}
-		}
-	})
+		})
+	}
 	kinds = append(kinds, "unknown", KindCancel, KindTimeout, KindFinished, KindStart)
 	outcomes := []string{OutcomeSuccess, OutcomeFailure, OutcomeCancelled, "other"}
 	for i, o := range ops {

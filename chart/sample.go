@@ -9,6 +9,21 @@ import (
 //go:embed samples/order.yaml
 var sampleOrderYAML []byte
 
+//go:embed samples/delivery.yaml
+var sampleDeliveryYAML []byte
+
+//go:embed samples/carrier.yaml
+var sampleCarrierYAML []byte
+
+// SampleDelivery returns the sample delivery (samples/delivery.yaml), which invokes the sample
+// carrier (SampleCarrier) to book a slot; run both with a registry prepared by
+// RegisterSampleActions. Its start data is {"order_id": "..."}.
+func SampleDelivery() (*Definition, error) { return Parse("delivery.yaml", sampleDeliveryYAML) }
+
+// SampleCarrier returns the sample carrier (samples/carrier.yaml): a selector whose action fails
+// its first attempt and is retried.
+func SampleCarrier() (*Definition, error) { return Parse("carrier.yaml", sampleCarrierYAML) }
+
 // SampleOrderFlowYAML returns the source of the sample order flow (samples/order.yaml).
 func SampleOrderFlowYAML() []byte { return append([]byte(nil), sampleOrderYAML...) }
 
@@ -56,6 +71,13 @@ func RegisterSampleActions(reg *Registry) *Registry {
 			Set:  map[string]any{"invoice_no": fmt.Sprintf("INV-%s", c.String("order_id"))},
 			Send: []Message{{Kind: "invoiced"}},
 		}, nil
+	})
+	reg.Selector("book_carrier", []string{"booked", "full"}, func(c ActionContext) (ActionResult, error) {
+		if c.Attempt < 2 {
+			return ActionResult{}, errors.New("the carrier's booking API timed out")
+		}
+		return ActionResult{Label: "booked", Set: map[string]any{
+			"tracking": "TRK-" + c.String("order_id"), "attempts": c.Attempt}}, nil
 	})
 	reg.Action("refund_payment", func(c ActionContext) (ActionResult, error) {
 		return ActionResult{Set: map[string]any{"refunded": c.Float("captured")}, Send: []Message{{Kind: "refunded"}}}, nil

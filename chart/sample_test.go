@@ -105,3 +105,33 @@ func TestSampleShippedCarriesRegionResults(t *testing.T) {
 		t.Fatalf("invoicing child %s", inv.Status)
 	}
 }
+
+// The sample delivery invokes the sample carrier, whose booking fails once and is retried.
+func TestSampleDelivery(t *testing.T) {
+	t.Parallel()
+	reg := RegisterSampleActions(NewRegistry())
+	var engines []*Engine
+	for _, load := range []func() (*Definition, error){SampleDelivery, SampleCarrier} {
+		def, err := load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := NewEngine(def, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, eng)
+	}
+	s := newSim(t, engines[0])
+	s.engines[engines[1].id] = engines[1]
+	s.create("d", `{"order_id":"o-1"}`)
+	s.drain()
+	if c := s.exes["d:booking:0"]; c == nil || c.Timers[RetryTimerPath].IsZero() {
+		t.Fatalf("the carrier is not waiting for its retry: %+v", c)
+	}
+	s.advance(2 * time.Second)
+	d := s.exes["d"]
+	if d.Status != stead.StatusDone || d.Outcome != OutcomeSuccess || string(d.Context) != `{"attempts":2,"order_id":"o-1","tracking":"TRK-o-1"}` {
+		t.Fatalf("%s/%s %s", d.Status, d.Outcome, d.Context)
+	}
+}

@@ -24,6 +24,7 @@ type tb interface {
 type sim struct {
 	t         tb
 	eng       *Engine
+	engines   map[string]*Engine // by definition id: eng and the machines it invokes
 	now       time.Time
 	exes      map[string]*stead.Execution
 	processed map[string]bool // "<exe>\x00<event id>"
@@ -35,7 +36,7 @@ type sim struct {
 }
 
 func newSim(t tb, eng *Engine) *sim {
-	return &sim{t: t, eng: eng, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	return &sim{t: t, eng: eng, engines: map[string]*Engine{eng.id: eng}, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		exes: map[string]*stead.Execution{}, processed: map[string]bool{}, timers: map[string]time.Time{}, fired: map[string]bool{}}
 }
 
@@ -55,18 +56,23 @@ func (s *sim) deliver(target string, ev stead.Event) error {
 	if !ok || s.processed[target+"\x00"+ev.ID] {
 		return nil
 	}
-	if exe.Status == stead.StatusPending && ev.Kind != KindStart && ev.Kind != KindCancel {
-		return nil // a worker discards events before the start
+	if exe.Status == stead.StatusPending && ev.Kind != KindStart && ev.Kind != KindCancel &&
+		(ev.Kind != KindTimeout || exe.Timers[RetryTimerPath].IsZero()) {
+		return nil // a worker discards events before the start, but for a failed start's retry
 	}
 	before, _ := json.Marshal(exe)
-	out, b, err := s.eng.Step(exe, ev, s.now)
+	eng := s.engines[exe.DefinitionID]
+	if eng == nil {
+		s.t.Fatalf("sim: no engine for definition %q", exe.DefinitionID)
+	}
+	out, b, err := eng.Step(exe, ev, s.now)
 	if err != nil {
 		return err
 	}
 	if after, _ := json.Marshal(exe); string(before) != string(after) {
 		s.t.Fatalf("Step changed its input execution:\n%s\n%s", before, after)
 	}
-	if err := s.eng.CheckExecution(out); err != nil {
+	if err := eng.CheckExecution(out); err != nil {
 		s.t.Fatalf("step %d (%s on %s) produced an impossible execution: %v", s.steps, ev.Kind, target, err)
 	}
 	if err := b.Validate(); err != nil {
@@ -109,7 +115,8 @@ func (s *sim) deliver(target string, ev stead.Event) error {
 		if _, exists := s.exes[sp.ChildID]; exists {
 			continue
 		}
-		s.exes[sp.ChildID] = &stead.Execution{ID: sp.ChildID, DefinitionID: out.DefinitionID, RootPath: sp.RootPath,
+		def, root := SpawnTarget(out.DefinitionID, sp.RootPath)
+		s.exes[sp.ChildID] = &stead.Execution{ID: sp.ChildID, DefinitionID: def, RootPath: root,
 			ParentID: target, ChildID: sp.ChildID, Context: sp.Context, Status: stead.StatusPending, Priority: out.Priority}
 		s.queue = append(s.queue, stead.Emit{Target: sp.ChildID, Event: stead.Event{ID: "start:" + sp.ChildID, Kind: KindStart}})
 	}

@@ -1,7 +1,11 @@
 package chart
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -124,6 +128,24 @@ func (v *validator) check() {
 	v.parent = map[string]string{}
 	v.region = map[string]string{}
 	v.collect("", nil, d.States, 1)
+	v.checkContext()
+	if d.Version < 0 {
+		v.addf(d.Pos, "", "version %d must be positive (or 0 for none)", d.Version)
+	}
+	if d.Version > 0 && strings.Contains(d.ID, "@") {
+		v.addf(d.Pos, "", "a versioned definition's id %q cannot hold '@', which separates the version", d.ID)
+	}
+	if d.TTL < 0 || d.TTL > MaxRetryDelay*12 {
+		v.addf(d.Pos, "", "ttl %s must be positive and at most %s", d.TTL, MaxRetryDelay*12)
+	}
+	if d.RearmTTL && d.TTL == 0 {
+		v.addf(d.Pos, "", "rearm_ttl needs a ttl")
+	}
+	for _, k := range d.Returns {
+		if !validKind(k) {
+			v.addf(d.Pos, "", "returns: %q is not a context key", k)
+		}
+	}
 	if d.Initial == "" {
 		v.addf(d.Pos, "", "missing initial state")
 	} else if s := childNamed(d.States, d.Initial); s == nil {
@@ -135,8 +157,77 @@ func (v *validator) check() {
 		}
 		v.checkState(path, s)
 	})
+	v.checkRetries()
 	if len(v.problems) == 0 {
 		v.checkReachable()
+	}
+}
+
+// checkRetries checks the retry policies: each names an action the definition runs, and its
+// numbers are in range.
+func (v *validator) checkRetries() {
+	if len(v.def.Retry) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	mark := func(names []string) {
+		for _, n := range names {
+			used[n] = true
+		}
+	}
+	v.def.Walk(func(_ string, s *State) {
+		mark(s.Entry)
+		mark(s.Exit)
+		for _, ts := range [][]*Transition{s.On, s.Done} {
+			for _, t := range ts {
+				if t != nil {
+					mark(t.Actions)
+				}
+			}
+		}
+		if s.Timeout != nil {
+			mark(s.Timeout.Actions)
+		}
+		if s.OnError != nil {
+			mark(s.OnError.Actions)
+		}
+		for _, t := range transientTransitions(s) {
+			if t != nil {
+				mark(t.Actions)
+			}
+		}
+		if s.Select != nil {
+			mark([]string{s.Select.Action})
+		}
+	})
+	for _, name := range slices.Sorted(maps.Keys(v.def.Retry)) {
+		r := v.def.Retry[name]
+		if r == nil {
+			v.addf(v.def.Pos, "", "retry policy of action %q is nil", name)
+			continue
+		}
+		pos := r.Pos.or(v.def.Pos)
+		switch {
+		case !used[name]:
+			v.addf(pos, "", "retry policy for action %q, which no state or transition runs", name)
+		case v.reg != nil && !v.reg.HasAction(name):
+			v.addf(pos, "", "retry policy for action %q, which is not registered", name)
+		}
+		if r.Attempts < 2 || r.Attempts > MaxRetryAttempts {
+			v.addf(pos, "", "retry of %q: attempts %d must be 2..%d (the first run counts)", name, r.Attempts, MaxRetryAttempts)
+		}
+		if r.Backoff <= 0 || r.Backoff > MaxRetryDelay {
+			v.addf(pos, "", "retry of %q: backoff %s must be positive and at most %s", name, r.Backoff, MaxRetryDelay)
+		}
+		if r.Factor != 0 && (r.Factor < 1 || r.Factor > 100 || math.IsNaN(r.Factor)) {
+			v.addf(pos, "", "retry of %q: factor %g must be 1..100 (0 means 2)", name, r.Factor)
+		}
+		if r.Max != 0 && (r.Max < r.Backoff || r.Max > MaxRetryDelay) {
+			v.addf(pos, "", "retry of %q: max %s must be at least the backoff %s and at most %s", name, r.Max, r.Backoff, MaxRetryDelay)
+		}
+		if !(r.Jitter >= 0 && r.Jitter <= 1) {
+			v.addf(pos, "", "retry of %q: jitter %g must be 0..1", name, r.Jitter)
+		}
 	}
 }
 
@@ -234,15 +325,18 @@ func (v *validator) checkState(path string, s *State) {
 		if s.Initial != "" {
 			v.addf(s.Pos, path, "initial %q set on a state without children", s.Initial)
 		}
-		if len(s.Done) > 0 {
-			v.addf(s.Done[0].Pos.or(s.Pos), path, "completion (done) transitions need a compound or parallel state")
+		if len(s.Done) > 0 && s.Invoke == nil {
+			v.addf(s.Done[0].Pos.or(s.Pos), path, "completion (done) transitions need a compound, parallel or invoking state")
 		}
 		if region {
 			v.addf(s.Pos, path, "a region must be a compound state with an initial state")
 		}
 	}
-	if s.History && (s.Parallel || len(s.States) == 0) {
+	if (s.History || s.DeepHistory) && (s.Parallel || len(s.States) == 0) {
 		v.addf(s.Pos, path, "history needs a compound state")
+	}
+	if s.History && s.DeepHistory {
+		v.addf(s.Pos, path, "a state has shallow or deep history, not both")
 	}
 	if len(s.EarlyExit) > 0 && !s.Parallel {
 		v.addf(s.Pos, path, "early_exit needs a parallel state")
@@ -255,6 +349,9 @@ func (v *validator) checkState(path string, s *State) {
 	if region && (len(s.On) > 0 || s.Timeout != nil || len(s.Done) > 0 || s.OnError != nil || len(s.Exit) > 0) {
 		v.addf(s.Pos, path, "a region's root state runs as its own execution: it cannot have transitions, a timeout, an error transition or exit actions")
 	}
+	v.checkDefer(path, s)
+	v.checkTransient(path, s)
+	v.checkInvoke(path, s)
 	v.checkActions(s.Pos, path, "entry", s.Entry)
 	v.checkActions(s.Pos, path, "exit", s.Exit)
 	for _, t := range s.On {
@@ -299,6 +396,229 @@ func (v *validator) checkState(path string, s *State) {
 			v.addf(t.Pos.or(s.Pos), path, "an error transition needs a target")
 		}
 		v.checkTransition(path, t, "on_error")
+	}
+}
+
+// checkTransient checks choice points and selectors: states left as soon as they are entered.
+func (v *validator) checkTransient(path string, s *State) {
+	if len(s.Choice) == 0 && s.Select == nil {
+		return
+	}
+	what := "a choice point"
+	if s.Select != nil {
+		what = "a selector"
+		if len(s.Choice) > 0 {
+			v.addf(s.Pos, path, "a state is a choice point or a selector, not both")
+		}
+	}
+	if len(s.States) > 0 || s.Parallel || s.IsFinal() {
+		v.addf(s.Pos, path, "%s cannot have children or be final", what)
+	}
+	if len(s.On) > 0 || s.Timeout != nil || len(s.Done) > 0 || len(s.Defer) > 0 || s.History || s.DeepHistory {
+		v.addf(s.Pos, path, "%s is left as soon as it is entered: it takes no events, timeout, completion transitions, deferrals or history", what)
+	}
+	if len(s.Choice) > 0 {
+		if len(s.Entry) > 0 || len(s.Exit) > 0 {
+			v.addf(s.Pos, path, "a choice point runs no entry or exit actions (put them on its branches)")
+		}
+		for i, t := range s.Choice {
+			if t == nil {
+				v.addf(s.Pos, path, "nil choice branch")
+				continue
+			}
+			pos := t.Pos.or(s.Pos)
+			last := i == len(s.Choice)-1
+			switch {
+			case last && t.Guard != "":
+				v.addf(pos, path, "choice: the last branch is the else and takes no guard")
+			case !last && t.Guard == "":
+				v.addf(pos, path, "choice: branch %d has no guard, so the branches after it are never taken", i+1)
+			}
+			if t.Target == "" {
+				v.addf(pos, path, "choice: branch %d needs a target", i+1)
+			}
+			if t.Event != "" || t.Outcome != "" || t.Internal {
+				v.addf(pos, path, "choice: a branch takes no event, outcome or internal flag")
+			}
+			v.checkTransition(path, t, "choice")
+		}
+	}
+	if sel := s.Select; sel != nil {
+		pos := sel.Pos.or(s.Pos)
+		if sel.Action == "" {
+			v.addf(pos, path, "select needs an action")
+		}
+		if len(sel.Cases) == 0 {
+			v.addf(pos, path, "select needs at least one case")
+		}
+		labels, isSelector := []string(nil), false
+		if v.reg != nil && sel.Action != "" {
+			labels, isSelector = v.reg.Labels(sel.Action)
+			if !isSelector {
+				v.addf(pos, path, "select: action %q is not registered as a selector (Registry.Selector)", sel.Action)
+			}
+		}
+		seen := map[string]bool{}
+		hasElse := false
+		for _, c := range sel.Cases {
+			if c == nil {
+				v.addf(pos, path, "nil select case")
+				continue
+			}
+			cpos := c.Pos.or(pos)
+			switch {
+			case c.Label == ElseLabel:
+				hasElse = true
+			case !validName(c.Label):
+				v.addf(cpos, path, "select: case label %q is not an identifier", c.Label)
+			case isSelector && !slices.Contains(labels, c.Label):
+				v.addf(cpos, path, "select: selector %q never returns %q (it declares %s)", sel.Action, c.Label, strings.Join(labels, ", "))
+			}
+			if seen[c.Label] {
+				v.addf(cpos, path, "select: case %q is listed twice", c.Label)
+			}
+			seen[c.Label] = true
+			if c.Target == "" {
+				v.addf(cpos, path, "select: case %q needs a target", c.Label)
+			}
+			if c.Guard != "" || c.Event != "" || c.Outcome != "" || c.Internal {
+				v.addf(cpos, path, "select: a case takes no guard, event, outcome or internal flag")
+			}
+			v.checkTransition(path, &c.Transition, "select "+c.Label)
+		}
+		if isSelector && !hasElse {
+			for _, l := range labels {
+				if !seen[l] {
+					v.addf(pos, path, "select: no case for label %q of selector %q (add it, or an else case)", l, sel.Action)
+				}
+			}
+		}
+	}
+}
+
+// checkContext checks the declared context keys: named, typed, unique, defaults of their type,
+// and no default on a required key. With keys declared, the returned keys must be among them.
+func (v *validator) checkContext() {
+	d := v.def
+	seen := map[string]bool{}
+	for _, k := range d.Context {
+		if k == nil {
+			v.addf(d.Pos, "", "nil context key")
+			continue
+		}
+		pos := k.Pos.or(d.Pos)
+		switch {
+		case !validKind(k.Name):
+			v.addf(pos, "", "context key %q needs a name of non-empty text", k.Name)
+		case seen[k.Name]:
+			v.addf(pos, "", "context key %q is declared twice", k.Name)
+		}
+		seen[k.Name] = true
+		switch k.Type {
+		case TypeString, TypeNumber, TypeInteger, TypeBoolean, TypeList, TypeObject, TypeAny:
+		default:
+			v.addf(pos, "", "context key %q: type %q is not one of string, number, integer, boolean, list, object, any", k.Name, k.Type)
+			continue
+		}
+		if len(k.Default) > 0 {
+			if !json.Valid(k.Default) {
+				v.addf(pos, "", "context key %q: default is not JSON", k.Name)
+			} else if got := typeOf(k.Default); !fits(k.Type, got) {
+				v.addf(pos, "", "context key %q: default is %s, not a %s", k.Name, got, k.Type)
+			}
+			if k.Required {
+				v.addf(pos, "", "context key %q is required and has a default; drop one", k.Name)
+			}
+		}
+	}
+	if len(d.Context) > 0 {
+		for _, r := range d.Returns {
+			if !seen[r] {
+				v.addf(d.Pos, "", "returns: context key %q is not declared", r)
+			}
+		}
+	}
+}
+
+// checkInvoke checks an invoking state: atomic, naming a definition (one the registry knows,
+// when it knows any), with input keys, and a completion transition for every outcome.
+func (v *validator) checkInvoke(path string, s *State) {
+	inv := s.Invoke
+	if inv == nil {
+		return
+	}
+	pos := inv.Pos.or(s.Pos)
+	if len(s.States) > 0 || s.Parallel || s.IsFinal() || len(s.Choice) > 0 || s.Select != nil {
+		v.addf(pos, path, "an invoking state must be atomic: no children, regions, final outcome, choice or select")
+	}
+	switch {
+	case !validKind(inv.Definition):
+		v.addf(pos, path, "invoke needs a definition id")
+	case v.reg != nil && len(v.reg.defs) > 0 && v.reg.defs[inv.Definition] == nil:
+		v.addf(pos, path, "invoke: definition %q is not known (Registry.Definition)", inv.Definition)
+	}
+	for _, k := range slices.Sorted(maps.Keys(inv.Input)) {
+		if !validKind(k) || !validKind(inv.Input[k]) {
+			v.addf(pos, path, "invoke: input %q <- %q: keys must be non-empty text", k, inv.Input[k])
+		}
+	}
+	if inv.ForEach == "" && (inv.As != "" || inv.Results != "" || inv.FailFast) {
+		v.addf(pos, path, "invoke: as, results and fail_fast need for_each")
+	}
+	if inv.ForEach != "" && inv.As == "index" {
+		v.addf(pos, path, "invoke: the item cannot be put under %q, which holds its index", inv.As)
+	}
+	catchAll := false
+	for _, t := range s.Done {
+		if t != nil && t.Outcome == "" && t.Guard == "" {
+			catchAll = true
+		}
+	}
+	if !catchAll {
+		v.addf(pos, path, "an invoking state needs a completion (done) transition without outcome or guard, so that every child's end leads somewhere")
+	}
+}
+
+// transientTransitions returns the branches of a choice point and the cases of a selector.
+func transientTransitions(s *State) []*Transition {
+	ts := slices.Clone(s.Choice)
+	if s.Select != nil {
+		for _, c := range s.Select.Cases {
+			if c != nil {
+				ts = append(ts, &c.Transition)
+			}
+		}
+	}
+	return ts
+}
+
+// checkDefer checks a state's deferred kinds: valid, not the engine's, not repeated, not also
+// taken by one of the state's own transitions, and not on a final state.
+func (v *validator) checkDefer(path string, s *State) {
+	if len(s.Defer) == 0 {
+		return
+	}
+	if s.IsFinal() {
+		v.addf(s.Pos, path, "a final state defers nothing: it is never waited in")
+	}
+	seen := map[string]bool{}
+	for _, k := range s.Defer {
+		switch {
+		case !validKind(k):
+			v.addf(s.Pos, path, "defer: %q is not a valid event kind", k)
+		case strings.HasPrefix(k, "stead."):
+			v.addf(s.Pos, path, "defer: event kind %q is reserved for the engine", k)
+		case seen[k]:
+			v.addf(s.Pos, path, "defer: event kind %q is listed twice", k)
+		default:
+			for _, t := range s.On {
+				if t != nil && t.Event == k {
+					v.addf(t.Pos.or(s.Pos), path, "defer: the state both defers and takes %q; defer it in an enclosing state instead", k)
+					break
+				}
+			}
+		}
+		seen[k] = true
 	}
 }
 
@@ -413,8 +733,9 @@ func (v *validator) checkReachable() {
 		if s.OnError != nil {
 			ts = append(ts, s.OnError)
 		}
+		ts = append(ts, transientTransitions(s)...)
 		for _, t := range ts {
-			if t.Target == "" {
+			if t == nil || t.Target == "" {
 				continue
 			}
 			if target := resolveTarget(v.index, path, t.Target); target != "" {

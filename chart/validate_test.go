@@ -161,7 +161,7 @@ states:
 initial: a
 states:
   a: {done: a}
-`, `completion (done) transitions need a compound or parallel state`},
+`, `completion (done) transitions need a compound, parallel or invoking state`},
 		{"history on an atomic state", `
 initial: a
 states:

@@ -63,3 +63,28 @@ func Example() {
 	// claimable while leased: 0
 	// pending after ack: 0
 }
+
+// Counting what a listing filter matches, by status and by definition, without paging.
+func ExampleNew_count() {
+	ctx := context.Background()
+	s := memstore.New()
+	defer s.Close()
+	for i, st := range []stead.Status{stead.StatusRunning, stead.StatusRunning, stead.StatusDone, stead.StatusFailed} {
+		exe := &stead.Execution{ID: fmt.Sprintf("order-%d", i), DefinitionID: "checkout", Status: st}
+		if _, err := s.Save(ctx, exe); err != nil {
+			panic(err)
+		}
+	}
+	c, err := s.Count(ctx, stead.ListFilter{DefinitionID: "checkout"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("total:", c.Total)
+	fmt.Println("running:", c.ByStatus[stead.StatusRunning], "done:", c.ByStatus[stead.StatusDone], "failed:", c.ByStatus[stead.StatusFailed])
+	fmt.Println("checkout:", c.ByDefinition["checkout"])
+
+	// Output:
+	// total: 4
+	// running: 2 done: 1 failed: 1
+	// checkout: 4
+}

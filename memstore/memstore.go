@@ -45,7 +45,10 @@ type backend struct {
 	lastSpawn int64
 }
 
-var _ stead.Backend = (*backend)(nil)
+var (
+	_ stead.Backend = (*backend)(nil)
+	_ stead.Counter = (*backend)(nil)
+)
 
 // row is a stored execution: its record and the columns listing reads.
 type row struct {
@@ -186,6 +189,29 @@ func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 		items = items[:q.Limit]
 	}
 	return items, nil
+}
+
+// Count implements stead.Counter: one pass over the executions, without sorting them.
+func (s *backend) Count(ctx context.Context, q stead.ListQuery) ([]stead.CountRow, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	type group struct {
+		def    string
+		status stead.Status
+	}
+	n := map[group]int64{}
+	for _, r := range s.exes {
+		if q.Matches(&r.summary) {
+			n[group{r.summary.DefinitionID, r.summary.Status}]++
+		}
+	}
+	out := make([]stead.CountRow, 0, len(n))
+	for g, c := range n {
+		out = append(out, stead.CountRow{DefinitionID: g.def, Status: g.status, N: c})
+	}
+	return out, nil
 }
 
 func (s *backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {

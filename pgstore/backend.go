@@ -32,7 +32,10 @@ type Backend struct {
 	closed   atomic.Bool
 }
 
-var _ stead.Backend = (*Backend)(nil)
+var (
+	_ stead.Backend = (*Backend)(nil)
+	_ stead.Counter = (*Backend)(nil)
+)
 
 // New returns the execution store on the application's pool. It migrates the schema first
 // (safe from many processes at once), or, with WithoutMigrate, checks that the schema is at the

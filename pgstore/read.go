@@ -161,6 +161,31 @@ func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary
 	return items, nil
 }
 
+// Count implements stead.Counter: List's filter under a GROUP BY.
+func (b *Backend) Count(ctx context.Context, lq stead.ListQuery) ([]stead.CountRow, error) {
+	sql, args := listSQL(b.sql.count, lq)
+	var out []stead.CountRow
+	err := b.with(ctx, "count", func(q querier) error {
+		rows, err := q.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		var c stead.CountRow
+		var status string
+		out = out[:0]
+		_, err = pgx.ForEachRow(rows, []any{&c.DefinitionID, &status, &c.N}, func() error {
+			c.Status = stead.Status(status)
+			out = append(out, c)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReadTrace implements stead.Backend.
 func (b *Backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
 	var steps []stead.TraceStep

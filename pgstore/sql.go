@@ -32,6 +32,10 @@ const (
 		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
 		ORDER BY id LIMIT {limit}`
 
+	// {where} is the filter (listSQL); the groups are counted in the index's order.
+	sqlCount = `SELECT definition_id, status, count(*) FROM {schema}stead_executions{where}
+		GROUP BY definition_id, status`
+
 	sqlCursorKey = `SELECT value FROM {schema}stead_secrets WHERE name = 'cursor'`
 
 	sqlReadTrace = `SELECT idx, entry FROM {schema}stead_trace
@@ -71,7 +75,7 @@ const (
 		$21::int[], $22::text[], $23::timestamptz[], $24::int[], $25::text[], $26::bigint)`
 
 	// sqlRequireCommitted aborts the transaction unless the commit queued before it won
-	// (QueueCommit with its guard, migration 003).
+	// (QueueCommit with its guard, migration 004).
 	sqlRequireCommitted = `SELECT {schema}stead_require_committed($1::text, $2::bigint)`
 
 	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.
@@ -144,13 +148,19 @@ const (
 		WHERE execution_id = $1::text AND path = $2::text AND fire_at = $3::timestamptz`
 )
 
+// sqlStoreStatsBacklog is the gauges' sample (stead.StatsBackend): whole-table counts, read at a
+// low rate.
+const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox),
+	(SELECT count(*) FROM {schema}stead_spawns)`
+
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
-	load, loadForEvent, loadForEvents, isProcessed, list, readTrace, timers    string
-	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent string
-	commitState, commitBundle, commitBatch, conflicts, requireCommitted        string
-	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns         string
-	dueTimers, deleteTimer, cursorKey                                          string
+	load, loadForEvent, loadForEvents, isProcessed, list, count, readTrace, timers string
+	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
+	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
+	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
+	dueTimers, deleteTimer, cursorKey                                              string
+	storeStatsBacklog                                                              string
 }
 
 func newStatements(schema string) statements {
@@ -161,6 +171,7 @@ func newStatements(schema string) statements {
 		loadForEvents:         x(sqlLoadForEvents),
 		isProcessed:           x(sqlIsProcessed),
 		list:                  x(sqlList),
+		count:                 x(sqlCount),
 		readTrace:             x(sqlReadTrace),
 		timers:                x(sqlTimers),
 		pendingOutbox:         x(sqlPendingOutbox),
@@ -181,6 +192,7 @@ func newStatements(schema string) statements {
 		dueTimers:             x(sqlDueTimers),
 		deleteTimer:           x(sqlDeleteTimer),
 		cursorKey:             x(sqlCursorKey),
+		storeStatsBacklog:     x(sqlStoreStatsBacklog),
 	}
 }
 
@@ -191,6 +203,7 @@ var sqlByName = map[string]string{
 	"LoadForEvents":         sqlLoadForEvents,
 	"IsProcessed":           sqlIsProcessed,
 	"List":                  sqlList,
+	"Count":                 sqlCount,
 	"ReadTrace":             sqlReadTrace,
 	"Timers":                sqlTimers,
 	"PendingOutbox":         sqlPendingOutbox,
@@ -211,6 +224,7 @@ var sqlByName = map[string]string{
 	"DueTimers":             sqlDueTimers,
 	"DeleteTimer":           sqlDeleteTimer,
 	"CursorKey":             sqlCursorKey,
+	"StoreStatsBacklog":     sqlStoreStatsBacklog,
 }
 
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by
@@ -220,7 +234,7 @@ var sqlByName = map[string]string{
 // PendingOutbox with a source, "Conflicts" for the lookup after a lost compare-and-swap).
 //
 // Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
-// and {where}, which List replaces with its filter (" WHERE …", or nothing).
+// and {where}, which List and Count replace with their filter (" WHERE …", or nothing).
 func Statements(schema string) map[string]string {
 	m := maps.Clone(sqlByName)
 	for name, sql := range m {

@@ -162,10 +162,45 @@ func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 	return items, err
 }
 
+// Count implements stead.Counter with List's filter under a GROUP BY.
+func (b *backend) Count(ctx context.Context, q stead.ListQuery) ([]stead.CountRow, error) {
+	var out []stead.CountRow
+	err := b.read(ctx, func(r *readStmts) error {
+		sh := shapeOf(q)
+		sh.count = true
+		st, err := b.shapeStmt(ctx, sh)
+		if err != nil {
+			return err
+		}
+		args := listArgs(q)
+		rows, err := st.QueryContext(ctx, args[1:len(args)-1]...) // no cursor, no limit
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out = out[:0]
+		for rows.Next() {
+			var c stead.CountRow
+			var status string
+			if err := rows.Scan(&c.DefinitionID, &status, &c.N); err != nil {
+				return err
+			}
+			c.Status = stead.Status(status)
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
 // listStmt returns the prepared statement for the shape of q (which filters are set, how many
 // statuses), preparing it on first use. An application uses few shapes, so few are ever made.
 func (b *backend) listStmt(ctx context.Context, q stead.ListQuery) (*sql.Stmt, error) {
-	sh := shapeOf(q)
+	return b.shapeStmt(ctx, shapeOf(q))
+}
+
+// shapeStmt returns the prepared statement of a shape, preparing it on first use.
+func (b *backend) shapeStmt(ctx context.Context, sh listShape) (*sql.Stmt, error) {
 	b.listMu.Lock()
 	defer b.listMu.Unlock()
 	if b.lists == nil {

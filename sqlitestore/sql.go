@@ -147,10 +147,16 @@ const (
 	sqlListFinished    = ` AND finished_at >= ?`
 	sqlListFinishedEnd = ` AND finished_at < ?`
 	sqlListOrder       = ` ORDER BY id LIMIT ?`
+
+	// Count is List's statement with the groups in place of the columns, no page and no cursor
+	// (an id range would steer SQLite to the primary key instead of stead_executions_counts).
+	sqlListCount      = `SELECT definition_id, status, count(*) FROM stead_executions WHERE 1`
+	sqlListCountGroup = ` GROUP BY definition_id, status`
 )
 
 // listShape is which parts a listing uses: its statement's text and its cache key.
 type listShape struct {
+	count      bool // Count's statement, not List's
 	definition bool
 	statuses   int
 	rootsOnly  bool
@@ -165,7 +171,11 @@ var boundParts = [6]string{sqlListCreated, sqlListCreatedEnd, sqlListUpdated, sq
 // cursor on (keyset paging), so a deep page costs what the first does.
 func listSQL(sh listShape) string {
 	var b strings.Builder
-	b.WriteString(sqlList)
+	if sh.count {
+		b.WriteString(sqlListCount)
+	} else {
+		b.WriteString(sqlList)
+	}
 	if sh.definition {
 		b.WriteString(sqlListDefinition)
 	}
@@ -186,7 +196,11 @@ func listSQL(sh listShape) string {
 			b.WriteString(boundParts[i])
 		}
 	}
-	b.WriteString(sqlListOrder)
+	if sh.count {
+		b.WriteString(sqlListCountGroup)
+	} else {
+		b.WriteString(sqlListOrder)
+	}
 	return b.String()
 }
 
@@ -233,7 +247,12 @@ var statements = map[string]string{
 	"sqlPendingOutboxBySource": sqlPendingOutboxBySource,
 	"sqlPendingSpawns":         sqlPendingSpawns,
 	"sqlPendingSpawnsByParent": sqlPendingSpawnsByParent,
+	"sqlStoreStatsBacklog":     sqlStoreStatsBacklog,
 }
+
+// sqlStoreStatsBacklog is the gauges' sample (stead.StatsBackend): whole-table counts, read at a
+// low rate.
+const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM stead_outbox), (SELECT count(*) FROM stead_spawns)`
 
 // Statements returns the SQL each method sends, by the name of its constant (sqlCommitUpdate,
 // sqlLoadForEvent…), for tools that replay it, such as bench/sqlite. List's statement depends on

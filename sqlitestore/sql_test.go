@@ -9,6 +9,7 @@ import (
 	"go/types"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,6 +122,10 @@ func TestStatementsPairByName(t *testing.T) {
 	}
 	shapes = append(shapes, listShape{definition: true, statuses: 2, rootsOnly: true, prefix: true, prefixEnd: true,
 		bounds: [6]bool{true, true, true, true, true, true}})
+	for _, sh := range slices.Clone(shapes) { // and Count's statement of each
+		sh.count = true
+		shapes = append(shapes, sh)
+	}
 	for _, sh := range shapes {
 		st, err := db.R.PrepareContext(t.Context(), listSQL(sh))
 		if err != nil {

@@ -35,6 +35,8 @@ type readStmts struct {
 	ReadTrace, Timers, DueTimers, CursorKey        *sql.Stmt
 
 	PendingOutbox, PendingOutboxBySource, PendingSpawns, PendingSpawnsByParent *sql.Stmt
+
+	StoreStatsBacklog *sql.Stmt
 }
 
 // preparer is a *sql.DB (statements prepared on each pooled connection as needed) or a *sql.Conn

@@ -41,7 +41,10 @@ type backend struct {
 	lists  map[listShape]*sql.Stmt // listing statements by shape
 }
 
-var _ stead.Backend = (*backend)(nil)
+var (
+	_ stead.Backend = (*backend)(nil)
+	_ stead.Counter = (*backend)(nil)
+)
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

@@ -18,6 +18,44 @@ var outboxRules = []rule{
 	{name: "pending_limit", run: testOutboxPendingLimit},
 	{name: "claims_are_exclusive", run: testOutboxClaimsExclusive},
 	{name: "claims_come_back_after_lease_expiry", run: testOutboxLeaseExpiry},
+	{name: "trace_context_round_trips", run: testOutboxTrace},
+}
+
+// testOutboxTrace holds a backend to keep the W3C trace context of emitted events byte for byte,
+// through Commit and CommitBatch, and in what an execution record holds (its dead letter's event,
+// the trace of its armed timers),
+// so that the step an emit causes joins the emitting step's trace.
+func testOutboxTrace(h *harness) {
+	const tc = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;congo=t61rcWkgMzE"
+	one, two := h.newExe("traced-one"), h.newExe("traced-two")
+	traced := stead.Event{ID: "traced", Kind: "Traced", Trace: tc}
+	seqs := h.commit(one, stead.Bundle{Emits: []stead.Emit{{Target: two.ID, Event: traced}, emit(two.ID, "plain", "Plain")}})
+	h.wantOutbox("after Commit", h.outbox(one.ID), []stead.OutboxEntry{
+		{Seq: seqs[0], Source: one.ID, Target: two.ID, Event: traced},
+		{Seq: seqs[1], Source: one.ID, Target: two.ID, Event: stead.Event{ID: "plain", Kind: "Plain"}},
+	})
+
+	two.Status = stead.StatusFailed
+	two.DeadLetter = &stead.DeadLetter{Event: traced, Status: stead.StatusRunning, ActivePath: "main/waiting"}
+	two.TimerTraces = map[string]string{"main/waiting": tc}
+	res, err := h.s.CommitBatch(h.ctx, []stead.CommitItem{{Execution: two, Bundle: stead.Bundle{
+		Emits: []stead.Emit{{Target: one.ID, Event: stead.Event{ID: "back", Kind: "Back", Trace: tc}}}}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		h.Fatalf("CommitBatch: %v %+v", err, res)
+	}
+	h.wantOutbox("after CommitBatch", h.outbox(two.ID), []stead.OutboxEntry{
+		{Seq: res[0].Seqs[0], Source: two.ID, Target: one.ID, Event: stead.Event{ID: "back", Kind: "Back", Trace: tc}},
+	})
+	got, err := h.s.Load(h.ctx, two.ID)
+	if err != nil {
+		h.Fatalf("Load: %v", err)
+	}
+	if got.DeadLetter == nil || got.DeadLetter.Event.Trace != tc {
+		h.Fatalf("the dead letter came back as %+v, want its event's trace %q", got.DeadLetter, tc)
+	}
+	if got.TimerTraces["main/waiting"] != tc || len(got.TimerTraces) != 1 {
+		h.Fatalf("the timer traces came back as %v, want main/waiting: %q", got.TimerTraces, tc)
+	}
 }
 
 func emit(target, id, kind string) stead.Emit {

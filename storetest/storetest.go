@@ -64,7 +64,7 @@ var groups = []group{
 	{"outbox", outboxRules},
 	{"spawns", spawnRules},
 	{"trace", traceRules},
-	{"list", slices.Concat(listRules, filterRules)},
+	{"list", slices.Concat(listRules, filterRules, countRules)},
 	{"purge", purgeRules},
 	{"purge_tree", purgeTreeRules},
 	{"purge_finished", purgeFinishedRules},

@@ -46,29 +46,38 @@ func (w *Worker) claimBatch(ctx, work context.Context) ([]transport.Lease, error
 // emit, one AckOutbox and one AckBatch serve all of its steps. A lost compare-and-swap redelivers
 // only its own message.
 func (w *Worker) batch(ctx, work context.Context) (int, error) {
+	start := w.tel.now()
 	leases, err := w.claimBatch(ctx, work)
 	if err != nil || len(leases) == 0 {
 		return 0, err
 	}
+	work, obs, span := w.tel.beginBatch(work, leases, start)
+	defer obs.end(span)
 	refs := make([]stead.EventRef, len(leases))
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
 	}
-	loaded, err := w.store.LoadForEvents(work, refs)
+	lctx, lspan := w.tel.store(work, "LoadForEvents", "stead_executions", len(refs))
+	loaded, err := w.store.LoadForEvents(lctx, refs)
+	endSpan(lspan, err)
 	if err != nil {
 		w.log.Warn("batch load failed", slog.Int("size", len(leases)), slog.Any("err", err))
+		obs.setAll(outcomeRetry)
 		for i := range leases {
 			w.nack(work, &leases[i], w.cfg.RetryDelay)
 		}
 		return len(leases), nil
 	}
-	p := w.plan(leases, loaded)
+	p := w.plan(leases, loaded, obs)
 	var ds []delivery
 	if len(p.items) > 0 {
-		results, err := w.store.CommitBatch(work, p.items)
+		cctx, cspan := w.tel.store(work, "CommitBatch", "stead_executions", len(p.items))
+		results, err := w.store.CommitBatch(cctx, p.items)
+		endSpan(cspan, err)
 		if err != nil {
 			w.log.Warn("batch commit failed", slog.Int("size", len(p.items)), slog.Any("err", err))
 			for _, i := range p.stepped {
+				obs.at(i).set(outcomeRetry)
 				p.later = append(p.later, pending{leases[i], doRetry})
 			}
 		} else {
@@ -103,17 +112,19 @@ type batchPlan struct {
 	events  []stead.Event
 	acks    []transport.Lease
 	later   []pending
+	obs     stepObsList // aligned with the leases; nil when telemetry is off
 }
 
 // plan admits and steps every loaded message of a batch.
-func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded) batchPlan {
-	var p batchPlan
+func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded, obs stepObsList) batchPlan {
+	p := batchPlan{obs: obs}
 	for i, l := range leases {
 		var ld stead.Loaded
 		if i < len(loaded) {
 			ld = loaded[i]
 		}
 		v, why := w.admit(ld.Execution, ld.Processed, l.Event)
+		obs.at(i).loaded(ld.Execution, ld.Processed, v)
 		if v == doAck {
 			w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
 			p.acks = append(p.acks, l)
@@ -126,9 +137,12 @@ func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded) batchPlan
 		next, b, err := w.step(ld.Execution, l.Event)
 		if err != nil {
 			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
+			obs.at(i).set(outcomeActionError)
 			p.later = append(p.later, pending{l, doRetry})
 			continue
 		}
+		obs.at(i).stepped(&b)
+		keepTimerTraces(next, &b, obs.at(i).traceOf())
 		p.items = append(p.items, stead.CommitItem{Execution: next, Bundle: b})
 		p.stepped = append(p.stepped, i)
 		p.events = append(p.events, l.Event)
@@ -151,12 +165,16 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 		switch {
 		case r.Err == nil:
 			it.Execution.Version = r.Version // the worker's own copy, from the engine
+			o := p.obs.at(i)
+			o.committed(it.Execution)
 			p.acks = append(p.acks, leases[i])
-			ds = append(ds, delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k]})
+			ds = append(ds, delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k], trace: o.traceOf()})
 		case errors.Is(r.Err, stead.ErrConflict):
+			p.obs.at(i).set(outcomeConflict)
 			p.later = append(p.later, pending{leases[i], doResend})
 		default:
 			w.log.Warn("commit failed", slog.String("execution", leases[i].Group), slog.Any("err", r.Err))
+			p.obs.at(i).set(outcomeRetry)
 			p.later = append(p.later, pending{leases[i], doRetry})
 		}
 	}

@@ -31,6 +31,13 @@ type Client struct {
 	Logger *slog.Logger
 }
 
+// ContextPreparer is a Machine that checks and completes the context an execution is created
+// with (chart.Engine does, for a definition that declares its context keys). Create calls it for
+// the machines Known holds: a context it refuses is refused before anything is written.
+type ContextPreparer interface {
+	PrepareContext(ctx json.RawMessage) (json.RawMessage, error)
+}
+
 // NewExecution describes an execution for Create and CreateBatch.
 type NewExecution struct {
 	DefinitionID string
@@ -56,7 +63,8 @@ func (c *Client) logger() *slog.Logger {
 // Create stores a new pending execution and starts it. The start event commits in the outbox
 // together with the record, so it cannot be lost: Create then publishes it and acknowledges the
 // outbox row; if that publish fails, a worker's relay delivers it later (Create still succeeds).
-// An id that is taken is ErrAlreadyExists.
+// An id that is taken is ErrAlreadyExists. The start event carries the trace context of the span
+// in ctx, if any.
 func (c *Client) Create(ctx context.Context, definitionID, id string, data json.RawMessage) (*stead.Execution, error) {
 	exes, err := c.CreateBatch(ctx, []NewExecution{{DefinitionID: definitionID, ID: id, Context: data}})
 	if err != nil {
@@ -79,8 +87,18 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 	items := make([]stead.CommitItem, len(news))
 	seen := make(map[string]bool, len(news))
 	for i, n := range news {
+		if c.Known != nil {
+			n.DefinitionID = c.Known.Resolve(n.DefinitionID) // the newest version of an unversioned id
+		}
 		if c.Known != nil && c.Known[n.DefinitionID] == nil {
 			return nil, check.Invalidf("unknown definition %q", n.DefinitionID)
+		}
+		if p, ok := c.Known[n.DefinitionID].(ContextPreparer); ok {
+			prepared, err := p.PrepareContext(n.Context)
+			if err != nil {
+				return nil, fmt.Errorf("create %q: %w", n.ID, err)
+			}
+			n.Context = prepared
 		}
 		if seen[n.ID] {
 			return nil, check.Invalidf("execution %q appears twice in the batch", n.ID)
@@ -90,7 +108,7 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 			ID: n.ID, DefinitionID: n.DefinitionID, Status: stead.StatusPending,
 			Context: n.Context, Priority: n.Priority, CreatedAt: now, UpdatedAt: now,
 		}
-		start := stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now}
+		start := Stamp(ctx, stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now})
 		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{Emits: []stead.Emit{{Target: n.ID, Event: start}}}}
 		if _, err := stead.PrepareWrite(exe, items[i].Bundle); err != nil {
 			return nil, fmt.Errorf("create %q: %w", n.ID, err)
@@ -141,7 +159,8 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 // Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh
 // random one; reuse an id to make a retried send idempotent. The start event is not sent this way
 // (Create sends it), nor are the control kinds (Control applies them). A missing execution is
-// ErrNotFound.
+// ErrNotFound. The event carries the trace context of the span in ctx, if any (see Stamp), unless
+// it carries one already: the step it causes joins the caller's trace.
 func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Event, error) {
 	if ev.Kind == chart.KindStart {
 		return ev, check.Invalidf("send %q: the start event is sent by Create", id)
@@ -159,6 +178,7 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 	if ev.CreatedAt.IsZero() {
 		ev.CreatedAt = c.now()
 	}
+	ev = Stamp(ctx, ev)
 	exe, err := c.Store.Load(ctx, id)
 	if err != nil {
 		return ev, err

@@ -92,7 +92,7 @@ func (c *Client) runner() *Worker {
 	log := c.logger()
 	return &Worker{
 		cfg:   Config{Store: c.Store, Transport: c.Transport, Machines: c.Known, Clock: c.now, Logger: log},
-		store: c.Store, tr: c.Transport, log: log,
+		store: c.Store, tr: c.Transport, log: log, tel: &telemetry{},
 	}
 }
 

@@ -7,7 +7,11 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
 )
 
@@ -17,8 +21,25 @@ type Machine interface {
 	Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error)
 }
 
-// Machines maps a definition id to the machine that runs it.
+// Machines maps a definition id to the machine that runs it. A versioned definition is keyed
+// by "<id>@<version>" (chart.Definition.VersionedID), so one map holds several versions at once:
+// each execution runs on the version it recorded, and Resolve picks the newest for new ones.
 type Machines map[string]Machine
+
+// Resolve returns the DefinitionID a new execution of id starts on: id itself when it is a key
+// (an exact or unversioned id), else the newest "<id>@<n>" key, else id unchanged.
+func (m Machines) Resolve(id string) string {
+	if _, ok := m[id]; ok {
+		return id
+	}
+	best, newest := id, 0
+	for k := range m {
+		if base, v := chart.SplitVersion(k); base == id && v > newest {
+			best, newest = k, v
+		}
+	}
+	return best
+}
 
 // Defaults for Config.
 const (
@@ -33,6 +54,7 @@ const (
 	DefaultRelayLease     = 30 * time.Second
 	DefaultIdleWait       = time.Second
 	DefaultShutdown       = 30 * time.Second
+	DefaultStatsInterval  = 30 * time.Second
 	// relayPage is how many outbox rows, spawn intents or timers one relay claim takes.
 	relayPage = 256
 )
@@ -103,6 +125,19 @@ type Config struct {
 	// OnCommit, when set, is called after each step commits (from the worker's goroutines; it must
 	// be fast and safe for concurrent use). Benchmarks use it to measure latency.
 	OnCommit func(exe *stead.Execution, ev stead.Event, committedAt time.Time)
+
+	// TracerProvider, when set, traces every claimed message as a "stead.step" span, a child of
+	// the trace context its event carries (Event.Trace), with the store and transport calls as
+	// client spans under it; what the step emits carries the step's context on. Nil: no spans,
+	// and nothing is paid for them.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records the stead.* step, conflict, redelivery, action error and
+	// timer lateness metrics, and the gauges of queue depth, backlog and execution counts that
+	// the backends can report (see StatsBackend). Nil: no metrics.
+	MeterProvider metric.MeterProvider
+	// StatsInterval is how often at most the gauges query the backends (default 30 s); a scrape
+	// in between reads the last answer.
+	StatsInterval time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -157,6 +192,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.RelayLease, DefaultRelayLease)
 	def(&c.IdleWait, DefaultIdleWait)
 	def(&c.ShutdownTimeout, DefaultShutdown)
+	def(&c.StatsInterval, DefaultStatsInterval)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

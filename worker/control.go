@@ -373,7 +373,7 @@ func (w *Worker) spawnPending(ctx context.Context, parent, child string) (bool, 
 // applied by a process that died before delivering them leaves behind. The relay of any worker
 // delivers them too, later; a row delivered twice is absorbed by dedupe.
 func (w *Worker) flush(ctx context.Context, exe *stead.Execution) error {
-	kids, err := w.spawnChildren(ctx, []*stead.Execution{exe})
+	kids, err := w.spawnChildren(ctx, []delivery{{exe: exe, trace: inject(ctx)}})
 	if len(kids) > 0 {
 		err = errors.Join(err, w.deliver(ctx, kids))
 	}

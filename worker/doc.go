@@ -35,4 +35,11 @@
 //
 // With Config.SharedTx (pgtx.New, for pgstore and pgtransport on one pool) a batch's claim, load,
 // commit, publish and acknowledgement run in one database transaction instead.
+//
+// Config.TracerProvider and Config.MeterProvider, any OpenTelemetry providers, turn on spans and
+// metrics; nil means none, at the cost of a branch. A message claimed alone is a "stead.step"
+// span, a child of the W3C trace context its event carries (stead.Event.Trace, written by
+// Client.Send and Client.Create from their ctx and by a step on what it emits: see Stamp); a
+// batch is one "stead.batch" span linking each of its messages to that context. Store and
+// transport calls are client spans with the db.* attributes of the semantic conventions.
 package worker

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -127,6 +128,12 @@ func helperWorker() int {
 		log.Error("machine", slog.Any("err", err))
 		return 3
 	}
+	constructs, err := newConstructMachines()
+	if err != nil {
+		log.Error("machines", slog.Any("err", err))
+		return 3
+	}
+	maps.Copy(machines, constructs)
 	var shared worker.SharedDB
 	if os.Getenv(envHelperShared) == "1" {
 		if shared, err = pgtx.New(b.Store, b.Transport); err != nil {

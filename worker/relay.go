@@ -17,6 +17,9 @@ type delivery struct {
 	b    *stead.Bundle
 	seqs []int64 // the outbox sequence numbers Commit returned for b.Emits
 	ev   stead.Event
+	// trace is the Event.Trace of the step's span (empty untraced): the start events of the
+	// children it spawned carry it.
+	trace string
 }
 
 // deliver relays committed steps: it creates their spawned children first (an event a parent
@@ -27,10 +30,10 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 	var errs []error
 	all := ds
 	for gen := ds; len(gen) > 0; {
-		var spawning []*stead.Execution
+		var spawning []delivery
 		for _, d := range gen {
 			if len(d.b.Spawns) > 0 {
-				spawning = append(spawning, d.exe)
+				spawning = append(spawning, d)
 			}
 		}
 		if len(spawning) == 0 {
@@ -78,13 +81,19 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 	}
 	for len(out) > 0 {
 		n := min(len(out), transport.MaxBatch)
-		if err := w.tr.PublishBatch(ctx, out[:n]); err != nil {
+		pctx, span := w.tel.transport(ctx, "PublishBatch", n)
+		err := w.tr.PublishBatch(pctx, out[:n])
+		endSpan(span, err)
+		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("publish: %w", err))...)
 		}
 		out = out[n:]
 	}
 	if len(seqs) > 0 {
-		if err := w.store.AckOutbox(ctx, seqs); err != nil {
+		actx, span := w.tel.store(ctx, "AckOutbox", "stead_outbox", len(seqs))
+		err := w.store.AckOutbox(actx, seqs)
+		endSpan(span, err)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("ack outbox: %w", err))
 		}
 	}
@@ -107,18 +116,26 @@ func addressed(out []transport.Outgoing, emits []stead.Emit, priority int) []tra
 
 // spawnChildren creates the children the parents' steps asked for, acknowledges the intents, and
 // returns the children's own committed starts for relaying.
-func (w *Worker) spawnChildren(ctx context.Context, parents []*stead.Execution) ([]delivery, error) {
+func (w *Worker) spawnChildren(ctx context.Context, parents []delivery) ([]delivery, error) {
 	var entries []stead.SpawnEntry
 	byID := make(map[string]*stead.Execution, len(parents))
-	for _, p := range parents {
+	var traces map[string]string
+	for _, d := range parents {
+		p := d.exe
 		es, err := w.store.PendingSpawns(ctx, p.ID, stead.MaxListLimit)
 		if err != nil {
 			return nil, fmt.Errorf("pending spawns of %q: %w", p.ID, err)
 		}
 		entries = append(entries, es...)
 		byID[p.ID] = p
+		if d.trace != "" {
+			if traces == nil {
+				traces = make(map[string]string, len(parents))
+			}
+			traces[p.ID] = d.trace
+		}
 	}
-	kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return byID[id] })
+	kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return byID[id] }, traces)
 	if len(done) > 0 {
 		if aerr := w.store.AckSpawns(ctx, done); aerr != nil {
 			err = errors.Join(err, fmt.Errorf("ack spawns: %w", aerr))
@@ -135,7 +152,9 @@ func StartEventID(executionID string) string { return "start:" + executionID }
 // together. Creation is idempotent: a child is committed at version 0, and a conflict means it
 // exists already. It returns the deliveries of the children it created and the sequence numbers
 // of the intents that are settled (created, already existing, or orphaned by a purged parent).
-func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, parentOf func(string) *stead.Execution) ([]delivery, []int64, error) {
+// traces holds the trace context of the parents' spawning steps, by parent id (nil for none): a
+// child's start event carries its parent's, so the child's first step joins the parent's trace.
+func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, parentOf func(string) *stead.Execution, traces map[string]string) ([]delivery, []int64, error) {
 	var errs []error
 	var done []int64
 	var items []stead.CommitItem
@@ -155,17 +174,22 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			done = append(done, s.Seq)
 			continue
 		}
+		// A region child runs its parent's definition from its region; an invoked one runs the
+		// definition its spawn names, from the top.
+		def, root := chart.SpawnTarget(parent.DefinitionID, s.RootPath)
+		def = w.cfg.Machines.Resolve(def) // an invoke without a version runs the newest
 		child := &stead.Execution{
-			ID: s.ChildID, DefinitionID: parent.DefinitionID, Status: stead.StatusPending,
-			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: s.RootPath,
+			ID: s.ChildID, DefinitionID: def, Status: stead.StatusPending,
+			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: root,
 			Priority: parent.Priority,
 		}
-		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock()}
+		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock(), Trace: traces[s.ParentID]}
 		next, b, err := w.step(child, ev)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
 			continue
 		}
+		keepTimerTraces(next, &b, ev.Trace)
 		if parent.Status == stead.StatusSuspended && next.Status == stead.StatusRunning {
 			// Created while its parent is suspended (the suspend's cascade found no child yet):
 			// it starts suspended with it.
@@ -233,7 +257,7 @@ func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
 			}
 			parents[s.ParentID] = parent
 		}
-		kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return parents[id] })
+		kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return parents[id] }, nil)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -300,13 +324,30 @@ func (w *Worker) priorityOf(ctx context.Context, known map[string]int, id string
 	return p, nil
 }
 
+// targetOf returns execution id (nil when it no longer exists), loading it once per pass: known
+// holds those already loaded.
+func (w *Worker) targetOf(ctx context.Context, known map[string]*stead.Execution, id string) (*stead.Execution, error) {
+	if exe, ok := known[id]; ok {
+		return exe, nil
+	}
+	exe, err := w.store.Load(ctx, id)
+	switch {
+	case errors.Is(err, stead.ErrNotFound):
+		exe = nil
+	case err != nil:
+		return nil, fmt.Errorf("load %q for its timers: %w", id, err)
+	}
+	known[id] = exe
+	return exe, nil
+}
+
 // SweepTimers publishes a timeout event for every due timer and then deletes the timer, only if
 // its fire time is still the one read (a timer re-armed meanwhile survives). The timeout event id
 // is stable, so two workers sweeping the same timer publish one effect. Run calls it every
 // TimerInterval; it returns how many timers fired.
 func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 	total := 0
-	priority := map[string]int{}
+	targets := map[string]*stead.Execution{}
 	for ctx.Err() == nil {
 		due, err := w.store.DueTimers(ctx, w.cfg.Clock(), relayPage)
 		if err != nil {
@@ -316,12 +357,20 @@ func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 			return total, nil
 		}
 		out := make([]transport.Outgoing, 0, len(due))
+		now := w.cfg.Clock()
 		for _, t := range due {
-			p, err := w.priorityOf(ctx, priority, t.ExecutionID)
+			w.tel.timerFired(now, t.FireAt)
+			exe, err := w.targetOf(ctx, targets, t.ExecutionID)
 			if err != nil {
 				return total, err
 			}
-			out = append(out, transport.Outgoing{Group: t.ExecutionID, Event: chart.TimeoutEvent(t.ExecutionID, t.Path, t.FireAt), Priority: p})
+			ev := chart.TimeoutEvent(t.ExecutionID, t.Path, t.FireAt)
+			p := 0
+			if exe != nil {
+				// The timeout joins the trace of the step that armed the timer.
+				p, ev.Trace = exe.Priority, exe.TimerTraces[t.Path]
+			}
+			out = append(out, transport.Outgoing{Group: t.ExecutionID, Event: ev, Priority: p})
 		}
 		// Publish before deleting: a crash in between republishes, and dedupe absorbs it.
 		if err := w.tr.PublishBatch(ctx, out); err != nil {

@@ -144,7 +144,10 @@ func (w *Worker) ack(ctx context.Context, ls []transport.Lease) {
 	if len(ls) == 0 {
 		return
 	}
-	if err := w.tr.AckBatch(ctx, ls); err != nil {
+	actx, span := w.tel.transport(ctx, "AckBatch", len(ls))
+	err := w.tr.AckBatch(actx, ls)
+	endSpan(span, err)
+	if err != nil {
 		w.log.Warn("ack failed; retrying until the lease ends", slog.Int("messages", len(ls)),
 			slog.String("execution", ls[0].Group), slog.Any("err", err))
 		w.retries.add(&settlement{leases: append([]transport.Lease(nil), ls...)}, w.cfg.RetryDelay)
@@ -154,7 +157,10 @@ func (w *Worker) ack(ctx context.Context, ls []transport.Lease) {
 // nack hands l back, to be claimable again after delay; a failure is logged and retried by the
 // settler.
 func (w *Worker) nack(ctx context.Context, l *transport.Lease, delay time.Duration) {
-	if err := w.tr.Nack(ctx, l, delay); err != nil {
+	nctx, span := w.tel.transport(ctx, "Nack", 1)
+	err := w.tr.Nack(nctx, l, delay)
+	endSpan(span, err)
+	if err != nil {
 		w.log.Warn("nack failed; retrying until the lease ends", slog.String("execution", l.Group), slog.Any("err", err))
 		w.retries.add(&settlement{leases: []transport.Lease{*l}, nack: true, delay: delay}, w.cfg.RetryDelay)
 	}

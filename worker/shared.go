@@ -85,26 +85,40 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(outer)) }()
+	start := w.tel.now()
 	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
 		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
 	})
 	if err != nil || len(leases) == 0 {
 		return 0, err
 	}
+	// Every outcome is provisional until the transaction commits: a failure below rolls back,
+	// which hands every message back, and records them all as retries.
+	work, obs, span := w.tel.beginBatch(work, leases, start)
+	committed := false
+	defer func() {
+		if !committed {
+			obs.setAll(outcomeRetry)
+		}
+		obs.end(span)
+	}()
 	refs := make([]stead.EventRef, len(leases))
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
 	}
-	loaded, err := tx.Load(work, refs)
+	lctx, lspan := w.tel.store(work, "LoadForEvents", "stead_executions", len(refs))
+	loaded, err := tx.Load(lctx, refs)
+	endSpan(lspan, err)
 	if err != nil {
 		// Rolling back releases the claims: the messages are claimable again at once.
 		w.log.Warn("batch load failed", slog.Any("err", err))
 		sleep(ctx, w.cfg.RetryDelay)
 		return len(leases), nil
 	}
-	p := w.plan(leases, loaded)
+	p := w.plan(leases, loaded, obs)
 	if len(leases) == 1 {
-		return 1, w.sharedOne(ctx, outer, work, tx, leases[0], &p)
+		committed = w.sharedOne(ctx, outer, work, tx, leases[0], &p)
+		return 1, nil
 	}
 	emits := make([][]stead.Emit, len(p.items))
 	for k := range p.items {
@@ -114,7 +128,9 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 	var ds []delivery
 	var out []transport.Outgoing
 	if len(p.items) > 0 {
-		results, err := tx.CommitBatch(work, p.items)
+		cctx, cspan := w.tel.store(work, "CommitBatch", "stead_executions", len(p.items))
+		results, err := tx.CommitBatch(cctx, p.items)
+		endSpan(cspan, err)
 		if err != nil {
 			w.log.Warn("batch commit failed", slog.Any("err", err))
 			sleep(ctx, w.cfg.RetryDelay)
@@ -148,13 +164,22 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 			return len(leases), nil
 		}
 	}
-	if err := tx.Commit(work); err != nil {
+	if err := w.commitTx(work, tx); err != nil {
 		// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).
 		w.log.Warn("commit failed", slog.Any("err", err))
 		return len(leases), nil
 	}
-	w.spawnCommitted(outer, ds)
+	committed = true
+	w.spawnCommitted(w.tel.carry(outer, work), ds)
 	return len(leases), nil
+}
+
+// commitTx commits the shared transaction, in a span of its own.
+func (w *Worker) commitTx(ctx context.Context, tx Tx) error {
+	cctx, span := w.tel.store(ctx, "COMMIT", "stead_executions", 0)
+	err := tx.Commit(cctx)
+	endSpan(span, err)
+	return err
 }
 
 // spawnCommitted reports the steps a shared transaction committed and creates the children they
@@ -179,7 +204,9 @@ func (w *Worker) spawnCommitted(work context.Context, ds []delivery) {
 // COMMIT go to the server together (Tx.Step). A lost CAS rolls the whole transaction back, which
 // hands the message back at once: the redelivery a lost CAS asks for, and the other statements
 // are undone with it.
-func (w *Worker) sharedOne(ctx, outer, work context.Context, tx Tx, lease transport.Lease, p *batchPlan) error {
+//
+// It reports whether the transaction committed.
+func (w *Worker) sharedOne(ctx, outer, work context.Context, tx Tx, lease transport.Lease, p *batchPlan) bool {
 	var ds []delivery
 	var err error
 	switch {
@@ -189,21 +216,26 @@ func (w *Worker) sharedOne(ctx, outer, work context.Context, tx Tx, lease transp
 		out := addressed(nil, it.Bundle.Emits, it.Execution.Priority)
 		it.Bundle.Emits = nil
 		var res stead.CommitResult
-		res, err = tx.Step(work, *it, out, &lease)
+		sctx, span := w.tel.store(work, "Step", "stead_executions", 1)
+		res, err = tx.Step(sctx, *it, out, &lease)
+		endSpan(span, err)
 		switch {
 		case errors.Is(err, stead.ErrInvalid):
 			// An invalid step (the store refused it, or its emits do not encode): nothing was
 			// sent; hand the message back for a retry.
 			w.log.Warn("commit failed", slog.String("execution", lease.Group), slog.Any("err", err))
+			p.obs.at(0).set(outcomeRetry)
 			err = tx.Nack(work, &lease, w.cfg.RetryDelay)
 		case err == nil && errors.Is(res.Err, stead.ErrConflict):
 			w.log.Debug("lost the version race; redelivering", slog.Any("err", res.Err))
-			return nil
+			p.obs.at(0).set(outcomeConflict)
+			return true // the rollback hands the message back: that is the outcome
 		case err == nil && res.Err != nil:
 			err = res.Err
 		case err == nil:
 			it.Execution.Version = res.Version
-			ds = append(ds, delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0]})
+			p.obs.at(0).committed(it.Execution)
+			ds = append(ds, delivery{exe: it.Execution, b: &it.Bundle, ev: p.events[0], trace: p.obs.at(0).traceOf()})
 		}
 	case len(p.acks) == 1:
 		err = tx.Ack(work, p.acks)
@@ -213,13 +245,13 @@ func (w *Worker) sharedOne(ctx, outer, work context.Context, tx Tx, lease transp
 	if err != nil {
 		w.log.Warn("step in transaction failed", slog.Any("err", err))
 		sleep(ctx, w.cfg.RetryDelay)
-		return nil
+		return false
 	}
-	if err := tx.Commit(work); err != nil {
+	if err := w.commitTx(work, tx); err != nil {
 		// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).
 		w.log.Warn("commit failed", slog.Any("err", err))
-		return nil
+		return false
 	}
-	w.spawnCommitted(outer, ds)
-	return nil
+	w.spawnCommitted(w.tel.carry(outer, work), ds)
+	return true
 }

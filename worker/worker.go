@@ -23,6 +23,7 @@ type Worker struct {
 	tr      *transport.Transport
 	log     *slog.Logger
 	retries *settler // acks and nacks that failed, retried until their lease ends
+	tel     *telemetry
 }
 
 // New validates cfg, applies the defaults and returns a worker ready to Run.
@@ -31,8 +32,12 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("worker: telemetry: %w", err)
+	}
 	return &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
-		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler()}, nil
+		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), tel: tel}, nil
 }
 
 // Run works until ctx is done, then stops claiming, lets the steps in flight finish (bounded by
@@ -60,6 +65,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		graceMu.Unlock()
 	}()
 
+	if reg, err := w.registerGauges(); err != nil {
+		w.log.Warn("gauges not registered", slog.Any("err", err))
+	} else if reg != nil {
+		defer func() { _ = reg.Unregister() }()
+	}
 	w.log.Info("worker starting", slog.Int("concurrency", w.cfg.Concurrency),
 		slog.Int("batch", w.cfg.BatchSize), slog.Bool("shared_tx", w.cfg.SharedTx != nil))
 	if n, err := w.Recover(work); err != nil {
@@ -181,10 +191,11 @@ const (
 
 // admit applies the checks that run before a step, in this order: a missing execution or an event
 // it already applied is dropped (that is the dedupe); a cancelled execution drops everything; a
-// suspended one parks the message; a pending one takes only its start event and a cancel
-// (parking anything else would block the group behind a start that may never come; dropping the
-// cancel would let a region child whose parent already left the parallel state start afterwards
-// and run orphaned); a cancelling one drains its backlog until the cancel event.
+// suspended one parks the message; a pending one takes only its start event, a cancel and the
+// timeout of a failed start's retry (parking anything else would block the group behind a start
+// that may never come; dropping the cancel would let a region child whose parent already left the
+// parallel state start afterwards and run orphaned); a cancelling one drains its backlog until
+// the cancel event.
 func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (verdict, string) {
 	switch {
 	case exe == nil:
@@ -195,7 +206,9 @@ func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (ve
 		return doAck, "execution cancelled"
 	case exe.Status == stead.StatusSuspended:
 		return doPark, "execution suspended"
-	case exe.Status == stead.StatusPending && ev.Kind != chart.KindStart && ev.Kind != chart.KindCancel:
+	case exe.Status == stead.StatusPending && ev.Kind != chart.KindStart && ev.Kind != chart.KindCancel &&
+		(ev.Kind != chart.KindTimeout || exe.Timers[chart.RetryTimerPath].IsZero()):
+		// The one timer a pending execution has is the retry of a start that failed.
 		return doAck, "execution not started"
 	case exe.Status == stead.StatusCancelling && ev.Kind != chart.KindCancel:
 		return doAck, "execution cancelling"
@@ -230,13 +243,16 @@ func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Executi
 // one claims and handles a single message in its own transactions; it returns how many it
 // handled (0 or 1).
 func (w *Worker) one(work context.Context) (int, error) {
+	start := w.tel.now()
 	ls, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
 		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, 1)
 	})
 	if err != nil || len(ls) == 0 {
 		return 0, err
 	}
-	w.handle(work, &ls[0])
+	o := w.tel.begin(work, &ls[0], start)
+	o.claimed(time.Now())
+	o.end(w.handle(o.ctx, &ls[0], &o))
 	return 1, nil
 }
 
@@ -252,48 +268,63 @@ func (w *Worker) prioritised(claim func(minPriority int) ([]transport.Lease, err
 	return claim(0)
 }
 
-func (w *Worker) handle(ctx context.Context, l *transport.Lease) {
+// handle steps one claimed message; it returns the error that kept it from committing, if any,
+// for the step's span.
+func (w *Worker) handle(ctx context.Context, l *transport.Lease, o *stepObs) error {
 	ev := l.Event
-	exe, processed, err := w.store.LoadForEvent(ctx, l.Group, ev.ID)
+	lctx, span := w.tel.store(ctx, "LoadForEvent", "stead_executions", 1)
+	exe, processed, err := w.store.LoadForEvent(lctx, l.Group, ev.ID)
 	if errors.Is(err, stead.ErrNotFound) {
 		exe, err = nil, nil
 	}
+	endSpan(span, err)
 	if err != nil {
 		w.logLease(ctx, slog.LevelWarn, l, "load failed", slog.Any("err", err))
+		o.set(outcomeRetry)
 		w.nack(ctx, l, w.cfg.RetryDelay)
-		return
+		return err
 	}
 	v, why := w.admit(exe, processed, ev)
+	o.loaded(exe, processed, v)
 	if v != doStep {
 		w.logLease(ctx, slog.LevelDebug, l, "not stepped", slog.String("why", why))
 		w.settle(ctx, l, v)
-		return
+		return nil
 	}
 	next, b, err := w.step(exe, ev)
 	if err != nil {
 		w.logLease(ctx, slog.LevelError, l, "step failed", slog.Any("err", err))
+		o.set(outcomeActionError)
 		w.nack(ctx, l, w.cfg.RetryDelay)
-		return
+		return err
 	}
-	done, err := w.store.Commit(ctx, next, b)
+	o.stepped(&b)
+	keepTimerTraces(next, &b, o.traceOf())
+	cctx, span := w.tel.store(ctx, "Commit", "stead_executions", 1)
+	res, err := w.store.Commit(cctx, next, b)
+	endSpan(span, err)
 	if err != nil {
 		if errors.Is(err, stead.ErrConflict) {
 			w.logLease(ctx, slog.LevelDebug, l, "lost the version race; redelivering", slog.Any("err", err))
+			o.set(outcomeConflict)
 			w.nack(ctx, l, 0)
-		} else {
-			w.logLease(ctx, slog.LevelWarn, l, "commit failed", slog.Any("err", err))
-			w.nack(ctx, l, w.cfg.RetryDelay)
+			return nil
 		}
-		return
+		w.logLease(ctx, slog.LevelWarn, l, "commit failed", slog.Any("err", err))
+		o.set(outcomeRetry)
+		w.nack(ctx, l, w.cfg.RetryDelay)
+		return err
 	}
-	next.Version = done.Version
+	next.Version = res.Version
+	o.committed(next)
 	w.committed(next, ev)
 	// The step is durable: from here on a failure only delays delivery (the relay retries), so the
 	// message is acknowledged whatever happens.
-	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: done.Seqs}}); err != nil {
+	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: res.Seqs, trace: o.trace}}); err != nil {
 		w.logLease(ctx, slog.LevelWarn, l, "delivery deferred to the relay", slog.Any("err", err))
 	}
 	w.ack(ctx, []transport.Lease{*l})
+	return nil
 }
 
 // logLease logs msg with the lease's execution, event id and kind. The attributes are built only

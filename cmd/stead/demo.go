@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +42,9 @@ func newDemo() *cobra.Command {
 an earlier one), starts workers on it, and runs the bundled order flow (stead diagram shows it)
 for 2,000 orders: a payment step with a 5-second timer, fulfilment as two parallel regions run as
 child executions, and failure paths. The orders' data picks a fixed mix of outcomes, so every
-run ends with the same counts. Timers do not make you wait: when the workers are idle and only
+run ends with the same counts. Beside them run 200 deliveries (one per ten orders): each invokes
+the bundled carrier machine as a child execution, whose booking action fails its first attempt
+and is retried after a backoff. Timers do not make you wait: when the workers are idle and only
 timers are left, the demo's clock jumps to the next one (printed when it happens).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,10 +81,11 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	}
 	defer b.Close()
 	// Traced, so that `stead inspect` shows each order's steps afterwards.
-	machines, _, err := loadMachines([]string{builtinOrder}, chart.WithTrace())
+	machines, _, err := loadMachines(builtins, chart.WithTrace())
 	if err != nil {
 		return err
 	}
+	deliveries := max(1, orders/10)
 	clock := &demoClock{}
 	var events, finished atomic.Int64
 	var done sync.Map // root ids seen finished: a finished order can still commit late events
@@ -100,7 +105,8 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "stead demo: %d orders of the bundled order flow, %d worker loops, SQLite file %s\n", orders, workers, path)
+	fmt.Fprintf(out, "stead demo: %d orders of the bundled order flow and %d deliveries, %d worker loops, SQLite file %s\n",
+		orders, deliveries, workers, path)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	stopped := make(chan error, 1)
@@ -121,12 +127,26 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 			return fmt.Errorf("create orders: %w", err)
 		}
 	}
+	// Deliveries invoke the carrier machine, whose booking fails once and is retried.
+	for i := 0; i < deliveries; i += 500 {
+		var news []worker.NewExecution
+		for j := i; j < min(i+500, deliveries); j++ {
+			id := fmt.Sprintf("delivery-%05d", j)
+			news = append(news, worker.NewExecution{DefinitionID: builtinDelivery, ID: id,
+				Context: fmt.Appendf(nil, `{"order_id":"order-%05d"}`, j)})
+		}
+		if _, err := client.CreateBatch(ctx, news); err != nil {
+			stop()
+			<-stopped
+			return fmt.Errorf("create deliveries: %w", err)
+		}
+	}
 
 	tty := isTerminal(out)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	lastEvents, idleTicks, lastPrint := int64(-1), 0, time.Time{}
-	for finished.Load() < int64(orders) {
+	for finished.Load() < int64(orders+deliveries) {
 		select {
 		case <-ctx.Done():
 			stop()
@@ -146,13 +166,14 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 		if idleTicks >= 3 {
 			// Nothing moved for 300 ms: only timers are left. Jump to the earliest.
 			if jumped := advanceToNextTimer(ctx, b.Store, clock); jumped > 0 {
-				fmt.Fprintf(out, "%sclock advanced %v to fire the payment timers of unpaid orders\n", clearLine(tty), jumped.Round(time.Millisecond))
+				fmt.Fprintf(out, "%sclock advanced %v to fire the next timers (unpaid orders' payment timeouts, carrier booking retries)\n",
+					clearLine(tty), jumped.Round(time.Millisecond))
 			}
 			idleTicks = 0
 		}
 		if tty || time.Since(lastPrint) >= time.Second {
 			el := time.Since(start).Seconds()
-			line := fmt.Sprintf("  %5d/%d orders finished   %7d events   %6.0f events/s", finished.Load(), orders, n, float64(n)/el)
+			line := fmt.Sprintf("  %5d/%d orders and deliveries finished   %7d events   %6.0f events/s", finished.Load(), orders+deliveries, n, float64(n)/el)
 			if tty {
 				fmt.Fprint(out, "\r"+line)
 			} else {
@@ -186,7 +207,8 @@ func advanceToNextTimer(ctx context.Context, s *stead.Store, c *demoClock) time.
 
 func demoSummary(ctx context.Context, out io.Writer, s *stead.Store, path string, events int64, elapsed time.Duration) error {
 	counts := map[string]int{}
-	children := 0
+	delivered := map[string]int{}
+	children, invoked, attempts := 0, 0, 0
 	for _, roots := range []bool{true, false} {
 		f := stead.ListFilter{RootsOnly: roots, Limit: stead.MaxListLimit}
 		for {
@@ -196,8 +218,20 @@ func demoSummary(ctx context.Context, out io.Writer, s *stead.Store, path string
 			}
 			for _, e := range page.Items {
 				switch {
+				case roots && e.DefinitionID == builtinDelivery:
+					delivered[string(e.Status)+"/"+dash(e.Outcome)]++
+					exe, err := s.Load(ctx, e.ID)
+					if err != nil {
+						return err
+					}
+					var c struct{ Attempts int }
+					if json.Unmarshal(exe.Context, &c) == nil {
+						attempts += c.Attempts
+					}
 				case roots:
 					counts[string(e.Status)+"/"+dash(e.Outcome)]++
+				case e.ParentID != "" && e.DefinitionID == builtinCarrier:
+					invoked++
 				case e.ParentID != "":
 					children++
 				}
@@ -222,10 +256,15 @@ func demoSummary(ctx context.Context, out io.Writer, s *stead.Store, path string
 		return err
 	}
 	fmt.Fprintf(out, "region children run: %d\n", children)
+	for _, k := range slices.Sorted(maps.Keys(delivered)) {
+		fmt.Fprintf(out, "deliveries %s:  %d (each invoked a carrier machine: %d children; booking attempts %d, the first of each retried)\n",
+			k, delivered[k], invoked, attempts)
+	}
 	fmt.Fprintf(out, "events processed:    %d in %.2fs (%.0f events/s)\n", events, elapsed.Seconds(), float64(events)/elapsed.Seconds())
 	fmt.Fprintf(out, "database:            %s\n", path)
 	fmt.Fprintf(out, "next:                stead inspect --store %s order-00004\n", filepath.Base(path))
 	fmt.Fprintf(out, "                     stead diagram --definition %s\n", builtinOrder)
+	fmt.Fprintf(out, "                     stead inspect --store %s delivery-00000:booking:0\n", filepath.Base(path))
 	return nil
 }
 

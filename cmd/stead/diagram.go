@@ -37,8 +37,8 @@ those of its running region children.`,
 				if err != nil {
 					return err
 				}
-				if exe.DefinitionID != def.ID {
-					return fmt.Errorf("execution %q runs definition %q, not %q", exe.ID, exe.DefinitionID, def.ID)
+				if exe.DefinitionID != def.VersionedID() {
+					return fmt.Errorf("execution %q runs definition %q, not %q", exe.ID, exe.DefinitionID, def.VersionedID())
 				}
 				active = append(active, exe.ActivePath)
 				for cid, c := range exe.Children {

@@ -67,7 +67,7 @@ which runs a bundled order flow for 2,000 executions on a SQLite file in the cur
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newDemo(), newRun(), newStart(), newSend(), newMigrate(),
-		newInspect(), newDiagram(), newBench(),
+		newInspect(), newDiagram(), newBench(), newServe(), newDefs(),
 	)
 	root.AddCommand(controlCommands()...)
 	root.AddCommand(newPurge(), newDemoOperate())

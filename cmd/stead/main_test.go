@@ -22,7 +22,7 @@ func cli(t *testing.T, ctx context.Context, args ...string) (int, string, string
 
 func TestHelpEverywhere(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"", "demo", "run", "start", "send", "migrate", "inspect", "diagram", "bench"} {
+	for _, cmd := range []string{"", "demo", "run", "start", "send", "migrate", "inspect", "diagram", "bench", "serve", "defs"} {
 		args := []string{"--help"}
 		if cmd != "" {
 			args = []string{cmd, "--help"}
@@ -80,6 +80,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"done/success  24", "done/refunded   6", "done/declined   4", "done/expired   4", "done/failure   2",
 		"region children run: 60", "events processed:", "events/s", "database:            " + db,
+		"deliveries done/success:  4 (each invoked a carrier machine: 4 children; booking attempts 8",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)

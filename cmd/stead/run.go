@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cmd/stead/internal/telemetry"
 	"github.com/steadhq/stead/worker"
 )
 
@@ -28,6 +30,8 @@ func newRun() *cobra.Command {
 		trace     bool
 		prioShare float64
 		prioMin   int
+		metrics   string
+		otlp      string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
@@ -35,7 +39,11 @@ func newRun() *cobra.Command {
 		Long: `run starts a worker on the store: it claims events, steps the executions, commits, relays
 spawned children, emitted events and due timers, and delivers what crashed workers left behind.
 SIGINT or SIGTERM stops it gracefully: it stops claiming, finishes the steps in flight and exits.
-Run as many workers on one database as you like (on SQLite: processes on one host).`,
+Run as many workers on one database as you like (on SQLite: processes on one host).
+
+--metrics-addr serves the worker's metrics for Prometheus at /metrics; --otlp-endpoint sends
+traces and metrics over OTLP/HTTP (the OTEL_EXPORTER_OTLP_* variables tune it). Without either,
+nothing is recorded.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level, err := parseLevel(logLevel)
@@ -77,11 +85,30 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 			if logJSON {
 				h = slog.NewJSONHandler(os.Stderr, hopts)
 			}
+			log := slog.New(h)
+			tel, err := telemetry.Setup(ctx, telemetry.Options{MetricsAddr: metrics, OTLPEndpoint: otlp, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				// Flush what is buffered even though ctx (a signal) is done.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := tel.Shutdown(sctx); err != nil {
+					log.Warn("telemetry shutdown", slog.Any("err", err))
+				}
+			}()
+			if reg, err := telemetry.ObservePool(tel.MeterProvider, b.Pool, "stead"); err != nil {
+				return err
+			} else if reg != nil {
+				defer func() { _ = reg.Unregister() }()
+			}
 			w, err := worker.New(worker.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, SharedTx: shared,
 				PriorityShare: prioShare, PriorityThreshold: prioMin,
-				Logger: slog.New(h),
+				Logger:         log,
+				TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider,
 			})
 			if err != nil {
 				return err
@@ -100,6 +127,8 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 	cmd.Flags().IntVar(&prioMin, "priority-threshold", 1, "lowest priority --priority-share favours")
 	cmd.Flags().BoolVar(&trace, "trace", false, "record a trace step for every step (stead inspect shows it)")
 	cmd.Flags().StringVar(&name, "name", "", "worker name in leases and logs (default host-pid)")
+	cmd.Flags().StringVar(&metrics, "metrics-addr", "", "serve Prometheus metrics at /metrics on this address (\":9464\")")
+	cmd.Flags().StringVar(&otlp, "otlp-endpoint", "", "send traces and metrics over OTLP/HTTP to this URL (\"http://localhost:4318\")")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	return cmd

@@ -17,17 +17,18 @@ import (
 
 // statements are the SQL texts of sql.go for one schema, expanded once.
 type statements struct {
-	publish, claim, ack, nack, release string
+	publish, claim, ack, nack, release, queueStats string
 }
 
 // byName pairs every statement with its text under the name of the text's constant in sql.go.
 func (s *statements) byName() map[string]statement {
 	return map[string]statement{
-		"sqlPublish": {&s.publish, sqlPublish},
-		"sqlClaim":   {&s.claim, sqlClaim},
-		"sqlAck":     {&s.ack, sqlAck},
-		"sqlNack":    {&s.nack, sqlNack},
-		"sqlRelease": {&s.release, sqlRelease},
+		"sqlPublish":    {&s.publish, sqlPublish},
+		"sqlClaim":      {&s.claim, sqlClaim},
+		"sqlAck":        {&s.ack, sqlAck},
+		"sqlNack":       {&s.nack, sqlNack},
+		"sqlRelease":    {&s.release, sqlRelease},
+		"sqlQueueStats": {&s.queueStats, sqlQueueStats},
 	}
 }
 

@@ -18,3 +18,13 @@ const (
 	// sqlRelease is sent by release, for claims whose answer was lost.
 	sqlRelease = `SELECT {schema}transport_release($1::text[], $2::text)`
 )
+
+// sqlQueueStats is the gauges' sample (transport.StatsBackend): per priority, the waiting
+// messages and the creation time of the earliest published. It reads the whole queue, at a low
+// rate.
+const sqlQueueStats = `SELECT q.priority, q.depth,
+	(SELECT (m.event::json->>'created_at')::timestamptz FROM {schema}transport_messages m WHERE m.seq = q.first)
+	FROM (SELECT g.priority, count(*) AS depth, min(m.seq) AS first
+		FROM {schema}transport_messages m JOIN {schema}transport_groups g ON g.group_id = m.group_id
+		GROUP BY g.priority) AS q
+	ORDER BY q.priority`

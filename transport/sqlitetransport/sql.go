@@ -61,3 +61,13 @@ const (
 	sqlNackPark    = `UPDATE transport_groups SET lock_until = ?1 WHERE group_id = ?2 AND locked_by = ?3`
 	sqlNackRelease = `UPDATE transport_groups SET locked_by = NULL, lock_until = NULL WHERE group_id = ?1 AND locked_by = ?2`
 )
+
+// sqlQueueStats is the gauges' sample (transport.StatsBackend): per priority, the waiting
+// messages and the creation time of the earliest published. It reads the whole queue, at a low
+// rate.
+const sqlQueueStats = `SELECT q.priority, q.depth,
+	(SELECT json_extract(event, '$.created_at') FROM transport_messages WHERE seq = q.first)
+	FROM (SELECT g.priority AS priority, count(*) AS depth, min(m.seq) AS first
+		FROM transport_messages m JOIN transport_groups g ON g.group_id = m.group_id
+		GROUP BY g.priority) AS q
+	ORDER BY q.priority`

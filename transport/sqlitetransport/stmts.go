@@ -15,6 +15,7 @@ type stmts struct {
 	ackMessage, ackFree             *sql.Stmt
 	ackDeleteGroup                  *sql.Stmt
 	nackPark, nackRelease           *sql.Stmt
+	queueStats                      *sql.Stmt
 
 	prepared []*sql.Stmt // every statement above that prepare made, for close
 }
@@ -42,6 +43,7 @@ func (s *stmts) byName() map[string]statement {
 		"sqlAckDeleteGroup":       {&s.ackDeleteGroup, sqlAckDeleteGroup},
 		"sqlNackPark":             {&s.nackPark, sqlNackPark},
 		"sqlNackRelease":          {&s.nackRelease, sqlNackRelease},
+		"sqlQueueStats":           {&s.queueStats, sqlQueueStats},
 	}
 }
 

@@ -90,6 +90,7 @@ var groups = []group{
 	}},
 	{"event", []rule{
 		{"round_trip", testEventRoundTrip},
+		{"trace_context_round_trips", testEventTrace},
 		{"created_at_in_utc_microseconds", testEventCreatedAtNormalised},
 		{"created_at_within_years_1_to_9999", testEventTimeRange},
 		{"empty_data_is_nil", testEmptyData},
@@ -546,6 +547,24 @@ func testEventRoundTrip(t *testing.T, f Factory) {
 	}
 }
 
+// testEventTrace holds a backend to keep the W3C trace context an event carries, byte for byte,
+// so that a step on another host joins the sender's trace; an event without one stays without.
+func testEventTrace(t *testing.T, f Factory) {
+	e := newEnv(t, f)
+	traced := Event("traced")
+	traced.Trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+	if err := e.tr.PublishBatch(e.ctx, []transport.Outgoing{{Group: "G", Event: traced}, {Group: "G", Event: Event("plain")}}); err != nil {
+		t.Fatalf("PublishBatch: %v", err)
+	}
+	for _, want := range []stead.Event{traced, Event("plain")} {
+		l := e.claim(want.ID)
+		if l.Event.Trace != want.Trace {
+			t.Fatalf("event %q came back with trace %q, want %q", want.ID, l.Event.Trace, want.Trace)
+		}
+		e.ack(l)
+	}
+}
+
 func testInvalidInput(t *testing.T, f Factory) {
 	e := newEnv(t, f)
 	good := Event("ok")
@@ -569,6 +588,12 @@ func testInvalidInput(t *testing.T, f Factory) {
 			return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e", Kind: "k", Data: json.RawMessage(`"\u0000"`)}, 0)
 		}},
 		{"oversized_data", func() error { return e.tr.Publish(e.ctx, "G", big, 0) }},
+		{"oversized_trace", func() error {
+			return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e", Kind: "k", Trace: strings.Repeat("0", stead.MaxTraceLen+1)}, 0)
+		}},
+		{"control_byte_in_trace", func() error {
+			return e.tr.Publish(e.ctx, "G", stead.Event{ID: "e", Kind: "k", Trace: "00-\r\n"}, 0)
+		}},
 		{"negative_priority", func() error { return e.tr.Publish(e.ctx, "G", good, -1) }},
 		{"priority_above_max", func() error { return e.tr.Publish(e.ctx, "G", good, transport.MaxPriority+1) }},
 		{"publish_batch_above_max", func() error {

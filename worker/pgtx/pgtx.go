@@ -269,3 +269,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	err := pgdb.Classify(t.c.Rollback(ctx))
 	return errors.Join(err, t.release(ctx))
 }
+
+// DBSystemName names the database in the worker's spans (the semantic conventions'
+// db.system.name).
+func (d *DB) DBSystemName() string { return "postgresql" }

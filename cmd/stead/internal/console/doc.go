@@ -1,0 +1,16 @@
+// Package console is the web console of `stead serve`: an execution list over any store with
+// its filters, counts and cursor paging, one execution's statechart drawn live with its active
+// states highlighted, and the operator's control buttons.
+//
+// It is built from the standard library alone (net/http, html/template) with every asset
+// embedded, mermaid's browser bundle included, so it needs no network and no Node. A page is
+// rendered on the server; the one script (static/console.js) draws the chart and follows an
+// execution through server-sent events: one poller per watched execution, shared by every
+// stream open on it, stopped when the last one goes.
+//
+// Safe by default: pages carry a Content-Security-Policy without inline script and refuse to be
+// framed; with a token, every request needs it (a bearer header, or the cookie the login form
+// sets); every POST needs a CSRF token bound to a cookie under a per-process secret and a
+// same-origin request; read-only mode hides the controls and refuses them with 403. A store's
+// error text never reaches a page: it is logged with a request id, and the page shows the id.
+package console

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestRunServesMetrics runs a worker through the command's own code path on SQLite with
+// --metrics-addr, scrapes the endpoint while it works, and finds the step counter moving and the
+// gauges of the queue and the executions.
+func TestRunServesMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "m.db")
+	if code, _, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 {
+		t.Fatalf("migrate: %d %q", code, errOut)
+	}
+	for i := range 3 {
+		id := fmt.Sprintf("m%d", i)
+		if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", id,
+			"--context", `{"order_id":"`+id+`","amount":50,"outcome":"timeout"}`); code != 0 {
+			t.Fatalf("start: %d %q", code, errOut)
+		}
+	}
+	addr := freeAddr(t)
+	rctx, cancel := context.WithCancel(ctx)
+	exited := make(chan string, 1)
+	go func() {
+		code, _, errOut := cli(t, rctx, "run", "--store", db, "--log-level", "warn", "--metrics-addr", addr)
+		exited <- fmt.Sprintf("exit %d %s", code, errOut)
+	}()
+	defer func() {
+		cancel()
+		if got := <-exited; got != "exit 0 " {
+			t.Errorf("run: %s", got)
+		}
+	}()
+
+	steps := regexp.MustCompile(`(?m)^stead_steps_total\{[^}]*stead_step_outcome="committed"[^}]*\} (\d+)`)
+	var body string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body = scrape(addr)
+		if m := steps.FindStringSubmatch(body); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n >= 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no committed steps in the metrics after 20 s:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{"stead_step_duration_seconds_bucket", `stead_executions{`, "stead_queue_depth", "stead_outbox_backlog"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(body) {
+			t.Errorf("the metrics lack %s:\n%s", want, body)
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// scrape returns the metrics page, or "" while the endpoint is not up.
+func scrape(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestRunRefusesATakenMetricsPort: a port in use ends run at once with one line.
+func TestRunRefusesATakenMetricsPort(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	db := filepath.Join(t.TempDir(), "p.db")
+	code, _, errOut := cli(t, context.Background(), "run", "--store", db, "--metrics-addr", ln.Addr().String())
+	if code == 0 || !regexp.MustCompile(`metrics-addr`).MatchString(errOut) {
+		t.Fatalf("run on a taken port: exit %d, stderr %q", code, errOut)
+	}
+}

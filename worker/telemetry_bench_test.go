@@ -1,0 +1,188 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/sqlitedb"
+	"github.com/steadhq/stead/sqlitestore"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/memtransport"
+	"github.com/steadhq/stead/transport/sqlitetransport"
+)
+
+// benchRig is one worker running the counter machine on its own store and transport, with
+// telemetry off or on, fed rounds of tick events.
+type benchRig struct {
+	store     *stead.Store
+	tr        *transport.Transport
+	committed atomic.Int64
+	exes      []string
+	round     int
+	flush     func() // hands the batched spans to the exporter (on), so a round pays for its own
+}
+
+func newBenchRig(b *testing.B, backend string, batch int, on bool, executions int) *benchRig {
+	b.Helper()
+	ctx := context.Background()
+	r := &benchRig{}
+	switch backend {
+	case "memory":
+		r.store, r.tr = memstore.New(), memtransport.New()
+	case "sqlite":
+		db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		if r.store, err = sqlitestore.New(ctx, db); err != nil {
+			b.Fatal(err)
+		}
+		if r.tr, err = sqlitetransport.New(ctx, db); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() { _ = r.tr.Close(); _ = r.store.Close() })
+	cfg := Config{Store: r.store, Transport: r.tr, Machines: Machines{"counter": counter{}}, Name: "bench", BatchSize: batch,
+		OnCommit: func(*stead.Execution, stead.Event, time.Time) { r.committed.Add(1) }}
+	if on {
+		// The SDK as a deployment runs it: every span sampled and batched to an exporter (one
+		// that drops them, so the cost measured is the worker's and the SDK's, not a network's),
+		// every instrument aggregated (a reader that is never collected).
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+			sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
+		cfg.TracerProvider, cfg.MeterProvider = tp, mp
+		r.flush = func() { _ = tp.ForceFlush(ctx) }
+	}
+	w, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := &Client{Store: r.store, Transport: r.tr}
+	news := make([]NewExecution, executions)
+	for i := range news {
+		news[i] = NewExecution{DefinitionID: "counter", ID: fmt.Sprintf("e%03d", i)}
+		r.exes = append(r.exes, news[i].ID)
+	}
+	if _, err := client.CreateBatch(ctx, news); err != nil {
+		b.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	b.Cleanup(func() { stop(); <-done })
+	r.wait(b, int64(executions)) // the starts
+	return r
+}
+
+// wait blocks until n steps in all have committed.
+func (r *benchRig) wait(b *testing.B, n int64) {
+	deadline := time.Now().Add(time.Minute)
+	for r.committed.Load() < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d steps committed after a minute", r.committed.Load(), n)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// run publishes perExe ticks to every execution and returns how long until all committed, on
+// the wall clock and in CPU time of the whole process (what the machine's other load disturbs
+// least).
+func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
+	r.round++
+	target := r.committed.Load() + int64(perExe*len(r.exes))
+	out := make([]transport.Outgoing, 0, len(r.exes))
+	cpu0 := cpuTime()
+	start := time.Now()
+	for k := range perExe {
+		out = out[:0]
+		for _, id := range r.exes {
+			out = append(out, transport.Outgoing{Group: id, Event: stead.Event{
+				ID: fmt.Sprintf("r%d-%d", r.round, k), Kind: "tick"}})
+		}
+		if err := r.tr.PublishBatch(context.Background(), out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r.wait(b, target)
+	if r.flush != nil {
+		r.flush()
+	}
+	return time.Since(start), cpuTime() - cpu0
+}
+
+// cpuTime is the user and system time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTelemetryOverhead runs the worker loop with telemetry off and on, in alternating
+// rounds of the same work on two identical rigs (each iteration runs both, swapping which goes
+// first), and reports the median time per step of each and their ratio: the default worker
+// configuration (4 loops, batches of 64) as stead run uses it, and unbatched (--batch 1), where
+// every message is a span of its own.
+func BenchmarkTelemetryOverhead(b *testing.B) {
+	const executions, perExe = 64, 16 // 1,024 steps a round
+	for _, c := range []struct {
+		name, backend string
+		batch         int
+	}{{"sqlite", "sqlite", 0}, {"memory", "memory", 0}, {"sqlite-unbatched", "sqlite", 1}, {"memory-unbatched", "memory", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			off := newBenchRig(b, c.backend, c.batch, false, executions)
+			on := newBenchRig(b, c.backend, c.batch, true, executions)
+			var wallOff, wallOn, cpuOff, cpuOn []float64
+			steps := float64(executions * perExe)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				first, second := off, on
+				if i%2 == 1 {
+					first, second = on, off
+				}
+				for _, r := range []*benchRig{first, second} {
+					wall, cpu := r.run(b, perExe)
+					if r == off {
+						wallOff, cpuOff = append(wallOff, wall.Seconds()/steps), append(cpuOff, cpu.Seconds()/steps)
+					} else {
+						wallOn, cpuOn = append(wallOn, wall.Seconds()/steps), append(cpuOn, cpu.Seconds()/steps)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(median(wallOff)*1e6, "off-µs/step")
+			b.ReportMetric(median(wallOn)*1e6, "on-µs/step")
+			b.ReportMetric(median(wallOn)/median(wallOff), "on/off")
+			b.ReportMetric(median(cpuOff)*1e6, "off-cpu-µs/step")
+			b.ReportMetric(median(cpuOn)*1e6, "on-cpu-µs/step")
+			b.ReportMetric(median(cpuOn)/median(cpuOff), "cpu-on/off")
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

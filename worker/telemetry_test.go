@@ -1,0 +1,314 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
+)
+
+// tracer is one host's tracing: its own provider and in-memory exporter, as two processes would
+// have.
+type tracer struct {
+	exp *tracetest.InMemoryExporter
+	tp  *sdktrace.TracerProvider
+}
+
+func newTracer(t *testing.T) *tracer {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return &tracer{exp: exp, tp: tp}
+}
+
+// step returns the step span of the execution and event kind, failing if there is none.
+func (tr *tracer) step(t *testing.T, execution, kind string) tracetest.SpanStub {
+	t.Helper()
+	for _, s := range tr.exp.GetSpans() {
+		if s.Name == "stead.step" && attr(s.Attributes, attrExecution) == execution && attr(s.Attributes, attrEventKind) == kind {
+			return s
+		}
+	}
+	t.Fatalf("no step span for %s %s among %d spans", execution, kind, len(tr.exp.GetSpans()))
+	return tracetest.SpanStub{}
+}
+
+func attr(kvs []attribute.KeyValue, k attribute.Key) string {
+	for _, kv := range kvs {
+		if kv.Key == k {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// TestTraceCrossesWorkers follows one trace from a client's send, through a step on worker A that
+// emits, to the step that emit causes on worker B, each worker with a tracer provider of its own
+// (as on two hosts): the context travels only inside the event. A claims one message at a time,
+// so its step is a span in the client's trace; B claims batches, so the step is a link of its
+// batch span to A's step.
+func TestTraceCrossesWorkers(t *testing.T) {
+	h := newHarness(t)
+	h.create("a", "b")
+	a, b := newTracer(t), newTracer(t)
+
+	// Worker A takes the starts and the send, and stops once a's emit has committed; it claims
+	// one message at a time, so b's tick is left for worker B.
+	runA, stopA := context.WithCancel(context.Background())
+	cfgA := h.config()
+	cfgA.Name, cfgA.Concurrency, cfgA.TracerProvider = "A", 1, a.tp
+	cfgA.OnCommit = func(exe *stead.Execution, ev stead.Event, _ time.Time) {
+		if exe.ID == "a" && ev.Kind == "emit" {
+			stopA()
+		}
+	}
+	wA, err := New(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneA := make(chan error, 1)
+	go func() { doneA <- wA.Run(runA) }()
+
+	ctx, client := a.tp.Tracer("test").Start(context.Background(), "checkout")
+	target, _ := json.Marshal("b")
+	if _, err := h.client.Send(ctx, "a", stead.Event{ID: "e1", Kind: "emit", Data: target}); err != nil {
+		t.Fatal(err)
+	}
+	client.End()
+	select {
+	case err := <-doneA:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker A did not stop")
+	}
+
+	cfgB := h.config()
+	cfgB.Name, cfgB.BatchSize, cfgB.TracerProvider = "B", 8, b.tp
+	h.start(cfgB)
+	eventually(t, 5*time.Second, "b counted the tick", func() bool {
+		c, _ := h.counts("b")
+		return c.N == 1
+	})
+	eventually(t, 5*time.Second, "b's batch span ended", func() bool {
+		for _, s := range b.exp.GetSpans() {
+			for _, l := range s.Links {
+				if attr(l.Attributes, attrEventKind) == "tick" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+
+	stepA := a.step(t, "a", "emit")
+	traceID := client.SpanContext().TraceID()
+	if stepA.SpanContext.TraceID() != traceID || stepA.Parent.SpanID() != client.SpanContext().SpanID() {
+		t.Fatalf("A's step is in trace %s under %s, want trace %s under the client's span %s",
+			stepA.SpanContext.TraceID(), stepA.Parent.SpanID(), traceID, client.SpanContext().SpanID())
+	}
+	// B claimed in batches: the tick is a link of B's batch span to A's step, with the step's
+	// attributes, and the batch's calls are the batch span's children.
+	var batch tracetest.SpanStub
+	var link trace.Link
+	for _, s := range b.exp.GetSpans() {
+		for _, l := range s.Links {
+			if s.Name == "stead.batch" && attr(l.Attributes, attrEventKind) == "tick" {
+				batch, link = s, trace.Link{SpanContext: l.SpanContext, Attributes: l.Attributes}
+			}
+		}
+	}
+	if batch.Name == "" {
+		t.Fatalf("no batch span of B links the tick among %d spans", len(b.exp.GetSpans()))
+	}
+	if link.SpanContext.TraceID() != traceID || link.SpanContext.SpanID() != stepA.SpanContext.SpanID() || !link.SpanContext.IsRemote() {
+		t.Fatalf("B's batch links %s/%s (remote %v), want A's step %s/%s",
+			link.SpanContext.TraceID(), link.SpanContext.SpanID(), link.SpanContext.IsRemote(), traceID, stepA.SpanContext.SpanID())
+	}
+	for k, want := range map[attribute.Key]string{
+		attrExecution: "b", attrDefinition: "counter", attrOutcome: outcomeCommitted, attrVersionBefore: "2",
+		attrVersionAfter: "3", attrEventID: "from:e1", attrStatus: "running",
+	} {
+		if got := attr(link.Attributes, k); got != want {
+			t.Errorf("the link has %s = %q, want %q", k, got, want)
+		}
+	}
+	var calls []string
+	for _, s := range b.exp.GetSpans() {
+		if s.Parent.SpanID() == batch.SpanContext.SpanID() {
+			calls = append(calls, s.Name)
+		}
+	}
+	for _, want := range []string{"ClaimBatch transport_messages", "LoadForEvents stead_executions", "CommitBatch stead_executions", "AckBatch transport_messages"} {
+		if !containsString(calls, want) {
+			t.Errorf("the batch's calls are %v, want %q among them", calls, want)
+		}
+	}
+	// A's unbatched step holds its own calls.
+	var callsA []string
+	for _, s := range a.exp.GetSpans() {
+		if s.Parent.SpanID() == stepA.SpanContext.SpanID() {
+			callsA = append(callsA, s.Name)
+		}
+	}
+	for _, want := range []string{"ClaimBatch transport_messages", "LoadForEvent stead_executions", "Commit stead_executions", "PublishBatch transport_messages", "AckOutbox stead_outbox", "AckBatch transport_messages"} {
+		if !containsString(callsA, want) {
+			t.Errorf("A's step calls are %v, want %q among them", callsA, want)
+		}
+	}
+}
+
+// TestTimeoutJoinsTheArmingTrace: a timer armed by a traced step keeps that step's trace context
+// in the record, and the timeout the sweeper publishes when it is due is a step in that trace.
+func TestTimeoutJoinsTheArmingTrace(t *testing.T) {
+	h := newHarness(t)
+	tr := newTracer(t)
+	cfg := h.config()
+	cfg.TracerProvider = tr.tp
+	h.start(cfg)
+	h.create("t")
+	ctx, client := tr.tp.Tracer("test").Start(context.Background(), "arm it")
+	if _, err := h.client.Send(ctx, "t", stead.Event{ID: "arm-1", Kind: "arm"}); err != nil {
+		t.Fatal(err)
+	}
+	client.End()
+	eventually(t, 5*time.Second, "the timer armed with its trace", func() bool {
+		_, exe := h.counts("t")
+		return exe.TimerTraces["counting"] != ""
+	})
+	h.clock.Advance(2 * time.Hour)
+	eventually(t, 5*time.Second, "the timeout applied", func() bool {
+		c, _ := h.counts("t")
+		return c.N == 100
+	})
+	eventually(t, 5*time.Second, "the timeout's step span", func() bool {
+		for _, s := range tr.exp.GetSpans() {
+			if s.Name == "stead.step" && attr(s.Attributes, attrEventKind) == chart.KindTimeout {
+				return true
+			}
+		}
+		return false
+	})
+	arm, timeout := tr.step(t, "t", "arm"), tr.step(t, "t", chart.KindTimeout)
+	if timeout.SpanContext.TraceID() != client.SpanContext().TraceID() || timeout.Parent.SpanID() != arm.SpanContext.SpanID() {
+		t.Fatalf("the timeout's step is in trace %s under %s, want trace %s under the arming step %s",
+			timeout.SpanContext.TraceID(), timeout.Parent.SpanID(), client.SpanContext().TraceID(), arm.SpanContext.SpanID())
+	}
+}
+
+func containsString(ss []string, s string) bool {
+	for _, v := range ss {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestStampKeepsACarriedTrace: an event that carries a trace context keeps it; one without takes
+// the span in ctx; without a span nothing is added.
+func TestStampKeepsACarriedTrace(t *testing.T) {
+	tr := newTracer(t)
+	ctx, span := tr.tp.Tracer("test").Start(context.Background(), "s")
+	defer span.End()
+	const carried = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tests := []struct {
+		name string
+		ctx  context.Context
+		in   string
+		want string
+	}{
+		{"carried", ctx, carried, carried},
+		{"from the span", ctx, "", "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"},
+		{"no span", context.Background(), "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Stamp(tt.ctx, stead.Event{ID: "e", Kind: "k", Trace: tt.in})
+			if got.Trace != tt.want {
+				t.Fatalf("Trace = %q, want %q", got.Trace, tt.want)
+			}
+			if err := got.Validate(); err != nil {
+				t.Fatalf("a stamped event does not validate: %v", err)
+			}
+		})
+	}
+	// What Stamp writes, extract reads back, with its tracestate.
+	ts, err := trace.ParseTraceState("congo=t61rcWkgMzE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := span.SpanContext().WithTraceState(ts)
+	ev := Stamp(trace.ContextWithSpanContext(context.Background(), sc), stead.Event{ID: "e", Kind: "k"})
+	back := trace.SpanContextFromContext(extract(context.Background(), ev.Trace))
+	if back.TraceID() != sc.TraceID() || back.SpanID() != sc.SpanID() || back.TraceState().String() != "congo=t61rcWkgMzE" || !back.IsRemote() {
+		t.Fatalf("%q extracted as %+v", ev.Trace, back)
+	}
+}
+
+// TestStepMetrics counts steps by outcome, and conflicts, redeliveries and action errors, with a
+// manual reader.
+func TestStepMetrics(t *testing.T) {
+	h := newHarness(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	cfg := h.config()
+	cfg.MeterProvider = mp
+	h.start(cfg)
+	h.create("m")
+	h.send("m", "tick", "t1")
+	h.send("m", "tick", "t1") // the same event again: dropped by the dedupe ledger
+	h.send("m", "boom", "b1") // the machine fails: an action error, retried
+	eventually(t, 5*time.Second, "the metrics", func() bool {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		return sum(rm, "stead.steps", outcomeCommitted) >= 2 && sum(rm, "stead.redeliveries", "") >= 1 &&
+			sum(rm, "stead.action.errors", "") >= 1 && count(rm, "stead.step.duration") >= 4
+	})
+}
+
+// sum adds the points of a counter, those of one outcome when outcome is set.
+func sum(rm metricdata.ResourceMetrics, name, outcome string) int64 {
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, p := range s.DataPoints {
+					if v, _ := p.Attributes.Value(attrOutcome); outcome == "" || v.AsString() == outcome {
+						n += p.Value
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// count is how many values a histogram recorded.
+func count(rm metricdata.ResourceMetrics, name string) uint64 {
+	var n uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if hg, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+				for _, p := range hg.DataPoints {
+					n += p.Count
+				}
+			}
+		}
+	}
+	return n
+}
