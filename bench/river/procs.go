@@ -122,11 +122,7 @@ func workerMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	conns := *loops
-	if conns == 0 {
-		conns = worker.DefaultConcurrency
-	}
-	s, err := openStead(ctx, *url, *schema, int32(2*max(4, conns+2)), nil)
+	s, err := openStead(ctx, *url, *schema, steadPoolSize(*loops), nil)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,8 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 // is reported completed (River reports a completion once its completer has written it).
 func riverRound(ctx context.Context, h *harness, jobs, maxWorkers int) (measure, error) {
 	rt := &roundTrips{}
-	pool, err := openPool(ctx, h.url, 0, rt)
+	// The pool is the application's, not River's: the same size as stead's drain gets.
+	pool, err := openPool(ctx, h.url, steadPoolSize(0), rt)
 	if err != nil {
 		return measure{}, err
 	}

@@ -95,6 +95,15 @@ func openStead(ctx context.Context, url, schema string, maxConns int32, rt *roun
 	return s, nil
 }
 
+// steadPoolSize is the pool of a worker of loops claim loops (0: the default), as `stead run`
+// sizes it: room for each loop on the store and the transport side, the relays and the listener.
+func steadPoolSize(loops int) int32 {
+	if loops == 0 {
+		loops = worker.DefaultConcurrency
+	}
+	return int32(2*loops + 4)
+}
+
 func newSchema() string {
 	var b [5]byte
 	_, _ = rand.Read(b[:])
@@ -192,12 +201,7 @@ func steadRound(ctx context.Context, h *harness, mode workerMode, executions, ev
 	rt := &roundTrips{}
 	schema := newSchema()
 	defer dropSchema(context.WithoutCancel(ctx), h.url, schema)
-	// Room for each claim loop on the store and the transport side, the relays and the listener.
-	loops := mode.loops
-	if loops == 0 {
-		loops = worker.DefaultConcurrency
-	}
-	s, err := openStead(ctx, h.url, schema, int32(2*max(4, loops+2)), rt)
+	s, err := openStead(ctx, h.url, schema, steadPoolSize(mode.loops), rt)
 	if err != nil {
 		return measure{}, err
 	}
