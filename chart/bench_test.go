@@ -80,9 +80,23 @@ states:
 	benchSteps(b, eng, exe, "flip", "a.b.c", "z.y.x")
 }
 
-// The flat toggle with one action that sets a context key: the cost of decoding and
-// re-encoding the context.
+// The flat toggle with one action that reads and sets a context key (with a typed setter): the
+// cost of reading and re-encoding the context.
 func BenchmarkStepFlatWithAction(b *testing.B) {
+	eng, exe := benchEngine(b, `
+initial: a
+states:
+  a: {on: {toggle: {target: b, actions: [bump]}}}
+  b: {on: {toggle: a}}
+`, map[string]Action{"bump": func(c ActionContext) (ActionResult, error) {
+		c.SetFloat("n", c.Float("n")+1)
+		return ActionResult{}, nil
+	}})
+	benchSteps(b, eng, exe, "toggle", "a", "b")
+}
+
+// The same action setting its key through ActionResult.Set: the map and the boxed value.
+func BenchmarkStepFlatWithActionMap(b *testing.B) {
 	eng, exe := benchEngine(b, `
 initial: a
 states:

@@ -19,7 +19,7 @@ var errNotObject = errors.New("not a JSON object")
 // decodeObject splits a JSON object into its members. The values are slices of one copy of raw,
 // so that nothing a caller does with them reaches raw.
 func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		var m map[string]json.RawMessage
 		return nil, json.Unmarshal(raw, &m) // its error says what is wrong
 	}
@@ -209,8 +209,8 @@ func encodeValue(v any) (json.RawMessage, error) { return appendValue(nil, v) }
 func appendValue(dst []byte, v any) (json.RawMessage, error) {
 	switch x := v.(type) {
 	case float64:
-		if a := math.Abs(x); x == 0 || a >= 1e-6 && a < 1e21 {
-			return strconv.AppendFloat(dst, x, 'f', -1, 64), nil
+		if b, ok := appendFloat(dst, x); ok {
+			return b, nil
 		}
 	case int:
 		return strconv.AppendInt(dst, int64(x), 10), nil
@@ -229,6 +229,19 @@ func appendValue(dst []byte, v any) (json.RawMessage, error) {
 		}
 	}
 	return json.Marshal(v)
+}
+
+// appendFloat appends f as encoding/json writes it, when f is in the range written without an
+// exponent (ok false otherwise: the caller marshals it).
+func appendFloat(dst []byte, f float64) ([]byte, bool) {
+	a := math.Abs(f)
+	if f != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) {
+		return dst, false
+	}
+	if a < 1<<53 && f == math.Trunc(f) && !(f == 0 && math.Signbit(f)) {
+		return strconv.AppendInt(dst, int64(f), 10), true // the digits 'f' would give, faster
+	}
+	return strconv.AppendFloat(dst, f, 'f', -1, 64), true
 }
 
 // member is one key and value of a JSON object.
@@ -292,6 +305,11 @@ func lookupMember(raw []byte, key string) (val json.RawMessage, found, ok bool) 
 // encodeObject gives for the merged map, when raw's keys are plain and strictly increasing
 // (as every context the engine encodes has them); otherwise ok is false.
 func mergeMembers(raw []byte, patch []member) ([]byte, bool) {
+	return mergeMembersInto(nil, raw, patch)
+}
+
+// mergeMembersInto is mergeMembers writing into dst's space when the result surely fits.
+func mergeMembersInto(dst, raw []byte, patch []member) ([]byte, bool) {
 	n := len(raw) + 2
 	for _, p := range patch {
 		if !plainString(p.key) {
@@ -299,7 +317,10 @@ func mergeMembers(raw []byte, patch []member) ([]byte, bool) {
 		}
 		n += len(p.key) + len(p.val) + 4
 	}
-	out := make([]byte, 0, n)
+	out := dst[:0]
+	if cap(out) < n {
+		out = make([]byte, 0, n)
+	}
 	out = append(out, '{')
 	first := true
 	emit := func(k []byte, v []byte) {
@@ -354,4 +375,171 @@ func mergeMembers(raw []byte, patch []member) ([]byte, bool) {
 		emit([]byte(p.key), p.val)
 	}
 	return append(out, '}'), true
+}
+
+// validJSON is json.Valid, by hand for the shallow values contexts hold: json.Valid runs its
+// scanner's state machine a function call per byte, which cost an action step more than the rest
+// of its context handling. Values nested deeper than a few levels go to json.Valid.
+func validJSON(b []byte) bool {
+	v := jsonChecker{b: b}
+	i, ok := v.value(skipSpace(b, 0), 0)
+	if !ok {
+		return v.deep && json.Valid(b)
+	}
+	return skipSpace(b, i) == len(b)
+}
+
+type jsonChecker struct {
+	b    []byte
+	deep bool // gave up on a deeply nested value: json.Valid decides
+}
+
+const jsonCheckerDepth = 32
+
+// value checks the value at b[i] and returns the index after it.
+func (v *jsonChecker) value(i, depth int) (int, bool) {
+	b := v.b
+	if i >= len(b) {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return v.str(i)
+	case c == '{' || c == '[':
+		if depth >= jsonCheckerDepth {
+			v.deep = true
+			return i, false
+		}
+		return v.composite(i, depth)
+	case c == '-' || c >= '0' && c <= '9':
+		return v.number(i)
+	case c == 't':
+		return v.literal(i, "true")
+	case c == 'f':
+		return v.literal(i, "false")
+	case c == 'n':
+		return v.literal(i, "null")
+	}
+	return i, false
+}
+
+func (v *jsonChecker) composite(i, depth int) (int, bool) {
+	b := v.b
+	object, end := b[i] == '{', byte(']')
+	if object {
+		end = '}'
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == end {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if object {
+			if i >= len(b) || b[i] != '"' {
+				return i, false
+			}
+			if i, ok = v.str(i); !ok {
+				return i, false
+			}
+			if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+				return i, false
+			}
+			i = skipSpace(b, i+1)
+		}
+		if i, ok = v.value(i, depth+1); !ok {
+			return i, false
+		}
+		if i = skipSpace(b, i); i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case end:
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// str checks the string at b[i] (a '"'): no control characters, only JSON's escapes. Like
+// json.Valid it does not check UTF-8.
+func (v *jsonChecker) str(i int) (int, bool) {
+	b := v.b
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return j, false
+		case c == '\\':
+			if j++; j >= len(b) {
+				return j, false
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return j, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return j, false
+					}
+				}
+				j += 4
+			default:
+				return j, false
+			}
+		}
+	}
+	return len(b), false
+}
+
+func (v *jsonChecker) number(i int) (int, bool) {
+	b := v.b
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else {
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		var ok bool
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+func (v *jsonChecker) literal(i int, lit string) (int, bool) {
+	if len(v.b)-i < len(lit) || string(v.b[i:i+len(lit)]) != lit {
+		return i, false
+	}
+	return i + len(lit), true
 }

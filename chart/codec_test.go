@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -14,6 +16,7 @@ import (
 func TestCodecMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	values := []any{0.0, math.Copysign(0, -1), 1.0, -2.5, 1e-7, 1e-6, 1e20, 1e21, 123456789.125, math.MaxFloat64,
+		-1e20, 1 << 53, 1<<53 + 2, -(1 << 53), 9007199254740993.0, 42.0, -3.0, 0.1, 1e15 + 0.5,
 		0, -7, int64(1 << 60), true, false, "", "plain", "quote\"", "back\\slash", "<html>&", "é", "\u2028", "\x01",
 		nil, []any{1, "a"}, map[string]any{"z": 1, "a": []int{2}}}
 	for _, v := range values {
@@ -124,4 +127,44 @@ func FuzzContextCodec(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestValidJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{``, ` `, `{}`, ` {"a" : [1, -0.5e+3, true, false, null, "x\u00e9\n"]} `, `[]`, `"s"`, `0`, `-`,
+		`01`, `1.`, `.5`, `1e`, `1e+`, `-0`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{1:2}`, `{"a":1}x`, `"\x"`, `"\u12"`,
+		`"\u12G4"`, "\"\x01\"", "\"\xff\"", `tru`, `nulls`, `[` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 41),
+		strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001), `{"a":{"b":{"c":[]}}}`, `"`, `"\`, `{"a"`} {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid %v", s, got, want)
+		}
+	}
+}
+
+// FuzzValidJSON: the hand-written validator agrees with json.Valid on any input.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,2.5e-3,"\u0041"]}`, `[`, `-01`, "\"\t\"", `{"a":tru}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, want := validJSON(raw), json.Valid(raw); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid %v", raw, got, want)
+		}
+	})
+}
+
+// Values.Float reads small integers by hand; it must give what strconv.ParseFloat gives.
+func TestFloatMatchesParseFloat(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "-0", "7", "-7", "42", "999999999999999", "-999999999999999", "1234567890123456",
+		"9007199254740993", "2.5", "-0.5e3", "1e2", "12345678901234567890"} {
+		v := Values{c: &ctxState{raw: json.RawMessage(`{"n":` + s + `}`)}}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Float("n"); got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Errorf("Float of %s = %v, want %v", s, got, want)
+		}
+	}
 }

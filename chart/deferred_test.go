@@ -83,7 +83,7 @@ func TestDeferredDeliveredInTheEnteringStep(t *testing.T) {
 	var keys []string
 	record := func(name string) Action {
 		return func(a ActionContext) (ActionResult, error) {
-			keys = append(keys, name+"@"+a.Key+":"+a.Event.ID)
+			keys = append(keys, name+"@"+a.Key()+":"+a.Event.ID)
 			return ActionResult{Send: []Message{{Kind: "done_" + name}}}, nil
 		}
 	}

@@ -57,7 +57,9 @@
 //
 // Actions and guards are Go functions registered by name in a Registry. An action gets an
 // ActionContext (the context, the event, and an idempotency key "<execution id>:<version>:<n>")
-// and returns an ActionResult: context keys to set or delete and events to send. An action error
+// and returns an ActionResult: context keys to set or delete and events to send. It may also set
+// keys through the ActionContext (Set, SetFloat, SetInt, SetString, SetBool), which costs no map
+// and, for the typed setters, no allocation; those changes apply before the result's. An action error
 // takes the error transition (on_error) of the nearest active state that declares one, starting
 // at the state the action belongs to, or else fails the execution.
 //

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -89,6 +90,13 @@ type Engine struct {
 	nodes   []node
 	byPath  map[string]int32
 	initial int32
+	// roomy is set when the definition has actions or invokes, whose steps change the context:
+	// their executions are allocated with room for a small new context (executionWithContext).
+	// Other steps keep the smaller allocation.
+	roomy bool
+	// ctxPool recycles the steps' context states (*ctxState), so that an action step does not
+	// allocate one.
+	ctxPool sync.Pool
 }
 
 // Option configures an Engine.
@@ -160,6 +168,7 @@ func (e *Engine) compile(reg *Registry) {
 		if len(names) == 0 {
 			return nil
 		}
+		e.roomy = true
 		out := make([]act, len(names))
 		for i, name := range names {
 			out[i] = act{name: name, fn: reg.actions[name], retry: retries[name]}
@@ -219,6 +228,7 @@ func (e *Engine) compile(reg *Registry) {
 				inv.Results = "results"
 			}
 			n.inv = &inv
+			e.roomy = true
 		}
 		if sel := s.Select; sel != nil {
 			n.sel = &selector{act: acts([]string{sel.Action})[0], cases: map[string]*trans{}}
@@ -330,25 +340,47 @@ type applied struct {
 // apply runs one event against exe: attempt counts the runs of this event (1 unless retried), k
 // is where its idempotency keys start.
 func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
-	out := *exe
+	var out *stead.Execution
+	var box *executionWithContext
+	if e.roomy {
+		box = &executionWithContext{exe: *exe}
+		out = &box.exe
+	} else {
+		out = new(stead.Execution)
+		*out = *exe
+	}
 	out.UpdatedAt = now
-	s := stepper{e: e, in: exe, out: &out, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
+	s := stepper{e: e, in: exe, out: out, box: box, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
 		keyVersion: k.version, nextAct: k.index, attempt: attempt}
 	s.b.ProcessedEventID = ev.ID
-	if err := s.locate(); err != nil {
-		return nil, stead.Bundle{}, applied{}, err
+	err := s.locate()
+	if err == nil {
+		err = s.dispatch()
 	}
-	if err := s.dispatch(); err != nil {
-		return nil, stead.Bundle{}, applied{}, err
-	}
-	if s.retrying != nil && s.fatal == nil {
+	if err == nil && s.retrying != nil && s.fatal == nil {
 		out, b := s.scheduleRetry(k)
+		if s.ctx != nil {
+			s.release()
+		}
 		return out, b, applied{retried: true, acts: s.nextAct}, nil
 	}
-	if err := s.finishStep(); err != nil {
+	if err == nil {
+		err = s.finishStep()
+	}
+	if s.ctx != nil { // not deferred: this is the hot path of every step
+		s.release()
+	}
+	if err != nil {
 		return nil, stead.Bundle{}, applied{}, err
 	}
 	return s.out, s.b, applied{entered: s.entered, acts: s.nextAct}, nil
+}
+
+// executionWithContext is a step's execution with room for a small new context in the same
+// allocation: a step that changes the context then allocates once, not twice.
+type executionWithContext struct {
+	exe stead.Execution
+	ctx [smallContext]byte
 }
 
 func corrupt(exe *stead.Execution, format string, args ...any) error {
@@ -384,6 +416,8 @@ type stepper struct {
 	label       string       // the label the last action returned
 	emptyFanOut bool         // the fan-out just entered found no item: its join completes at once
 	entered     bool         // a state was entered
+	// box, when set, holds out and the room finishStep writes a small new context into.
+	box *executionWithContext
 }
 
 // locate resolves RootPath and ActivePath against the definition.
@@ -729,21 +763,25 @@ func (s *stepper) cancelRegions(n int32) {
 	nd := &s.e.nodes[n]
 	seq := s.out.InvokeSeq[nd.path]
 	for _, r := range nd.children {
-		id := s.childID(r, seq)
-		cs, ok := s.out.Children[id]
-		if !ok || cs.Finished {
-			continue
-		}
-		cs.Finished, cs.Outcome = true, OutcomeCancelled
-		s.children()[id] = cs
-		if s.control {
-			// An operator's command cancels like the operator would: the child may be suspended
-			// (its queue parked), which a cancel request overrides and a queued cancel would not.
-			s.emit(id, stead.Event{ID: s.ev.ID, Kind: KindCancelRequest, CreatedAt: s.now})
-			continue
-		}
-		s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
+		s.cancelChild(s.childID(r, seq))
 	}
+}
+
+// cancelChild marks child id cancelled, if it is a child that has not finished, and tells it.
+func (s *stepper) cancelChild(id string) {
+	cs, ok := s.out.Children[id]
+	if !ok || cs.Finished {
+		return
+	}
+	cs.Finished, cs.Outcome = true, OutcomeCancelled
+	s.children()[id] = cs
+	if s.control {
+		// An operator's command cancels like the operator would: the child may be suspended
+		// (its queue parked), which a cancel request overrides and a queued cancel would not.
+		s.emit(id, stead.Event{ID: s.ev.ID, Kind: KindCancelRequest, CreatedAt: s.now})
+		return
+	}
+	s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
 }
 
 // completion returns the transition to take at once now that states were entered: a choice
@@ -1074,7 +1112,7 @@ func (s *stepper) runActions(acts []act, owner int32, ev stead.Event) error {
 }
 
 func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
-	key := s.in.ID + ":" + strconv.FormatInt(s.keyVersion, 10) + ":" + strconv.Itoa(s.nextAct)
+	index := s.nextAct
 	s.nextAct++
 	if s.e.trace {
 		s.actions = append(s.actions, a.name)
@@ -1091,20 +1129,27 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: ev, Key: key, Attempt: max(s.attempt, 1)})
+			State: s.e.nodes[owner].path, Event: ev, Attempt: max(s.attempt, 1), keyVersion: s.keyVersion, keyIndex: index})
 	}()
 	if err != nil {
+		c.discard()
 		return &actionError{owner: owner, action: a.name, err: err, retry: a.retry}
 	}
 	var sends []stead.Emit
+	var key string
+	if len(res.Send) > 0 {
+		key = actionKey(s.in.ID, s.keyVersion, index)
+	}
 	for j, m := range res.Send {
 		if m.Kind == "" {
+			c.discard()
 			return &actionError{owner: owner, action: a.name, err: fmt.Errorf("send %d has no kind", j)}
 		}
 		var data json.RawMessage
 		if m.Data != nil {
 			raw, err := json.Marshal(m.Data)
 			if err != nil {
+				c.discard()
 				return &actionError{owner: owner, action: a.name, err: fmt.Errorf("send %d: %w", j, err)}
 			}
 			data = raw
@@ -1129,9 +1174,24 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 
 func (s *stepper) context() *ctxState {
 	if s.ctx == nil {
-		s.ctx = &ctxState{raw: s.in.Context}
+		c, _ := s.e.ctxPool.Get().(*ctxState)
+		if c == nil {
+			c = new(ctxState)
+		}
+		c.raw = s.in.Context
+		s.ctx = c
 	}
 	return s.ctx
+}
+
+// release hands the step's context state back for a later step to reuse. Nothing the step
+// returns points into it: the new context is written into its own bytes (encode), and what
+// actions and guards were handed (Values) is valid only while they run.
+func (s *stepper) release() {
+	c := s.ctx
+	s.ctx = nil
+	*c = ctxState{}
+	s.e.ctxPool.Put(c)
 }
 
 func (s *stepper) history() map[string]string { return writable(&s.out.History, &s.ownHist) }
@@ -1178,7 +1238,11 @@ func (s *stepper) finishStep() error {
 			return corrupt(s.in, "%v", s.ctx.err)
 		}
 		if s.ctx.changed {
-			raw, err := s.ctx.encode()
+			var space []byte
+			if s.box != nil {
+				space = s.box.ctx[:0]
+			}
+			raw, err := s.ctx.encodeFinal(space)
 			if err != nil {
 				return corrupt(s.in, "context does not encode: %v", err)
 			}

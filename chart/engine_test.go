@@ -3,6 +3,7 @@ package chart
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -603,7 +604,7 @@ func TestActionResults(t *testing.T) {
 	var keys []string
 	extra := map[string]Action{
 		"count": func(c ActionContext) (ActionResult, error) {
-			keys = append(keys, c.Key)
+			keys = append(keys, c.Key())
 			return ActionResult{
 				Set:    map[string]any{"n": c.Float("n") + 1, "who": c.ExecutionID},
 				Delete: []string{"tmp"},
@@ -778,4 +779,117 @@ func TestTimeoutOfAnEarlierArmingIsIgnored(t *testing.T) {
 	if exe.ActivePath != "late" {
 		t.Fatalf("a rounded fire time was refused: %q", exe.ActivePath)
 	}
+}
+
+// ActionContext.Set and its typed forms change the context exactly as ActionResult.Set would,
+// before it and Delete, only when the action succeeds, and the next action sees them.
+func TestActionContextSet(t *testing.T) {
+	t.Parallel()
+	negZero := math.Copysign(0, -1)
+	tests := []struct {
+		name string
+		acts map[string]Action
+		want string // the context after the step, or "failed: <error part>"
+	}{
+		{"typed sets encode as encoding/json", map[string]Action{"one": func(c ActionContext) (ActionResult, error) {
+			c.SetFloat("f", 2.5)
+			c.SetFloat("n", c.Float("n")+1)
+			c.SetFloat("z", negZero)
+			c.SetFloat("big", 1e21)
+			c.SetFloat("whole", 1<<53)
+			c.SetInt("i", -3)
+			c.SetBool("b", true)
+			c.SetString("s", "plain")
+			c.SetString("e", "é\"<")
+			c.Set("l", []int{1, 2})
+			return ActionResult{}, nil
+		}}, mustMarshal(t, map[string]any{"f": 2.5, "n": 42, "z": negZero, "big": 1e21, "whole": 1 << 53, "i": -3,
+			"b": true, "s": "plain", "e": "é\"<", "l": []int{1, 2}, "tmp": 1})},
+		{"result Set after, Delete last", map[string]Action{"one": func(c ActionContext) (ActionResult, error) {
+			c.SetInt("k", 1)
+			c.SetInt("j", 1)
+			c.SetInt("j", 2)
+			c.SetInt("tmp", 5)
+			return ActionResult{Set: map[string]any{"k": 2}, Delete: []string{"tmp"}}, nil
+		}}, `{"j":2,"k":2,"n":41}`},
+		{"the next action sees the change", map[string]Action{
+			"one": func(c ActionContext) (ActionResult, error) { c.SetInt("n", 5); return ActionResult{}, nil },
+			"two": func(c ActionContext) (ActionResult, error) {
+				c.SetFloat("seen", c.Float("n"))
+				return ActionResult{}, nil
+			},
+		}, `{"n":5,"seen":5,"tmp":1}`},
+		{"a failing action changes nothing", map[string]Action{"one": func(c ActionContext) (ActionResult, error) {
+			c.SetInt("n", 0)
+			return ActionResult{}, errors.New("boom")
+		}}, "failed: boom"},
+		{"a value that does not encode fails the action", map[string]Action{"one": func(c ActionContext) (ActionResult, error) {
+			c.SetInt("n", 0)
+			c.Set("bad", func() {})
+			return ActionResult{}, nil
+		}}, `failed: context key "bad"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			acts := tt.acts
+			if acts["two"] == nil {
+				acts["two"] = func(ActionContext) (ActionResult, error) { return ActionResult{}, nil }
+			}
+			var log logger
+			eng := mustEngine(t, `{initial: a, states: {a: {on: {go: {target: a, actions: [one, two]}}}}}`, &log, acts)
+			exe := &stead.Execution{ID: "x", DefinitionID: eng.id, Status: stead.StatusPending}
+			exe, _, err := eng.Step(exe, stead.Event{ID: "s", Kind: KindStart, Data: json.RawMessage(`{"tmp": 1, "n": 41}`)}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := eng.Step(exe, stead.Event{ID: "g", Kind: "go"}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if failed, ok := strings.CutPrefix(tt.want, "failed: "); ok {
+				if out.Status != stead.StatusFailed || !strings.Contains(out.Error, failed) || string(out.Context) != string(exe.Context) {
+					t.Fatalf("status %s error %q context %s, want failed with %q and context %s", out.Status, out.Error, out.Context, failed, exe.Context)
+				}
+				return
+			}
+			if out.Status != stead.StatusRunning || string(out.Context) != tt.want {
+				t.Fatalf("status %s (%s) context %s, want %s", out.Status, out.Error, out.Context, tt.want)
+			}
+		})
+	}
+}
+
+// A typed set is checked against the definition's context declaration like ActionResult.Set.
+func TestActionContextSetSchema(t *testing.T) {
+	t.Parallel()
+	var log logger
+	eng := mustEngine(t, typedChart, &log, map[string]Action{"act": func(c ActionContext) (ActionResult, error) {
+		c.SetString("count", "many")
+		return ActionResult{}, nil
+	}})
+	ctx, err := eng.PrepareContext(json.RawMessage(`{"order_id":"o"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := &stead.Execution{ID: "x", DefinitionID: eng.id, Status: stead.StatusPending, Context: ctx}
+	if exe, _, err = eng.Step(exe, stead.Event{ID: "s", Kind: KindStart}, t0); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := eng.Step(exe, stead.Event{ID: "g", Kind: "go"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ActivePath != "broken" || string(out.Context) != string(exe.Context) {
+		t.Fatalf("path %s context %s, want broken with %s", out.ActivePath, out.Context, exe.Context)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }

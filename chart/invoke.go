@@ -130,17 +130,7 @@ func (s *stepper) invokeChildren(n int32) []string {
 // cancelInvoked cancels the unfinished children of invoking state n, in item order.
 func (s *stepper) cancelInvoked(n int32) {
 	for _, id := range s.invokeChildren(n) {
-		cs := s.out.Children[id]
-		if cs.Finished {
-			continue
-		}
-		cs.Finished, cs.Outcome = true, OutcomeCancelled
-		s.children()[id] = cs
-		if s.control {
-			s.emit(id, stead.Event{ID: s.ev.ID, Kind: KindCancelRequest, CreatedAt: s.now})
-			continue
-		}
-		s.emit(id, stead.Event{ID: "cancel:" + id, Kind: KindCancel, CreatedAt: s.now})
+		s.cancelChild(id)
 	}
 }
 

@@ -81,7 +81,8 @@ func (r *Registry) HasAction(name string) bool { _, ok := r.actions[name]; retur
 func (r *Registry) HasGuard(name string) bool { _, ok := r.guards[name]; return ok }
 
 // ActionResult is what an action asks for: context changes and events to send. The zero value
-// changes nothing.
+// changes nothing. An action may also set context keys with ActionContext.Set and its typed
+// forms, which cost no map; those changes are applied first, then Set, then Delete.
 type ActionResult struct {
 	// Set assigns context keys; each value is encoded with encoding/json.
 	Set map[string]any
@@ -103,7 +104,8 @@ type Message struct {
 }
 
 // Values is read access to an execution's context (a JSON object) while a step runs. It sees the
-// changes of the actions that ran before it in the same step.
+// changes of the actions that ran before it in the same step. It is valid only while the action
+// or guard it was handed to runs: the engine reuses its state for later steps.
 type Values struct{ c *ctxState }
 
 // Get returns the raw JSON value of key, or nil when the key is absent.
@@ -151,6 +153,9 @@ func (v Values) String(key string) string {
 // Float returns the number at key, or 0 when it is absent or not a number.
 func (v Values) Float(key string) float64 {
 	if raw := v.peek(key); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if n, ok := smallInt(raw); ok {
+			return float64(n)
+		}
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err == nil {
 			return f
@@ -161,6 +166,33 @@ func (v Values) Float(key string) float64 {
 		return 0
 	}
 	return f
+}
+
+// smallInt parses a JSON integer of up to 15 digits, which a float64 holds exactly: the common
+// case of Float, without ParseFloat.
+func smallInt(raw []byte) (int64, bool) {
+	neg := raw[0] == '-'
+	d := raw
+	if neg {
+		d = raw[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || len(d) > 1 && d[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, b := range d {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(b-'0')
+	}
+	if neg {
+		if n == 0 {
+			return 0, false // -0: ParseFloat keeps the sign
+		}
+		n = -n
+	}
+	return n, true
 }
 
 // Bool returns the boolean at key, or false when it is absent or not a boolean.
@@ -213,12 +245,79 @@ type ActionContext struct {
 	// transition's source state.
 	State string
 	Event stead.Event
-	// Key is "<execution id>:<version>:<index>": stable across retries of the same step (a
-	// worker's redelivery, or an attempt of a Retry policy, which keeps the first attempt's
-	// version), unique across steps, so external effects keyed by it happen at most once.
-	Key string
 	// Attempt counts the runs of this event's step under a Retry policy: 1 for the first.
 	Attempt int
+	// keyVersion and keyIndex are what Key names; the string is built only when asked for.
+	keyVersion int64
+	keyIndex   int
+}
+
+// Key is "<execution id>:<version>:<index>": stable across retries of the same step (a
+// worker's redelivery, or an attempt of a Retry policy, which keeps the first attempt's
+// version), unique across steps, so external effects keyed by it happen at most once.
+func (a ActionContext) Key() string { return actionKey(a.ExecutionID, a.keyVersion, a.keyIndex) }
+
+func actionKey(id string, version int64, index int) string {
+	var small [64]byte
+	b := append(small[:0], id...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, version, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(index), 10)
+	return string(b)
+}
+
+// Set assigns the context key to v, encoded with encoding/json, as ActionResult.Set does. The
+// change takes effect when the action returns without an error (a value that does not encode, or
+// that breaks the definition's context declaration, fails the action); later actions of the step
+// see it. SetFloat, SetInt, SetString and SetBool do the same for their types without boxing the
+// value. On a zero ActionContext (outside a step) they do nothing.
+func (a ActionContext) Set(key string, v any) {
+	if a.c == nil {
+		return
+	}
+	raw, err := a.c.encodeValue(v)
+	a.c.stage(key, raw, err)
+}
+
+// SetFloat is Set for a number.
+func (a ActionContext) SetFloat(key string, f float64) {
+	if a.c == nil {
+		return
+	}
+	if buf, ok := appendFloat(a.c.space(), f); ok {
+		a.c.stage(key, a.c.took(buf), nil)
+		return
+	}
+	a.Set(key, f)
+}
+
+// SetInt is Set for an integer.
+func (a ActionContext) SetInt(key string, n int64) {
+	if a.c != nil {
+		a.c.stage(key, a.c.took(strconv.AppendInt(a.c.space(), n, 10)), nil)
+	}
+}
+
+// SetBool is Set for a boolean.
+func (a ActionContext) SetBool(key string, b bool) {
+	if a.c != nil {
+		a.c.stage(key, a.c.took(strconv.AppendBool(a.c.space(), b)), nil)
+	}
+}
+
+// SetString is Set for a string.
+func (a ActionContext) SetString(key, s string) {
+	if a.c == nil {
+		return
+	}
+	if plainString(s) {
+		buf := append(a.c.space(), '"')
+		buf = append(buf, s...)
+		a.c.stage(key, a.c.took(append(buf, '"')), nil)
+		return
+	}
+	a.Set(key, s)
 }
 
 // DecodeEvent decodes the event's data into dst.
@@ -236,12 +335,17 @@ type ctxState struct {
 	m   map[string]json.RawMessage
 	// patch holds, sorted by key, what actions set while m is not decoded: a step that reads and
 	// sets a few keys of a small context never builds the map (see encode).
-	patch   []member
-	inline  [2]member // patch's first backing array: most actions set a key or two
-	scratch [64]byte  // where the values of those keys are encoded, while they fit
-	used    int
-	checked bool // raw is known to be valid JSON
-	dirty   bool // m or patch holds changes raw does not have yet
+	patch  []member
+	inline [2]member // patch's first backing array: most actions set a key or two
+	// staged holds, in call order, what the running action set through ActionContext.Set;
+	// apply takes it when the action returns, discard drops it when the action fails.
+	staged    []member
+	stagedErr error
+	stagedIn  [2]member
+	scratch   [64]byte // where the values of those keys are encoded, while they fit
+	used      int
+	checked   bool // raw is known to be valid JSON
+	dirty     bool // m or patch holds changes raw does not have yet
 	// changed records that the context differs from the step's input, even after encode
 	// caught raw up (a spawn encodes the context mid-step).
 	changed bool
@@ -292,7 +396,7 @@ func (c *ctxState) get(key string) (json.RawMessage, bool) {
 func (c *ctxState) check() bool {
 	if !c.checked {
 		t := bytes.TrimSpace(c.raw)
-		c.checked = len(t) == 0 || t[0] == '{' && json.Valid(t)
+		c.checked = len(t) == 0 || t[0] == '{' && validJSON(t)
 	}
 	return c.checked
 }
@@ -321,12 +425,39 @@ func (c *ctxState) encode() (json.RawMessage, error) {
 	return raw, nil
 }
 
+// smallContext is the size up to which a step's new context is stored in the allocation of its
+// execution.
+const smallContext = 64
+
+// encodeFinal is encode for the context a step ends with, written into space when it fits
+// there (space belongs to the returned execution). raw is not caught up: the step is over.
+func (c *ctxState) encodeFinal(space []byte) (json.RawMessage, error) {
+	if c.dirty && c.m == nil && cap(space) > 0 {
+		if raw, ok := mergeMembersInto(space, c.raw, c.patch); ok {
+			return raw[:len(raw):len(raw)], nil
+		}
+	}
+	return c.encode()
+}
+
 // apply merges an action's changes; values are encoded first so a failure changes nothing.
 // With a schema, every key set must be declared with the value's type, and no required key
 // may be deleted.
 func (c *ctxState) apply(r *ActionResult, sc *schema) error {
-	if len(r.Set) == 0 && len(r.Delete) == 0 {
+	staged, serr := c.staged, c.stagedErr
+	c.staged, c.stagedErr = c.staged[:0], nil
+	if serr != nil {
+		return serr
+	}
+	if len(staged) == 0 && len(r.Set) == 0 && len(r.Delete) == 0 {
 		return nil
+	}
+	if sc != nil {
+		for _, p := range staged {
+			if err := sc.checkValue(p.key, p.val); err != nil {
+				return err
+			}
+		}
 	}
 	if c.m == nil && (len(r.Delete) > 0 || !c.check()) {
 		if err := c.decode(); err != nil {
@@ -366,11 +497,17 @@ func (c *ctxState) apply(r *ActionResult, sc *schema) error {
 		if c.patch == nil {
 			c.patch = c.inline[:0]
 		}
+		for _, p := range staged {
+			c.patch = setMember(c.patch, p.key, p.val)
+		}
 		for i, k := range keys {
 			c.patch = setMember(c.patch, k, vals[i])
 		}
 		c.dirty, c.changed = true, true
 		return nil
+	}
+	for _, p := range staged {
+		c.m[p.key] = p.val
 	}
 	for i, k := range keys {
 		c.m[k] = vals[i]
@@ -381,6 +518,34 @@ func (c *ctxState) apply(r *ActionResult, sc *schema) error {
 	}
 	c.dirty, c.changed = true, true
 	return nil
+}
+
+// stage records a change an action made with ActionContext.Set; the first error sticks.
+func (c *ctxState) stage(key string, raw json.RawMessage, err error) {
+	if err != nil {
+		if c.stagedErr == nil {
+			c.stagedErr = fmt.Errorf("context key %q: %w", key, err)
+		}
+		return
+	}
+	if c.staged == nil {
+		c.staged = c.stagedIn[:0]
+	}
+	c.staged = append(c.staged, member{key, raw})
+}
+
+// discard drops what a failed action staged.
+func (c *ctxState) discard() { c.staged, c.stagedErr = c.staged[:0], nil }
+
+// space returns the free part of the scratch space, empty with its capacity capped, for a value
+// to be appended to; took claims what was written, or keeps buf if append had to move it.
+func (c *ctxState) space() []byte { return c.scratch[c.used:c.used:len(c.scratch)] }
+
+func (c *ctxState) took(buf []byte) json.RawMessage {
+	if len(buf) > 0 && c.used < len(c.scratch) && &buf[0] == &c.scratch[c.used] {
+		c.used += len(buf)
+	}
+	return buf[:len(buf):len(buf)]
 }
 
 // encodeValue encodes v into the step's scratch space when it fits, else on its own.

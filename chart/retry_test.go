@@ -36,18 +36,18 @@ retry:
 func retryActions(calls *[]string) map[string]Action {
 	record := func(name string) Action {
 		return func(a ActionContext) (ActionResult, error) {
-			*calls = append(*calls, fmt.Sprintf("%s#%d@%s", name, a.Attempt, a.Key))
+			*calls = append(*calls, fmt.Sprintf("%s#%d@%s", name, a.Attempt, a.Key()))
 			return ActionResult{}, nil
 		}
 	}
 	return map[string]Action{
 		"prepare": func(a ActionContext) (ActionResult, error) {
-			*calls = append(*calls, fmt.Sprintf("prepare#%d@%s", a.Attempt, a.Key))
+			*calls = append(*calls, fmt.Sprintf("prepare#%d@%s", a.Attempt, a.Key()))
 			return ActionResult{Set: map[string]any{"prepared": a.Float("prepared") + 1}}, nil
 		},
 		"note": record("note"),
 		"charge": func(a ActionContext) (ActionResult, error) {
-			*calls = append(*calls, fmt.Sprintf("charge#%d@%s", a.Attempt, a.Key))
+			*calls = append(*calls, fmt.Sprintf("charge#%d@%s", a.Attempt, a.Key()))
 			if float64(a.Attempt) < a.Float("fail_until") {
 				return ActionResult{}, errors.New("card network unavailable")
 			}

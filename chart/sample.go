@@ -55,7 +55,7 @@ func RegisterSampleActions(reg *Registry) *Registry {
 		if c.String("outcome") == "error" {
 			return ActionResult{}, errors.New("card processor refused the capture")
 		}
-		return ActionResult{Set: map[string]any{"captured": c.Float("amount"), "capture_key": c.Key}}, nil
+		return ActionResult{Set: map[string]any{"captured": c.Float("amount"), "capture_key": c.Key()}}, nil
 	})
 	reg.Action("pick_items", func(c ActionContext) (ActionResult, error) {
 		switch c.String("outcome") {

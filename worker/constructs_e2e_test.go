@@ -99,7 +99,7 @@ func newConstructMachines() (worker.Machines, error) {
 		if a.Attempt < 2 {
 			return chart.ActionResult{}, errors.New("gateway unavailable")
 		}
-		return chart.ActionResult{Label: "ok", Set: map[string]any{"receipt": "r-" + a.Key, "attempts": a.Attempt}}, nil
+		return chart.ActionResult{Label: "ok", Set: map[string]any{"receipt": "r-" + a.Key(), "attempts": a.Attempt}}, nil
 	})
 	reg.Selector("pack", []string{"ok"}, func(a chart.ActionContext) (chart.ActionResult, error) {
 		return chart.ActionResult{Label: "ok", Set: map[string]any{"tracking": a.String("parcel") + "-T"}}, nil

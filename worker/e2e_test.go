@@ -90,7 +90,7 @@ func effectsMachine(ledger *effectsLedger, name string, pause time.Duration) (wo
 	}
 	reg := chart.NewRegistry().Action("record", func(c chart.ActionContext) (chart.ActionResult, error) {
 		if ledger != nil {
-			if err := ledger.record(c.Key, c.ExecutionID, c.Event.ID, name); err != nil {
+			if err := ledger.record(c.Key(), c.ExecutionID, c.Event.ID, name); err != nil {
 				return chart.ActionResult{}, err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
 )
 
@@ -26,6 +27,7 @@ const scope = "github.com/steadhq/stead/worker"
 const (
 	attrExecution     = attribute.Key("stead.execution.id")
 	attrDefinition    = attribute.Key("stead.definition.id")
+	attrDefVersion    = attribute.Key("stead.definition.version")
 	attrEventID       = attribute.Key("stead.event.id")
 	attrEventKind     = attribute.Key("stead.event.kind")
 	attrVersionBefore = attribute.Key("stead.execution.version.before")
@@ -253,12 +255,13 @@ func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart ti
 	return o
 }
 
-// claimed records the claim that handed out this message alone (unbatched) as a child span.
-func (o *stepObs) claimed(end time.Time) {
+// claimed records the claim that handed out this message alone (unbatched) as a child span,
+// ending now.
+func (o *stepObs) claimed() {
 	if o.off() || o.span == nil {
 		return
 	}
-	o.t.dbSpan(o.ctx, "ClaimBatch", "transport_messages", o.t.transportDB, 1, o.start, end)
+	o.t.dbSpan(o.ctx, "ClaimBatch", "transport_messages", o.t.transportDB, 1, o.start, time.Now())
 }
 
 // loaded records what the store returned for the message.
@@ -321,7 +324,7 @@ func (o *stepObs) end(err error) {
 	}
 	now := time.Now()
 	if o.span != nil {
-		var buf [7]attribute.KeyValue
+		var buf [8]attribute.KeyValue
 		o.span.SetAttributes(o.attributes(buf[:0])...)
 		if err != nil {
 			o.span.RecordError(err)
@@ -336,8 +339,8 @@ func (o *stepObs) end(err error) {
 // are set only when true, and the version after only when the step committed: an attribute costs
 // the SDK about as much as a tenth of a span.
 func (o *stepObs) attributes(kvs []attribute.KeyValue) []attribute.KeyValue {
-	kvs = append(kvs, attrDefinition.String(o.definition), attrOutcome.String(o.outcome),
-		attrVersionBefore.Int64(o.before))
+	kvs = appendDefinition(kvs, o.definition)
+	kvs = append(kvs, attrOutcome.String(o.outcome), attrVersionBefore.Int64(o.before))
 	if o.after > 0 {
 		kvs = append(kvs, attrVersionAfter.Int64(o.after), attrStatus.String(string(o.status)))
 	}
@@ -377,9 +380,19 @@ func (t *telemetry) attrs(definition, outcome string) metric.MeasurementOption {
 	if v, ok := t.sets.Load(k); ok {
 		return v.(metric.MeasurementOption)
 	}
-	v, _ := t.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
-		attrDefinition.String(definition), attrOutcome.String(outcome))))
+	kvs := appendDefinition(make([]attribute.KeyValue, 0, 3), definition)
+	v, _ := t.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(append(kvs, attrOutcome.String(outcome))...)))
 	return v.(metric.MeasurementOption)
+}
+
+// appendDefinition appends the definition's id and, for a versioned one ("order@3"), its version.
+func appendDefinition(kvs []attribute.KeyValue, definitionID string) []attribute.KeyValue {
+	id, version := chart.SplitVersion(definitionID)
+	kvs = append(kvs, attrDefinition.String(id))
+	if version > 0 {
+		kvs = append(kvs, attrDefVersion.Int(version))
+	}
+	return kvs
 }
 
 // ---- batches and database calls ----
@@ -494,7 +507,7 @@ func (s stepObsList) setAll(outcome string) {
 // ends the span.
 func (s stepObsList) end(batch trace.Span) {
 	now := time.Now()
-	const perLink = 10 // the most attributes a link gets
+	const perLink = 11 // the most attributes a link gets
 	var all []attribute.KeyValue
 	if batch != nil {
 		all = make([]attribute.KeyValue, 0, perLink*len(s)) // one allocation for the batch's links

@@ -312,3 +312,15 @@ func count(rm metricdata.ResourceMetrics, name string) uint64 {
 	}
 	return n
 }
+
+// TestDefinitionVersionAttribute: a versioned definition id is its id and its version.
+func TestDefinitionVersionAttribute(t *testing.T) {
+	for _, tt := range []struct{ in, id, version string }{
+		{"order@3", "order", "3"}, {"order", "order", ""}, {"a@b", "a@b", ""},
+	} {
+		kvs := appendDefinition(nil, tt.in)
+		if attr(kvs, attrDefinition) != tt.id || attr(kvs, attrDefVersion) != tt.version {
+			t.Errorf("%q: attributes %v, want id %q version %q", tt.in, kvs, tt.id, tt.version)
+		}
+	}
+}

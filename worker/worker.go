@@ -251,7 +251,7 @@ func (w *Worker) one(work context.Context) (int, error) {
 		return 0, err
 	}
 	o := w.tel.begin(work, &ls[0], start)
-	o.claimed(time.Now())
+	o.claimed()
 	o.end(w.handle(o.ctx, &ls[0], &o))
 	return 1, nil
 }

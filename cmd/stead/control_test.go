@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/steadhq/stead/chart"
 )
 
 func TestControlHelp(t *testing.T) {
@@ -28,7 +31,15 @@ func TestControlHelp(t *testing.T) {
 func TestControlCommandsAndExitCodes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "ops.db")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ops.db")
+	// The bundled order flow with its payment timer at an hour instead of 5 s: the orders must
+	// still be waiting for their payment when the commands reach them, however slow the machine.
+	def := filepath.Join(dir, "order.yaml")
+	slow := bytes.Replace(chart.SampleOrderFlowYAML(), []byte("after: 5s"), []byte("after: 1h"), 1)
+	if err := os.WriteFile(def, slow, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{"o1", "o2", "o3", "o4"} {
 		if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", id,
 			"--context", `{"order_id":"`+id+`","amount":50,"outcome":"timeout"}`); code != 0 {
@@ -38,7 +49,7 @@ func TestControlCommandsAndExitCodes(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() {
-		code, _, _ := cli(t, rctx, "run", "--store", db, "--log-level", "error", "--trace")
+		code, _, _ := cli(t, rctx, "run", "--store", db, "--definition", def, "--log-level", "error", "--trace")
 		done <- code
 	}()
 	defer func() {
@@ -105,7 +116,11 @@ func TestControlCommandsAndExitCodes(t *testing.T) {
 		{"a bad status", []string{"cancel", "--status", "asleep"}, 2, "", "--status"},
 		{"an unknown state", []string{"set-state", "o1", "--state", "nowhere"}, 3, "refused", "refused"},
 	} {
-		code, out, errOut := cli(t, ctx, append(tc.args, "--store", db)...)
+		args := append(tc.args, "--store", db)
+		if cmd := tc.args[0]; cmd == "reset" || cmd == "set-state" || cmd == "retry" {
+			args = append(args, "--definition", def)
+		}
+		code, out, errOut := cli(t, ctx, args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) {
 			t.Fatalf("%s: exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", tc.name, code, tc.code, out, tc.out, errOut, tc.err)
 		}

@@ -15,13 +15,18 @@ func newStart() *cobra.Command {
 		id       string
 		data     string
 		priority int
+		defs     []string
 	)
 	cmd := &cobra.Command{
-		Use:   "start --store <sqlite path | postgres URL> <definition-id> [--id ID] [--context JSON]",
+		Use:   "start --store <sqlite path | postgres URL> <definition-id> [--id ID] [--context JSON] [--definition F]...",
 		Short: "Create an execution and send it its start event",
 		Long: `start stores a new execution of the definition and queues its start event (durably, with the
 record). A running worker ("stead run") that knows the definition picks it up. It prints the
-execution id.`,
+execution id.
+
+With --definition (the files the workers run), the definition id must be one of them: an id
+without a version starts on the newest version given, and a context that breaks the
+definition's declared keys is refused before anything is written.`,
 		Args: exactArgs(1, "a definition id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id == "" {
@@ -38,6 +43,11 @@ execution id.`,
 			}
 			defer b.Close()
 			c := &worker.Client{Store: b.Store, Transport: b.Transport}
+			if len(defs) > 0 {
+				if c.Known, _, err = loadMachines(defs); err != nil {
+					return err
+				}
+			}
 			exe, err := c.CreateBatch(ctx, []worker.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority}})
 			if err != nil {
 				return err
@@ -50,6 +60,7 @@ execution id.`,
 	cmd.Flags().StringVar(&id, "id", "", "execution id (default: a random one)")
 	cmd.Flags().StringVar(&data, "context", "", "initial context, a JSON object")
 	cmd.Flags().IntVar(&priority, "priority", 0, fmt.Sprintf("claim priority 0..%d", stead.MaxPriority))
+	cmd.Flags().StringArrayVar(&defs, "definition", nil, "definition YAML file the workers run, or a bundled sample name (repeatable): check the id and context against it")
 	return cmd
 }
 

@@ -41,13 +41,13 @@ func Machines(ledger *Ledger, name string) (worker.Machines, error) {
 	}
 	reg := chart.NewRegistry().
 		Action("work", func(c chart.ActionContext) (chart.ActionResult, error) {
-			if err := ledger.Record(c.Key, KindWork, c.ExecutionID, c.Event.ID, name, time.Time{}); err != nil {
+			if err := ledger.Record(c.Key(), KindWork, c.ExecutionID, c.Event.ID, name, time.Time{}); err != nil {
 				return chart.ActionResult{}, err
 			}
 			return chart.ActionResult{Set: map[string]any{"n": c.Float("n") + 1}}, nil
 		}).
 		Action("armed", func(c chart.ActionContext) (chart.ActionResult, error) {
-			return chart.ActionResult{}, ledger.Record(c.Key, KindArmed, c.ExecutionID, c.Event.ID, name, time.Time{})
+			return chart.ActionResult{}, ledger.Record(c.Key(), KindArmed, c.ExecutionID, c.Event.ID, name, time.Time{})
 		}).
 		Action("fired", func(c chart.ActionContext) (chart.ActionResult, error) {
 			var due struct {
@@ -56,7 +56,7 @@ func Machines(ledger *Ledger, name string) (worker.Machines, error) {
 			if err := c.DecodeEvent(&due); err != nil || due.FireAt.IsZero() {
 				return chart.ActionResult{}, fmt.Errorf("timeout event without its due time: %s (%v)", c.Event.Data, err)
 			}
-			return chart.ActionResult{}, ledger.Record(c.Key, KindFired, c.ExecutionID, c.Event.ID, name, due.FireAt)
+			return chart.ActionResult{}, ledger.Record(c.Key(), KindFired, c.ExecutionID, c.Event.ID, name, due.FireAt)
 		})
 	e, err := chart.NewEngine(def, reg)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,8 +32,8 @@ type Options struct {
 	// MetricsAddr, when set, serves the metrics in the Prometheus text format at /metrics on
 	// this address (":9464").
 	MetricsAddr string
-	// OTLPEndpoint, when set, sends traces and metrics over OTLP/HTTP to this URL
-	// ("http://collector:4318"; the signal's path is added).
+	// OTLPEndpoint, when set, sends traces and metrics over OTLP/HTTP to this base URL
+	// ("http://collector:4318"): to /v1/traces and /v1/metrics under it.
 	OTLPEndpoint string
 	// ServiceName is the service.name of the resource (default "stead").
 	ServiceName string
@@ -95,12 +97,23 @@ func Setup(ctx context.Context, o Options) (*Telemetry, error) {
 		o.Logger.Info("serving metrics", slog.String("addr", t.Addr), slog.String("path", "/metrics"))
 	}
 	if o.OTLPEndpoint != "" {
-		mexp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(o.OTLPEndpoint))
+		base, err := url.Parse(o.OTLPEndpoint)
+		if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+			return nil, errors.Join(fmt.Errorf("--otlp-endpoint %q: want an http or https URL", o.OTLPEndpoint), t.Shutdown(ctx))
+		}
+		// The endpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is: each signal
+		// goes to its own path under it.
+		signal := func(path string) string {
+			u := *base
+			u.Path = strings.TrimSuffix(u.Path, "/") + path
+			return u.String()
+		}
+		mexp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(signal("/v1/metrics")))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("--otlp-endpoint %s: %w", o.OTLPEndpoint, err), t.Shutdown(ctx))
 		}
 		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
-		texp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.OTLPEndpoint))
+		texp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(signal("/v1/traces")))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("--otlp-endpoint %s: %w", o.OTLPEndpoint, err), t.Shutdown(ctx))
 		}
