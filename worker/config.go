@@ -108,13 +108,12 @@ type Config struct {
 	// PriorityThreshold is the lowest priority PriorityShare favours (1..stead.MaxPriority,
 	// default 1).
 	PriorityThreshold int
-	// SharedTx, when set, runs the load, commit, publish and acknowledgement of each batch in one
-	// transaction of the database the store and the transport share (pgtx.New, for pgstore and
-	// pgtransport on one pool), with the claim in it or committed just before it (Tx.Claim): one
-	// or two commits instead of three, and a message is acknowledged if and only if its step
-	// commits. A transaction that claimed a single message sends its commit, emits, ack and
-	// COMMIT in one round trip, which commits only if the step won its compare-and-swap; a lost
-	// one rolls back, which hands the message back at once. Each such
+	// SharedTx, when set, runs the claim, load, commit, publish and acknowledgement of each batch
+	// in one transaction of the database the store and the transport share (pgtx.New, for
+	// pgstore and pgtransport on one pool): one commit instead of three, and a message is
+	// acknowledged if and only if its step commits. A transaction that claimed a single message
+	// sends its commit, emits and ack in one round trip and commits only if the step won its
+	// compare-and-swap; a lost one rolls back, which hands the message back at once. Each such
 	// transaction gets Visibility/3 and the database ends it when its worker hangs (see
 	// SharedDB.Begin), so a hung worker holds its executions for at most Visibility here too; the
 	// steps of a batch must finish well within Visibility/3.

@@ -28,11 +28,8 @@ type SharedDB interface {
 // claimed in it are claimable again at once. After a method fails the transaction is aborted:
 // only Rollback remains. Arguments are checked as the Store and the Transport check them.
 type Tx interface {
-	// Claim is transport.Transport.ClaimBatch for the transaction: either in it (the groups stay
-	// held by it until it ends, whatever the lease says) or committed before it, with the
-	// transaction's acks fenced by the leases and a Rollback handing the leases back at once
-	// (pgtx does so for batches). Either way a rolled-back transaction's messages are claimable
-	// again at once, and a hung worker holds them for at most the lease.
+	// Claim is transport.Transport.ClaimBatch in the transaction: the groups stay held by it
+	// until it ends, whatever the lease says.
 	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error)
 	// Load is stead.Store.LoadForEvents in the transaction.
 	Load(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error)
@@ -61,10 +58,9 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 }
 
-// sharedBatch handles a batch in ONE transaction: load, commit, publish of the emitted events and
-// acknowledgement of the messages all commit together, or none of it does (a rollback also
-// returns the claimed messages to the queue at once); the claim is in it or just before it
-// (Tx.Claim). Emitted events are published inside the
+// sharedBatch handles a batch in ONE transaction: claim, load, commit, publish of the emitted
+// events and acknowledgement of the messages all commit together, or none of it does (a rollback
+// also returns the claimed messages to the queue at once). Emitted events are published inside the
 // transaction instead of passing through the store's outbox: the transport's queue is the outbox.
 // Spawned children are created after the commit, from the spawn intents that committed with their
 // parent. BatchWait does not apply: a transaction is never held open waiting for traffic.
@@ -75,8 +71,7 @@ type Tx interface {
 // of its statements has run, for longer than that third (SharedDB.Begin), which is what stops a
 // worker that hangs (a stopped process, whose deadline never fires). A hang after at most a third,
 // in a statement of at most a third, then idle for a third: the groups are free within Visibility
-// of the claim (a claim committed before the transaction holds them for its lease, Visibility).
-// The steps of a shared batch must therefore finish well within Visibility/3.
+// of the claim. The steps of a shared batch must therefore finish well within Visibility/3.
 func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 	work, cancel := context.WithTimeout(outer, w.cfg.Visibility/3)
 	defer cancel()

@@ -7,17 +7,15 @@
 //	shared, err := pgtx.New(store, tr)
 //	w, err := worker.New(worker.Config{Store: store, Transport: tr, Machines: m, SharedTx: shared})
 //
-// The load, the commit of every step, the publish of what the steps emitted and the
-// acknowledgement of the messages then commit together, or none of them does, and a message is
-// acknowledged if and only if its step lands. A single message's claim is in that transaction
-// too (one commit instead of three); a batch's claim commits its leases first, on its own (two
-// instead of three: see Tx.Claim for why), and a rollback hands them back at once. The store and
+// The claim, the load, the commit of every step, the publish of what the steps emitted and the
+// acknowledgement of the messages then commit together, or none of them does: one commit instead
+// of three per batch, and a message is acknowledged if and only if its step lands. The store and
 // the transport must share one pool (so one database); the transaction runs at READ COMMITTED,
 // PostgreSQL's default, which pgtransport's claims need.
 //
-// Round trips: BEGIN travels with the transaction's first statement, and COMMIT with its last
-// ones (the acknowledgements, or a single step's commit and ack): a batch costs the claim,
-// BEGIN+load, commit, ack+COMMIT; a single message BEGIN+claim, load, step+ack+COMMIT. A step
+// Round trips: BEGIN travels with the transaction's first statement (the claim), and COMMIT with
+// its last ones (the acknowledgements, or a single step's commit and ack): a batch costs BEGIN+
+// claim, load, commit, ack+COMMIT; a single message BEGIN+claim, load, step+ack+COMMIT. A step
 // whose compare-and-swap is lost aborts the transaction before its ack (pgstore's guarded
 // commit), so the pipelined COMMIT rolls back.
 package pgtx
@@ -98,9 +96,6 @@ type Tx struct {
 	db      *DB
 	c       *connTx
 	pending *pgx.Batch // acks and nacks queued for the COMMIT
-	// leased are the leases of a batch claim, committed before the transaction (see Claim):
-	// Rollback hands them back.
-	leased []transport.Lease
 }
 
 var _ worker.Tx = (*Tx)(nil)
@@ -118,48 +113,12 @@ func (t *Tx) flush(ctx context.Context) error {
 	return nil
 }
 
-// Claim implements worker.Tx. A claim of one message runs in the transaction: its group stays
-// locked by it until it ends. A claim of a batch commits its leases first, on its own, as the
-// transport's ClaimBatch does, and the transaction's acks are fenced by those leases: a group
-// locked by an open transaction looks free to every other claimer's snapshot, which then tries
-// its row lock and skips it, and with several worker processes each holding batches that cost
-// every claim more than the commit of the leases does (bench/RESULTS.md, the process curve).
-// Rollback hands a batch's leases back at once, so a rolled-back batch is claimable again
-// without waiting for them, as when the claim was in the transaction; a worker that hangs holds
-// them for at most the lease (Visibility).
+// Claim implements worker.Tx.
 func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	if max == 1 {
-		return t.db.tr.ClaimBatchTx(ctx, t.c, worker, visibility, minPriority, max)
-	}
-	if err := transport.CheckClaim(worker, visibility, minPriority, max); err != nil {
-		return nil, err
-	}
-	ls, err := t.db.tr.ClaimBatch(ctx, worker, visibility, minPriority, max)
-	t.leased = append(t.leased, ls...)
-	return ls, err
-}
-
-// release hands back the leases of a batch claim whose transaction did not commit. A nack is
-// fenced by its lease's token, so a lease whose ack did land (a COMMIT whose answer was lost)
-// is left alone.
-func (t *Tx) release(ctx context.Context) error {
-	if len(t.leased) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	for i := range t.leased {
-		if err := t.db.tr.QueueNack(b, &t.leased[i], 0); err != nil {
-			return err
-		}
-	}
-	t.leased = nil
-	if err := t.db.pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("pgtx: hand back the claimed messages: %w", pgdb.Classify(err))
-	}
-	return nil
+	return t.db.tr.ClaimBatchTx(ctx, t.c, worker, visibility, minPriority, max)
 }
 
 // Load implements worker.Tx.
@@ -229,7 +188,6 @@ func (t *Tx) Step(ctx context.Context, item stead.CommitItem, emitted []transpor
 	switch {
 	case err == nil:
 		t.c.ended()
-		t.leased = nil
 		return res, nil
 	case res.Err != nil && errors.Is(pgdb.Classify(err), stead.ErrConflict):
 		// The guard aborted the transaction; Rollback ends it.
@@ -248,7 +206,6 @@ func (t *Tx) Commit(ctx context.Context) error {
 	if !t.c.begun && len(t.pending.QueuedQueries) == 0 {
 		// Nothing was sent: there is nothing to commit.
 		t.c.ended()
-		t.leased = nil
 		return nil
 	}
 	b := t.pending
@@ -258,7 +215,6 @@ func (t *Tx) Commit(ctx context.Context) error {
 		return fmt.Errorf("pgtx: commit: %w", pgdb.Classify(err))
 	}
 	t.c.ended()
-	t.leased = nil
 	return nil
 }
 
@@ -266,8 +222,7 @@ func (t *Tx) Commit(ctx context.Context) error {
 // connection back; after Commit it does nothing.
 func (t *Tx) Rollback(ctx context.Context) error {
 	t.pending = &pgx.Batch{}
-	err := pgdb.Classify(t.c.Rollback(ctx))
-	return errors.Join(err, t.release(ctx))
+	return pgdb.Classify(t.c.Rollback(ctx))
 }
 
 // DBSystemName names the database in the worker's spans (the semantic conventions'
