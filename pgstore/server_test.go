@@ -701,6 +701,56 @@ func TestQueueCommit(t *testing.T) {
 	}
 }
 
+// TestQueueCommitGuarded checks the guard behind a queued commit: after a won commit the
+// statements queued behind it run and the transaction commits; after a lost one — here against
+// a version another transaction wrote, which the guard must not take for its own — the guard
+// aborts the transaction, the statements behind it do not run, and nothing commits.
+func TestQueueCommitGuarded(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	exe := newExe("g")
+	mustCommit(t, s, exe, stead.Bundle{})
+	exe.Version = 1
+	stale := exe.Clone()
+
+	send := func(e *stead.Execution, event string, res *stead.CommitResult, after *bool) error {
+		tx, err := b.Pool().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // ends an aborted transaction
+		batch := &pgx.Batch{}
+		if err := b.QueueCommitGuarded(batch, e, stead.Bundle{ProcessedEventID: event}, res); err != nil {
+			return err
+		}
+		batch.Queue("SELECT true").QueryRow(func(r pgx.Row) error { return r.Scan(after) })
+		batch.Queue("COMMIT")
+		return tx.SendBatch(ctx, batch).Close()
+	}
+	var res stead.CommitResult
+	var after bool
+	if err := send(exe, "ev", &res, &after); err != nil || res.Err != nil || res.Version != 2 || !after {
+		t.Fatalf("won: err %v, result %+v, statement behind the guard ran: %v", err, res, after)
+	}
+	if _, processed, err := s.LoadForEvent(ctx, "g", "ev"); err != nil || !processed {
+		t.Fatalf("after the won commit: processed %v, %v", processed, err)
+	}
+
+	// stale is at version 1; the store holds version 2, written by the transaction above.
+	res, after = stead.CommitResult{}, false
+	err := send(stale, "ev2", &res, &after)
+	var ce *stead.ConflictError
+	if !errors.Is(pgdb.Classify(err), stead.ErrConflict) || !errors.As(res.Err, &ce) || after {
+		t.Fatalf("lost: err %v, result %+v, statement behind the guard ran: %v", err, res, after)
+	}
+	got, processed, err := s.LoadForEvent(ctx, "g", "ev2")
+	if err != nil || processed || got.Version != 2 {
+		t.Fatalf("after the lost commit: version %d, processed %v, %v", got.Version, processed, err)
+	}
+}
+
 // The transaction entry points refuse what the Store refuses, and queue or send nothing.
 func TestTxEntryPointsRefuseBadInput(t *testing.T) {
 	t.Parallel()

@@ -74,6 +74,10 @@ const (
 		$14::int[], $15::text[], $16::text[], $17::int[], $18::text[], $19::text[], $20::text[],
 		$21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::int[], $26::text[], $27::bigint)`
 
+	// sqlRequireCommitted aborts the transaction unless the commit queued before it won
+	// (QueueCommit with its guard, migration 004).
+	sqlRequireCommitted = `SELECT {schema}stead_require_committed($1::text, $2::bigint)`
+
 	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.
 	sqlConflicts = `SELECT id, version FROM {schema}stead_executions WHERE id = ANY($1::text[])`
 )
@@ -153,7 +157,7 @@ const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox)
 type statements struct {
 	load, loadForEvent, loadForEvents, isProcessed, list, count, readTrace, timers string
 	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
-	commitState, commitBundle, commitBatch, conflicts                              string
+	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
 	dueTimers, deleteTimer, cursorKey                                              string
 	storeStatsBacklog                                                              string
@@ -178,6 +182,7 @@ func newStatements(schema string) statements {
 		commitBundle:          x(sqlCommitBundle),
 		commitBatch:           x(sqlCommitBatch),
 		conflicts:             x(sqlConflicts),
+		requireCommitted:      x(sqlRequireCommitted),
 		appendTrace:           x(sqlAppendTrace),
 		purge:                 x(sqlPurge),
 		claimOutbox:           x(sqlClaimOutbox),
@@ -209,6 +214,7 @@ var sqlByName = map[string]string{
 	"CommitBundle":          sqlCommitBundle,
 	"CommitBatch":           sqlCommitBatch,
 	"Conflicts":             sqlConflicts,
+	"RequireCommitted":      sqlRequireCommitted,
 	"AppendTrace":           sqlAppendTrace,
 	"Purge":                 sqlPurge,
 	"ClaimOutbox":           sqlClaimOutbox,

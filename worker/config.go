@@ -41,10 +41,11 @@ func (m Machines) Resolve(id string) string {
 	return best
 }
 
-// Defaults for Config.
+// Defaults for Config. Eight loops of 128 drained the end-to-end backlog on PostgreSQL about 1.6
+// times as fast as four of 64, at a lower server CPU cost per event (bench/results/speed.md).
 const (
-	DefaultConcurrency    = 4
-	DefaultBatchSize      = 64
+	DefaultConcurrency    = 8
+	DefaultBatchSize      = 128
 	DefaultBatchWait      = 2 * time.Millisecond
 	DefaultVisibility     = 30 * time.Second
 	DefaultRetryDelay     = time.Second
@@ -68,11 +69,11 @@ type Config struct {
 
 	// Name identifies the worker in leases and logs (default: host name and process id).
 	Name string
-	// Concurrency is how many claim loops run at once (default 4). Unbatched, it is the number of
+	// Concurrency is how many claim loops run at once (default 8). Unbatched, it is the number of
 	// steps in flight; batched, the number of batches in flight.
 	Concurrency int
 	// BatchSize is how many messages (one per execution) a loop claims, loads, commits and
-	// acknowledges together (default 64). 1 turns batching off: one message per transaction.
+	// acknowledges together (default 128). 1 turns batching off: one message per transaction.
 	BatchSize int
 	// BatchWait bounds how long a loop holding a partial batch waits for more messages before it
 	// processes what it has (default 2 ms; negative means never wait).

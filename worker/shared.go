@@ -39,14 +39,18 @@ type Tx interface {
 	CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error)
 	// Publish is transport.Transport.PublishBatch in the transaction.
 	Publish(ctx context.Context, msgs []transport.Outgoing) error
-	// Ack is transport.Transport.AckBatch in the transaction.
+	// Ack is transport.Transport.AckBatch in the transaction. It may only check the leases and
+	// queue the ack for Commit (pgtx does, to send it with the COMMIT): an ack that fails there
+	// fails the Commit, and nothing of the transaction commits.
 	Ack(ctx context.Context, ls []transport.Lease) error
-	// Nack is transport.Transport.Nack in the transaction.
+	// Nack is transport.Transport.Nack in the transaction, queued for Commit like Ack may be.
 	Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error
 	// Step commits one step (its bundle without emits), publishes what it emitted and acks its
-	// message, in one round trip where the database allows it. A step that loses its
-	// compare-and-swap comes back as the result's Err, with the transaction still usable only for
-	// Rollback; an invalid step is an error wrapping stead.ErrInvalid before anything is sent.
+	// message, in one round trip where the database allows it, and may commit the transaction in
+	// that same round trip when the step wins (pgtx does; Commit then does nothing). A step that
+	// loses its compare-and-swap comes back as the result's Err, with nothing of the transaction
+	// committed and the transaction usable only for Rollback; an invalid step is an error
+	// wrapping stead.ErrInvalid before anything is sent.
 	Step(ctx context.Context, item stead.CommitItem, emitted []transport.Outgoing, l *transport.Lease) (stead.CommitResult, error)
 	// Commit commits the transaction.
 	Commit(ctx context.Context) error
@@ -190,9 +194,9 @@ func (w *Worker) spawnCommitted(work context.Context, ds []delivery) {
 	}
 }
 
-// sharedOne ends the transaction of a single message in two round trips instead of four: the
-// commit of its step, the publish of what the step emitted and the message's ack go to the
-// server together (Tx.Step), then COMMIT. A lost CAS rolls the whole transaction back, which
+// sharedOne ends the transaction of a single message in one round trip instead of four: the
+// commit of its step, the publish of what the step emitted, the message's ack and (with pgtx)
+// COMMIT go to the server together (Tx.Step). A lost CAS rolls the whole transaction back, which
 // hands the message back at once: the redelivery a lost CAS asks for, and the other statements
 // are undone with it.
 //

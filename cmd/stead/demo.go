@@ -56,7 +56,7 @@ timers are left, the demo's clock jumps to the next one (printed when it happens
 	}
 	cmd.Flags().StringVar(&path, "db", "stead-demo.db", "SQLite file to create (replaced if it exists)")
 	cmd.Flags().IntVar(&orders, "orders", 2000, "how many orders to run")
-	cmd.Flags().IntVar(&workers, "workers", 4, "worker claim loops")
+	cmd.Flags().IntVar(&workers, "workers", worker.DefaultConcurrency, "worker claim loops")
 	return cmd
 }
 

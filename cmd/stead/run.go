@@ -73,7 +73,10 @@ nothing is recorded.`,
 				return err
 			}
 			defer b.Close()
-			shared, err := b.SharedTx(sharedTx)
+			// The shared transaction is the default on PostgreSQL (it is the faster mode there, and
+			// acks a message if and only if its step lands); elsewhere only an explicit
+			// --shared-tx asks for it, and is refused.
+			shared, err := b.SharedTx(sharedTx && (b.Kind == "postgres" || cmd.Flags().Changed("shared-tx")))
 			if err != nil {
 				return err
 			}
@@ -118,7 +121,7 @@ nothing is recorded.`,
 	cmd.Flags().IntVar(&workers, "workers", worker.DefaultConcurrency, "concurrent claim loops")
 	cmd.Flags().IntVar(&batch, "batch", worker.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
 	cmd.Flags().DurationVar(&batchWait, "batch-wait", worker.DefaultBatchWait, "how long a partial batch may wait for more messages")
-	cmd.Flags().BoolVar(&sharedTx, "shared-tx", false, "PostgreSQL only: claim, commit and ack in one transaction")
+	cmd.Flags().BoolVar(&sharedTx, "shared-tx", true, "PostgreSQL only: claim, commit and ack in one transaction (--shared-tx=false: three)")
 	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
 	cmd.Flags().Float64Var(&prioShare, "priority-share", 0, "share of claims (0 to 1) that first look for executions at --priority-threshold or above")
 	cmd.Flags().IntVar(&prioMin, "priority-threshold", 1, "lowest priority --priority-share favours")

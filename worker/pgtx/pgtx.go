@@ -12,12 +12,19 @@
 // of three per batch, and a message is acknowledged if and only if its step lands. The store and
 // the transport must share one pool (so one database); the transaction runs at READ COMMITTED,
 // PostgreSQL's default, which pgtransport's claims need.
+//
+// Round trips: BEGIN travels with the transaction's first statement (the claim), and COMMIT with
+// its last ones (the acknowledgements, or a single step's commit and ack): a batch costs BEGIN+
+// claim, load, commit, ack+COMMIT; a single message BEGIN+claim, load, step+ack+COMMIT. A step
+// whose compare-and-swap is lost aborts the transaction before its ack (pgstore's guarded
+// commit), so the pipelined COMMIT rolls back.
 package pgtx
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,71 +70,109 @@ func New(store *stead.Store, tr *transport.Transport) (*DB, error) {
 // transaction, rolling it back, once it has been idle (waiting for its client) or one of its
 // statements has run for longer than the time left until that deadline at Begin: both
 // idle_in_transaction_session_timeout and statement_timeout are set to it for this transaction
-// only (SET LOCAL, in the BEGIN's round trip). A client that stops answering — a hung or stopped
-// process, whose context never fires — so loses the transaction, and the groups it claimed in it
-// are claimable again, instead of holding them for as long as it hangs. (PostgreSQL before 17
-// has no transaction_timeout; these two bound the same thing for a client that stopped.)
+// only (set_config(..., true), pipelined with the BEGIN). A client that stops answering — a hung
+// or stopped process, whose context never fires — so loses the transaction, and the groups it
+// claimed in it are claimable again, instead of holding them for as long as it hangs.
+// (PostgreSQL before 17 has no transaction_timeout; these two bound the same thing for a client
+// that stopped.)
+//
+// Begin takes a connection but sends nothing: BEGIN goes to the server with the transaction's
+// first statement, in the same round trip.
 func (d *DB) Begin(ctx context.Context) (worker.Tx, error) {
-	var opts pgx.TxOptions
-	if dl, ok := ctx.Deadline(); ok {
-		ms := max(time.Until(dl).Milliseconds(), 1)
-		opts.BeginQuery = fmt.Sprintf("BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d; "+
-			"SET LOCAL statement_timeout = %d", ms, ms)
-	}
-	tx, err := d.pool.BeginTx(ctx, opts)
+	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgtx: begin: %w", pgdb.Classify(err))
 	}
-	return &Tx{db: d, tx: tx}, nil
+	c := &connTx{conn: conn}
+	if dl, ok := ctx.Deadline(); ok {
+		c.timeout = strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10)
+	}
+	return &Tx{db: d, c: c, pending: &pgx.Batch{}}, nil
 }
 
-// Tx is one transaction of a DB: a worker.Tx.
+// Tx is one transaction of a DB: a worker.Tx. Acks and nacks are queued and go to the server
+// with the COMMIT.
 type Tx struct {
-	db *DB
-	tx pgx.Tx
+	db      *DB
+	c       *connTx
+	pending *pgx.Batch // acks and nacks queued for the COMMIT
 }
 
 var _ worker.Tx = (*Tx)(nil)
 
+// flush sends the queued acks and nacks before a statement that must follow them.
+func (t *Tx) flush(ctx context.Context) error {
+	if len(t.pending.QueuedQueries) == 0 {
+		return nil
+	}
+	b := t.pending
+	t.pending = &pgx.Batch{}
+	if err := t.c.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("pgtx: %w", pgdb.Classify(err))
+	}
+	return nil
+}
+
 // Claim implements worker.Tx.
 func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	return t.db.tr.ClaimBatchTx(ctx, t.tx, worker, visibility, minPriority, max)
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	return t.db.tr.ClaimBatchTx(ctx, t.c, worker, visibility, minPriority, max)
 }
 
 // Load implements worker.Tx.
 func (t *Tx) Load(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
-	return t.db.store.LoadForEventsTx(ctx, t.tx, refs)
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	return t.db.store.LoadForEventsTx(ctx, t.c, refs)
 }
 
 // CommitBatch implements worker.Tx.
 func (t *Tx) CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
-	return t.db.store.CommitBatchTx(ctx, t.tx, items)
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	return t.db.store.CommitBatchTx(ctx, t.c, items)
 }
 
 // Publish implements worker.Tx.
 func (t *Tx) Publish(ctx context.Context, msgs []transport.Outgoing) error {
-	return t.db.tr.PublishBatchTx(ctx, t.tx, msgs)
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	return t.db.tr.PublishBatchTx(ctx, t.c, msgs)
 }
 
-// Ack implements worker.Tx.
+// Ack implements worker.Tx: checked now, sent with the COMMIT (an ack that fails there fails the
+// Commit, and nothing commits).
 func (t *Tx) Ack(ctx context.Context, ls []transport.Lease) error {
-	return t.db.tr.AckBatchTx(ctx, t.tx, ls)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.db.tr.QueueAck(t.pending, ls)
 }
 
-// Nack implements worker.Tx.
+// Nack implements worker.Tx: checked now, sent with the COMMIT, like Ack.
 func (t *Tx) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
-	return t.db.tr.NackTx(ctx, t.tx, l, delay)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.db.tr.QueueNack(t.pending, l, delay)
 }
 
-// Step queues the commit, the publish and the ack on one pgx.Batch, so that they reach the server
-// in one round trip.
+// Step sends the commit, its guard, the publish, the ack and COMMIT in one round trip (with
+// whatever acks and nacks were queued before it). When the step wins, the transaction is
+// committed on return and Commit has nothing left to do; when its compare-and-swap is lost, the
+// guard has aborted the transaction, nothing of it commits, and the result's Err says so.
 func (t *Tx) Step(ctx context.Context, item stead.CommitItem, emitted []transport.Outgoing, l *transport.Lease) (stead.CommitResult, error) {
 	if l == nil {
 		return stead.CommitResult{}, fmt.Errorf("%w: pgtx: step without a lease", stead.ErrInvalid)
 	}
 	b := &pgx.Batch{}
 	var res stead.CommitResult
-	if err := t.db.store.QueueCommit(b, item.Execution, item.Bundle, &res); err != nil {
+	if err := t.db.store.QueueCommitGuarded(b, item.Execution, item.Bundle, &res); err != nil {
 		return stead.CommitResult{}, err
 	}
 	if err := t.db.tr.QueuePublish(b, emitted); err != nil {
@@ -136,27 +181,48 @@ func (t *Tx) Step(ctx context.Context, item stead.CommitItem, emitted []transpor
 	if err := t.db.tr.QueueAck(b, []transport.Lease{*l}); err != nil {
 		return stead.CommitResult{}, err
 	}
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+	b.QueuedQueries = append(t.pending.QueuedQueries, b.QueuedQueries...)
+	t.pending = &pgx.Batch{}
+	b.Queue("COMMIT")
+	err := t.c.SendBatch(ctx, b).Close()
+	switch {
+	case err == nil:
+		t.c.ended()
+		return res, nil
+	case res.Err != nil && errors.Is(pgdb.Classify(err), stead.ErrConflict):
+		// The guard aborted the transaction; Rollback ends it.
+		return res, nil
+	default:
 		return stead.CommitResult{}, fmt.Errorf("pgtx: step: %w", pgdb.Classify(err))
 	}
-	return res, nil
 }
 
-// Commit implements worker.Tx.
+// Commit implements worker.Tx: the queued acks and nacks and COMMIT, in one round trip. After a
+// Step that won it does nothing.
 func (t *Tx) Commit(ctx context.Context) error {
-	if err := t.tx.Commit(ctx); err != nil {
+	if t.c.finished() {
+		return nil
+	}
+	if !t.c.begun && len(t.pending.QueuedQueries) == 0 {
+		// Nothing was sent: there is nothing to commit.
+		t.c.ended()
+		return nil
+	}
+	b := t.pending
+	t.pending = &pgx.Batch{}
+	b.Queue("COMMIT")
+	if err := t.c.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("pgtx: commit: %w", pgdb.Classify(err))
 	}
+	t.c.ended()
 	return nil
 }
 
-// Rollback implements worker.Tx.
+// Rollback implements worker.Tx: it ends the transaction without committing it and gives the
+// connection back; after Commit it does nothing.
 func (t *Tx) Rollback(ctx context.Context) error {
-	err := t.tx.Rollback(ctx)
-	if errors.Is(err, pgx.ErrTxClosed) {
-		return nil
-	}
-	return pgdb.Classify(err)
+	t.pending = &pgx.Batch{}
+	return pgdb.Classify(t.c.Rollback(ctx))
 }
 
 // DBSystemName names the database in the worker's spans (the semantic conventions'

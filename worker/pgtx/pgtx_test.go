@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/memstore"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
+	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/memtransport"
 	"github.com/steadhq/stead/transport/pgtransport"
+	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/worker/pgtx"
 )
 
@@ -57,5 +60,191 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if _, err := pgtx.New(s2, tr); err != nil {
 		t.Fatalf("one pool: %v", err)
+	}
+}
+
+// setup opens a store and a transport on one pool in a fresh schema, with one execution at
+// version 1 and one message for it.
+func setup(t *testing.T) (*pgtx.DB, *stead.Store, *transport.Transport, *stead.Execution) {
+	t.Helper()
+	ctx := context.Background()
+	schema := pgdbtest.Schema(t)
+	pool, err := pgdb.Open(ctx, pgdbtest.URL(), pgdb.Config{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutListen())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	db, err := pgtx.New(s, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	exe := &stead.Execution{ID: "e1", DefinitionID: "d", Status: stead.StatusRunning, CreatedAt: now, UpdatedAt: now}
+	c, err := s.Commit(ctx, exe, stead.Bundle{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe.Version = c.Version
+	if err := tr.Publish(ctx, "e1", stead.Event{ID: "ev1", Kind: "tick", CreatedAt: now}, 0); err != nil {
+		t.Fatal(err)
+	}
+	return db, s, tr, exe
+}
+
+// claimOne begins a transaction with a deadline and claims the one message in it.
+func claimOne(t *testing.T, db *pgtx.DB) (worker.Tx, transport.Lease) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	ls, err := tx.Claim(ctx, "w", 30*time.Second, 0, 8)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %v %v", ls, err)
+	}
+	return tx, ls[0]
+}
+
+// TestStepCommitsInItsRoundTrip checks the pipelined step: a step that wins commits the step
+// and the ack at once (Commit has nothing left to do), and one that loses its compare-and-swap
+// commits nothing, not even the ack queued behind it: the message is claimable again.
+func TestStepCommitsInItsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	t.Run("won", func(t *testing.T) {
+		db, s, tr, exe := setup(t)
+		tx, l := claimOne(t, db)
+		next := exe.Clone()
+		next.ActivePath = "b"
+		res, err := tx.Step(ctx, stead.CommitItem{Execution: next, Bundle: stead.Bundle{ProcessedEventID: l.Event.ID}}, nil, &l)
+		if err != nil || res.Err != nil || res.Version != exe.Version+1 {
+			t.Fatalf("step: %+v %v", res, err)
+		}
+		// Visible to others before Commit: the step's round trip committed.
+		got, err := s.Load(ctx, "e1")
+		if err != nil || got.Version != exe.Version+1 || got.ActivePath != "b" {
+			t.Fatalf("load after step: %+v %v", got, err)
+		}
+		if done, err := s.IsProcessed(ctx, "e1", "ev1"); err != nil || !done {
+			t.Fatalf("processed: %v %v", done, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatalf("commit after a won step: %v", err)
+		}
+		if ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8); err != nil || len(ls) != 0 {
+			t.Fatalf("the acked message is still there: %v %v", ls, err)
+		}
+	})
+	t.Run("lost", func(t *testing.T) {
+		db, s, tr, exe := setup(t)
+		tx, l := claimOne(t, db)
+		stale := exe.Clone()
+		stale.Version-- // loses the compare-and-swap
+		stale.ActivePath = "lost"
+		res, err := tx.Step(ctx, stead.CommitItem{Execution: stale, Bundle: stead.Bundle{ProcessedEventID: l.Event.ID}}, nil, &l)
+		if err != nil || !errors.Is(res.Err, stead.ErrConflict) {
+			t.Fatalf("step: %+v %v, want a conflict in the result", res, err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatalf("rollback: %v", err)
+		}
+		got, err := s.Load(ctx, "e1")
+		if err != nil || got.Version != exe.Version || got.ActivePath != "" {
+			t.Fatalf("the lost step wrote: %+v %v", got, err)
+		}
+		if done, err := s.IsProcessed(ctx, "e1", "ev1"); err != nil || done {
+			t.Fatalf("processed after a lost step: %v %v", done, err)
+		}
+		ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8)
+		if err != nil || len(ls) != 1 || ls[0].Event.ID != "ev1" {
+			t.Fatalf("the message of a lost step was acked: %v %v", ls, err)
+		}
+	})
+}
+
+// TestAckTravelsWithCommit checks that an ack waits for the COMMIT: nothing is acked before it,
+// and a rollback keeps the message.
+func TestAckTravelsWithCommit(t *testing.T) {
+	ctx := context.Background()
+	for _, commit := range []bool{true, false} {
+		db, _, tr, _ := setup(t)
+		tx, l := claimOne(t, db)
+		if err := tx.Ack(ctx, []transport.Lease{l}); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8)
+		if err != nil || len(ls) != map[bool]int{true: 0, false: 1}[commit] {
+			t.Fatalf("commit %v: claimable afterwards %v %v", commit, ls, err)
+		}
+	}
+}
+
+// TestBeginSendsNothing checks that a transaction that sent no statement commits and rolls back
+// without a round trip, and gives its connection back.
+func TestBeginSendsNothing(t *testing.T) {
+	ctx := context.Background()
+	db, _, _, _ := setup(t)
+	for range 10 { // more than the pool's 4 connections: each must go back
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHungTransactionEnds checks the timeouts that travel with the lazy BEGIN: a transaction
+// whose client goes quiet past its deadline is ended by the server, and the message it claimed
+// is claimable again without waiting for its lease.
+func TestHungTransactionEnds(t *testing.T) {
+	db, _, tr, _ := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if ls, err := tx.Claim(ctx, "w", time.Hour, 0, 8); err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %v %v", ls, err)
+	}
+	// The client hangs: it sends nothing, and its context is not what ends the transaction.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ls, err := tr.ClaimBatch(context.Background(), "other", time.Minute, 0, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung transaction still holds its group after 10 s")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

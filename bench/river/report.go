@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/steadhq/stead/internal/benchutil"
+)
+
+type named struct {
+	name string
+	m    measure
+}
+
+type curve struct {
+	mode   string
+	points []point
+}
+
+type point struct {
+	procs int
+	m     measure
+}
+
+// report is everything one run measured.
+type report struct {
+	command            string
+	started            time.Time
+	loadStart, loadEnd string
+	events             int
+	riverWorkers       int
+	pgbench            float64
+	pgbenchM           measure // the pgbench run, for its server CPU and WAL per transaction
+	river              []measure
+	batchedModes       []workerMode
+	stead              [][]measure // [round][mode]
+	unbatched          []named
+	curves             []curve
+	backlog            *backlogResult
+}
+
+func (m measure) line(unit string) string {
+	trips := "n/a"
+	if m.trips >= 0 {
+		trips = fmt.Sprintf("%.3f", m.perUnit(float64(m.trips)))
+	}
+	partial := ""
+	if m.partial {
+		partial = " (partial: cut by -limit)"
+	}
+	return fmt.Sprintf("%7d %s in %6.2fs = %7.0f/s  WAL %5.0f B  server CPU %6.1f µs  round trips %s  per unit; load %s%s",
+		m.units, unit, m.elapsed.Seconds(), m.rate(), m.perUnit(m.wal), m.perUnit(float64(m.cpu.Microseconds())),
+		trips, m.loadAvg, partial)
+}
+
+func (m measure) cells() string {
+	trips := "n/a"
+	if m.trips >= 0 {
+		trips = fmt.Sprintf("%.3f", m.perUnit(float64(m.trips)))
+	}
+	partial := ""
+	if m.partial {
+		partial = " (partial)"
+	}
+	return fmt.Sprintf("%d%s | %.2f s | %.0f | %.0f | %.1f | %s | %.1f | %s", m.units, partial, m.elapsed.Seconds(), m.rate(),
+		m.perUnit(m.wal), m.perUnit(float64(m.cpu.Microseconds())), trips,
+		m.perUnit(float64(m.clientCP.Microseconds())), m.loadAvg)
+}
+
+func rates(ms []measure) []float64 {
+	var r []float64
+	for _, m := range ms {
+		r = append(r, m.rate())
+	}
+	return r
+}
+
+func medianOf(ms []measure, f func(measure) float64) float64 {
+	var xs []float64
+	for _, m := range ms {
+		xs = append(xs, f(m))
+	}
+	return benchutil.Median(xs)
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# stead against River on one server\n\n")
+	fmt.Fprintf(&b, "Run %s (UTC), load average %s at the start and %s at the end (2 cores shared with other work).\n\n",
+		r.started.UTC().Format("2006-01-02 15:04"), r.loadStart, r.loadEnd)
+	fmt.Fprintf(&b, "Command: `%s`\n\n", r.command)
+	fmt.Fprintf(&b, "A throwaway PostgreSQL cluster (initdb, stock settings: fsync on, autovacuum on, default "+
+		"shared_buffers; max_connections 200 for the worker processes) on this machine. River: %d jobs inserted, "+
+		"then a client with MaxWorkers %d on the default queue and every other setting at River's default, on a pool "+
+		"of the size stead's worker gets (%d connections, as `stead run` sizes it), timed from its start to the last completion it reports. stead: %d events (executions of 10: a start and nine "+
+		"ticks) published, then one worker at the worker's default settings (8 loops, batches of 128), timed from its start to the last "+
+		"commit. Rounds alternate River and stead. WAL from pg_current_wal_lsn before and after; server CPU from "+
+		"/proc/<pid>/stat of the postmaster and its children (reaped ones included); round trips are the pool's "+
+		"queries and batches (pgx tracer); client CPU is this process's.\n\n", r.events, r.riverWorkers, steadPoolSize(0), r.events)
+
+	b.WriteString("## Rounds\n\n| round | what | units | elapsed | per s | WAL B/unit | server CPU µs/unit | round trips/unit | client CPU µs/unit | load |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for i := range r.river {
+		fmt.Fprintf(&b, "| %d | River burn-down | %s |\n", i+1, r.river[i].cells())
+		for j, mode := range r.batchedModes {
+			fmt.Fprintf(&b, "| %d | %s | %s |\n", i+1, mode.name, r.stead[i][j].cells())
+		}
+	}
+	b.WriteString("\n## Medians\n\n| what | per s | vs River | WAL B/unit | server CPU µs/unit | round trips/unit |\n|---|---:|---:|---:|---:|---:|\n")
+	riverRate := benchutil.Median(rates(r.river))
+	row := func(name string, ms []measure) {
+		trips := medianOf(ms, func(m measure) float64 { return m.perUnit(float64(m.trips)) })
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f× | %.0f | %.1f | %.3f |\n", name, benchutil.Median(rates(ms)),
+			benchutil.Median(rates(ms))/riverRate,
+			medianOf(ms, func(m measure) float64 { return m.perUnit(m.wal) }),
+			medianOf(ms, func(m measure) float64 { return m.perUnit(float64(m.cpu.Microseconds())) }), trips)
+	}
+	row("River burn-down", r.river)
+	for j, mode := range r.batchedModes {
+		var ms []measure
+		for i := range r.stead {
+			ms = append(ms, r.stead[i][j])
+		}
+		row(mode.name, ms)
+	}
+
+	b.WriteString("\n## Unbatched against pgbench\n\n")
+	if r.pgbench > 0 {
+		fmt.Fprintf(&b, "pgbench, single-row UPDATE of a random row among %d, 8 clients: **%.0f tps** "+
+			"(%.0f B of WAL and %.1f µs of server CPU a transaction; the CPU includes pgbench's connections).\n\n",
+			r.events, r.pgbench, r.pgbenchM.perUnit(r.pgbenchM.wal), r.pgbenchM.perUnit(float64(r.pgbenchM.cpu.Microseconds())))
+	}
+	b.WriteString("| what | events | elapsed | events/s | vs pgbench | WAL B/event | server CPU µs/event | round trips/event |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, u := range r.unbatched {
+		vs := ""
+		if r.pgbench > 0 {
+			vs = fmt.Sprintf("%.2f×", u.m.rate()/r.pgbench)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.0f | %s | %.0f | %.1f | %.3f |\n", u.name, u.m.units, u.m.elapsed.Seconds(),
+			u.m.rate(), vs, u.m.perUnit(u.m.wal), u.m.perUnit(float64(u.m.cpu.Microseconds())), u.m.perUnit(float64(u.m.trips)))
+	}
+
+	b.WriteString("\n## Worker processes on one server\n\nProcesses of this binary (`worker` mode), released together, " +
+		"timed until every execution is done (polled every 50 ms).\n")
+	for _, c := range r.curves {
+		fmt.Fprintf(&b, "\n%s:\n\n| processes | events | elapsed | events/s | vs 1 process | WAL B/event | server CPU µs/event | load |\n"+
+			"|---:|---:|---:|---:|---:|---:|---:|---|\n", c.mode)
+		for _, p := range c.points {
+			vs := p.m.rate() / c.points[0].m.rate()
+			fmt.Fprintf(&b, "| %d | %d | %.2f s | %.0f | %.2f× | %.0f | %.1f | %s |\n", p.procs, p.m.units, p.m.elapsed.Seconds(),
+				p.m.rate(), vs, p.m.perUnit(p.m.wal), p.m.perUnit(float64(p.m.cpu.Microseconds())), p.m.loadAvg)
+		}
+	}
+	if r.backlog != nil {
+		bl := r.backlog
+		fmt.Fprintf(&b, "\n## Flat costs and memory at a large backlog\n\n"+
+			"Medians of 200 probes on each backlog (after VACUUM ANALYZE): a shared transaction's claim of 64 messages "+
+			"and its load of their executions (then rolled back), and a listing page of 100.\n\n")
+		b.WriteString("| backlog | executions | tables and indexes | claim of 64 | load of 64 | list page | list page, status filter |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, c := range []costs{bl.small, bl.big} {
+			us := func(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+			fmt.Fprintf(&b, "| %d | %d | %.1f MiB (shared_buffers %.0f MiB) | %s | %s | %s | %s |\n", c.events, c.executions,
+				float64(c.bytes)/(1<<20), float64(c.sharedBuffers)/(1<<20), us(c.claim), us(c.load), us(c.list), us(c.listStatus))
+		}
+		ratio := func(a, b time.Duration) float64 { return float64(b) / float64(max(a, 1)) }
+		fmt.Fprintf(&b, "| ratio | | | %.2f× | %.2f× | %.2f× | %.2f× |\n\n", ratio(bl.small.claim, bl.big.claim),
+			ratio(bl.small.load, bl.big.load), ratio(bl.small.list, bl.big.list), ratio(bl.small.listStatus, bl.big.listStatus))
+		fmt.Fprintf(&b, "One worker process (worker defaults, shared transaction) draining the %d-event backlog for %v: "+
+			"peak RSS (VmHWM) **%.1f MiB**, %.1f MiB at the end; it processed %d events (%.0f/s).\n",
+			bl.big.events, bl.window.Round(time.Second), float64(bl.rssPeak)/1024, float64(bl.rssEnd)/1024, bl.drained,
+			float64(bl.drained)/bl.window.Seconds())
+	}
+	return b.String()
+}
