@@ -135,8 +135,8 @@ func cpuTime() time.Duration {
 
 // BenchmarkTelemetryOverhead runs the worker loop with telemetry off and on, in alternating
 // rounds of the same work on two identical rigs (each iteration runs both, swapping which goes
-// first), and reports the median time per step of each and their ratio: the default worker
-// configuration (4 loops, batches of 64) as stead run uses it, and unbatched (--batch 1), where
+// first), and reports the median time per step of each and their ratio: the worker's default
+// configuration, as stead run uses it, and unbatched (--batch 1), where
 // every message is a span of its own. The control runs two rigs with telemetry off the same way:
 // its ratio is the noise floor of the comparison on the machine at hand.
 func BenchmarkTelemetryOverhead(b *testing.B) {
