@@ -36,6 +36,10 @@ type Spawn struct {
 	ChildID  string          `json:"child_id"`
 	RootPath string          `json:"root_path"`
 	Context  json.RawMessage `json:"context,omitempty"`
+	// Trace is the trace context the child's start event carries, in Event.Trace's form (empty:
+	// none): the spawning step's, so that the child joins its parent's trace whoever creates it,
+	// the worker that committed the step or a relay after a crash.
+	Trace string `json:"trace,omitempty"`
 }
 
 // TraceStep is one step of an execution's optional trace. Index is assigned by the store: it

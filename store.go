@@ -546,6 +546,7 @@ type SpawnEntry struct {
 	ChildID  string
 	RootPath string
 	Context  []byte // a JSON object, or nil
+	Trace    string // the Spawn's trace context, "" for none
 }
 
 // Timer is an armed durable timer. Fire times are kept at microsecond precision; pass a Timer

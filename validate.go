@@ -219,6 +219,9 @@ func (b *Bundle) Validate() error {
 		if err := check.JSONObject("spawn context", s.Context); err != nil {
 			return fmt.Errorf("spawn %d: %w", i, err)
 		}
+		if err := checkTrace(s.Trace); err != nil {
+			return fmt.Errorf("spawn %d: %w", i, err)
+		}
 	}
 	for i, op := range b.Timers {
 		if err := op.Validate(); err != nil {

@@ -326,7 +326,7 @@ func (s *backend) apply(w *stead.Write) []int64 {
 		s.lastSpawn++
 		s.spawns.push(s.lastSpawn, stead.SpawnEntry{
 			Seq: s.lastSpawn, ParentID: id, ChildID: sp.ChildID, RootPath: sp.RootPath,
-			Context: slices.Clone([]byte(sp.Context)),
+			Context: slices.Clone([]byte(sp.Context)), Trace: sp.Trace,
 		})
 	}
 	for _, op := range b.Timers {

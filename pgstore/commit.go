@@ -50,7 +50,7 @@ func (b *Backend) commitStatement(w *stead.Write) (string, []any, error) {
 		return "", nil, err
 	}
 	return b.sql.commitBundle, append(args, se.emitTargets, se.emitEvents,
-		se.spawnChildren, se.spawnRootPaths, se.spawnContexts,
+		se.spawnChildren, se.spawnRootPaths, se.spawnContexts, se.spawnTraces,
 		se.armPaths, se.armFireAt, se.disarmPaths, trace, b.traceCap), nil
 }
 
@@ -291,6 +291,7 @@ type sideEffects struct {
 	emitTargets, emitEvents       []string
 	spawnChildren, spawnRootPaths []string
 	spawnContexts                 []pgtype.Text
+	spawnTraces                   []string
 	armPaths                      []string
 	armFireAt                     []time.Time
 	disarmPaths                   []string
@@ -311,6 +312,7 @@ func (s *sideEffects) add(bd *stead.Bundle) error {
 		s.spawnChildren = append(s.spawnChildren, sp.ChildID)
 		s.spawnRootPaths = append(s.spawnRootPaths, sp.RootPath)
 		s.spawnContexts = append(s.spawnContexts, pgtype.Text{String: string(sp.Context), Valid: sp.Context != nil})
+		s.spawnTraces = append(s.spawnTraces, sp.Trace)
 	}
 	for _, op := range bd.Timers {
 		if op.Action == stead.TimerSchedule {
@@ -393,7 +395,7 @@ func (a *batchArgs) values(traceCap int64) []any {
 	return []any{a.ids, a.definitionIDs, a.statuses, a.outcomes, a.activePaths, a.parentIDs,
 		a.createdAt, a.updatedAt, a.finishedAt, a.data, a.old, a.processed, a.trace,
 		a.emitItems, s.emitTargets, s.emitEvents,
-		a.spawnItems, s.spawnChildren, s.spawnRootPaths, s.spawnContexts,
+		a.spawnItems, s.spawnChildren, s.spawnRootPaths, s.spawnContexts, s.spawnTraces,
 		a.armItems, s.armPaths, s.armFireAt,
 		a.disarmItems, s.disarmPaths,
 		traceCap}

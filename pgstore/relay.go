@@ -130,7 +130,7 @@ func (b *Backend) querySpawns(ctx context.Context, op, sql string, args ...any) 
 		}
 		var e stead.SpawnEntry
 		var context pgtype.Text
-		_, err = pgx.ForEachRow(rows, []any{&e.Seq, &e.ParentID, &e.ChildID, &e.RootPath, &context}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&e.Seq, &e.ParentID, &e.ChildID, &e.RootPath, &context, &e.Trace}, func() error {
 			e.Context = nil
 			if context.Valid {
 				e.Context = []byte(context.String)

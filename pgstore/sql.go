@@ -50,10 +50,10 @@ const (
 	sqlPendingOutboxOfSource = `SELECT seq, source_id, target_id, event FROM {schema}stead_outbox
 		WHERE source_id = $1::text ORDER BY seq LIMIT {limit}`
 
-	sqlPendingSpawns = `SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
+	sqlPendingSpawns = `SELECT seq, parent_id, child_id, root_path, context, trace FROM {schema}stead_spawns
 		ORDER BY seq LIMIT {limit}`
 
-	sqlPendingSpawnsOfParent = `SELECT seq, parent_id, child_id, root_path, context FROM {schema}stead_spawns
+	sqlPendingSpawnsOfParent = `SELECT seq, parent_id, child_id, root_path, context, trace FROM {schema}stead_spawns
 		WHERE parent_id = $1::text ORDER BY seq LIMIT {limit}`
 )
 
@@ -66,13 +66,13 @@ const (
 	sqlCommitBundle = `SELECT {schema}stead_commit_bundle($1::text, $2::text, $3::text, $4::text,
 		$5::text, $6::text, $7::timestamptz, $8::timestamptz, $9::timestamptz, $10::text,
 		$11::bigint, $12::text, $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-		$18::text[], $19::timestamptz[], $20::text[], $21::text, $22::bigint)`
+		$18::text[], $19::text[], $20::timestamptz[], $21::text[], $22::text, $23::bigint)`
 
 	sqlCommitBatch = `SELECT r_ord, r_seq FROM {schema}stead_commit_batch($1::text[], $2::text[],
 		$3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
 		$9::timestamptz[], $10::text[], $11::bigint[], $12::text[], $13::text[],
 		$14::int[], $15::text[], $16::text[], $17::int[], $18::text[], $19::text[], $20::text[],
-		$21::int[], $22::text[], $23::timestamptz[], $24::int[], $25::text[], $26::bigint)`
+		$21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::int[], $26::text[], $27::bigint)`
 
 	// sqlRequireCommitted aborts the transaction unless the commit queued before it won
 	// (QueueCommit with its guard, migration 004).
@@ -136,7 +136,7 @@ const (
 		WHERE seq = ANY (ARRAY(SELECT seq FROM {schema}stead_spawns
 			WHERE lease_until IS NULL OR lease_until <= $1::timestamptz
 			ORDER BY seq LIMIT {limit} FOR UPDATE SKIP LOCKED))
-		RETURNING seq, parent_id, child_id, root_path, context`
+		RETURNING seq, parent_id, child_id, root_path, context, trace`
 
 	sqlAckSpawns = `DELETE FROM {schema}stead_spawns WHERE seq = ANY($1::bigint[])`
 

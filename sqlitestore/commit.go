@@ -119,7 +119,7 @@ func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, 
 		}
 	}
 	for _, sp := range bd.Spawns {
-		if _, err := st.CommitSpawn.ExecContext(bg, id, sp.ChildID, sp.RootPath, []byte(sp.Context)); err != nil {
+		if _, err := st.CommitSpawn.ExecContext(bg, id, sp.ChildID, sp.RootPath, []byte(sp.Context), sp.Trace); err != nil {
 			return nil, err
 		}
 	}

@@ -327,13 +327,13 @@ func (b *backend) PendingSpawns(ctx context.Context, parentID string, limit int)
 	return out, err
 }
 
-// scanSpawns reads (seq, parent_id, child_id, root_path, context) rows and closes them.
+// scanSpawns reads (seq, parent_id, child_id, root_path, context, trace) rows and closes them.
 func scanSpawns(rows *sql.Rows) ([]stead.SpawnEntry, error) {
 	defer rows.Close()
 	var out []stead.SpawnEntry
 	for rows.Next() {
 		var e stead.SpawnEntry
-		if err := rows.Scan(&e.Seq, &e.ParentID, &e.ChildID, &e.RootPath, &e.Context); err != nil {
+		if err := rows.Scan(&e.Seq, &e.ParentID, &e.ChildID, &e.RootPath, &e.Context, &e.Trace); err != nil {
 			return nil, err
 		}
 		out = append(out, e)

@@ -43,8 +43,8 @@ const (
 	sqlCommitEmit      = `INSERT INTO stead_outbox (source_id, target_id, event) VALUES (?, ?, ?)`
 	sqlCommitProcessed = `INSERT INTO stead_processed_events (execution_id, event_id) VALUES (?, ?)
 		ON CONFLICT DO NOTHING`
-	sqlCommitSpawn = `INSERT INTO stead_spawns (parent_id, child_id, root_path, context)
-		VALUES (?, ?, ?, ?)`
+	sqlCommitSpawn = `INSERT INTO stead_spawns (parent_id, child_id, root_path, context, trace)
+		VALUES (?, ?, ?, ?, ?)`
 	sqlCommitSchedule = `INSERT INTO stead_timers (execution_id, path, fire_at) VALUES (?, ?, ?)
 		ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = excluded.fire_at`
 	sqlCommitCancel = `DELETE FROM stead_timers WHERE execution_id = ? AND path = ?`
@@ -91,7 +91,7 @@ const (
 	sqlClaimSpawns = `UPDATE stead_spawns SET lease_until = ?1
 		WHERE seq IN (SELECT seq FROM stead_spawns WHERE lease_until IS NULL OR lease_until <= ?2
 			ORDER BY seq LIMIT ?3)
-		RETURNING seq, parent_id, child_id, root_path, context`
+		RETURNING seq, parent_id, child_id, root_path, context, trace`
 	sqlAckSpawns   = `DELETE FROM stead_spawns WHERE seq = ?`
 	sqlDeleteTimer = `DELETE FROM stead_timers WHERE execution_id = ? AND path = ? AND fire_at = ?`
 )
@@ -119,9 +119,9 @@ const (
 	sqlPendingOutbox         = `SELECT seq, source_id, target_id, event FROM stead_outbox ORDER BY seq LIMIT ?`
 	sqlPendingOutboxBySource = `SELECT seq, source_id, target_id, event FROM stead_outbox
 		WHERE source_id = ? ORDER BY seq LIMIT ?`
-	sqlPendingSpawns = `SELECT seq, parent_id, child_id, root_path, context FROM stead_spawns
+	sqlPendingSpawns = `SELECT seq, parent_id, child_id, root_path, context, trace FROM stead_spawns
 		ORDER BY seq LIMIT ?`
-	sqlPendingSpawnsByParent = `SELECT seq, parent_id, child_id, root_path, context FROM stead_spawns
+	sqlPendingSpawnsByParent = `SELECT seq, parent_id, child_id, root_path, context, trace FROM stead_spawns
 		WHERE parent_id = ? ORDER BY seq LIMIT ?`
 )
 

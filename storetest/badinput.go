@@ -164,6 +164,7 @@ func (h *harness) badCalls(stored *stead.Execution) []badCall {
 		"oversized": strings.Repeat("0", stead.MaxTraceLen+1), "with a newline": "00-ab\n", "not ascii": "00-é",
 	} {
 		add("Commit emit trace "+name, commit(stored.Clone(), stead.Bundle{Emits: []stead.Emit{{Target: "t", Event: stead.Event{ID: "e", Kind: "K", Trace: tr}}}}))
+		add("Commit spawn trace "+name, commit(stored.Clone(), stead.Bundle{Spawns: []stead.Spawn{{ChildID: "c", Trace: tr}}}))
 	}
 	add("ClaimOutbox lease above MaxLease", func(ctx context.Context, s *stead.Store) error {
 		_, err := s.ClaimOutbox(ctx, base, stead.MaxLease+time.Second, 10)

@@ -14,6 +14,40 @@ var spawnRules = []rule{
 	{name: "ack_removes_exactly_the_acked", run: testSpawnAck},
 	{name: "claims_are_exclusive", run: testSpawnClaimsExclusive},
 	{name: "claims_come_back_after_lease_expiry", run: testSpawnLeaseExpiry},
+	{name: "trace_context_round_trips", run: testSpawnTrace},
+}
+
+// testSpawnTrace holds a backend to keep a spawn intent's W3C trace context byte for byte,
+// through Commit and CommitBatch, in what PendingSpawns and ClaimSpawns return: a relay that
+// creates the child after a crash gives its start event that context, so that the child joins
+// its parent's trace.
+func testSpawnTrace(h *harness) {
+	const tc = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;congo=t61rcWkgMzE"
+	one, two := h.newExe("tracing-one"), h.newExe("tracing-two")
+	h.commit(one, stead.Bundle{Spawns: []stead.Spawn{
+		{ChildID: one.ID + ":inv:0", Trace: tc}, {ChildID: one.ID + ":inv:1", RootPath: "main/r"},
+	}})
+	res, err := h.s.CommitBatch(h.ctx, []stead.CommitItem{{Execution: two, Bundle: stead.Bundle{
+		Spawns: []stead.Spawn{{ChildID: two.ID + ":par:0", RootPath: "main/par/a", Context: json.RawMessage(`{"a":1}`), Trace: tc[:55]}}}}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		h.Fatalf("CommitBatch: %v %+v", err, res)
+	}
+	got := h.spawns("")
+	seqs := spawnSeqs(got)
+	if len(got) != 3 {
+		h.Fatalf("PendingSpawns = %s, want 3", dump(got))
+	}
+	want := []stead.SpawnEntry{
+		{Seq: seqs[0], ParentID: one.ID, ChildID: one.ID + ":inv:0", Trace: tc},
+		{Seq: seqs[1], ParentID: one.ID, ChildID: one.ID + ":inv:1", RootPath: "main/r"},
+		{Seq: seqs[2], ParentID: two.ID, ChildID: two.ID + ":par:0", RootPath: "main/par/a", Context: []byte(`{"a":1}`), Trace: tc[:55]},
+	}
+	h.wantSpawns("PendingSpawns", got, want)
+	claimed, err := h.s.ClaimSpawns(h.ctx, base, 10*time.Second, 10)
+	if err != nil {
+		h.Fatalf("ClaimSpawns: %v", err)
+	}
+	h.wantSpawns("ClaimSpawns", claimed, want)
 }
 
 func (h *harness) wantSpawns(what string, got, want []stead.SpawnEntry) {

@@ -152,8 +152,10 @@ func StartEventID(executionID string) string { return "start:" + executionID }
 // together. Creation is idempotent: a child is committed at version 0, and a conflict means it
 // exists already. It returns the deliveries of the children it created and the sequence numbers
 // of the intents that are settled (created, already existing, or orphaned by a purged parent).
-// traces holds the trace context of the parents' spawning steps, by parent id (nil for none): a
-// child's start event carries its parent's, so the child's first step joins the parent's trace.
+// A child's start event carries the trace context its spawn intent keeps (the spawning step's),
+// so the child's first step joins the parent's trace whoever creates it; traces, by parent id
+// (nil for none), stands in for an intent that keeps none (one a command left behind). The start
+// step's own emits and spawns carry the same context on.
 func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, parentOf func(string) *stead.Execution, traces map[string]string) ([]delivery, []int64, error) {
 	var errs []error
 	var done []int64
@@ -183,13 +185,18 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: root,
 			Priority: parent.Priority,
 		}
-		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock(), Trace: traces[s.ParentID]}
+		tr := s.Trace
+		if tr == "" {
+			tr = traces[s.ParentID]
+		}
+		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock(), Trace: tr}
 		next, b, err := w.step(child, ev)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
 			continue
 		}
-		keepTimerTraces(next, &b, ev.Trace)
+		stampBundle(&b, tr)
+		keepTimerTraces(next, &b, tr)
 		if parent.Status == stead.StatusSuspended && next.Status == stead.StatusRunning {
 			// Created while its parent is suspended (the suspend's cascade found no child yet):
 			// it starts suspended with it.

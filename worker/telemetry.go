@@ -67,7 +67,8 @@ type telemetry struct {
 
 	storeDB, transportDB attribute.KeyValue // db.system.name of each, when the backend tells
 
-	sets sync.Map // stepKey → metric.MeasurementOption: one attribute set per definition and outcome
+	sets  sync.Map  // stepKey → metric.MeasurementOption: one attribute set per definition and outcome
+	lists sync.Pool // *stepObsList: the observations of ended batches, for the next ones
 }
 
 type stepKey struct{ definition, outcome string }
@@ -219,13 +220,10 @@ func Stamp(ctx context.Context, ev stead.Event) stead.Event {
 // worker.
 type stepObs struct {
 	t          *telemetry
-	ctx        context.Context // the step span's context (unbatched), for the step's calls
-	span       trace.Span      // unbatched only
-	parent     trace.SpanContext
+	ctx        context.Context  // the step span's context (unbatched), for the step's calls
+	span       trace.Span       // unbatched only
+	lease      *transport.Lease // batched and recorded: the message, for its link
 	start      time.Time
-	execution  string
-	eventID    string
-	kind       string
 	definition string
 	outcome    string
 	before     int64
@@ -282,8 +280,8 @@ func (o *stepObs) loaded(exe *stead.Execution, processed bool, v verdict) {
 	}
 }
 
-// stepped records a successful step and stamps what it emits with the step's trace context
-// (keepTimerTraces gives the same context to the timers it arms).
+// stepped records a successful step and stamps what it emits and spawns with the step's trace
+// context (keepTimerTraces gives the same context to the timers it arms).
 func (o *stepObs) stepped(b *stead.Bundle) {
 	if o.off() {
 		return
@@ -295,9 +293,23 @@ func (o *stepObs) stepped(b *stead.Bundle) {
 	if o.span != nil {
 		o.trace = inject(o.ctx)
 	}
+	stampBundle(b, o.trace)
+}
+
+// stampBundle gives the trace context tr to every emit and spawn of b that carries none: the
+// spawn intent keeps it, so that the child's start event carries it whoever creates the child.
+func stampBundle(b *stead.Bundle, tr string) {
+	if tr == "" {
+		return
+	}
 	for i := range b.Emits {
 		if b.Emits[i].Event.Trace == "" {
-			b.Emits[i].Event.Trace = o.trace
+			b.Emits[i].Event.Trace = tr
+		}
+	}
+	for i := range b.Spawns {
+		if b.Spawns[i].Trace == "" {
+			b.Spawns[i].Trace = tr
 		}
 	}
 }
@@ -353,23 +365,45 @@ func (o *stepObs) attributes(kvs []attribute.KeyValue) []attribute.KeyValue {
 	return kvs
 }
 
+// linkAttributes is how many attributes the link of a batched step gets: the message's three,
+// then what attributes appends.
+func (o *stepObs) linkAttributes() int {
+	n := 5 // execution, event id, kind, definition, outcome
+	n++    // version before
+	if _, version := chart.SplitVersion(o.definition); version > 0 {
+		n++
+	}
+	if o.after > 0 {
+		n += 2
+	}
+	if o.outcome == outcomeConflict || o.outcome == outcomeDuplicate {
+		n++
+	}
+	return n
+}
+
 // count records the step's metrics.
 func (o *stepObs) count(now time.Time) {
-	t := o.t
-	if !t.metering {
-		return
+	if o.t.metering {
+		o.t.record(o.definition, o.outcome, 1, now.Sub(o.start).Seconds())
 	}
-	set := t.attrs(o.definition, o.outcome)
+}
+
+// record counts n steps of one definition and outcome that each took d seconds.
+func (t *telemetry) record(definition, outcome string, n int, d float64) {
+	set := t.attrs(definition, outcome)
 	ctx := context.Background()
-	t.steps.Add(ctx, 1, set)
-	t.stepDuration.Record(ctx, now.Sub(o.start).Seconds(), set)
-	switch o.outcome {
+	t.steps.Add(ctx, int64(n), set)
+	for range n {
+		t.stepDuration.Record(ctx, d, set) // a histogram takes no weight: one record per step
+	}
+	switch outcome {
 	case outcomeConflict:
-		t.conflicts.Add(ctx, 1, set)
+		t.conflicts.Add(ctx, int64(n), set)
 	case outcomeDuplicate:
-		t.redeliveries.Add(ctx, 1, set)
+		t.redeliveries.Add(ctx, int64(n), set)
 	case outcomeActionError:
-		t.actionErrors.Add(ctx, 1, set)
+		t.actionErrors.Add(ctx, int64(n), set)
 	}
 }
 
@@ -504,37 +538,83 @@ func (s stepObsList) setAll(outcome string) {
 }
 
 // end counts every step of the batch, links each to the batch's span with its attributes, and
-// ends the span.
+// ends the span. The links are built only when the span records (a sampler may drop the batch),
+// in one allocation for the batch: the SDK keeps the slices it is given. The steps' counters are
+// added once per definition and outcome, as every step of a batch has the same start and end.
 func (s stepObsList) end(batch trace.Span) {
-	now := time.Now()
-	const perLink = 11 // the most attributes a link gets
-	var all []attribute.KeyValue
-	if batch != nil {
-		all = make([]attribute.KeyValue, 0, perLink*len(s)) // one allocation for the batch's links
+	if len(s) == 0 || s[0].off() {
+		return
 	}
-	for i := range s {
-		o := &s[i]
-		if o.off() {
-			continue
+	t := s[0].t
+	now := time.Now()
+	if batch != nil && batch.IsRecording() {
+		n := 0
+		for i := range s {
+			n += s[i].linkAttributes()
 		}
-		if batch != nil {
-			kvs := all[len(all) : len(all) : len(all)+perLink]
-			kvs = o.attributes(append(kvs, attrExecution.String(o.execution), attrEventID.String(o.eventID),
-				attrEventKind.String(o.kind)))
-			all = all[:len(all)+len(kvs)]
-			batch.AddLink(trace.Link{SpanContext: o.parent, Attributes: kvs})
+		all := make([]attribute.KeyValue, 0, n)
+		var c carrier // one for the batch: the propagator's interface makes it escape
+		for i := range s {
+			o := &s[i]
+			start := len(all)
+			all = append(all, attrExecution.String(o.lease.Group), attrEventID.String(o.lease.Event.ID),
+				attrEventKind.String(o.lease.Event.Kind))
+			all = o.attributes(all)
+			var parent trace.SpanContext // the step that sent the message, when it tells
+			if tr := o.lease.Event.Trace; tr != "" {
+				c.parent, c.state, _ = strings.Cut(tr, ";")
+				parent = trace.SpanContextFromContext(traceContext.Extract(context.Background(), &c))
+			}
+			batch.AddLink(trace.Link{SpanContext: parent, Attributes: all[start:len(all):len(all)]})
 		}
-		o.count(now)
 	}
 	if batch != nil {
 		batch.End(trace.WithTimestamp(now))
 	}
+	if t.metering {
+		s.count(now)
+	}
+	t.reuse(s)
+}
+
+// count records the metrics of the batch's steps: the counters once per definition and outcome,
+// the duration once per step (a histogram takes no weight), all the same as the steps of a batch
+// share their claim and their end.
+func (s stepObsList) count(now time.Time) {
+	type group struct {
+		definition, outcome string
+		n                   int
+	}
+	var buf [4]group
+	groups := buf[:0]
+	for i := range s {
+		o := &s[i]
+		k := 0
+		for k < len(groups) && (groups[k].definition != o.definition || groups[k].outcome != o.outcome) {
+			k++
+		}
+		if k == len(groups) {
+			groups = append(groups, group{definition: o.definition, outcome: o.outcome})
+		}
+		groups[k].n++
+	}
+	d := now.Sub(s[0].start).Seconds()
+	for _, g := range groups {
+		s[0].t.record(g.definition, g.outcome, g.n, d)
+	}
+}
+
+// reuse keeps the observations of an ended batch for a later one: a batch of 64 holds about
+// 10 KB of them, which the next batch would otherwise allocate and the collector sweep again.
+func (t *telemetry) reuse(s stepObsList) {
+	clear(s) // drop the references to the leases and strings of the batch
+	t.lists.Put(&s)
 }
 
 // beginBatch starts the batch span, a root whose links are its messages: each links the trace
 // context its event carries (the step that sent it) and holds the step's attributes, and what
 // the steps send carries the batch span's context on. It returns ctx with the batch span, to hang
-// the batch's store and transport calls from.
+// the batch's store and transport calls from. leases must stay as they are until the list ends.
 func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, claimStart time.Time) (context.Context, stepObsList, trace.Span) {
 	if !t.on() {
 		return ctx, nil, nil
@@ -544,15 +624,17 @@ func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, cl
 	if span != nil {
 		carried = inject(bctx)
 	}
-	obs := make(stepObsList, len(leases))
+	linked := span != nil && span.IsRecording()
+	var obs stepObsList
+	if p, _ := t.lists.Get().(*stepObsList); p != nil && cap(*p) >= len(leases) {
+		obs = (*p)[:len(leases)]
+	} else {
+		obs = make(stepObsList, len(leases))
+	}
 	for i := range leases {
-		l := &leases[i]
-		obs[i] = stepObs{t: t, ctx: bctx, start: claimStart, outcome: outcomeDropped, trace: carried}
-		if span != nil {
-			obs[i].execution, obs[i].eventID, obs[i].kind = l.Group, l.Event.ID, l.Event.Kind
-			if l.Event.Trace != "" {
-				obs[i].parent = trace.SpanContextFromContext(extract(ctx, l.Event.Trace))
-			}
+		obs[i] = stepObs{t: t, start: claimStart, outcome: outcomeDropped, trace: carried}
+		if linked {
+			obs[i].lease = &leases[i]
 		}
 	}
 	return bctx, obs, span

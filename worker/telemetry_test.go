@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,6 +209,102 @@ func TestTimeoutJoinsTheArmingTrace(t *testing.T) {
 	}
 }
 
+// noSpawns is the store of a worker that dies between a step's commit and the creation of the
+// children it spawned: PendingSpawns fails, so the spawn intents stay for a relay.
+type noSpawns struct{ stead.Backend }
+
+func (noSpawns) PendingSpawns(context.Context, string, int) ([]stead.SpawnEntry, error) {
+	return nil, fmt.Errorf("%w: the worker died after its commit", stead.ErrUnavailable)
+}
+
+func (noSpawns) Close() error { return nil } // the real store is the test's
+
+// TestRelayedChildJoinsTheParentTrace: a traced step spawns two children and its worker never
+// creates them; another worker's relay does, from the spawn intents alone, and the children's
+// start events carry the spawning step's trace context, so what the children send on (here, the
+// report to their parent) is a step in the parent's trace.
+func TestRelayedChildJoinsTheParentTrace(t *testing.T) {
+	h := newHarness(t)
+	h.create("p")
+	a, b := newTracer(t), newTracer(t)
+
+	forked := make(chan struct{})
+	var once sync.Once
+	cfgA := h.config()
+	cfgA.Name, cfgA.TracerProvider, cfgA.RelayInterval = "A", a.tp, -1
+	cfgA.Store = stead.NewStore(noSpawns{h.store.Backend()})
+	cfgA.OnCommit = func(exe *stead.Execution, ev stead.Event, _ time.Time) {
+		if exe.ID == "p" && ev.Kind == "fork" {
+			once.Do(func() { close(forked) })
+		}
+	}
+	stopA := h.start(cfgA)
+	ctx, client := a.tp.Tracer("test").Start(context.Background(), "fork it")
+	if _, err := h.client.Send(ctx, "p", stead.Event{ID: "f1", Kind: "fork"}); err != nil {
+		t.Fatal(err)
+	}
+	client.End()
+	select {
+	case <-forked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fork did not commit")
+	}
+	stopA()
+	intents, err := h.store.PendingSpawns(context.Background(), "p", 10)
+	if err != nil || len(intents) != 2 {
+		t.Fatalf("spawn intents after A: %v, %v; want both left for the relay", intents, err)
+	}
+	fork := a.step(t, "p", "fork")
+	if fork.SpanContext.TraceID() != client.SpanContext().TraceID() {
+		t.Fatalf("the fork step is in trace %s, want the client's %s", fork.SpanContext.TraceID(), client.SpanContext().TraceID())
+	}
+
+	var mu sync.Mutex
+	starts := map[string]string{} // child → the trace its start event carried
+	cfgB := h.config()
+	cfgB.Name, cfgB.TracerProvider = "B", b.tp
+	cfgB.OnCommit = func(exe *stead.Execution, ev stead.Event, _ time.Time) {
+		if ev.Kind == chart.KindStart && exe.ParentID == "p" {
+			mu.Lock()
+			starts[exe.ID] = ev.Trace
+			mu.Unlock()
+		}
+	}
+	h.start(cfgB) // its recovery at start creates the children
+	eventually(t, 5*time.Second, "p joined both children", func() bool {
+		c, _ := h.counts("p")
+		return c.Joined == 2
+	})
+	mu.Lock()
+	for _, in := range intents {
+		sc := trace.SpanContextFromContext(extract(context.Background(), starts[in.ChildID]))
+		if sc.TraceID() != fork.SpanContext.TraceID() || sc.SpanID() != fork.SpanContext.SpanID() {
+			t.Errorf("the relayed start of %s carried %q, want the fork step's context %s/%s",
+				in.ChildID, starts[in.ChildID], fork.SpanContext.TraceID(), fork.SpanContext.SpanID())
+		}
+	}
+	mu.Unlock()
+	eventually(t, 5*time.Second, "B's steps of the children's reports", func() bool {
+		n := 0
+		for _, s := range b.exp.GetSpans() {
+			if s.Name == "stead.step" && attr(s.Attributes, attrEventKind) == chart.KindFinished {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for _, s := range b.exp.GetSpans() {
+		if s.Name != "stead.step" || attr(s.Attributes, attrEventKind) != chart.KindFinished {
+			continue
+		}
+		if s.SpanContext.TraceID() != client.SpanContext().TraceID() || s.Parent.SpanID() != fork.SpanContext.SpanID() {
+			t.Errorf("p's step of %s is in trace %s under %s, want trace %s under the fork step %s",
+				attr(s.Attributes, attrEventID), s.SpanContext.TraceID(), s.Parent.SpanID(),
+				client.SpanContext().TraceID(), fork.SpanContext.SpanID())
+		}
+	}
+}
+
 func containsString(ss []string, s string) bool {
 	for _, v := range ss {
 		if v == s {
@@ -282,6 +380,60 @@ func TestStepMetrics(t *testing.T) {
 }
 
 // sum adds the points of a counter, those of one outcome when outcome is set.
+// TestBatchMetricsCountEveryStep: a batched worker adds its step counters once per batch, by
+// definition and outcome, and records the duration once per step: the counts still match the
+// steps one for one, and every step is one link of its batch's span.
+func TestBatchMetricsCountEveryStep(t *testing.T) {
+	h := newHarness(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tr := newTracer(t)
+	const executions, ticks = 10, 3
+	var ids []string
+	for i := range executions {
+		ids = append(ids, fmt.Sprintf("m%d", i))
+	}
+	h.create(ids...)
+	for k := range ticks {
+		for _, id := range ids {
+			h.send(id, "tick", fmt.Sprintf("t%d", k))
+		}
+	}
+	cfg := h.config()
+	cfg.BatchSize, cfg.MeterProvider, cfg.TracerProvider = 64, mp, tr.tp
+	h.start(cfg)
+	const steps = executions * (1 + ticks) // a start and the ticks each
+	var rm metricdata.ResourceMetrics
+	eventually(t, 5*time.Second, "every step counted", func() bool {
+		rm = metricdata.ResourceMetrics{}
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		return sum(rm, "stead.steps", outcomeCommitted) == steps
+	})
+	if all, n := sum(rm, "stead.steps", ""), count(rm, "stead.step.duration"); all != steps || n != steps {
+		t.Fatalf("stead.steps = %d and stead.step.duration holds %d, want %d each", all, n, steps)
+	}
+	eventually(t, 5*time.Second, "a link per step", func() bool {
+		links := 0
+		for _, s := range tr.exp.GetSpans() {
+			if s.Name == "stead.batch" {
+				links += len(s.Links)
+			}
+		}
+		return links == steps
+	})
+	for _, s := range tr.exp.GetSpans() {
+		for _, l := range s.Links {
+			if attr(l.Attributes, attrOutcome) != outcomeCommitted || attr(l.Attributes, attrExecution) == "" ||
+				attr(l.Attributes, attrVersionAfter) == "" {
+				t.Fatalf("a link holds %v, want a committed step's attributes", l.Attributes)
+			}
+		}
+	}
+}
+
 func sum(rm metricdata.ResourceMetrics, name, outcome string) int64 {
 	var n int64
 	for _, sm := range rm.ScopeMetrics {

@@ -234,6 +234,7 @@ func (b *Backend) apply(w *stead.Write) []int64 {
 		b.nextSeq++
 		b.spawns = append(b.spawns, spawnRow{SpawnEntry: cloneSpawn(stead.SpawnEntry{
 			Seq: b.nextSeq, ParentID: id, ChildID: sp.ChildID, RootPath: sp.RootPath, Context: sp.Context,
+			Trace: sp.Trace,
 		})})
 	}
 	for _, op := range bundle.Timers { // already one op per path: the Store reduced them
