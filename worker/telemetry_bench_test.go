@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/memstore"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
@@ -107,7 +106,7 @@ func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
 	r.round++
 	target := r.committed.Load() + int64(perExe*len(r.exes))
 	out := make([]transport.Outgoing, 0, len(r.exes))
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	start := time.Now()
 	for k := range perExe {
 		out = out[:0]
@@ -123,14 +122,7 @@ func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
 	if r.flush != nil {
 		r.flush()
 	}
-	return time.Since(start), cpuTime() - cpu0
-}
-
-// cpuTime is the user and system time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Since(start), benchutil.CPUTime() - cpu0
 }
 
 // BenchmarkTelemetryOverhead runs the worker loop with telemetry off and on, in alternating
@@ -171,24 +163,12 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(median(wallOff)*1e6, "off-µs/step")
-			b.ReportMetric(median(wallOn)*1e6, "on-µs/step")
-			b.ReportMetric(median(wallOn)/median(wallOff), "on/off")
-			b.ReportMetric(median(cpuOff)*1e6, "off-cpu-µs/step")
-			b.ReportMetric(median(cpuOn)*1e6, "on-cpu-µs/step")
-			b.ReportMetric(median(cpuOn)/median(cpuOff), "cpu-on/off")
+			b.ReportMetric(benchutil.Median(wallOff)*1e6, "off-µs/step")
+			b.ReportMetric(benchutil.Median(wallOn)*1e6, "on-µs/step")
+			b.ReportMetric(benchutil.Median(wallOn)/benchutil.Median(wallOff), "on/off")
+			b.ReportMetric(benchutil.Median(cpuOff)*1e6, "off-cpu-µs/step")
+			b.ReportMetric(benchutil.Median(cpuOn)*1e6, "on-cpu-µs/step")
+			b.ReportMetric(benchutil.Median(cpuOn)/benchutil.Median(cpuOff), "cpu-on/off")
 		})
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
