@@ -3,7 +3,6 @@ package chart
 import (
 	_ "embed"
 	"errors"
-	"fmt"
 )
 
 //go:embed samples/order.yaml
@@ -41,7 +40,8 @@ func RegisterSampleActions(reg *Registry) *Registry {
 	reg.Action("request_payment", func(c ActionContext) (ActionResult, error) {
 		switch c.String("outcome") {
 		case "timeout":
-			return ActionResult{Set: map[string]any{"payment_requested": true}}, nil
+			c.SetBool("payment_requested", true)
+			return ActionResult{}, nil
 		case "declined":
 			return ActionResult{Send: []Message{{Kind: "payment_declined"}}}, nil
 		}
@@ -55,7 +55,9 @@ func RegisterSampleActions(reg *Registry) *Registry {
 		if c.String("outcome") == "error" {
 			return ActionResult{}, errors.New("card processor refused the capture")
 		}
-		return ActionResult{Set: map[string]any{"captured": c.Float("amount"), "capture_key": c.Key()}}, nil
+		c.SetFloat("captured", c.Float("amount"))
+		c.SetString("capture_key", c.Key())
+		return ActionResult{}, nil
 	})
 	reg.Action("pick_items", func(c ActionContext) (ActionResult, error) {
 		switch c.String("outcome") {
@@ -64,23 +66,24 @@ func RegisterSampleActions(reg *Registry) *Registry {
 		case "crash":
 			return ActionResult{}, errors.New("picking robot crashed")
 		}
-		return ActionResult{Set: map[string]any{"packed": true}, Send: []Message{{Kind: "picked"}}}, nil
+		c.SetBool("packed", true)
+		return ActionResult{Send: []Message{{Kind: "picked"}}}, nil
 	})
 	reg.Action("issue_invoice", func(c ActionContext) (ActionResult, error) {
-		return ActionResult{
-			Set:  map[string]any{"invoice_no": fmt.Sprintf("INV-%s", c.String("order_id"))},
-			Send: []Message{{Kind: "invoiced"}},
-		}, nil
+		c.SetString("invoice_no", "INV-"+c.String("order_id"))
+		return ActionResult{Send: []Message{{Kind: "invoiced"}}}, nil
 	})
 	reg.Selector("book_carrier", []string{"booked", "full"}, func(c ActionContext) (ActionResult, error) {
 		if c.Attempt < 2 {
 			return ActionResult{}, errors.New("the carrier's booking API timed out")
 		}
-		return ActionResult{Label: "booked", Set: map[string]any{
-			"tracking": "TRK-" + c.String("order_id"), "attempts": c.Attempt}}, nil
+		c.SetString("tracking", "TRK-"+c.String("order_id"))
+		c.SetInt("attempts", int64(c.Attempt))
+		return ActionResult{Label: "booked"}, nil
 	})
 	reg.Action("refund_payment", func(c ActionContext) (ActionResult, error) {
-		return ActionResult{Set: map[string]any{"refunded": c.Float("captured")}, Send: []Message{{Kind: "refunded"}}}, nil
+		c.SetFloat("refunded", c.Float("captured"))
+		return ActionResult{Send: []Message{{Kind: "refunded"}}}, nil
 	})
 	return reg
 }

@@ -44,7 +44,8 @@ func Machines(ledger *Ledger, name string) (worker.Machines, error) {
 			if err := ledger.Record(c.Key(), KindWork, c.ExecutionID, c.Event.ID, name, time.Time{}); err != nil {
 				return chart.ActionResult{}, err
 			}
-			return chart.ActionResult{Set: map[string]any{"n": c.Float("n") + 1}}, nil
+			c.SetFloat("n", c.Float("n")+1)
+			return chart.ActionResult{}, nil
 		}).
 		Action("armed", func(c chart.ActionContext) (chart.ActionResult, error) {
 			return chart.ActionResult{}, ledger.Record(c.Key(), KindArmed, c.ExecutionID, c.Event.ID, name, time.Time{})
