@@ -147,7 +147,7 @@ func TestCloneIsDeep(t *testing.T) {
 	if string(e.StartContext) != `{"s":1}` || string(e.DeadLetter.Event.Data) != `{"d":1}` ||
 		string(e.DeadLetter.Context) != `{"c":1}` || e.DeadLetter.History["a"] != "a.b" ||
 		!e.DeadLetter.Timers["s"].Equal(time.Unix(5, 0)) || e.DeadLetter.ActivePath != "" {
-		t.Fatalf("Clone shares the start context or the dead letter with the original: %+v", e.DeadLetter)
+		t.Fatalf("Clone shares the start context or the dead letter with the execution it copied: %+v", e.DeadLetter)
 	}
 	c.Context[2] = 'X'
 	c.History["a"] = "changed"
@@ -157,7 +157,7 @@ func TestCloneIsDeep(t *testing.T) {
 	c.Deferred[0].Data[0] = '['
 	if string(e.Context) != `{"amount":10}` || e.History["a"] != "a.b" || string(e.Children["c"].Result) != `{"x":1}` ||
 		e.InvokeSeq["p"] != 1 || !e.Timers["s"].Equal(time.Unix(5, 0)) || string(e.Deferred[0].Data) != `{}` {
-		t.Fatalf("Clone shares memory with the original: %+v", e)
+		t.Fatalf("Clone shares memory with the execution it copied: %+v", e)
 	}
 }
 

@@ -56,7 +56,7 @@ func probeCosts(ctx context.Context, h *harness, executions, eventsPer, n int, k
 	if err := seed(ctx, s, executions, eventsPer); err != nil {
 		return costs{}, schema, fmt.Errorf("seed: %w", err)
 	}
-	// What a worker meets after a while: statistics gathered, the seed's dead tuples gone.
+	// What a worker meets after a while: statistics gathered, the loading's dead tuples gone.
 	for _, t := range []string{"stead_executions", "transport_messages", "transport_groups"} {
 		if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{schema, t}.Sanitize()); err != nil {
 			return costs{}, schema, err
