@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,25 +144,7 @@ func TestConstructsEndToEnd(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			runCtx, stop := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			for i := range 2 {
-				w, err := worker.New(worker.Config{
-					Store: b.Store, Transport: b.Transport, Machines: machines, Name: fmt.Sprintf("w%d", i),
-					Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Clock: clock.Now,
-					TimerInterval: 20 * time.Millisecond, IdleWait: 50 * time.Millisecond,
-					RelayInterval: 500 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					if err := w.Run(runCtx); err != nil {
-						t.Errorf("worker %d: %v", i, err)
-					}
-				})
-			}
-			t.Cleanup(func() { stop(); wg.Wait() })
+			runFleet(t, b, c, machines, clock, 2)
 			load := func(id string) *stead.Execution {
 				exe, err := b.Store.Load(ctx, id)
 				if err != nil {

@@ -184,6 +184,31 @@ var backendCases = []backendCase{
 	{"pgbouncer shared-tx batched", bouncerSpec, true, 32},
 }
 
+// runFleet starts n workers of case c on b, with the end-to-end tests' short intervals, and
+// stops them when the test ends.
+func runFleet(t *testing.T, b *testBackend, c backendCase, machines worker.Machines, clock *testClock, n int) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop(); wg.Wait() })
+	for i := range n {
+		w, err := worker.New(worker.Config{
+			Store: b.Store, Transport: b.Transport, Machines: machines, Name: fmt.Sprintf("w%d", i),
+			Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Clock: clock.Now,
+			TimerInterval: 20 * time.Millisecond, IdleWait: 50 * time.Millisecond,
+			RelayInterval: 500 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := w.Run(ctx); err != nil {
+				t.Errorf("worker %d: %v", i, err)
+			}
+		})
+	}
+}
+
 func openCase(t *testing.T, c backendCase) (*testBackend, string, string) {
 	t.Helper()
 	spec, schema := c.spec(t)
@@ -251,25 +276,7 @@ func TestEndToEndOrders(t *testing.T) {
 			if _, err := client.CreateBatch(ctx, news); err != nil {
 				t.Fatal(err)
 			}
-			runCtx, stop := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			for i := range 4 {
-				w, err := worker.New(worker.Config{
-					Store: b.Store, Transport: b.Transport, Machines: machines, Name: fmt.Sprintf("w%d", i),
-					Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Clock: clock.Now,
-					TimerInterval: 20 * time.Millisecond, IdleWait: 50 * time.Millisecond,
-					RelayInterval: 500 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					if err := w.Run(runCtx); err != nil {
-						t.Errorf("worker %d: %v", i, err)
-					}
-				})
-			}
-			t.Cleanup(func() { stop(); wg.Wait() })
+			runFleet(t, b, c, machines, clock, 4)
 
 			finished := func() int {
 				n := 0
