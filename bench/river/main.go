@@ -14,8 +14,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -131,6 +133,7 @@ func run(ctx context.Context, args []string) error {
 	backlogWindow := fs.Duration("backlog-window", 15*time.Second, "how long the worker process drains the large backlog")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the batched shared-transaction rounds to this file")
 	curveBoth := fs.Bool("curve-separate", true, "also run the curve with separate transactions")
+	pinned := fs.Bool("pinned", runtime.NumCPU() >= 2, "also run the curves with the server on CPU 0 and the worker processes on the other CPUs (taskset)")
 	out := fs.String("out", "", "report file (default: bench/results/speed.md of the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -236,17 +239,38 @@ func run(ctx context.Context, args []string) error {
 	if !*curveBoth {
 		curveModes = curveModes[:1]
 	}
-	for _, mode := range curveModes {
-		c := curve{mode: mode.name}
-		for _, n := range procs {
-			m, err := processesRound(ctx, h, mode, n, *procEvents / *eventsPer, *eventsPer)
-			if err != nil {
-				return fmt.Errorf("%d worker processes: %w", n, err)
-			}
-			c.points = append(c.points, point{n, m})
-			say("%d worker processes (%s)  %s", n, mode.name, m.line("events"))
+	placements := []placement{{}}
+	if *pinned {
+		if _, err := exec.LookPath("taskset"); err != nil {
+			return fmt.Errorf("-pinned needs taskset (util-linux): %w", err)
 		}
-		rep.curves = append(rep.curves, c)
+		last := runtime.NumCPU() - 1
+		placements = append(placements, placement{server: "0", workers: fmt.Sprintf("1-%d", last),
+			all: fmt.Sprintf("0-%d", last)})
+	}
+	for _, pl := range placements {
+		if pl.server != "" {
+			if err := pinServer(ctx, h, pl.server); err != nil {
+				return err
+			}
+		}
+		for _, mode := range curveModes {
+			c := curve{mode: mode.name, placement: pl}
+			for _, n := range procs {
+				m, err := processesRound(ctx, h, mode, n, *procEvents / *eventsPer, *eventsPer, pl.workers)
+				if err != nil {
+					return fmt.Errorf("%d worker processes: %w", n, err)
+				}
+				c.points = append(c.points, point{n, m})
+				say("%d worker processes (%s%s)  %s", n, mode.name, pl.label(), m.line("events"))
+			}
+			rep.curves = append(rep.curves, c)
+		}
+		if pl.server != "" {
+			if err := pinServer(ctx, h, pl.all); err != nil {
+				return err
+			}
+		}
 	}
 	if *backlog > 0 {
 		say("backlog phase: seeding %d events", *backlog)

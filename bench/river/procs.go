@@ -18,8 +18,9 @@ import (
 
 // processesRound seeds executions×eventsPer events in a fresh schema, starts procs worker
 // processes of this binary (workerMain) in mode, releases them together and measures until
-// every execution is done.
-func processesRound(ctx context.Context, h *harness, mode workerMode, procs, executions, eventsPer int) (measure, error) {
+// every execution is done. workerCPUs, unless empty, is the CPU list (taskset's) the worker
+// processes run on.
+func processesRound(ctx context.Context, h *harness, mode workerMode, procs, executions, eventsPer int, workerCPUs string) (measure, error) {
 	schema := newSchema()
 	defer dropSchema(context.WithoutCancel(ctx), h.url, schema)
 	s, err := openStead(ctx, h.url, schema, 8, nil)
@@ -49,10 +50,14 @@ func processesRound(ctx context.Context, h *harness, mode workerMode, procs, exe
 		}
 	}()
 	for i := range procs {
-		cmd := exec.CommandContext(ctx, self, "worker", "-url", h.url, "-schema", schema,
-			"-last", strconv.Itoa(eventsPer-1), "-loops", strconv.Itoa(mode.loops),
-			"-batch", strconv.Itoa(mode.batch), "-shared="+strconv.FormatBool(mode.shared),
-			"-name", fmt.Sprintf("speed-%d", i))
+		argv := []string{self, "worker", "-url", h.url, "-schema", schema,
+			"-last", strconv.Itoa(eventsPer - 1), "-loops", strconv.Itoa(mode.loops),
+			"-batch", strconv.Itoa(mode.batch), "-shared=" + strconv.FormatBool(mode.shared),
+			"-name", fmt.Sprintf("speed-%d", i)}
+		if workerCPUs != "" {
+			argv = append([]string{"taskset", "-c", workerCPUs}, argv...)
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -149,6 +154,32 @@ func workerMain(ctx context.Context, args []string) error {
 	}()
 	if err := w.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	return nil
+}
+
+// pinServer sets the CPU affinity of the cluster's postmaster and of every process it has
+// started to cpus (a taskset CPU list); the backends it forks later inherit it.
+func pinServer(ctx context.Context, h *harness, cpus string) error {
+	pids := []int{h.meter.pid}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == h.meter.pid {
+			continue
+		}
+		if f := statFields(pid); len(f) > 3 && f[3] == strconv.Itoa(h.meter.pid) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		out, err := exec.CommandContext(ctx, "taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput()
+		if err != nil && pid == h.meter.pid {
+			return fmt.Errorf("taskset of the postmaster: %v: %s", err, out)
+		}
 	}
 	return nil
 }

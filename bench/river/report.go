@@ -14,8 +14,22 @@ type named struct {
 }
 
 type curve struct {
-	mode   string
-	points []point
+	mode      string
+	placement placement
+	points    []point
+}
+
+// placement is where a curve's processes run: on every CPU (the zero placement), or the server
+// on some CPUs and the worker processes on others (taskset CPU lists).
+type placement struct {
+	server, workers, all string
+}
+
+func (p placement) label() string {
+	if p.server == "" {
+		return ""
+	}
+	return fmt.Sprintf("; server on CPU %s, workers on CPU %s", p.server, p.workers)
 }
 
 type point struct {
@@ -142,14 +156,16 @@ func (r *report) markdown() string {
 	}
 
 	b.WriteString("\n## Worker processes on one server\n\nProcesses of this binary (`worker` mode), released together, " +
-		"timed until every execution is done (polled every 50 ms).\n")
+		"timed until every execution is done (polled every 50 ms). \"Server CPUs busy\" is the server's CPU time over the " +
+		"elapsed time: the server is saturated when it reaches the CPUs it may use.\n")
 	for _, c := range r.curves {
-		fmt.Fprintf(&b, "\n%s:\n\n| processes | events | elapsed | events/s | vs 1 process | WAL B/event | server CPU µs/event | load |\n"+
-			"|---:|---:|---:|---:|---:|---:|---:|---|\n", c.mode)
+		fmt.Fprintf(&b, "\n%s%s:\n\n| processes | events | elapsed | events/s | vs 1 process | WAL B/event | server CPU µs/event | server CPUs busy | load |\n"+
+			"|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", c.mode, c.placement.label())
 		for _, p := range c.points {
 			vs := p.m.rate() / c.points[0].m.rate()
-			fmt.Fprintf(&b, "| %d | %d | %.2f s | %.0f | %.2f× | %.0f | %.1f | %s |\n", p.procs, p.m.units, p.m.elapsed.Seconds(),
-				p.m.rate(), vs, p.m.perUnit(p.m.wal), p.m.perUnit(float64(p.m.cpu.Microseconds())), p.m.loadAvg)
+			fmt.Fprintf(&b, "| %d | %d | %.2f s | %.0f | %.2f× | %.0f | %.1f | %.2f | %s |\n", p.procs, p.m.units, p.m.elapsed.Seconds(),
+				p.m.rate(), vs, p.m.perUnit(p.m.wal), p.m.perUnit(float64(p.m.cpu.Microseconds())),
+				p.m.cpu.Seconds()/p.m.elapsed.Seconds(), p.m.loadAvg)
 		}
 	}
 	if r.backlog != nil {

@@ -75,6 +75,14 @@
 // of its own so that it sees the ack of the previous holder; under REPEATABLE READ a claim racing
 // such an ack fails with stead.ErrConflict (a serialization failure) instead.
 //
+// ClaimHeldTx is the claim of a caller that acks or nacks everything it claims in the same
+// transaction (worker/pgtx does): it writes no lease at all, since inside the transaction the row
+// lock already keeps every other claimer away and the ack overwrites the lease anyway, and so
+// saves a row version per message. Its leases are acked and nacked with AckHeldTx and NackHeldTx
+// (or QueueAckHeld and QueueNackHeld), which skip the token fence the row lock replaces; a held
+// group that was neither acked nor nacked is free the moment its transaction ends, commit or
+// rollback, and a nack with a delay writes the park as an ordinary lease.
+//
 // Claims never wait: they lock the group rows they lease FOR NO KEY UPDATE SKIP LOCKED, and no
 // other statement holds a group row in a way that makes PostgreSQL wait there despite SKIP LOCKED
 // (publishers hold a separate anchor row per group, see the migration). Acks and nacks wait only

@@ -18,6 +18,7 @@ import (
 // statements are the SQL texts of sql.go for one schema, expanded once.
 type statements struct {
 	publish, claim, ack, nack, release, queueStats string
+	claimHeld, ackHeld, nackHeld                   string
 }
 
 // byName pairs every statement with its text under the name of the text's constant in sql.go.
@@ -28,6 +29,9 @@ func (s *statements) byName() map[string]statement {
 		"sqlAck":        {&s.ack, sqlAck},
 		"sqlNack":       {&s.nack, sqlNack},
 		"sqlRelease":    {&s.release, sqlRelease},
+		"sqlClaimHeld":  {&s.claimHeld, sqlClaimHeld},
+		"sqlAckHeld":    {&s.ackHeld, sqlAckHeld},
+		"sqlNackHeld":   {&s.nackHeld, sqlNackHeld},
 		"sqlQueueStats": {&s.queueStats, sqlQueueStats},
 	}
 }
@@ -162,6 +166,17 @@ func (b *Backend) claim(ctx context.Context, q querier, worker string, visibilit
 	if err != nil {
 		return nil, b.claimFailed(q, token, until, err)
 	}
+	out, err := b.leases(rows, gen, token, until, minPriority)
+	if err != nil {
+		return nil, b.claimFailed(q, token, until, err)
+	}
+	return out, nil
+}
+
+// leases reads the rows of a claim into leases of token until until, oldest message first, and
+// moves the cursor to the last group taken (an unfiltered claim only: a priority filter walks
+// its own index).
+func (b *Backend) leases(rows pgx.Rows, gen uint64, token string, until time.Time, minPriority int) ([]transport.Lease, error) {
 	out := []transport.Lease{}
 	var (
 		group, event string
@@ -170,7 +185,7 @@ func (b *Backend) claim(ctx context.Context, q querier, worker string, visibilit
 		key          pgtype.Timestamptz
 		last         place
 	)
-	_, err = pgx.ForEachRow(rows, []any{&group, &priority, &seq, &event, &key}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&group, &priority, &seq, &event, &key}, func() error {
 		l := transport.Lease{
 			Message: transport.Message{Seq: seq, Group: group, Priority: int(priority)},
 			Token:   token, Until: until,
@@ -185,7 +200,7 @@ func (b *Backend) claim(ctx context.Context, q querier, worker string, visibilit
 		return nil
 	})
 	if err != nil {
-		return nil, b.claimFailed(q, token, until, err)
+		return nil, err
 	}
 	if len(out) == 0 {
 		b.sig.Empty(gen)

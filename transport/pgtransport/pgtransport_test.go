@@ -300,9 +300,37 @@ func TestPublishCommittedDuringAck(t *testing.T) {
 
 // TestSharedTransactionsCrossPublishing runs steps that each claim a group, publish to other
 // groups and ack, all in one transaction, concurrently: every message is delivered once, and no
-// transaction fails (in that order, claim, publish, ack, no lock cycle can form).
+// transaction fails (in that order, claim, publish, ack, no lock cycle can form). It runs with
+// leased claims (ClaimBatchTx, AckBatchTx) and with held ones (ClaimHeldTx, AckHeldTx).
 func TestSharedTransactionsCrossPublishing(t *testing.T) {
 	t.Parallel()
+	forms := []struct {
+		name  string
+		claim func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error)
+		ack   func(b *pgtransport.Backend, ctx context.Context, tx pgx.Tx, ls []transport.Lease) error
+	}{
+		{"leased",
+			func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error) {
+				return b.ClaimBatchTx(ctx, tx, worker, time.Minute, 0, 2)
+			},
+			(*pgtransport.Backend).AckBatchTx},
+		{"held",
+			func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error) {
+				return b.ClaimHeldTx(ctx, tx, worker, time.Minute, 0, 2, nil)
+			},
+			(*pgtransport.Backend).AckHeldTx},
+	}
+	for _, form := range forms {
+		t.Run(form.name, func(t *testing.T) {
+			t.Parallel()
+			crossPublish(t, form.claim, form.ack)
+		})
+	}
+}
+
+func crossPublish(t *testing.T,
+	claim func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error),
+	ack func(b *pgtransport.Backend, ctx context.Context, tx pgx.Tx, ls []transport.Lease) error) {
 	schema := pgdbtest.Schema(t)
 	tr := openOn(t, newPool(t, pgdb.Config{MaxConns: 8}), schema)
 	defer tr.Close()
@@ -342,7 +370,7 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 				var out []transport.Outgoing
 				err := pgx.BeginFunc(gctx, b.Pool(), func(tx pgx.Tx) error {
 					claimed, out = nil, nil
-					ls, err := b.ClaimBatchTx(gctx, tx, fmt.Sprintf("w%d", w), time.Minute, 0, 2)
+					ls, err := claim(gctx, b, tx, fmt.Sprintf("w%d", w))
 					if err != nil || len(ls) == 0 {
 						return err
 					}
@@ -360,7 +388,7 @@ func TestSharedTransactionsCrossPublishing(t *testing.T) {
 					if err := b.PublishBatchTx(gctx, tx, out); err != nil {
 						return err
 					}
-					return b.AckBatchTx(gctx, tx, ls)
+					return ack(b, gctx, tx, ls)
 				})
 				mu.Lock()
 				if err == nil {

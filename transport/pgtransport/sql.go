@@ -15,6 +15,13 @@ const (
 	sqlAck = `SELECT {schema}transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`
 	// sqlNack is sent by Nack, NackTx and QueueNack.
 	sqlNack = `SELECT {schema}transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`
+	// sqlClaimHeld is sent by ClaimHeldTx.
+	sqlClaimHeld = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim_held(` +
+		`$1::timestamptz, $2::int, $3::int, $4::timestamptz, $5::text, $6::text[])`
+	// sqlAckHeld is sent by AckHeldTx and QueueAckHeld.
+	sqlAckHeld = `SELECT {schema}transport_ack_held($1::text[], $2::bigint[], $3::timestamptz, $4::text)`
+	// sqlNackHeld is sent by NackHeldTx and QueueNackHeld.
+	sqlNackHeld = `SELECT {schema}transport_nack_held($1::text, $2::text, $3::timestamptz, $4::text)`
 	// sqlRelease is sent by release, for claims whose answer was lost.
 	sqlRelease = `SELECT {schema}transport_release($1::text[], $2::text)`
 )

@@ -18,6 +18,11 @@
 // claim, load, commit, ack+COMMIT; a single message BEGIN+claim, load, step+ack+COMMIT. A step
 // whose compare-and-swap is lost aborts the transaction before its ack (pgstore's guarded
 // commit), so the pipelined COMMIT rolls back.
+//
+// Writes: the claim writes no lease (pgtransport's ClaimHeldTx): the transaction's row locks hold
+// the groups, and every message it claims is acked or nacked in it, so a lease row version would
+// be written only to be overwritten by the ack. A Tx acks and nacks the leases of its own claims
+// in the held form and any other lease (claimed outside it) through the token fence.
 package pgtx
 
 import (
@@ -87,7 +92,7 @@ func (d *DB) Begin(ctx context.Context) (worker.Tx, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		c.timeout = strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10)
 	}
-	return &Tx{db: d, c: c, pending: &pgx.Batch{}}, nil
+	return &Tx{db: d, c: c, pending: &pgx.Batch{}, tokens: map[string]bool{}}, nil
 }
 
 // Tx is one transaction of a DB: a worker.Tx. Acks and nacks are queued and go to the server
@@ -96,6 +101,11 @@ type Tx struct {
 	db      *DB
 	c       *connTx
 	pending *pgx.Batch // acks and nacks queued for the COMMIT
+	// The groups this transaction holds from its claims and the tokens of those claims: a
+	// claim in the transaction writes no lease (pgtransport's ClaimHeldTx), the row lock is the
+	// hold, and the acks and nacks of its leases take the held forms.
+	held   []string
+	tokens map[string]bool
 }
 
 var _ worker.Tx = (*Tx)(nil)
@@ -118,7 +128,43 @@ func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration,
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	return t.db.tr.ClaimBatchTx(ctx, t.c, worker, visibility, minPriority, max)
+	ls, err := t.db.tr.ClaimHeldTx(ctx, t.c, worker, visibility, minPriority, max, t.held)
+	for _, l := range ls {
+		t.held = append(t.held, l.Group)
+		t.tokens[l.Token] = true
+	}
+	return ls, err
+}
+
+// queueAck queues the ack of ls: the held form for the leases of this transaction's claims, the
+// fenced one for any other.
+func (t *Tx) queueAck(b *pgx.Batch, ls []transport.Lease) error {
+	own, other := t.split(ls)
+	if err := t.db.tr.QueueAckHeld(b, own); err != nil {
+		return err
+	}
+	return t.db.tr.QueueAck(b, other)
+}
+
+// split parts ls into the leases of this transaction's claims and the others, keeping the order.
+func (t *Tx) split(ls []transport.Lease) (own, other []transport.Lease) {
+	n := 0
+	for i := range ls {
+		if t.tokens[ls[i].Token] {
+			n++
+		}
+	}
+	if n == len(ls) {
+		return ls, nil
+	}
+	for _, l := range ls {
+		if t.tokens[l.Token] {
+			own = append(own, l)
+		} else {
+			other = append(other, l)
+		}
+	}
+	return own, other
 }
 
 // Load implements worker.Tx.
@@ -151,13 +197,16 @@ func (t *Tx) Ack(ctx context.Context, ls []transport.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.db.tr.QueueAck(t.pending, ls)
+	return t.queueAck(t.pending, ls)
 }
 
 // Nack implements worker.Tx: checked now, sent with the COMMIT, like Ack.
 func (t *Tx) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if l != nil && t.tokens[l.Token] {
+		return t.db.tr.QueueNackHeld(t.pending, l, delay)
 	}
 	return t.db.tr.QueueNack(t.pending, l, delay)
 }
@@ -178,7 +227,7 @@ func (t *Tx) Step(ctx context.Context, item stead.CommitItem, emitted []transpor
 	if err := t.db.tr.QueuePublish(b, emitted); err != nil {
 		return stead.CommitResult{}, err
 	}
-	if err := t.db.tr.QueueAck(b, []transport.Lease{*l}); err != nil {
+	if err := t.queueAck(b, []transport.Lease{*l}); err != nil {
 		return stead.CommitResult{}, err
 	}
 	b.QueuedQueries = append(t.pending.QueuedQueries, b.QueuedQueries...)

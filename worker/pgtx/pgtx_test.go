@@ -248,3 +248,50 @@ func TestHungTransactionEnds(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestAckOfOwnAndOtherLeases checks that one Ack takes the leases of the transaction's own claims
+// (held: the row lock is their lease) and leases claimed elsewhere (fenced by their token) together,
+// and that a Nack with a delay parks the group past the commit.
+func TestAckOfOwnAndOtherLeases(t *testing.T) {
+	ctx := context.Background()
+	db, _, tr, _ := setup(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if err := tr.Publish(ctx, "e2", stead.Event{ID: "ev2", Kind: "tick", CreatedAt: now}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Publish(ctx, "e3", stead.Event{ID: "ev3", Kind: "tick", CreatedAt: now}, 0); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := tr.ClaimBatch(ctx, "outside", time.Minute, 0, 1) // e1's message, leased and committed
+	if err != nil || len(outside) != 1 || outside[0].Group != "e1" {
+		t.Fatalf("claim outside: %v %v", outside, err)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	own, err := tx.Claim(ctx, "w", time.Minute, 0, 8)
+	if err != nil || len(own) != 2 || own[0].Group != "e2" || own[1].Group != "e3" {
+		t.Fatalf("claim in the transaction: %v %v; want e2 and e3 (e1 is leased)", own, err)
+	}
+	if err := tx.Ack(ctx, []transport.Lease{outside[0], own[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Nack(ctx, &own[1], time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// e1 and e2 are acked; e3 is parked for a minute by the nack.
+	if ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8); err != nil || len(ls) != 0 {
+		t.Fatalf("claimable after the commit: %v %v; want nothing", ls, err)
+	}
+	if err := tr.Nack(ctx, &own[1], 0); err != nil { // the park is an ordinary lease of own[1]'s token
+		t.Fatal(err)
+	}
+	if ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8); err != nil || len(ls) != 1 || ls[0].Event.ID != "ev3" {
+		t.Fatalf("after ending the park: %v %v; want ev3", ls, err)
+	}
+}
