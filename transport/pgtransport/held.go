@@ -70,56 +70,24 @@ func checkGroups(groups []string) error {
 // checks: the messages are gone, and their groups at the back of the round-robin (or deleted when
 // drained), when it commits.
 func (b *Backend) AckHeldTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease) error {
-	if b.closed.Load() {
-		return errClosed
-	}
-	if err := transport.CheckAck(ls); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil || len(ls) == 0 {
-		return err
-	}
-	return b.acked(tx.QueryRow(ctx, b.sql.ackHeld, b.ackHeldArgs(ls)...))
+	return b.ackTx(ctx, tx, ls, true)
 }
 
 // NackHeldTx hands back a lease of ClaimHeldTx in the transaction that claimed it, with NackTx's
 // checks: at once (delay 0), or parked for delay under the lease's token, a lease written to the
 // group row that outlives the transaction.
 func (b *Backend) NackHeldTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
-	if b.closed.Load() {
-		return errClosed
-	}
-	if err := transport.CheckNack(l, delay); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return b.nacked(tx.QueryRow(ctx, b.sql.nackHeld, b.nackArgs(l, delay)...))
+	return b.nackTx(ctx, tx, l, delay, true)
 }
 
 // QueueAckHeld is AckHeldTx queued on q, as QueueAck is AckBatchTx.
 func (b *Backend) QueueAckHeld(q *pgx.Batch, ls []transport.Lease) error {
-	if err := b.enterQueue(q); err != nil {
-		return err
-	}
-	if err := transport.CheckAck(ls); err != nil || len(ls) == 0 {
-		return err
-	}
-	q.Queue(b.sql.ackHeld, b.ackHeldArgs(ls)...).QueryRow(b.acked)
-	return nil
+	return b.queueAck(q, ls, true)
 }
 
 // QueueNackHeld is NackHeldTx queued on q, as QueueNack is NackTx.
 func (b *Backend) QueueNackHeld(q *pgx.Batch, l *transport.Lease, delay time.Duration) error {
-	if err := b.enterQueue(q); err != nil {
-		return err
-	}
-	if err := transport.CheckNack(l, delay); err != nil {
-		return err
-	}
-	q.Queue(b.sql.nackHeld, b.nackArgs(l, delay)...).QueryRow(b.nacked)
-	return nil
+	return b.queueNack(q, l, delay, true)
 }
 
 // ackHeldArgs returns the arguments of a held ack of checked leases (ackArgs without tokens).

@@ -219,6 +219,12 @@ func (b *Backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 // AckBatchTx is the transport's AckBatch inside the caller's transaction, with the same checks:
 // the messages are gone, and their groups free, when it commits.
 func (b *Backend) AckBatchTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease) error {
+	return b.ackTx(ctx, tx, ls, false)
+}
+
+// ackTx sends an ack in tx after the transport's checks: the fenced form, or the held one for the
+// leases of ClaimHeldTx.
+func (b *Backend) ackTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease, held bool) error {
 	if b.closed.Load() {
 		return errClosed
 	}
@@ -228,7 +234,16 @@ func (b *Backend) AckBatchTx(ctx context.Context, tx pgx.Tx, ls []transport.Leas
 	if err := ctx.Err(); err != nil || len(ls) == 0 {
 		return err
 	}
-	return b.acked(tx.QueryRow(ctx, b.sql.ack, b.ackArgs(ls)...))
+	sql, args := b.ackStatement(ls, held)
+	return b.acked(tx.QueryRow(ctx, sql, args...))
+}
+
+// ackStatement is the statement and arguments of an ack of checked leases, fenced or held.
+func (b *Backend) ackStatement(ls []transport.Lease, held bool) (string, []any) {
+	if held {
+		return b.sql.ackHeld, b.ackHeldArgs(ls)
+	}
+	return b.sql.ack, b.ackArgs(ls)
 }
 
 // ackArgs returns the arguments of an ack of checked leases.
@@ -266,6 +281,11 @@ func (b *Backend) Nack(ctx context.Context, l *transport.Lease, delay time.Durat
 
 // NackTx is the transport's Nack inside the caller's transaction, with the same checks.
 func (b *Backend) NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
+	return b.nackTx(ctx, tx, l, delay, false)
+}
+
+// nackTx sends a nack in tx after the transport's checks, fenced or held (as ackTx).
+func (b *Backend) nackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration, held bool) error {
 	if b.closed.Load() {
 		return errClosed
 	}
@@ -275,7 +295,15 @@ func (b *Backend) NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, del
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return b.nacked(tx.QueryRow(ctx, b.sql.nack, b.nackArgs(l, delay)...))
+	return b.nacked(tx.QueryRow(ctx, b.nackStatement(held), b.nackArgs(l, delay)...))
+}
+
+// nackStatement is the statement of a nack, fenced or held; both take nackArgs.
+func (b *Backend) nackStatement(held bool) string {
+	if held {
+		return b.sql.nackHeld
+	}
+	return b.sql.nack
 }
 
 // nackArgs returns the arguments of a checked nack.
@@ -321,25 +349,36 @@ func (b *Backend) QueuePublish(q *pgx.Batch, msgs []transport.Outgoing) error {
 
 // QueueAck: see QueuePublish.
 func (b *Backend) QueueAck(q *pgx.Batch, ls []transport.Lease) error {
+	return b.queueAck(q, ls, false)
+}
+
+// queueAck queues an ack on q after the transport's checks, fenced or held (as ackTx).
+func (b *Backend) queueAck(q *pgx.Batch, ls []transport.Lease, held bool) error {
 	if err := b.enterQueue(q); err != nil {
 		return err
 	}
 	if err := transport.CheckAck(ls); err != nil || len(ls) == 0 {
 		return err
 	}
-	q.Queue(b.sql.ack, b.ackArgs(ls)...).QueryRow(b.acked)
+	sql, args := b.ackStatement(ls, held)
+	q.Queue(sql, args...).QueryRow(b.acked)
 	return nil
 }
 
 // QueueNack: see QueuePublish.
 func (b *Backend) QueueNack(q *pgx.Batch, l *transport.Lease, delay time.Duration) error {
+	return b.queueNack(q, l, delay, false)
+}
+
+// queueNack queues a nack on q after the transport's checks, fenced or held (as ackTx).
+func (b *Backend) queueNack(q *pgx.Batch, l *transport.Lease, delay time.Duration, held bool) error {
 	if err := b.enterQueue(q); err != nil {
 		return err
 	}
 	if err := transport.CheckNack(l, delay); err != nil {
 		return err
 	}
-	q.Queue(b.sql.nack, b.nackArgs(l, delay)...).QueryRow(b.nacked)
+	q.Queue(b.nackStatement(held), b.nackArgs(l, delay)...).QueryRow(b.nacked)
 	return nil
 }
 
