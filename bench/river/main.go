@@ -280,8 +280,8 @@ func run(ctx context.Context, args []string) error {
 		}
 		rep.backlog = &b
 		for _, c := range []costs{b.small, b.big} {
-			say("backlog %8d events: claim of 64 %v, load %v, list page %v, list page by status %v", c.events,
-				c.claim, c.load, c.list, c.listStatus)
+			say("backlog %8d events: claim of 64 %v, load %v (warm %v, %v), list page %v, list page by status %v", c.events,
+				c.claim, c.load, c.claimWarm, c.loadWarm, c.list, c.listStatus)
 		}
 		say("worker process on the %d-event backlog: peak RSS %d kB, %d kB at the end, %d events in %v",
 			*backlog, b.rssPeak, b.rssEnd, b.drained, b.window.Round(time.Millisecond))
