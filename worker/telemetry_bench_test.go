@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -15,11 +16,17 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
+	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/memtransport"
+	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
+	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 )
 
 // benchRig is one worker running the counter machine on its own store and transport, with
@@ -37,6 +44,7 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 	b.Helper()
 	ctx := context.Background()
 	r := &benchRig{}
+	var shared worker.SharedDB
 	switch backend {
 	case "memory":
 		r.store, r.tr = memstore.New(), memtransport.New()
@@ -52,9 +60,14 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 		if r.tr, err = sqlitetransport.New(ctx, db); err != nil {
 			b.Fatal(err)
 		}
+	case "postgres":
+		shared = openPostgresRig(b, r)
+	default:
+		b.Fatalf("no backend %q", backend)
 	}
 	b.Cleanup(func() { _ = r.tr.Close(); _ = r.store.Close() })
-	cfg := Config{Store: r.store, Transport: r.tr, Machines: Machines{"counter": counter{}}, Name: "bench", BatchSize: batch,
+	cfg := worker.Config{Store: r.store, Transport: r.tr, Machines: worker.Machines{"counter": worker.Counter}, Name: "bench",
+		BatchSize: batch, SharedTx: shared,
 		OnCommit: func(*stead.Execution, stead.Event, time.Time) { r.committed.Add(1) }}
 	if on {
 		// The SDK as a deployment runs it: every span sampled and batched to an exporter (one
@@ -67,14 +80,14 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 		cfg.TracerProvider, cfg.MeterProvider = tp, mp
 		r.flush = func() { _ = tp.ForceFlush(ctx) }
 	}
-	w, err := New(cfg)
+	w, err := worker.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := &Client{Store: r.store, Transport: r.tr}
-	news := make([]NewExecution, executions)
+	client := &worker.Client{Store: r.store, Transport: r.tr}
+	news := make([]worker.NewExecution, executions)
 	for i := range news {
-		news[i] = NewExecution{DefinitionID: "counter", ID: fmt.Sprintf("e%03d", i)}
+		news[i] = worker.NewExecution{DefinitionID: "counter", ID: fmt.Sprintf("e%03d", i)}
 		r.exes = append(r.exes, news[i].ID)
 	}
 	if _, err := client.CreateBatch(ctx, news); err != nil {
@@ -86,6 +99,39 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 	b.Cleanup(func() { stop(); <-done })
 	r.wait(b, int64(executions)) // the starts
 	return r
+}
+
+// openPostgresRig opens r's store and transport the way stead run does on PostgreSQL — pgstore
+// and pgtransport on one pool of 2×loops+4 connections, in a fresh schema dropped afterwards —
+// and returns their shared transaction (pgtx), stead run's default there. An unreachable server
+// fails the benchmark: it does not skip.
+func openPostgresRig(b *testing.B, r *benchRig) worker.SharedDB {
+	b.Helper()
+	ctx := context.Background()
+	pool, err := pgdb.Open(ctx, pgdbtest.URL(), pgdb.Config{MaxConns: 2*worker.DefaultConcurrency + 4})
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		b.Fatalf("PostgreSQL at %s (STEAD_TEST_DATABASE_URL) is unreachable: %v", pgdbtest.URL(), err)
+	}
+	b.Cleanup(pool.Close)
+	schema := pgdbtest.NewName(b)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		b.Fatalf("create schema %s: %v", schema, err)
+	}
+	b.Cleanup(func() { pgdbtest.Drop(b, pool, schema) })
+	if r.store, err = pgstore.New(ctx, pool, pgstore.WithSchema(schema)); err != nil {
+		b.Fatal(err)
+	}
+	if r.tr, err = pgtransport.New(ctx, pool, pgtransport.WithSchema(schema)); err != nil {
+		b.Fatal(err)
+	}
+	shared, err := pgtx.New(r.store, r.tr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return shared
 }
 
 // wait blocks until n steps in all have committed.
@@ -128,9 +174,12 @@ func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
 // BenchmarkTelemetryOverhead runs the worker loop with telemetry off and on, in alternating
 // rounds of the same work on two identical rigs (each iteration runs both, swapping which goes
 // first), and reports the median time per step of each and their ratio: the worker's default
-// configuration, as stead run uses it, and unbatched (--batch 1), where
-// every message is a span of its own. The control runs two rigs with telemetry off the same way:
-// its ratio is the noise floor of the comparison on the machine at hand.
+// configuration, as stead run uses it, and unbatched (--batch 1), where every message is a span
+// of its own. The postgres case is stead run on PostgreSQL: pgstore and pgtransport in one
+// shared transaction per batch (pgtx), the fleet's deployment. The controls run two rigs with
+// telemetry off the same way: their ratio is the noise floor of the comparison on the machine at
+// hand. The CPU time is the benchmark process's only: on PostgreSQL the server's share of a step
+// is not in it, so there the wall time is the step's cost.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	const executions, perExe = 64, 16 // 1,024 steps a round
 	for _, c := range []struct {
@@ -138,6 +187,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 		batch         int
 		control       bool // both rigs off: what on/off reads when nothing differs
 	}{
+		{name: "postgres", backend: "postgres"}, {name: "postgres-control", backend: "postgres", control: true},
 		{name: "sqlite", backend: "sqlite"}, {name: "memory", backend: "memory"},
 		{name: "sqlite-unbatched", backend: "sqlite", batch: 1}, {name: "memory-unbatched", backend: "memory", batch: 1},
 		{name: "sqlite-control", backend: "sqlite", control: true},
