@@ -196,7 +196,14 @@ func remote(tr string) trace.SpanContext {
 	h, state, _ := strings.Cut(tr, ";")
 	var ver, flags [1]byte
 	var scc trace.SpanContextConfig
-	if !hexPart(ver[:], &h) || ver[0] > 254 || !hexPart(scc.TraceID[:], &h) || !hexPart(scc.SpanID[:], &h) ||
+	if len(h) == 55 && h[2] == '-' && h[35] == '-' && h[52] == '-' {
+		// The one layout every traceparent written today has ("00-" trace "-" span "-" flags):
+		// the same fields and checks as below, without looking for the separators.
+		if !unhexTo(ver[:], h[:2]) || ver[0] > 254 || !unhexTo(scc.TraceID[:], h[3:35]) ||
+			!unhexTo(scc.SpanID[:], h[36:52]) || !unhexTo(flags[:], h[53:]) || ver[0] == 0 && flags[0] > 3 {
+			return trace.SpanContext{}
+		}
+	} else if !hexPart(ver[:], &h) || ver[0] > 254 || !hexPart(scc.TraceID[:], &h) || !hexPart(scc.SpanID[:], &h) ||
 		!hexPart(flags[:], &h) || ver[0] == 0 && (h != "" || flags[0] > 3) {
 		return trace.SpanContext{}
 	}
@@ -214,28 +221,33 @@ func remote(tr string) trace.SpanContext {
 func hexPart(dst []byte, h *string) bool {
 	part, rest, _ := strings.Cut(*h, "-")
 	*h = rest
-	if len(part) != 2*len(dst) {
-		return false
-	}
-	for i := range dst {
-		hi, lo := unhex(part[2*i]), unhex(part[2*i+1])
-		if hi > 15 || lo > 15 {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
+	return len(part) == 2*len(dst) && unhexTo(dst, part)
 }
 
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
+// unhexTo decodes the 2*len(dst) lower-case hex digits of src into dst.
+func unhexTo(dst []byte, src string) bool {
+	bad := byte(0)
+	for i := range dst {
+		hi, lo := unhex[src[2*i]], unhex[src[2*i+1]]
+		dst[i] = hi<<4 | lo
+		bad |= hi | lo
 	}
-	return 255
+	return bad&0xf0 == 0
 }
+
+// unhex maps a lower-case hex digit to its value and anything else to 0xff.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // inject returns the Event.Trace of the span in ctx, or "" when there is none.
 func inject(ctx context.Context) string {

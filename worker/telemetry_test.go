@@ -541,6 +541,11 @@ func TestRemoteReadsAsThePropagator(t *testing.T) {
 		"00-" + tid + "-" + sid + "-0g",
 		"00_" + tid + "_" + sid + "_01",
 		";congo=t61rcWkgMzE",
+		"00-" + tid + "-" + sid + "-0-",       // 55 bytes, the separators elsewhere
+		"00-" + tid[:31] + "--" + sid + "-1",  // 55 bytes, a separator inside a field
+		"00-" + tid + "-" + sid[:15] + "--01", // 55 bytes
+		"0a-" + tid + "-" + sid + "-01",
+		"00-" + tid + "-" + sid + "-" + string([]byte{0xff, 0x01}),
 	} {
 		want := trace.SpanContextFromContext(extract(context.Background(), tr))
 		if got := remote(tr); !got.Equal(want) || got.TraceState().String() != want.TraceState().String() {
