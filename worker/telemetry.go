@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,7 @@ type telemetry struct {
 	storeDB, transportDB attribute.KeyValue // db.system.name of each, when the backend tells
 
 	sets  sync.Map  // stepKey → *stepSet: one attribute set per definition and outcome
+	calls sync.Map  // callKey → *callSpan
 	lists sync.Pool // *stepObsList: the observations of ended batches, for the next ones
 }
 
@@ -550,19 +552,43 @@ func (t *telemetry) dbSpan(ctx context.Context, op, collection string, system at
 }
 
 func (t *telemetry) startDB(ctx context.Context, op, collection string, system attribute.KeyValue, n int, start time.Time) (context.Context, trace.Span) {
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, semconv.DBOperationName(op), semconv.DBCollectionName(collection))
+	c := t.call(op, collection, system)
+	opts := c.opts
+	if n > 1 || !start.IsZero() {
+		opts = slices.Clip(opts)
+		if n > 1 {
+			opts = append(opts, trace.WithAttributes(semconv.DBOperationBatchSize(n)))
+		}
+		if !start.IsZero() {
+			opts = append(opts, trace.WithTimestamp(start))
+		}
+	}
+	return t.tracer.Start(ctx, c.name, opts...)
+}
+
+// callKey is a kind of database call; callSpan is what its spans share, made once: the name and
+// the start options (the kind, db.operation.name, db.collection.name and db.system.name), so that
+// a call allocates neither.
+type callKey struct{ op, collection, system string }
+
+type callSpan struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+func (t *telemetry) call(op, collection string, system attribute.KeyValue) *callSpan {
+	k := callKey{op, collection, system.Value.AsString()}
+	if v, ok := t.calls.Load(k); ok {
+		return v.(*callSpan)
+	}
+	attrs := []attribute.KeyValue{semconv.DBOperationName(op), semconv.DBCollectionName(collection)}
 	if system.Valid() {
 		attrs = append(attrs, system)
 	}
-	if n > 1 {
-		attrs = append(attrs, semconv.DBOperationBatchSize(n))
-	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
-	if !start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(start))
-	}
-	return t.tracer.Start(ctx, op+" "+collection, opts...)
+	c := &callSpan{name: op + " " + collection,
+		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}}
+	v, _ := t.calls.LoadOrStore(k, c)
+	return v.(*callSpan)
 }
 
 // store starts the span of a store call; done ends it. Off, it returns ctx and a nil span.
