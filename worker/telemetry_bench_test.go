@@ -40,7 +40,9 @@ type benchRig struct {
 	flush     func() // hands the batched spans to the exporter (on), so a round pays for its own
 }
 
-func newBenchRig(b *testing.B, backend string, batch int, on bool, executions int) *benchRig {
+// newBenchRig makes a rig; on, it records with the SDK, keeping the share sample of the traces
+// (1: every one).
+func newBenchRig(b *testing.B, backend string, batch int, on bool, sample float64, executions int) *benchRig {
 	b.Helper()
 	ctx := context.Background()
 	r := &benchRig{}
@@ -73,8 +75,11 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 		// The SDK as a deployment runs it: every span sampled and batched to an exporter (one
 		// that drops them, so the cost measured is the worker's and the SDK's, not a network's),
 		// every instrument aggregated (a reader that is never collected).
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-			sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		sampler := sdktrace.AlwaysSample()
+		if sample < 1 {
+			sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(sample)) // stead run --trace-sample
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
 		cfg.TracerProvider, cfg.MeterProvider = tp, mp
@@ -178,23 +183,31 @@ func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
 // of its own. The postgres case is stead run on PostgreSQL: pgstore and pgtransport in one
 // shared transaction per batch (pgtx), the fleet's deployment. The controls run two rigs with
 // telemetry off the same way: their ratio is the noise floor of the comparison on the machine at
-// hand. The CPU time is the benchmark process's only: on PostgreSQL the server's share of a step
-// is not in it, so there the wall time is the step's cost.
+// hand. The sampled case is the unbatched SQLite one keeping a tenth of the traces
+// (--trace-sample 0.1), every metric still recorded. The CPU time is the benchmark process's
+// only: on PostgreSQL the server's share of a step is not in it, so there the wall time is the
+// step's cost.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	const executions, perExe = 64, 16 // 1,024 steps a round
 	for _, c := range []struct {
 		name, backend string
 		batch         int
-		control       bool // both rigs off: what on/off reads when nothing differs
+		control       bool    // both rigs off: what on/off reads when nothing differs
+		sample        float64 // the share of traces kept, when not every one (--trace-sample)
 	}{
 		{name: "postgres", backend: "postgres"}, {name: "postgres-control", backend: "postgres", control: true},
 		{name: "sqlite", backend: "sqlite"}, {name: "memory", backend: "memory"},
 		{name: "sqlite-unbatched", backend: "sqlite", batch: 1}, {name: "memory-unbatched", backend: "memory", batch: 1},
 		{name: "sqlite-control", backend: "sqlite", control: true},
+		{name: "sqlite-unbatched-sampled", backend: "sqlite", batch: 1, sample: 0.1},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			off := newBenchRig(b, c.backend, c.batch, false, executions)
-			on := newBenchRig(b, c.backend, c.batch, !c.control, executions)
+			sample := c.sample
+			if sample == 0 {
+				sample = 1
+			}
+			off := newBenchRig(b, c.backend, c.batch, false, 1, executions)
+			on := newBenchRig(b, c.backend, c.batch, !c.control, sample, executions)
 			var wallOff, wallOn, cpuOff, cpuOn []float64
 			steps := float64(executions * perExe)
 			b.ResetTimer()
