@@ -147,6 +147,15 @@ func TestTraceCrossesWorkers(t *testing.T) {
 		t.Fatalf("A's step is in trace %s under %s, want trace %s under the client's span %s",
 			stepA.SpanContext.TraceID(), stepA.Parent.SpanID(), traceID, client.SpanContext().SpanID())
 	}
+	// A's step span holds the step's attributes itself, the version after left off as the
+	// version before + 1.
+	for k, want := range map[attribute.Key]string{attrExecution: "a", attrEventKind: "emit", attrEventID: "e1",
+		attrDefinition: "counter", attrOutcome: outcomeCommitted, attrVersionBefore: "2", attrVersionAfter: "",
+		attrStatus: "running"} {
+		if got := attr(stepA.Attributes, k); got != want {
+			t.Errorf("A's step span has %s = %q, want %q", k, got, want)
+		}
+	}
 	// B claimed in batches: the tick is a link of B's batch span to A's step, with the step's
 	// attributes, and the batch's calls are the batch span's children.
 	var batch tracetest.SpanStub
