@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,7 +68,8 @@ type telemetry struct {
 
 	storeDB, transportDB attribute.KeyValue // db.system.name of each, when the backend tells
 
-	sets  sync.Map  // stepKey → metric.MeasurementOption: one attribute set per definition and outcome
+	sets  sync.Map  // stepKey → *stepSet: one attribute set per definition and outcome
+	calls sync.Map  // callKey → *callSpan
 	lists sync.Pool // *stepObsList: the observations of ended batches, for the next ones
 }
 
@@ -184,6 +186,70 @@ func extract(ctx context.Context, tr string) context.Context {
 	p, s, _ := strings.Cut(tr, ";")
 	return traceContext.Extract(ctx, &carrier{parent: p, state: s})
 }
+
+// remote returns the span context an Event.Trace carries, read exactly as the W3C propagator
+// reads it (traceContext.Extract; a test holds the two to the same answers), without the context
+// the propagator wraps it in: a batch reads one per message, and a context is an allocation.
+// What the propagator refuses is the zero SpanContext.
+func remote(tr string) trace.SpanContext {
+	if tr == "" {
+		return trace.SpanContext{}
+	}
+	h, state, _ := strings.Cut(tr, ";")
+	var ver, flags [1]byte
+	var scc trace.SpanContextConfig
+	if len(h) == 55 && h[2] == '-' && h[35] == '-' && h[52] == '-' {
+		// The one layout every traceparent written today has ("00-" trace "-" span "-" flags):
+		// the same fields and checks as below, without looking for the separators.
+		if !unhexTo(ver[:], h[:2]) || ver[0] > 254 || !unhexTo(scc.TraceID[:], h[3:35]) ||
+			!unhexTo(scc.SpanID[:], h[36:52]) || !unhexTo(flags[:], h[53:]) || ver[0] == 0 && flags[0] > 3 {
+			return trace.SpanContext{}
+		}
+	} else if !hexPart(ver[:], &h) || ver[0] > 254 || !hexPart(scc.TraceID[:], &h) || !hexPart(scc.SpanID[:], &h) ||
+		!hexPart(flags[:], &h) || ver[0] == 0 && (h != "" || flags[0] > 3) {
+		return trace.SpanContext{}
+	}
+	scc.TraceFlags = trace.TraceFlags(flags[0]) & (trace.FlagsSampled | trace.FlagsRandom)
+	scc.TraceState, _ = trace.ParseTraceState(state) // a bad tracestate leaves the traceparent valid
+	scc.Remote = true
+	if sc := trace.NewSpanContext(scc); sc.IsValid() {
+		return sc
+	}
+	return trace.SpanContext{}
+}
+
+// hexPart decodes the next '-'-separated field of *h into dst, advancing *h past it: it must be
+// exactly 2*len(dst) lower-case hex digits.
+func hexPart(dst []byte, h *string) bool {
+	part, rest, _ := strings.Cut(*h, "-")
+	*h = rest
+	return len(part) == 2*len(dst) && unhexTo(dst, part)
+}
+
+// unhexTo decodes the 2*len(dst) lower-case hex digits of src into dst.
+func unhexTo(dst []byte, src string) bool {
+	bad := byte(0)
+	for i := range dst {
+		hi, lo := unhex[src[2*i]], unhex[src[2*i+1]]
+		dst[i] = hi<<4 | lo
+		bad |= hi | lo
+	}
+	return bad&0xf0 == 0
+}
+
+// unhex maps a lower-case hex digit to its value and anything else to 0xff.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // inject returns the Event.Trace of the span in ctx, or "" when there is none.
 func inject(ctx context.Context) string {
@@ -337,7 +403,10 @@ func (o *stepObs) end(err error) {
 	now := time.Now()
 	if o.span != nil {
 		var buf [8]attribute.KeyValue
-		o.span.SetAttributes(o.attributes(buf[:0])...)
+		kvs := appendDefinition(buf[:0], o.definition)
+		kvs = o.appendOutcome(kvs)
+		kvs = o.appendVersions(kvs, true)
+		o.span.SetAttributes(kvs...)
 		if err != nil {
 			o.span.RecordError(err)
 			o.span.SetStatus(codes.Error, o.outcome)
@@ -347,15 +416,10 @@ func (o *stepObs) end(err error) {
 	o.count(now)
 }
 
-// attributes appends the step's outcome attributes to kvs. The conflict and redelivery flags
-// are set only when true, and the version after only when the step committed: an attribute costs
-// the SDK about as much as a tenth of a span.
-func (o *stepObs) attributes(kvs []attribute.KeyValue) []attribute.KeyValue {
-	kvs = appendDefinition(kvs, o.definition)
-	kvs = append(kvs, attrOutcome.String(o.outcome), attrVersionBefore.Int64(o.before))
-	if o.after > 0 {
-		kvs = append(kvs, attrVersionAfter.Int64(o.after), attrStatus.String(string(o.status)))
-	}
+// appendOutcome appends the step's outcome and, set only when true, its conflict or redelivery
+// flag: an attribute costs the SDK about as much as a tenth of a span.
+func (o *stepObs) appendOutcome(kvs []attribute.KeyValue) []attribute.KeyValue {
+	kvs = append(kvs, attrOutcome.String(o.outcome))
 	switch o.outcome {
 	case outcomeConflict:
 		kvs = append(kvs, attrConflict.Bool(true))
@@ -365,21 +429,51 @@ func (o *stepObs) attributes(kvs []attribute.KeyValue) []attribute.KeyValue {
 	return kvs
 }
 
-// linkAttributes is how many attributes the link of a batched step gets: the message's three,
-// then what attributes appends.
-func (o *stepObs) linkAttributes() int {
-	n := 5 // execution, event id, kind, definition, outcome
-	n++    // version before
-	if _, version := chart.SplitVersion(o.definition); version > 0 {
-		n++
-	}
-	if o.after > 0 {
-		n += 2
-	}
+// outcomeAttributes is how many attributes appendOutcome appends.
+func (o *stepObs) outcomeAttributes() int {
 	if o.outcome == outcomeConflict || o.outcome == outcomeDuplicate {
-		n++
+		return 2
+	}
+	return 1
+}
+
+// appendVersions appends the version the execution was loaded at and, for a committed step, the
+// version it committed when that is not the version before + 1 (a store commits at exactly that:
+// stead.Store.Commit), and the status it committed when status says so.
+func (o *stepObs) appendVersions(kvs []attribute.KeyValue, status bool) []attribute.KeyValue {
+	kvs = append(kvs, attrVersionBefore.Int64(o.before))
+	if o.outcome != outcomeCommitted {
+		return kvs
+	}
+	if o.after != o.before+1 {
+		kvs = append(kvs, attrVersionAfter.Int64(o.after))
+	}
+	if status {
+		kvs = append(kvs, attrStatus.String(string(o.status)))
+	}
+	return kvs
+}
+
+// versionAttributes is how many attributes appendVersions appends.
+func (o *stepObs) versionAttributes(status bool) int {
+	n := 1
+	if o.outcome == outcomeCommitted {
+		if o.after != o.before+1 {
+			n++
+		}
+		if status {
+			n++
+		}
 	}
 	return n
+}
+
+// definitionAttributes is how many attributes appendDefinition appends for definitionID.
+func definitionAttributes(definitionID string) int {
+	if _, version := chart.SplitVersion(definitionID); version > 0 {
+		return 2
+	}
+	return 1
 }
 
 // count records the step's metrics.
@@ -393,30 +487,38 @@ func (o *stepObs) count(now time.Time) {
 func (t *telemetry) record(definition, outcome string, n int, d float64) {
 	set := t.attrs(definition, outcome)
 	ctx := context.Background()
-	t.steps.Add(ctx, int64(n), set)
+	t.steps.Add(ctx, int64(n), set.add...)
 	for range n {
-		t.stepDuration.Record(ctx, d, set) // a histogram takes no weight: one record per step
+		t.stepDuration.Record(ctx, d, set.record...) // a histogram takes no weight: one record per step
 	}
 	switch outcome {
 	case outcomeConflict:
-		t.conflicts.Add(ctx, int64(n), set)
+		t.conflicts.Add(ctx, int64(n), set.add...)
 	case outcomeDuplicate:
-		t.redeliveries.Add(ctx, int64(n), set)
+		t.redeliveries.Add(ctx, int64(n), set.add...)
 	case outcomeActionError:
-		t.actionErrors.Add(ctx, int64(n), set)
+		t.actionErrors.Add(ctx, int64(n), set.add...)
 	}
 }
 
-// attrs returns the measurement option of a definition and an outcome, made once: building an
+// stepSet is the attribute set of a definition and an outcome, as the options the instruments
+// take: passed on as slices, so that a measurement allocates no variadic slice of its own.
+type stepSet struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// attrs returns the measurement options of a definition and an outcome, made once: building an
 // attribute set per step would cost an allocation and a sort on every step.
-func (t *telemetry) attrs(definition, outcome string) metric.MeasurementOption {
+func (t *telemetry) attrs(definition, outcome string) *stepSet {
 	k := stepKey{definition, outcome}
 	if v, ok := t.sets.Load(k); ok {
-		return v.(metric.MeasurementOption)
+		return v.(*stepSet)
 	}
 	kvs := appendDefinition(make([]attribute.KeyValue, 0, 3), definition)
-	v, _ := t.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(append(kvs, attrOutcome.String(outcome))...)))
-	return v.(metric.MeasurementOption)
+	opt := metric.WithAttributeSet(attribute.NewSet(append(kvs, attrOutcome.String(outcome))...))
+	v, _ := t.sets.LoadOrStore(k, &stepSet{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}})
+	return v.(*stepSet)
 }
 
 // appendDefinition appends the definition's id and, for a versioned one ("order@3"), its version.
@@ -450,19 +552,43 @@ func (t *telemetry) dbSpan(ctx context.Context, op, collection string, system at
 }
 
 func (t *telemetry) startDB(ctx context.Context, op, collection string, system attribute.KeyValue, n int, start time.Time) (context.Context, trace.Span) {
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, semconv.DBOperationName(op), semconv.DBCollectionName(collection))
+	c := t.call(op, collection, system)
+	opts := c.opts
+	if n > 1 || !start.IsZero() {
+		opts = slices.Clip(opts)
+		if n > 1 {
+			opts = append(opts, trace.WithAttributes(semconv.DBOperationBatchSize(n)))
+		}
+		if !start.IsZero() {
+			opts = append(opts, trace.WithTimestamp(start))
+		}
+	}
+	return t.tracer.Start(ctx, c.name, opts...)
+}
+
+// callKey is a kind of database call; callSpan is what its spans share, made once: the name and
+// the start options (the kind, db.operation.name, db.collection.name and db.system.name), so that
+// a call allocates neither.
+type callKey struct{ op, collection, system string }
+
+type callSpan struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+func (t *telemetry) call(op, collection string, system attribute.KeyValue) *callSpan {
+	k := callKey{op, collection, system.Value.AsString()}
+	if v, ok := t.calls.Load(k); ok {
+		return v.(*callSpan)
+	}
+	attrs := []attribute.KeyValue{semconv.DBOperationName(op), semconv.DBCollectionName(collection)}
 	if system.Valid() {
 		attrs = append(attrs, system)
 	}
-	if n > 1 {
-		attrs = append(attrs, semconv.DBOperationBatchSize(n))
-	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
-	if !start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(start))
-	}
-	return t.tracer.Start(ctx, op+" "+collection, opts...)
+	c := &callSpan{name: op + " " + collection,
+		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}}
+	v, _ := t.calls.LoadOrStore(k, c)
+	return v.(*callSpan)
 }
 
 // store starts the span of a store call; done ends it. Off, it returns ctx and a nil span.
@@ -538,9 +664,9 @@ func (s stepObsList) setAll(outcome string) {
 }
 
 // end counts every step of the batch, links each to the batch's span with its attributes, and
-// ends the span. The links are built only when the span records (a sampler may drop the batch),
-// in one allocation for the batch: the SDK keeps the slices it is given. The steps' counters are
-// added once per definition and outcome, as every step of a batch has the same start and end.
+// ends the span. The links are built only when the span records (a sampler may drop the batch).
+// The steps' counters are added once per definition and outcome, as every step of a batch has
+// the same start and end.
 func (s stepObsList) end(batch trace.Span) {
 	if len(s) == 0 || s[0].off() {
 		return
@@ -548,25 +674,7 @@ func (s stepObsList) end(batch trace.Span) {
 	t := s[0].t
 	now := time.Now()
 	if batch != nil && batch.IsRecording() {
-		n := 0
-		for i := range s {
-			n += s[i].linkAttributes()
-		}
-		all := make([]attribute.KeyValue, 0, n)
-		var c carrier // one for the batch: the propagator's interface makes it escape
-		for i := range s {
-			o := &s[i]
-			start := len(all)
-			all = append(all, attrExecution.String(o.lease.Group), attrEventID.String(o.lease.Event.ID),
-				attrEventKind.String(o.lease.Event.Kind))
-			all = o.attributes(all)
-			var parent trace.SpanContext // the step that sent the message, when it tells
-			if tr := o.lease.Event.Trace; tr != "" {
-				c.parent, c.state, _ = strings.Cut(tr, ";")
-				parent = trace.SpanContextFromContext(traceContext.Extract(context.Background(), &c))
-			}
-			batch.AddLink(trace.Link{SpanContext: parent, Attributes: all[start:len(all):len(all)]})
-		}
+		s.link(batch)
 	}
 	if batch != nil {
 		batch.End(trace.WithTimestamp(now))
@@ -575,6 +683,75 @@ func (s stepObsList) end(batch trace.Span) {
 		s.count(now)
 	}
 	t.reuse(s)
+}
+
+// link adds a link per step to the batch span: to the trace context its event carries (the step
+// that sent it), with the step's attributes. What every step of the batch shares — the
+// definition, the event kind, the outcome (with its flag) and the committed status — is set once
+// on the batch span instead of on each link; the version after is left off where it is the
+// version before + 1 (see appendVersions). The links' attributes are one allocation for the
+// batch, sized exactly: the SDK keeps the slices it is given.
+func (s stepObsList) link(batch trace.Span) {
+	first := &s[0]
+	def, kind, outcome := true, true, true // shared by every step
+	for i := 1; i < len(s); i++ {
+		o := &s[i]
+		def = def && o.definition == first.definition
+		kind = kind && o.lease.Event.Kind == first.lease.Event.Kind
+		outcome = outcome && o.outcome == first.outcome
+	}
+	status := outcome && first.outcome == outcomeCommitted
+	for i := 1; status && i < len(s); i++ {
+		status = s[i].status == first.status
+	}
+	var shared [6]attribute.KeyValue
+	kvs := shared[:0]
+	if def {
+		kvs = appendDefinition(kvs, first.definition)
+	}
+	if kind {
+		kvs = append(kvs, attrEventKind.String(first.lease.Event.Kind))
+	}
+	if outcome {
+		kvs = first.appendOutcome(kvs)
+	}
+	if status {
+		kvs = append(kvs, attrStatus.String(string(first.status)))
+	}
+	if len(kvs) > 0 {
+		batch.SetAttributes(kvs...)
+	}
+	n := 0
+	for i := range s {
+		o := &s[i]
+		n += 2 + o.versionAttributes(!status) // execution, event id, versions
+		if !def {
+			n += definitionAttributes(o.definition)
+		}
+		if !kind {
+			n++
+		}
+		if !outcome {
+			n += o.outcomeAttributes()
+		}
+	}
+	all := make([]attribute.KeyValue, 0, n)
+	for i := range s {
+		o := &s[i]
+		start := len(all)
+		all = append(all, attrExecution.String(o.lease.Group), attrEventID.String(o.lease.Event.ID))
+		if !kind {
+			all = append(all, attrEventKind.String(o.lease.Event.Kind))
+		}
+		if !def {
+			all = appendDefinition(all, o.definition)
+		}
+		if !outcome {
+			all = o.appendOutcome(all)
+		}
+		all = o.appendVersions(all, !status)
+		batch.AddLink(trace.Link{SpanContext: remote(o.lease.Event.Trace), Attributes: all[start:len(all):len(all)]})
+	}
 }
 
 // count records the metrics of the batch's steps: the counters once per definition and outcome,

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -15,11 +16,17 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
+	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/memtransport"
+	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/transport/sqlitetransport"
+	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 )
 
 // benchRig is one worker running the counter machine on its own store and transport, with
@@ -33,10 +40,13 @@ type benchRig struct {
 	flush     func() // hands the batched spans to the exporter (on), so a round pays for its own
 }
 
-func newBenchRig(b *testing.B, backend string, batch int, on bool, executions int) *benchRig {
+// newBenchRig makes a rig; on, it records with the SDK, keeping the share sample of the traces
+// (1: every one).
+func newBenchRig(b *testing.B, backend string, batch int, on bool, sample float64, executions int) *benchRig {
 	b.Helper()
 	ctx := context.Background()
 	r := &benchRig{}
+	var shared worker.SharedDB
 	switch backend {
 	case "memory":
 		r.store, r.tr = memstore.New(), memtransport.New()
@@ -52,29 +62,37 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 		if r.tr, err = sqlitetransport.New(ctx, db); err != nil {
 			b.Fatal(err)
 		}
+	case "postgres":
+		shared = openPostgresRig(b, r)
+	default:
+		b.Fatalf("no backend %q", backend)
 	}
 	b.Cleanup(func() { _ = r.tr.Close(); _ = r.store.Close() })
-	cfg := Config{Store: r.store, Transport: r.tr, Machines: Machines{"counter": counter{}}, Name: "bench", BatchSize: batch,
+	cfg := worker.Config{Store: r.store, Transport: r.tr, Machines: worker.Machines{"counter": worker.Counter}, Name: "bench",
+		BatchSize: batch, SharedTx: shared,
 		OnCommit: func(*stead.Execution, stead.Event, time.Time) { r.committed.Add(1) }}
 	if on {
 		// The SDK as a deployment runs it: every span sampled and batched to an exporter (one
 		// that drops them, so the cost measured is the worker's and the SDK's, not a network's),
 		// every instrument aggregated (a reader that is never collected).
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-			sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		sampler := sdktrace.AlwaysSample()
+		if sample < 1 {
+			sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(sample)) // stead run --trace-sample
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
 		cfg.TracerProvider, cfg.MeterProvider = tp, mp
 		r.flush = func() { _ = tp.ForceFlush(ctx) }
 	}
-	w, err := New(cfg)
+	w, err := worker.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := &Client{Store: r.store, Transport: r.tr}
-	news := make([]NewExecution, executions)
+	client := &worker.Client{Store: r.store, Transport: r.tr}
+	news := make([]worker.NewExecution, executions)
 	for i := range news {
-		news[i] = NewExecution{DefinitionID: "counter", ID: fmt.Sprintf("e%03d", i)}
+		news[i] = worker.NewExecution{DefinitionID: "counter", ID: fmt.Sprintf("e%03d", i)}
 		r.exes = append(r.exes, news[i].ID)
 	}
 	if _, err := client.CreateBatch(ctx, news); err != nil {
@@ -86,6 +104,39 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, executions in
 	b.Cleanup(func() { stop(); <-done })
 	r.wait(b, int64(executions)) // the starts
 	return r
+}
+
+// openPostgresRig opens r's store and transport the way stead run does on PostgreSQL — pgstore
+// and pgtransport on one pool of 2×loops+4 connections, in a fresh schema dropped afterwards —
+// and returns their shared transaction (pgtx), stead run's default there. An unreachable server
+// fails the benchmark: it does not skip.
+func openPostgresRig(b *testing.B, r *benchRig) worker.SharedDB {
+	b.Helper()
+	ctx := context.Background()
+	pool, err := pgdb.Open(ctx, pgdbtest.URL(), pgdb.Config{MaxConns: 2*worker.DefaultConcurrency + 4})
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		b.Fatalf("PostgreSQL at %s (STEAD_TEST_DATABASE_URL) is unreachable: %v", pgdbtest.URL(), err)
+	}
+	b.Cleanup(pool.Close)
+	schema := pgdbtest.NewName(b)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		b.Fatalf("create schema %s: %v", schema, err)
+	}
+	b.Cleanup(func() { pgdbtest.Drop(b, pool, schema) })
+	if r.store, err = pgstore.New(ctx, pool, pgstore.WithSchema(schema)); err != nil {
+		b.Fatal(err)
+	}
+	if r.tr, err = pgtransport.New(ctx, pool, pgtransport.WithSchema(schema)); err != nil {
+		b.Fatal(err)
+	}
+	shared, err := pgtx.New(r.store, r.tr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return shared
 }
 
 // wait blocks until n steps in all have committed.
@@ -128,23 +179,35 @@ func (r *benchRig) run(b *testing.B, perExe int) (wall, cpu time.Duration) {
 // BenchmarkTelemetryOverhead runs the worker loop with telemetry off and on, in alternating
 // rounds of the same work on two identical rigs (each iteration runs both, swapping which goes
 // first), and reports the median time per step of each and their ratio: the worker's default
-// configuration, as stead run uses it, and unbatched (--batch 1), where
-// every message is a span of its own. The control runs two rigs with telemetry off the same way:
-// its ratio is the noise floor of the comparison on the machine at hand.
+// configuration, as stead run uses it, and unbatched (--batch 1), where every message is a span
+// of its own. The postgres case is stead run on PostgreSQL: pgstore and pgtransport in one
+// shared transaction per batch (pgtx), the fleet's deployment. The controls run two rigs with
+// telemetry off the same way: their ratio is the noise floor of the comparison on the machine at
+// hand. The sampled case is the unbatched SQLite one keeping a tenth of the traces
+// (--trace-sample 0.1), every metric still recorded. The CPU time is the benchmark process's
+// only: on PostgreSQL the server's share of a step is not in it, so there the wall time is the
+// step's cost.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	const executions, perExe = 64, 16 // 1,024 steps a round
 	for _, c := range []struct {
 		name, backend string
 		batch         int
-		control       bool // both rigs off: what on/off reads when nothing differs
+		control       bool    // both rigs off: what on/off reads when nothing differs
+		sample        float64 // the share of traces kept, when not every one (--trace-sample)
 	}{
+		{name: "postgres", backend: "postgres"}, {name: "postgres-control", backend: "postgres", control: true},
 		{name: "sqlite", backend: "sqlite"}, {name: "memory", backend: "memory"},
 		{name: "sqlite-unbatched", backend: "sqlite", batch: 1}, {name: "memory-unbatched", backend: "memory", batch: 1},
 		{name: "sqlite-control", backend: "sqlite", control: true},
+		{name: "sqlite-unbatched-sampled", backend: "sqlite", batch: 1, sample: 0.1},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			off := newBenchRig(b, c.backend, c.batch, false, executions)
-			on := newBenchRig(b, c.backend, c.batch, !c.control, executions)
+			sample := c.sample
+			if sample == 0 {
+				sample = 1
+			}
+			off := newBenchRig(b, c.backend, c.batch, false, 1, executions)
+			on := newBenchRig(b, c.backend, c.batch, !c.control, sample, executions)
 			var wallOff, wallOn, cpuOff, cpuOn []float64
 			steps := float64(executions * perExe)
 			b.ResetTimer()

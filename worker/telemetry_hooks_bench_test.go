@@ -15,10 +15,18 @@ import (
 	"github.com/steadhq/stead/transport/memtransport"
 )
 
-// BenchmarkBatchHooks measures the telemetry hooks of one batch of 64 committed steps alone,
-// with the SDK as BenchmarkTelemetryOverhead runs it: what the worker adds per batch, without a
-// store or a transport around it. The events carry a trace context, as a client's do.
+// BenchmarkBatchHooks measures the telemetry hooks of one batch of 64 steps alone, with the SDK
+// as BenchmarkTelemetryOverhead runs it: what the worker adds per batch, without a store or a
+// transport around it. The events carry a trace context, as a client's do, and a committed step
+// commits at its version + 1, as a store does. The uniform batch is the runtime benchmark's: one
+// definition, one event kind, every step committed. The mixed one has two definitions, four
+// event kinds, a lost compare-and-swap in every eight steps and a redelivery in every sixteen.
 func BenchmarkBatchHooks(b *testing.B) {
+	b.Run("uniform", func(b *testing.B) { benchBatchHooks(b, false) })
+	b.Run("mixed", func(b *testing.B) { benchBatchHooks(b, true) })
+}
+
+func benchBatchHooks(b *testing.B, mixed bool) {
 	ctx := context.Background()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
@@ -32,11 +40,21 @@ func BenchmarkBatchHooks(b *testing.B) {
 	carried := inject(sctx)
 	span.End()
 	const n = 64
+	kinds := []string{"tick", "pay", "ship", "notify"}
 	leases := make([]transport.Lease, n)
 	exes := make([]*stead.Execution, n)
+	nexts := make([]*stead.Execution, n)
 	for i := range leases {
-		leases[i].Group, leases[i].Event = fmt.Sprintf("e%03d", i), stead.Event{ID: fmt.Sprintf("ev%d", i), Kind: "tick", Trace: carried}
-		exes[i] = &stead.Execution{ID: leases[i].Group, DefinitionID: "counter", Version: 3, Status: stead.StatusRunning}
+		kind, def := "tick", "counter"
+		if mixed {
+			kind = kinds[i%len(kinds)]
+			if i%3 == 0 {
+				def = "order@2"
+			}
+		}
+		leases[i].Group, leases[i].Event = fmt.Sprintf("e%03d", i), stead.Event{ID: fmt.Sprintf("ev%d", i), Kind: kind, Trace: carried}
+		exes[i] = &stead.Execution{ID: leases[i].Group, DefinitionID: def, Version: 3, Status: stead.StatusRunning}
+		nexts[i] = &stead.Execution{ID: leases[i].Group, DefinitionID: def, Version: 4, Status: stead.StatusRunning}
 	}
 	var bundle stead.Bundle
 	b.ReportAllocs()
@@ -46,9 +64,17 @@ func BenchmarkBatchHooks(b *testing.B) {
 		_, obs, bspan := tel.beginBatch(ctx, leases, start)
 		for i := range leases {
 			o := obs.at(i)
-			o.loaded(exes[i], false, doStep)
-			o.stepped(&bundle)
-			o.committed(exes[i])
+			duplicate := mixed && i%16 == 15
+			o.loaded(exes[i], duplicate, doStep)
+			switch {
+			case duplicate:
+			case mixed && i%8 == 3:
+				o.stepped(&bundle)
+				o.set(outcomeConflict)
+			default:
+				o.stepped(&bundle)
+				o.committed(nexts[i])
+			}
 		}
 		obs.end(bspan)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,9 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/memtransport"
 )
 
 // tracer is one host's tracing: its own provider and in-memory exporter, as two processes would
@@ -43,6 +48,28 @@ func (tr *tracer) step(t *testing.T, execution, kind string) tracetest.SpanStub 
 	}
 	t.Fatalf("no step span for %s %s among %d spans", execution, kind, len(tr.exp.GetSpans()))
 	return tracetest.SpanStub{}
+}
+
+// stepAttrs reads the attributes of the step a batch span's link stands for, as the package doc
+// tells a reader of a trace to: the link's own, then what the batch span holds for all of its
+// steps, and for a committed step without a version after, the version before + 1.
+func stepAttrs(batch tracetest.SpanStub, l sdktrace.Link) map[attribute.Key]string {
+	m := map[attribute.Key]string{}
+	for _, kv := range batch.Attributes {
+		switch kv.Key {
+		case attrDefinition, attrDefVersion, attrEventKind, attrOutcome, attrConflict, attrRedelivery, attrStatus:
+			m[kv.Key] = kv.Value.Emit()
+		}
+	}
+	for _, kv := range l.Attributes {
+		m[kv.Key] = kv.Value.Emit()
+	}
+	if _, ok := m[attrVersionAfter]; !ok && m[attrOutcome] == outcomeCommitted {
+		if before, err := strconv.ParseInt(m[attrVersionBefore], 10, 64); err == nil {
+			m[attrVersionAfter] = strconv.FormatInt(before+1, 10)
+		}
+	}
+	return m
 }
 
 func attr(kvs []attribute.KeyValue, k attribute.Key) string {
@@ -106,7 +133,7 @@ func TestTraceCrossesWorkers(t *testing.T) {
 	eventually(t, 5*time.Second, "b's batch span ended", func() bool {
 		for _, s := range b.exp.GetSpans() {
 			for _, l := range s.Links {
-				if attr(l.Attributes, attrEventKind) == "tick" {
+				if stepAttrs(s, l)[attrEventKind] == "tick" {
 					return true
 				}
 			}
@@ -120,14 +147,24 @@ func TestTraceCrossesWorkers(t *testing.T) {
 		t.Fatalf("A's step is in trace %s under %s, want trace %s under the client's span %s",
 			stepA.SpanContext.TraceID(), stepA.Parent.SpanID(), traceID, client.SpanContext().SpanID())
 	}
+	// A's step span holds the step's attributes itself, the version after left off as the
+	// version before + 1.
+	for k, want := range map[attribute.Key]string{attrExecution: "a", attrEventKind: "emit", attrEventID: "e1",
+		attrDefinition: "counter", attrOutcome: outcomeCommitted, attrVersionBefore: "2", attrVersionAfter: "",
+		attrStatus: "running"} {
+		if got := attr(stepA.Attributes, k); got != want {
+			t.Errorf("A's step span has %s = %q, want %q", k, got, want)
+		}
+	}
 	// B claimed in batches: the tick is a link of B's batch span to A's step, with the step's
 	// attributes, and the batch's calls are the batch span's children.
 	var batch tracetest.SpanStub
 	var link trace.Link
+	var step map[attribute.Key]string
 	for _, s := range b.exp.GetSpans() {
 		for _, l := range s.Links {
-			if s.Name == "stead.batch" && attr(l.Attributes, attrEventKind) == "tick" {
-				batch, link = s, trace.Link{SpanContext: l.SpanContext, Attributes: l.Attributes}
+			if a := stepAttrs(s, l); s.Name == "stead.batch" && a[attrEventKind] == "tick" {
+				batch, link, step = s, trace.Link{SpanContext: l.SpanContext, Attributes: l.Attributes}, a
 			}
 		}
 	}
@@ -140,11 +177,16 @@ func TestTraceCrossesWorkers(t *testing.T) {
 	}
 	for k, want := range map[attribute.Key]string{
 		attrExecution: "b", attrDefinition: "counter", attrOutcome: outcomeCommitted, attrVersionBefore: "2",
-		attrVersionAfter: "3", attrEventID: "from:e1", attrStatus: "running",
+		attrVersionAfter: "3", attrEventID: "from:e1", attrStatus: "running", attrEventKind: "tick",
 	} {
-		if got := attr(link.Attributes, k); got != want {
-			t.Errorf("the link has %s = %q, want %q", k, got, want)
+		if got := step[k]; got != want {
+			t.Errorf("the step has %s = %q, want %q (link %v, batch %v)", k, got, want, link.Attributes, batch.Attributes)
 		}
+	}
+	// The execution and the event are the link's own; the version after, before + 1, is left off.
+	if attr(link.Attributes, attrExecution) != "b" || attr(link.Attributes, attrEventID) != "from:e1" ||
+		attr(link.Attributes, attrVersionAfter) != "" {
+		t.Errorf("the link holds %v, want its execution and event and no version after", link.Attributes)
 	}
 	var calls []string
 	for _, s := range b.exp.GetSpans() {
@@ -426,9 +468,12 @@ func TestBatchMetricsCountEveryStep(t *testing.T) {
 	})
 	for _, s := range tr.exp.GetSpans() {
 		for _, l := range s.Links {
-			if attr(l.Attributes, attrOutcome) != outcomeCommitted || attr(l.Attributes, attrExecution) == "" ||
-				attr(l.Attributes, attrVersionAfter) == "" {
-				t.Fatalf("a link holds %v, want a committed step's attributes", l.Attributes)
+			a := stepAttrs(s, l)
+			before, _ := strconv.Atoi(a[attrVersionBefore])
+			if a[attrOutcome] != outcomeCommitted || a[attrExecution] == "" || a[attrDefinition] != "counter" ||
+				a[attrEventID] == "" || a[attrEventKind] == "" || before < 1 || a[attrVersionAfter] != strconv.Itoa(before+1) ||
+				a[attrStatus] != string(stead.StatusRunning) || a[attrConflict] != "" || a[attrRedelivery] != "" {
+				t.Fatalf("a step reads %v (link %v, batch %v), want a committed step's attributes", a, l.Attributes, s.Attributes)
 			}
 		}
 	}
@@ -474,5 +519,165 @@ func TestDefinitionVersionAttribute(t *testing.T) {
 		if attr(kvs, attrDefinition) != tt.id || attr(kvs, attrDefVersion) != tt.version {
 			t.Errorf("%q: attributes %v, want id %q version %q", tt.in, kvs, tt.id, tt.version)
 		}
+	}
+}
+
+// TestRemoteReadsAsThePropagator: remote, the batch's reader of Event.Trace, gives what the W3C
+// propagator extracts, for valid, future-version and malformed trace contexts alike.
+func TestRemoteReadsAsThePropagator(t *testing.T) {
+	const tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	for _, tr := range []string{
+		"",
+		"00-" + tid + "-" + sid + "-01",
+		"00-" + tid + "-" + sid + "-00",
+		"00-" + tid + "-" + sid + "-03",
+		"00-" + tid + "-" + sid + "-04", // reserved flag bit in version 0
+		"00-" + tid + "-" + sid + "-01;congo=t61rcWkgMzE", // with a tracestate
+		"00-" + tid + "-" + sid + "-01;not a tracestate",  // a bad tracestate keeps the traceparent
+		"00-" + tid + "-" + sid + "-01-extra",             // version 0 takes no more fields
+		"01-" + tid + "-" + sid + "-01-extra",             // a later version may
+		"01-" + tid + "-" + sid + "-ff",
+		"fe-" + tid + "-" + sid + "-01",
+		"ff-" + tid + "-" + sid + "-01", // the invalid version
+		"00-" + strings.ToUpper(tid) + "-" + sid + "-01",
+		"00-00000000000000000000000000000000-" + sid + "-01",
+		"00-" + tid + "-0000000000000000-01",
+		"00-" + tid[1:] + "-" + sid + "-01",
+		"00-" + tid + "-" + sid + "-1",
+		"00-" + tid + "-" + sid,
+		"0-" + tid + "-" + sid + "-01",
+		"zz-" + tid + "-" + sid + "-01",
+		"00-" + tid + "-" + sid + "-0g",
+		"00_" + tid + "_" + sid + "_01",
+		";congo=t61rcWkgMzE",
+		"00-" + tid + "-" + sid + "-0-",       // 55 bytes, the separators elsewhere
+		"00-" + tid[:31] + "--" + sid + "-1",  // 55 bytes, a separator inside a field
+		"00-" + tid + "-" + sid[:15] + "--01", // 55 bytes
+		"0a-" + tid + "-" + sid + "-01",
+		"00-" + tid + "-" + sid + "-" + string([]byte{0xff, 0x01}),
+	} {
+		want := trace.SpanContextFromContext(extract(context.Background(), tr))
+		if got := remote(tr); !got.Equal(want) || got.TraceState().String() != want.TraceState().String() {
+			t.Errorf("remote(%q) = %+v, the propagator reads %+v", tr, got, want)
+		}
+	}
+}
+
+// TestBatchLinkAttributes: the attributes every step of a batch shares are on the batch span
+// once, the rest on each step's link, and the version after only where it is not the version
+// before + 1; read back as the package doc says, every step has all of its values.
+func TestBatchLinkAttributes(t *testing.T) {
+	tr := newTracer(t)
+	tel, err := newTelemetry(Config{Store: memstore.New(), Transport: memtransport.New(), TracerProvider: tr.tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := tr.tp.Tracer("test").Start(context.Background(), "send")
+	carried := inject(ctx)
+	span.End()
+	type step struct {
+		exe, def, kind, outcome string
+		before, after           int64
+		status                  stead.Status
+	}
+	run := func(steps []step) (tracetest.SpanStub, []sdktrace.Link) {
+		tr.exp.Reset()
+		leases := make([]transport.Lease, len(steps))
+		for i, s := range steps {
+			leases[i].Group, leases[i].Event = s.exe, stead.Event{ID: "ev-" + s.exe, Kind: s.kind, Trace: carried}
+		}
+		_, obs, bspan := tel.beginBatch(context.Background(), leases, tel.now())
+		for i, s := range steps {
+			o := obs.at(i)
+			exe := &stead.Execution{ID: s.exe, DefinitionID: s.def, Version: s.before, Status: stead.StatusRunning}
+			o.loaded(exe, s.outcome == outcomeDuplicate, doStep)
+			switch s.outcome {
+			case outcomeCommitted:
+				o.stepped(&stead.Bundle{})
+				o.committed(&stead.Execution{ID: s.exe, DefinitionID: s.def, Version: s.after, Status: s.status})
+			case outcomeDuplicate:
+			default:
+				o.stepped(&stead.Bundle{})
+				o.set(s.outcome)
+			}
+		}
+		obs.end(bspan)
+		for _, sp := range tr.exp.GetSpans() {
+			if sp.Name == "stead.batch" {
+				return sp, sp.Links
+			}
+		}
+		t.Fatal("no batch span")
+		return tracetest.SpanStub{}, nil
+	}
+	check := func(batch tracetest.SpanStub, links []sdktrace.Link, steps []step) {
+		t.Helper()
+		if len(links) != len(steps) {
+			t.Fatalf("%d links for %d steps", len(links), len(steps))
+		}
+		for i, s := range steps {
+			a := stepAttrs(batch, links[i])
+			id, version := chart.SplitVersion(s.def)
+			want := map[attribute.Key]string{attrExecution: s.exe, attrEventID: "ev-" + s.exe, attrEventKind: s.kind,
+				attrDefinition: id, attrOutcome: s.outcome, attrVersionBefore: strconv.FormatInt(s.before, 10)}
+			if version > 0 {
+				want[attrDefVersion] = strconv.Itoa(version)
+			}
+			if s.outcome == outcomeCommitted {
+				want[attrVersionAfter], want[attrStatus] = strconv.FormatInt(s.after, 10), string(s.status)
+			}
+			switch s.outcome {
+			case outcomeConflict:
+				want[attrConflict] = "true"
+			case outcomeDuplicate:
+				want[attrRedelivery] = "true"
+			}
+			if len(a) != len(want) {
+				t.Errorf("step %s reads %v, want %v", s.exe, a, want)
+			}
+			for k, v := range want {
+				if a[k] != v {
+					t.Errorf("step %s has %s = %q, want %q (link %v, batch %v)", s.exe, k, a[k], v, links[i].Attributes, batch.Attributes)
+				}
+			}
+			if links[i].SpanContext.SpanID() != span.SpanContext().SpanID() || !links[i].SpanContext.IsRemote() {
+				t.Errorf("step %s links %v, want the sender's span", s.exe, links[i].SpanContext)
+			}
+		}
+	}
+
+	uniform := []step{
+		{"a", "order@2", "tick", outcomeCommitted, 3, 4, stead.StatusRunning},
+		{"b", "order@2", "tick", outcomeCommitted, 7, 8, stead.StatusRunning},
+	}
+	batch, links := run(uniform)
+	check(batch, links, uniform)
+	for _, l := range links {
+		if len(l.Attributes) != 3 {
+			t.Errorf("a uniform batch's link holds %v, want only its execution, event and version before", l.Attributes)
+		}
+	}
+	for k, want := range map[attribute.Key]string{attrDefinition: "order", attrDefVersion: "2", attrEventKind: "tick",
+		attrOutcome: outcomeCommitted, attrStatus: "running", attrBatchSize: "2"} {
+		if got := attr(batch.Attributes, k); got != want {
+			t.Errorf("the uniform batch span has %s = %q, want %q", k, got, want)
+		}
+	}
+
+	mixed := []step{
+		{"a", "order@2", "tick", outcomeCommitted, 3, 4, stead.StatusRunning},
+		{"b", "order", "pay", outcomeCommitted, 7, 9, stead.StatusDone}, // a version after the reader cannot derive
+		{"c", "invoice", "tick", outcomeConflict, 2, 0, ""},
+		{"d", "order@2", "tick", outcomeDuplicate, 5, 0, ""},
+	}
+	batch, links = run(mixed)
+	check(batch, links, mixed)
+	for _, k := range []attribute.Key{attrDefinition, attrDefVersion, attrEventKind, attrOutcome, attrStatus, attrConflict, attrRedelivery} {
+		if got := attr(batch.Attributes, k); got != "" {
+			t.Errorf("the mixed batch span has %s = %q, want it on the links", k, got)
+		}
+	}
+	if attr(links[0].Attributes, attrVersionAfter) != "" || attr(links[1].Attributes, attrVersionAfter) != "9" {
+		t.Errorf("version after on the links: %v, %v; want none (before + 1), then 9", links[0].Attributes, links[1].Attributes)
 	}
 }

@@ -32,6 +32,7 @@ func newRun() *cobra.Command {
 		prioMin   int
 		metrics   string
 		otlp      string
+		sample    float64
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
@@ -43,7 +44,10 @@ Run as many workers on one database as you like (on SQLite: processes on one hos
 
 --metrics-addr serves the worker's metrics for Prometheus at /metrics; --otlp-endpoint sends
 traces and metrics over OTLP/HTTP (the OTEL_EXPORTER_OTLP_* variables tune it). Without either,
-nothing is recorded.`,
+nothing is recorded. --trace-sample keeps that share of the traces (default 1, all of them): a
+span whose parent is known follows its parent's decision, so an order's trace is kept or dropped
+whole across hosts, and a root span (a worker's batch, a send without a trace) is kept for that
+share of trace ids. Metrics count every step whatever the sample.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level, err := parseLevel(logLevel)
@@ -56,6 +60,10 @@ nothing is recorded.`,
 			}
 			if prioMin < 1 || prioMin > stead.MaxPriority {
 				return usageError{fmt.Errorf("--priority-threshold %d: want 1 to %d", prioMin, stead.MaxPriority)}
+			}
+			sampler, err := telemetry.Sampler(sample)
+			if err != nil {
+				return usageError{err}
 			}
 			var opts []chart.Option
 			if trace {
@@ -86,7 +94,7 @@ nothing is recorded.`,
 				h = slog.NewJSONHandler(os.Stderr, hopts)
 			}
 			log := slog.New(h)
-			tel, err := telemetry.Setup(ctx, telemetry.Options{MetricsAddr: metrics, OTLPEndpoint: otlp, Logger: log})
+			tel, err := telemetry.Setup(ctx, telemetry.Options{MetricsAddr: metrics, OTLPEndpoint: otlp, Sampler: sampler, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -129,6 +137,7 @@ nothing is recorded.`,
 	cmd.Flags().StringVar(&name, "name", "", "worker name in leases and logs (default host-pid)")
 	cmd.Flags().StringVar(&metrics, "metrics-addr", "", "serve Prometheus metrics at /metrics on this address (\":9464\")")
 	cmd.Flags().StringVar(&otlp, "otlp-endpoint", "", "send traces and metrics over OTLP/HTTP to this URL (\"http://localhost:4318\")")
+	cmd.Flags().Float64Var(&sample, "trace-sample", 1, "share of traces kept, 0 to 1 (parent-based: a span follows its parent's decision)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	return cmd

@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -101,5 +103,78 @@ func TestRunRefusesATakenMetricsPort(t *testing.T) {
 	code, _, errOut := cli(t, context.Background(), "run", "--store", db, "--metrics-addr", ln.Addr().String())
 	if code == 0 || !regexp.MustCompile(`metrics-addr`).MatchString(errOut) {
 		t.Fatalf("run on a taken port: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestRunTraceSample runs a worker on SQLite with --otlp-endpoint at a collector stand-in until
+// three orders have stepped, once keeping every trace (the default) and once none
+// (--trace-sample 0): the first sends spans, the second sends none but still its metrics.
+func TestRunTraceSample(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		traces bool
+	}{
+		{"default", nil, true},
+		{"none", []string{"--trace-sample", "0"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			got := map[string]int{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				got[r.URL.Path]++
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/x-protobuf")
+				w.WriteHeader(http.StatusOK)
+			}))
+			defer srv.Close()
+			ctx := context.Background()
+			db := filepath.Join(t.TempDir(), "s.db")
+			if code, _, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 {
+				t.Fatalf("migrate: %d %q", code, errOut)
+			}
+			for i := range 3 {
+				id := fmt.Sprintf("s%d", i)
+				if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", id,
+					"--context", `{"order_id":"`+id+`","amount":50,"outcome":"timeout"}`); code != 0 {
+					t.Fatalf("start: %d %q", code, errOut)
+				}
+			}
+			addr := freeAddr(t)
+			rctx, cancel := context.WithCancel(ctx)
+			exited := make(chan string, 1)
+			go func() {
+				args := append([]string{"run", "--store", db, "--log-level", "warn", "--metrics-addr", addr,
+					"--otlp-endpoint", srv.URL}, tc.args...)
+				code, _, errOut := cli(t, rctx, args...)
+				exited <- fmt.Sprintf("exit %d %s", code, errOut)
+			}()
+			steps := regexp.MustCompile(`(?m)^stead_steps_total\{[^}]*stead_step_outcome="committed"[^}]*\} (\d+)`)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if m := steps.FindStringSubmatch(scrape(addr)); m != nil {
+					if n, _ := strconv.Atoi(m[1]); n >= 3 {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					t.Fatalf("no committed steps after 20 s (%s)", <-exited)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			cancel() // the shutdown flushes both exporters
+			if res := <-exited; res != "exit 0 " {
+				t.Fatalf("run: %s", res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if (got["/v1/traces"] > 0) != tc.traces || got["/v1/metrics"] == 0 {
+				t.Fatalf("the collector received %v; want traces %v, and metrics", got, tc.traces)
+			}
+		})
 	}
 }

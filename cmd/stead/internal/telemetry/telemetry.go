@@ -35,6 +35,9 @@ type Options struct {
 	// OTLPEndpoint, when set, sends traces and metrics over OTLP/HTTP to this base URL
 	// ("http://collector:4318"): to /v1/traces and /v1/metrics under it.
 	OTLPEndpoint string
+	// Sampler decides which traces are recorded (default: every one, parent-based: the SDK's
+	// default). Sampler(ratio) makes the one of stead run's --trace-sample.
+	Sampler sdktrace.Sampler
 	// ServiceName is the service.name of the resource (default "stead").
 	ServiceName string
 	// Logger receives the endpoint's address and export failures.
@@ -117,7 +120,11 @@ func Setup(ctx context.Context, o Options) (*Telemetry, error) {
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("--otlp-endpoint %s: %w", o.OTLPEndpoint, err), t.Shutdown(ctx))
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(texp), sdktrace.WithResource(res))
+		topts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(texp), sdktrace.WithResource(res)}
+		if o.Sampler != nil {
+			topts = append(topts, sdktrace.WithSampler(o.Sampler))
+		}
+		tp := sdktrace.NewTracerProvider(topts...)
 		t.TracerProvider = tp
 		t.shutdown = append(t.shutdown, tp.Shutdown)
 	}
@@ -125,6 +132,17 @@ func Setup(ctx context.Context, o Options) (*Telemetry, error) {
 	t.MeterProvider = mp
 	t.shutdown = append(t.shutdown, mp.Shutdown)
 	return t, nil
+}
+
+// Sampler returns the head sampler of --trace-sample: a span whose parent is known follows its
+// parent's decision (one order's trace is kept or dropped whole, across hosts, as its first span
+// decided), and a root span — a client's send, a worker's batch — is kept for that share of trace
+// ids (TraceIDRatioBased). ratio must be in [0, 1]: 1 keeps every trace, 0 none.
+func Sampler(ratio float64) (sdktrace.Sampler, error) {
+	if !(ratio >= 0 && ratio <= 1) { // NaN too
+		return nil, fmt.Errorf("--trace-sample %v: want a ratio from 0 to 1 (1: every trace, 0: none)", ratio)
+	}
+	return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio)), nil
 }
 
 // Shutdown flushes the exporters and stops the endpoint, last made first.

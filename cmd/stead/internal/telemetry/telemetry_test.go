@@ -2,13 +2,17 @@ package telemetry
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
@@ -107,6 +111,89 @@ func TestBadEndpointsAreRefused(t *testing.T) {
 		if tel, err := Setup(context.Background(), o); err == nil {
 			_ = tel.Shutdown(context.Background())
 			t.Errorf("Setup(%+v) succeeded", o)
+		}
+	}
+}
+
+// TestSampler: --trace-sample's sampler keeps a share of root traces, follows a known parent's
+// decision whatever the ratio, and refuses a ratio outside [0, 1].
+func TestSampler(t *testing.T) {
+	for _, bad := range []float64{-0.1, 1.01, math.NaN(), math.Inf(1)} {
+		if _, err := Sampler(bad); err == nil || !strings.Contains(err.Error(), "--trace-sample") {
+			t.Errorf("Sampler(%v) = %v, want an error naming --trace-sample", bad, err)
+		}
+	}
+	ctx := context.Background()
+	parent := func(sampled bool) context.Context {
+		cfg := trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true}
+		if sampled {
+			cfg.TraceFlags = trace.FlagsSampled
+		}
+		return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(cfg))
+	}
+	for _, tc := range []struct {
+		ratio                 float64
+		lowRoots, highRoots   int // of 2,000 root spans
+		sampledKid, unsampled bool
+	}{
+		{1, 2000, 2000, true, false},
+		{0, 0, 0, true, false},
+		{0.25, 400, 600, true, false},
+	} {
+		s, err := Sampler(tc.ratio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(s))
+		tr := tp.Tracer("test")
+		roots := 0
+		for range 2000 {
+			_, span := tr.Start(ctx, "root")
+			if span.IsRecording() {
+				roots++
+			}
+			span.End()
+		}
+		if roots < tc.lowRoots || roots > tc.highRoots {
+			t.Errorf("ratio %v kept %d of 2000 roots, want %d to %d", tc.ratio, roots, tc.lowRoots, tc.highRoots)
+		}
+		if _, span := tr.Start(parent(true), "kid"); span.IsRecording() != tc.sampledKid {
+			t.Errorf("ratio %v: a child of a sampled parent records %v", tc.ratio, span.IsRecording())
+		}
+		if _, span := tr.Start(parent(false), "kid"); span.IsRecording() != tc.unsampled {
+			t.Errorf("ratio %v: a child of an unsampled parent records %v", tc.ratio, span.IsRecording())
+		}
+		_ = tp.Shutdown(ctx)
+	}
+}
+
+// TestSetupTakesTheSampler: the tracer provider Setup makes samples with Options.Sampler.
+func TestSetupTakesTheSampler(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ratio float64
+		want  bool
+	}{{0, false}, {1, true}} {
+		s, err := Sampler(tc.ratio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tel, err := Setup(ctx, Options{OTLPEndpoint: srv.URL, Sampler: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, span := tel.TracerProvider.Tracer("test").Start(ctx, "root")
+		if span.IsRecording() != tc.want {
+			t.Errorf("Setup with Sampler(%v): a root span records %v, want %v", tc.ratio, span.IsRecording(), tc.want)
+		}
+		span.End()
+		if err := tel.Shutdown(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
