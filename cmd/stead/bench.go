@@ -22,6 +22,7 @@ func newBench() *cobra.Command {
 		pgbenchFor  time.Duration
 		limit       time.Duration
 		trickle     int
+		telemetry   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [--postgres URL] [--executions N] [--events N] [--concurrency 1,8,32]",
@@ -31,7 +32,9 @@ how fast one worker drains it: claim → load → step → commit → relay → 
 fresh temporary file) and, with --postgres, PostgreSQL in the separate and the
 shared-transaction mode (a fresh schema each, dropped afterwards), each unbatched and batched,
 at every concurrency, with pgbench's single-row UPDATE rate at the same concurrency beside it.
-It prints one line per row as it goes and a Markdown table at the end.`,
+It prints one line per row as it goes and a Markdown table at the end. With --telemetry every
+row runs twice, with the OpenTelemetry SDK off and on (every span sampled and batched to an
+exporter that drops them, every instrument aggregated), and the table ends with the ratios.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var cs []int
@@ -50,6 +53,7 @@ It prints one line per row as it goes and a Markdown table at the end.`,
 			rows, err := scenario.RunMatrix(cmd.Context(), scenario.Matrix{
 				SQLite: !noSQLite, Postgres: postgres, Executions: executions, EventsPer: eventsPer,
 				Concurrency: cs, Batch: batch, PgbenchFor: pgbenchFor, Progress: out, RunTimeout: limit, Trickle: trickle,
+				Telemetry: telemetry,
 			})
 			fmt.Fprintln(out)
 			fmt.Fprint(out, scenario.Markdown(rows))
@@ -63,6 +67,7 @@ It prints one line per row as it goes and a Markdown table at the end.`,
 	cmd.Flags().StringVar(&concurrency, "concurrency", "1,8,32", "worker claim loops to try, comma-separated")
 	cmd.Flags().IntVar(&batch, "batch", 128, "batch size of the batched rows")
 	cmd.Flags().IntVar(&trickle, "trickle", 200, "single events sent one at a time to an idle worker per backend and mode, for the idle publish→commit latency (0 skips)")
+	cmd.Flags().BoolVar(&telemetry, "telemetry", false, "run every row with telemetry off and on, and report the cost of turning it on")
 	cmd.Flags().DurationVar(&limit, "limit", 10*time.Minute, "cut each row's drain after this long and report the rate so far")
 	cmd.Flags().DurationVar(&pgbenchFor, "pgbench-time", 10*time.Second, "how long each pgbench ceiling runs (0 skips it)")
 	return cmd

@@ -36,6 +36,9 @@ type Matrix struct {
 	Trickle int
 	// PgbenchFor is how long each pgbench ceiling runs (0 skips it).
 	PgbenchFor time.Duration
+	// Telemetry runs every throughput row twice, with telemetry off and on (Config.Telemetry),
+	// one after the other and in alternating order, and Markdown adds their ratios.
+	Telemetry bool
 	// Progress receives one line per finished row (may be nil).
 	Progress io.Writer
 	Logger   *slog.Logger
@@ -66,22 +69,38 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 			return rows, err
 		}
 	}
+	// Telemetry off and on, or only off; the order swaps with every row pair, so that neither side
+	// always runs first.
+	pairs := 0
+	settings := func() []bool {
+		if !m.Telemetry {
+			return []bool{false}
+		}
+		pairs++
+		if pairs%2 == 0 {
+			return []bool{true, false}
+		}
+		return []bool{false, true}
+	}
 	for _, c := range m.Concurrency {
 		if m.SQLite {
 			for _, batch := range []int{1, m.Batch} {
-				dir, err := os.MkdirTemp("", "stead-bench")
-				if err != nil {
-					return rows, err
-				}
-				res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
-					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger, Timeout: m.RunTimeout})
-				os.RemoveAll(dir)
-				if res.Backend == "" {
-					res.Backend = "sqlite"
-				}
-				progress(Row{Result: res, Err: err})
-				if ctx.Err() != nil {
-					return rows, ctx.Err()
+				for _, on := range settings() {
+					dir, err := os.MkdirTemp("", "stead-bench")
+					if err != nil {
+						return rows, err
+					}
+					res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
+						EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger, Timeout: m.RunTimeout,
+						Telemetry: on})
+					os.RemoveAll(dir)
+					if res.Backend == "" {
+						res.Backend = "sqlite"
+					}
+					progress(Row{Result: res, Err: err})
+					if ctx.Err() != nil {
+						return rows, ctx.Err()
+					}
 				}
 			}
 		}
@@ -102,17 +121,19 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 		}
 		for _, shared := range []bool{false, true} {
 			for _, batch := range []int{1, m.Batch} {
-				schema := scratchSchema()
-				res, err := Run(ctx, Config{Store: m.Postgres, Schema: schema, Executions: m.Executions,
-					EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger,
-					Timeout: m.RunTimeout})
-				dropSchema(m.Postgres, schema)
-				if res.Backend == "" {
-					res.Backend = "postgres"
-				}
-				progress(Row{Result: res, Ceiling: ceiling, Err: err})
-				if ctx.Err() != nil {
-					return rows, ctx.Err()
+				for _, on := range settings() {
+					schema := scratchSchema()
+					res, err := Run(ctx, Config{Store: m.Postgres, Schema: schema, Executions: m.Executions,
+						EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger,
+						Timeout: m.RunTimeout, Telemetry: on})
+					dropSchema(m.Postgres, schema)
+					if res.Backend == "" {
+						res.Backend = "postgres"
+					}
+					progress(Row{Result: res, Ceiling: ceiling, Err: err})
+					if ctx.Err() != nil {
+						return rows, ctx.Err()
+					}
 				}
 			}
 		}
@@ -240,6 +261,38 @@ func Markdown(rows []Row) string {
 				r.Concurrency, r.Events, r.partial(), r.Elapsed.Seconds(), r.PerSecond, vs, r.perCPU(), r.P50.Round(time.Millisecond),
 				r.P99.Round(time.Millisecond), float64(r.PeakHeap)/(1<<20))
 		}
+	}
+	b.WriteString(telemetryRatios(rows))
+	return b.String()
+}
+
+// telemetryRatios renders, for every row measured with telemetry off and on, the cost of turning
+// it on: on ÷ off of the time an event took (wall) and of the CPU this process spent an event.
+func telemetryRatios(rows []Row) string {
+	type key struct {
+		backend, mode string
+		loops, batch  int
+	}
+	off := map[key]Row{}
+	for _, r := range rows {
+		if r.Err == nil && !r.Telemetry && r.Events > 0 {
+			off[key{r.Backend, r.Mode, r.Concurrency, r.BatchSize}] = r
+		}
+	}
+	var b strings.Builder
+	for _, on := range rows {
+		k := key{on.Backend, on.Mode, on.Concurrency, on.BatchSize}
+		o, ok := off[k]
+		if on.Err != nil || !on.Telemetry || !ok || on.Events == 0 || on.PerSecond == 0 || on.perCPU() == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n| backend | mode | loops | telemetry on ÷ off: time an event | worker CPU an event | spans exported |\n" +
+				"|---|---|---:|---:|---:|---:|\n")
+		}
+		o.Telemetry = false
+		fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f | %d |\n", on.Backend, o.ModeName(), on.Concurrency,
+			o.PerSecond/on.PerSecond, o.perCPU()/on.perCPU(), on.Spans)
 	}
 	return b.String()
 }

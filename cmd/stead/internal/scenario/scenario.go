@@ -44,7 +44,10 @@ type Config struct {
 	// Timeout bounds the drain (default 10 min). A drain cut by it is reported as Partial, with
 	// the rate of the events it did process.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Telemetry runs the worker with the OpenTelemetry SDK: every span sampled and batched to an
+	// exporter that drops them, every instrument aggregated (see sdk).
+	Telemetry bool
+	Logger    *slog.Logger
 }
 
 // Result is what one run measured.
@@ -72,6 +75,9 @@ type Result struct {
 	CPU time.Duration
 	// Partial is set when Timeout cut the drain: Events is then what was processed in Elapsed.
 	Partial bool
+	// Telemetry is Config.Telemetry; Spans is how many spans the run's SDK exported.
+	Telemetry bool
+	Spans     int64
 }
 
 // Mode names the transaction mode of a result.
@@ -79,6 +85,9 @@ func (r Result) ModeName() string {
 	b := "unbatched"
 	if r.BatchSize > 1 {
 		b = fmt.Sprintf("batched(%d)", r.BatchSize)
+	}
+	if r.Telemetry {
+		b += ", telemetry on"
 	}
 	return r.Mode + ", " + b
 }
@@ -147,12 +156,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("bench: seed: %w", err)
 	}
 
+	var tel *sdk
+	if cfg.Telemetry {
+		tel = newSDK()
+		defer func() { _ = tel.shutdown(context.WithoutCancel(ctx)) }() // on every early return; a second shutdown does nothing
+	}
 	var done atomic.Int64
 	lat := newLatencies(total)
 	finished := make(chan struct{})
 	trickled := make(chan time.Time, 1)
 	var once sync.Once
-	w, err := worker.New(worker.Config{
+	wcfg := worker.Config{
 		Store: b.Store, Transport: b.Transport,
 		Machines:    worker.Machines{definitionID: counter{last: cfg.EventsPer - 1}},
 		Name:        "bench",
@@ -172,7 +186,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				once.Do(func() { close(finished) })
 			}
 		},
-	})
+	}
+	if tel != nil {
+		wcfg.TracerProvider, wcfg.MeterProvider = tel.tp, tel.mp
+	}
+	w, err := worker.New(wcfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -180,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	res := Result{Backend: b.Kind, Mode: "separate", Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
-		Events: total, BaseHeap: ms.HeapInuse}
+		Events: total, BaseHeap: ms.HeapInuse, Telemetry: cfg.Telemetry}
 	if cfg.SharedTx {
 		res.Mode = "shared-tx"
 	}
@@ -237,6 +255,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	<-sampler
+	if tel != nil {
+		if err := tel.shutdown(context.WithoutCancel(ctx)); err != nil {
+			return res, fmt.Errorf("bench: telemetry: %w", err)
+		}
+		res.Spans = tel.spans.Load()
+	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}

@@ -73,3 +73,39 @@ func TestRunDrainsTheBacklog(t *testing.T) {
 		})
 	}
 }
+
+// TestMatrixWithTelemetry runs the SQLite rows with telemetry off and on: every row comes twice,
+// the on run exported spans through the SDK (and the off run none), and the report ends with the
+// on ÷ off ratios of each row.
+func TestMatrixWithTelemetry(t *testing.T) {
+	t.Parallel()
+	rows, err := RunMatrix(context.Background(), Matrix{SQLite: true, Executions: 20, EventsPer: 4,
+		Concurrency: []int{2}, Batch: 8, Telemetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want unbatched and batched, each off and on: %+v", len(rows), rows)
+	}
+	ons := 0
+	for _, r := range rows {
+		if r.Err != nil || r.Events != 80 || r.Partial {
+			t.Fatalf("row %+v", r)
+		}
+		switch {
+		case r.Telemetry && r.Spans == 0:
+			t.Fatalf("telemetry on exported no span: %+v", r)
+		case !r.Telemetry && r.Spans != 0:
+			t.Fatalf("telemetry off exported %d spans", r.Spans)
+		case r.Telemetry:
+			ons++
+		}
+	}
+	if ons != 2 {
+		t.Fatalf("%d rows with telemetry on, want 2", ons)
+	}
+	md := Markdown(rows)
+	if !strings.Contains(md, "telemetry on ÷ off") || strings.Count(md, "| sqlite | separate, ") != 6 {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}
