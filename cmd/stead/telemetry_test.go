@@ -21,17 +21,7 @@ import (
 func TestRunServesMetrics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "m.db")
-	if code, _, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 {
-		t.Fatalf("migrate: %d %q", code, errOut)
-	}
-	for i := range 3 {
-		id := fmt.Sprintf("m%d", i)
-		if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", id,
-			"--context", `{"order_id":"`+id+`","amount":50,"outcome":"timeout"}`); code != 0 {
-			t.Fatalf("start: %d %q", code, errOut)
-		}
-	}
+	db := threeOrders(t, ctx, "m")
 	addr := freeAddr(t)
 	rctx, cancel := context.WithCancel(ctx)
 	exited := make(chan string, 1)
@@ -46,25 +36,53 @@ func TestRunServesMetrics(t *testing.T) {
 		}
 	}()
 
-	steps := regexp.MustCompile(`(?m)^stead_steps_total\{[^}]*stead_step_outcome="committed"[^}]*\} (\d+)`)
-	var body string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		body = scrape(addr)
-		if m := steps.FindStringSubmatch(body); m != nil {
-			if n, _ := strconv.Atoi(m[1]); n >= 3 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no committed steps in the metrics after 20 s:\n%s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
+	body, ok := awaitSteps(addr, 3)
+	if !ok {
+		t.Fatalf("no committed steps in the metrics after 20 s:\n%s", body)
 	}
 	for _, want := range []string{"stead_step_duration_seconds_bucket", `stead_executions{`, "stead_queue_depth", "stead_outbox_backlog"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(body) {
 			t.Errorf("the metrics lack %s:\n%s", want, body)
 		}
+	}
+}
+
+// threeOrders migrates a fresh SQLite store and starts three orders in it (ids prefix0..2), for
+// a run to step; it returns the store's path.
+func threeOrders(t *testing.T, ctx context.Context, prefix string) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), prefix+".db")
+	if code, _, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 {
+		t.Fatalf("migrate: %d %q", code, errOut)
+	}
+	for i := range 3 {
+		id := fmt.Sprintf("%s%d", prefix, i)
+		if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", id,
+			"--context", `{"order_id":"`+id+`","amount":50,"outcome":"timeout"}`); code != 0 {
+			t.Fatalf("start: %d %q", code, errOut)
+		}
+	}
+	return db
+}
+
+// committedSteps matches the committed-step counter of a metrics page.
+var committedSteps = regexp.MustCompile(`(?m)^stead_steps_total\{[^}]*stead_step_outcome="committed"[^}]*\} (\d+)`)
+
+// awaitSteps scrapes addr until its step counter reads at least n committed steps, for up to
+// 20 s; it returns the last page and whether it got there.
+func awaitSteps(addr string, n int) (string, bool) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body := scrape(addr)
+		if m := committedSteps.FindStringSubmatch(body); m != nil {
+			if got, _ := strconv.Atoi(m[1]); got >= n {
+				return body, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return body, false
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -132,17 +150,7 @@ func TestRunTraceSample(t *testing.T) {
 			}))
 			defer srv.Close()
 			ctx := context.Background()
-			db := filepath.Join(t.TempDir(), "s.db")
-			if code, _, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 {
-				t.Fatalf("migrate: %d %q", code, errOut)
-			}
-			for i := range 3 {
-				id := fmt.Sprintf("s%d", i)
-				if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", id,
-					"--context", `{"order_id":"`+id+`","amount":50,"outcome":"timeout"}`); code != 0 {
-					t.Fatalf("start: %d %q", code, errOut)
-				}
-			}
+			db := threeOrders(t, ctx, "s")
 			addr := freeAddr(t)
 			rctx, cancel := context.WithCancel(ctx)
 			exited := make(chan string, 1)
@@ -152,19 +160,9 @@ func TestRunTraceSample(t *testing.T) {
 				code, _, errOut := cli(t, rctx, args...)
 				exited <- fmt.Sprintf("exit %d %s", code, errOut)
 			}()
-			steps := regexp.MustCompile(`(?m)^stead_steps_total\{[^}]*stead_step_outcome="committed"[^}]*\} (\d+)`)
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if m := steps.FindStringSubmatch(scrape(addr)); m != nil {
-					if n, _ := strconv.Atoi(m[1]); n >= 3 {
-						break
-					}
-				}
-				if time.Now().After(deadline) {
-					cancel()
-					t.Fatalf("no committed steps after 20 s (%s)", <-exited)
-				}
-				time.Sleep(50 * time.Millisecond)
+			if _, ok := awaitSteps(addr, 3); !ok {
+				cancel()
+				t.Fatalf("no committed steps after 20 s (%s)", <-exited)
 			}
 			cancel() // the shutdown flushes both exporters
 			if res := <-exited; res != "exit 0 " {
