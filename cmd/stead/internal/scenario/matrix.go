@@ -290,7 +290,6 @@ func telemetryRatios(rows []Row) string {
 			b.WriteString("\n| backend | mode | loops | telemetry on ÷ off: time an event | worker CPU an event | spans exported |\n" +
 				"|---|---|---:|---:|---:|---:|\n")
 		}
-		o.Telemetry = false
 		fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f | %d |\n", on.Backend, o.ModeName(), on.Concurrency,
 			o.PerSecond/on.PerSecond, o.perCPU()/on.perCPU(), on.Spans)
 	}
