@@ -115,16 +115,19 @@ func checkGroups(groups []string) error {
 	return nil
 }
 
-// AckHeldTx acks leases of ClaimHeldTx in the transaction that claimed them, with AckBatchTx's
-// checks: the messages are gone, and their groups at the back of the round-robin (or deleted when
-// drained), when it commits.
+// AckHeldTx acks leases of ClaimHeldTx or ClaimHeldGroupsTx in the transaction that claimed them,
+// with AckBatchTx's checks: the messages are gone, and their groups at the back of the round-robin
+// (or deleted when drained), when it commits. Several leases of one group, a prefix of what the
+// claim took of it, free or delete the group once.
 func (b *Backend) AckHeldTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease) error {
 	return b.ackTx(ctx, tx, ls, true)
 }
 
-// NackHeldTx hands back a lease of ClaimHeldTx in the transaction that claimed it, with NackTx's
-// checks: at once (delay 0), or parked for delay under the lease's token, a lease written to the
-// group row that outlives the transaction.
+// NackHeldTx hands back a lease of ClaimHeldTx or ClaimHeldGroupsTx in the transaction that
+// claimed it, with NackTx's checks: at once (delay 0, at the front of the round-robin), or parked
+// for delay under the lease's token, a lease written to the group row that outlives the
+// transaction. It hands back the group: the lease's message and every later one stay queued in
+// order, whether or not earlier leases of the group were acked before it.
 func (b *Backend) NackHeldTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
 	return b.nackTx(ctx, tx, l, delay, true)
 }
@@ -146,8 +149,16 @@ func (b *Backend) QueueNackHeld(q *pgx.Batch, l *transport.Lease, delay time.Dur
 // free it once but probe for messages left past each of its acked seqs, and add a statement to
 // tell the freed groups from the rest.
 func (b *Backend) ackHeldStatement(ls []transport.Lease) (string, []any) {
+	if !repeatsGroup(ls) {
+		groups := make([]string, len(ls))
+		seqs := make([]int64, len(ls))
+		for i := range ls {
+			groups[i], seqs[i] = ls[i].Group, ls[i].Seq
+		}
+		return b.sql.ackHeld, []any{groups, seqs, b.now(), ""}
+	}
 	last := make(map[string]int, len(ls)) // group -> index in ls of its lease with the highest seq
-	order := make([]string, 0, len(ls))
+	var order []string                    // the groups, each once, in the order of ls
 	for i := range ls {
 		j, ok := last[ls[i].Group]
 		switch {
@@ -157,14 +168,6 @@ func (b *Backend) ackHeldStatement(ls []transport.Lease) (string, []any) {
 		case ls[i].Seq > ls[j].Seq:
 			last[ls[i].Group] = i
 		}
-	}
-	if len(order) == len(ls) {
-		groups := make([]string, len(ls))
-		seqs := make([]int64, len(ls))
-		for i := range ls {
-			groups[i], seqs[i] = ls[i].Group, ls[i].Seq
-		}
-		return b.sql.ackHeld, []any{groups, seqs, b.now(), ""}
 	}
 	groups := make([]string, 0, len(ls)-len(order))
 	seqs := make([]int64, 0, len(ls)-len(order))
@@ -178,4 +181,27 @@ func (b *Backend) ackHeldStatement(ls []transport.Lease) (string, []any) {
 		lastSeqs[i] = ls[last[g]].Seq
 	}
 	return b.sql.ackHeldGroups, []any{groups, seqs, order, lastSeqs, b.now(), ""}
+}
+
+// repeatsGroup reports whether two leases are of one group, without allocating for the small
+// batches of every ordinary ack.
+func repeatsGroup(ls []transport.Lease) bool {
+	if len(ls) <= 32 {
+		for i := range ls {
+			for j := range i {
+				if ls[i].Group == ls[j].Group {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]struct{}, len(ls))
+	for i := range ls {
+		if _, ok := seen[ls[i].Group]; ok {
+			return true
+		}
+		seen[ls[i].Group] = struct{}{}
+	}
+	return false
 }

@@ -441,31 +441,42 @@ func TestHeldGroupsConcurrent(t *testing.T) {
 	g, ctx := errgroup(ctx)
 	var published atomic.Int64
 	var pubDone atomic.Int32
+	// The claimers start once every publisher has a backlog out, so that groups hold several
+	// messages to claim at once from the start.
+	var backlog sync.WaitGroup
+	backlog.Add(publishers)
 	for p := range publishers {
 		g.Go(func() error {
+			var out sync.Once
+			defer out.Do(backlog.Done)
 			defer pubDone.Add(1)
 			for i := range rounds {
-				// Each batch to three groups, so that publishers race on every group.
-				var msgs []transport.Outgoing
+				if i == rounds/4 {
+					out.Do(backlog.Done)
+				}
+				// Three messages a round, to groups every publisher also publishes to, one
+				// publish each: what races here is publishers within a group, not the
+				// creation of several groups by one publish against another's.
 				for k := range 3 {
 					grp := fmt.Sprintf("G%d", (p+i+k*3)%groups)
-					msgs = append(msgs, transport.Outgoing{Group: grp, Event: event(fmt.Sprintf("%s/%d/%04d-%d", grp, p, i, k))})
+					if err := tr.Publish(ctx, grp, event(fmt.Sprintf("%s/%d/%04d-%d", grp, p, i, k)), 0); err != nil {
+						return err
+					}
+					published.Add(1)
 				}
-				if err := tr.PublishBatch(ctx, msgs); err != nil {
-					return err
-				}
-				published.Add(int64(len(msgs)))
 			}
 			return nil
 		})
 	}
 	var (
-		mu  sync.Mutex
-		got = map[string][]string{} // group -> ids in delivery order
-		n   int64
+		mu    sync.Mutex
+		got   = map[string][]string{} // group -> ids in delivery order
+		n     int64
+		multi int // claims that took more than one message of a group
 	)
 	for w := range claimers {
 		g.Go(func() error {
+			backlog.Wait()
 			for try := 0; ; try++ {
 				mu.Lock()
 				done := pubDone.Load() == publishers && n == published.Load()
@@ -495,8 +506,11 @@ func TestHeldGroupsConcurrent(t *testing.T) {
 				}
 				// Recorded before the commit: no one else can claim these groups until it ends.
 				mu.Lock()
-				for _, l := range ls {
+				for i, l := range ls {
 					got[l.Group] = append(got[l.Group], l.Event.ID)
+					if i > 0 && ls[i-1].Group == l.Group {
+						multi++
+					}
 				}
 				n += int64(len(ls))
 				mu.Unlock()
@@ -533,4 +547,8 @@ func TestHeldGroupsConcurrent(t *testing.T) {
 	if n := countRows(t, tr, "transport_messages"); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
+	if multi == 0 {
+		t.Fatal("no claim took more than one message of a group")
+	}
+	t.Logf("%d leases came after one of their group in the same claim", multi)
 }
