@@ -9,9 +9,11 @@
 -- rest being what the batch still lacks, adds them to the skip list (the transaction's own locks
 -- do not count for its SKIP LOCKED) and moves on from the last one's place in the round-robin, as
 -- the Go side's cursor does between claims, until the batch is full or a claim came back short
--- (nothing more is claimable). Every group it locks returns at least its head: the batch is cut at
--- p_max, which takes fewer than p_depth messages off the last groups of a round, and a round's
--- first ceil(rest / p_depth) - 1 groups hold fewer than rest messages.
+-- (nothing more is claimable). Every group with messages that it locks comes back with at least
+-- its head: a round's groups but the last hold at most (ceil(rest / p_depth) - 1) * p_depth < rest
+-- messages, so the cut at p_max only shortens the last one. An empty group that
+-- transport_claim_held meets on the way it frees and does not return, as ever; a later round may
+-- meet it again.
 --
 -- A group's messages are read in one statement after the lock, from the group's first message,
 -- not after the head transport_claim_held returned: seq numbers are handed out at insert and a
