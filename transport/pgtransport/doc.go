@@ -81,7 +81,9 @@
 // saves a row version per message. Its leases are acked and nacked with AckHeldTx and NackHeldTx
 // (or QueueAckHeld and QueueNackHeld), which skip the token fence the row lock replaces; a held
 // group that was neither acked nor nacked is free the moment its transaction ends, commit or
-// rollback, and a nack with a delay writes the park as an ordinary lease.
+// rollback, and a nack with a delay writes the park as an ordinary lease. ClaimHeldGroupsTx takes
+// up to depth consecutive messages of each group it holds, so that a worker applies a group's
+// queued events in one transaction; AckHeldTx frees a group whose leases it acks together once.
 //
 // Claims never wait: they lock the group rows they lease FOR NO KEY UPDATE SKIP LOCKED, and no
 // other statement holds a group row in a way that makes PostgreSQL wait there despite SKIP LOCKED

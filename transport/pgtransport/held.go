@@ -1,7 +1,9 @@
 package pgtransport
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,11 +25,33 @@ import (
 // (PostgreSQL's SKIP LOCKED does not skip the transaction's own locks). Their Until is when a
 // lease of visibility would have ended: the caller's bound on the transaction, not the server's.
 func (b *Backend) ClaimHeldTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max int, held []string) ([]transport.Lease, error) {
+	return b.ClaimHeldGroupsTx(ctx, tx, worker, visibility, minPriority, max, 1, held)
+}
+
+// ClaimHeldGroupsTx is ClaimHeldTx taking up to depth (1..MaxBatch) consecutive messages of each
+// group it locks, from the group's head, and up to max in all: a worker applies a group's queued
+// events in order and commits them once. It locks groups with ClaimHeldTx's walk, as many at a time
+// as the batch still lacks messages divided by depth (rounded up), until the batch is full or
+// nothing more is claimable; every group it locks gives at least its head. The leases of one group
+// are consecutive, oldest first, and the groups come in the order of their heads; with depth 1 the
+// claim is ClaimHeldTx's, statement and result. held names the groups the transaction holds, each
+// once.
+//
+// Ack a prefix of a group's leases with AckHeldTx (in one call: the group is then freed or
+// deleted once), and nack the first lease it leaves, if any, with NackHeldTx: the group goes back
+// to the front (delay 0) or is parked, its remaining messages still queued in order. Leases
+// neither acked nor nacked stay queued, in order, and their group is free when the transaction
+// ends. A message published into a held group meanwhile never comes back ahead of one published
+// before it (see migration 004_held_groups).
+func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max, depth int, held []string) ([]transport.Lease, error) {
 	if b.closed.Load() {
 		return nil, errClosed
 	}
 	if err := transport.CheckClaim(worker, visibility, minPriority, max); err != nil {
 		return nil, err
+	}
+	if depth < 1 || depth > transport.MaxBatch {
+		return nil, check.Invalidf("claim of %d messages per group outside 1..%d", depth, transport.MaxBatch)
 	}
 	if err := checkGroups(held); err != nil {
 		return nil, err
@@ -42,7 +66,15 @@ func (b *Backend) ClaimHeldTx(ctx context.Context, tx pgx.Tx, worker string, vis
 	if held == nil {
 		held = []string{}
 	}
-	rows, err := tx.Query(ctx, b.sql.claimHeld, now, minPriority, max, after.key, after.group, held)
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if depth == 1 {
+		rows, err = tx.Query(ctx, b.sql.claimHeld, now, minPriority, max, after.key, after.group, held)
+	} else {
+		rows, err = tx.Query(ctx, b.sql.claimHeldGroups, now, minPriority, max, depth, after.key, after.group, held)
+	}
 	if err != nil {
 		return nil, fail("claim", err)
 	}
@@ -50,7 +82,24 @@ func (b *Backend) ClaimHeldTx(ctx context.Context, tx pgx.Tx, worker string, vis
 	if err != nil {
 		return nil, fail("claim", err)
 	}
+	if depth > 1 {
+		groupLeases(out)
+	}
 	return out, nil
+}
+
+// groupLeases orders leases sorted by seq so that each group's are consecutive, the groups in the
+// order of their first (oldest) lease.
+func groupLeases(ls []transport.Lease) {
+	first := make(map[string]int64, len(ls))
+	for _, l := range ls {
+		if _, ok := first[l.Group]; !ok {
+			first[l.Group] = l.Seq
+		}
+	}
+	slices.SortFunc(ls, func(x, y transport.Lease) int {
+		return cmp.Or(cmp.Compare(first[x.Group], first[y.Group]), cmp.Compare(x.Seq, y.Seq))
+	})
 }
 
 // checkGroups checks the group ids a held claim is told to skip.
@@ -66,16 +115,19 @@ func checkGroups(groups []string) error {
 	return nil
 }
 
-// AckHeldTx acks leases of ClaimHeldTx in the transaction that claimed them, with AckBatchTx's
-// checks: the messages are gone, and their groups at the back of the round-robin (or deleted when
-// drained), when it commits.
+// AckHeldTx acks leases of ClaimHeldTx or ClaimHeldGroupsTx in the transaction that claimed them,
+// with AckBatchTx's checks: the messages are gone, and their groups at the back of the round-robin
+// (or deleted when drained), when it commits. Several leases of one group, a prefix of what the
+// claim took of it, free or delete the group once.
 func (b *Backend) AckHeldTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease) error {
 	return b.ackTx(ctx, tx, ls, true)
 }
 
-// NackHeldTx hands back a lease of ClaimHeldTx in the transaction that claimed it, with NackTx's
-// checks: at once (delay 0), or parked for delay under the lease's token, a lease written to the
-// group row that outlives the transaction.
+// NackHeldTx hands back a lease of ClaimHeldTx or ClaimHeldGroupsTx in the transaction that
+// claimed it, with NackTx's checks: at once (delay 0, at the front of the round-robin), or parked
+// for delay under the lease's token, a lease written to the group row that outlives the
+// transaction. It hands back the group: the lease's message and every later one stay queued in
+// order, whether or not earlier leases of the group were acked before it.
 func (b *Backend) NackHeldTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
 	return b.nackTx(ctx, tx, l, delay, true)
 }
@@ -90,12 +142,66 @@ func (b *Backend) QueueNackHeld(q *pgx.Batch, l *transport.Lease, delay time.Dur
 	return b.queueNack(q, l, delay, true)
 }
 
-// ackHeldArgs returns the arguments of a held ack of checked leases (ackArgs without tokens).
-func (b *Backend) ackHeldArgs(ls []transport.Lease) []any {
-	groups := make([]string, len(ls))
-	seqs := make([]int64, len(ls))
-	for i := range ls {
-		groups[i], seqs[i] = ls[i].Group, ls[i].Seq
+// ackHeldStatement returns the statement and arguments of a held ack of checked leases (ackArgs
+// without tokens). Leases of distinct groups, as ClaimHeldTx's, go to transport_ack_held as they
+// are. Several of one group go to transport_ack_held_groups, which deletes all but the last of each
+// group and hands the last ones to transport_ack_held: given a group several times, that would
+// free it once but probe for messages left past each of its acked seqs, and add a statement to
+// tell the freed groups from the rest.
+func (b *Backend) ackHeldStatement(ls []transport.Lease) (string, []any) {
+	if !repeatsGroup(ls) {
+		groups := make([]string, len(ls))
+		seqs := make([]int64, len(ls))
+		for i := range ls {
+			groups[i], seqs[i] = ls[i].Group, ls[i].Seq
+		}
+		return b.sql.ackHeld, []any{groups, seqs, b.now(), ""}
 	}
-	return []any{groups, seqs, b.now(), ""}
+	last := make(map[string]int, len(ls)) // group -> index in ls of its lease with the highest seq
+	var order []string                    // the groups, each once, in the order of ls
+	for i := range ls {
+		j, ok := last[ls[i].Group]
+		switch {
+		case !ok:
+			last[ls[i].Group] = i
+			order = append(order, ls[i].Group)
+		case ls[i].Seq > ls[j].Seq:
+			last[ls[i].Group] = i
+		}
+	}
+	groups := make([]string, 0, len(ls)-len(order))
+	seqs := make([]int64, 0, len(ls)-len(order))
+	for i := range ls {
+		if last[ls[i].Group] != i {
+			groups, seqs = append(groups, ls[i].Group), append(seqs, ls[i].Seq)
+		}
+	}
+	lastSeqs := make([]int64, len(order))
+	for i, g := range order {
+		lastSeqs[i] = ls[last[g]].Seq
+	}
+	return b.sql.ackHeldGroups, []any{groups, seqs, order, lastSeqs, b.now(), ""}
+}
+
+// repeatsGroup reports whether two leases are of one group, without allocating for the small
+// batches of every ordinary ack.
+func repeatsGroup(ls []transport.Lease) bool {
+	if len(ls) <= 32 {
+		for i := range ls {
+			for j := range i {
+				if ls[i].Group == ls[j].Group {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]struct{}, len(ls))
+	for i := range ls {
+		if _, ok := seen[ls[i].Group]; ok {
+			return true
+		}
+		seen[ls[i].Group] = struct{}{}
+	}
+	return false
 }

@@ -19,20 +19,23 @@ import (
 type statements struct {
 	publish, claim, ack, nack, release, queueStats string
 	claimHeld, ackHeld, nackHeld                   string
+	claimHeldGroups, ackHeldGroups                 string
 }
 
 // byName pairs every statement with its text under the name of the text's constant in sql.go.
 func (s *statements) byName() map[string]statement {
 	return map[string]statement{
-		"sqlPublish":    {&s.publish, sqlPublish},
-		"sqlClaim":      {&s.claim, sqlClaim},
-		"sqlAck":        {&s.ack, sqlAck},
-		"sqlNack":       {&s.nack, sqlNack},
-		"sqlRelease":    {&s.release, sqlRelease},
-		"sqlClaimHeld":  {&s.claimHeld, sqlClaimHeld},
-		"sqlAckHeld":    {&s.ackHeld, sqlAckHeld},
-		"sqlNackHeld":   {&s.nackHeld, sqlNackHeld},
-		"sqlQueueStats": {&s.queueStats, sqlQueueStats},
+		"sqlPublish":         {&s.publish, sqlPublish},
+		"sqlClaim":           {&s.claim, sqlClaim},
+		"sqlAck":             {&s.ack, sqlAck},
+		"sqlNack":            {&s.nack, sqlNack},
+		"sqlRelease":         {&s.release, sqlRelease},
+		"sqlClaimHeld":       {&s.claimHeld, sqlClaimHeld},
+		"sqlAckHeld":         {&s.ackHeld, sqlAckHeld},
+		"sqlClaimHeldGroups": {&s.claimHeldGroups, sqlClaimHeldGroups},
+		"sqlAckHeldGroups":   {&s.ackHeldGroups, sqlAckHeldGroups},
+		"sqlNackHeld":        {&s.nackHeld, sqlNackHeld},
+		"sqlQueueStats":      {&s.queueStats, sqlQueueStats},
 	}
 }
 
@@ -241,7 +244,7 @@ func (b *Backend) ackTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease, he
 // ackStatement is the statement and arguments of an ack of checked leases, fenced or held.
 func (b *Backend) ackStatement(ls []transport.Lease, held bool) (string, []any) {
 	if held {
-		return b.sql.ackHeld, b.ackHeldArgs(ls)
+		return b.ackHeldStatement(ls)
 	}
 	return b.sql.ack, b.ackArgs(ls)
 }

@@ -18,8 +18,14 @@ const (
 	// sqlClaimHeld is sent by ClaimHeldTx.
 	sqlClaimHeld = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim_held(` +
 		`$1::timestamptz, $2::int, $3::int, $4::timestamptz, $5::text, $6::text[])`
+	// sqlClaimHeldGroups is sent by ClaimHeldGroupsTx for more than one message per group.
+	sqlClaimHeldGroups = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim_held_groups(` +
+		`$1::timestamptz, $2::int, $3::int, $4::int, $5::timestamptz, $6::text, $7::text[])`
 	// sqlAckHeld is sent by AckHeldTx and QueueAckHeld.
 	sqlAckHeld = `SELECT {schema}transport_ack_held($1::text[], $2::bigint[], $3::timestamptz, $4::text)`
+	// sqlAckHeldGroups is sent by AckHeldTx and QueueAckHeld for several leases of one group.
+	sqlAckHeldGroups = `SELECT {schema}transport_ack_held_groups(` +
+		`$1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::timestamptz, $6::text)`
 	// sqlNackHeld is sent by NackHeldTx and QueueNackHeld.
 	sqlNackHeld = `SELECT {schema}transport_nack_held($1::text, $2::text, $3::timestamptz, $4::text)`
 	// sqlRelease is sent by release, for claims whose answer was lost.
