@@ -123,7 +123,9 @@ type querier interface {
 
 // with runs fn on a pooled connection. Every statement the store sends is a single statement
 // outside an explicit transaction, so PostgreSQL runs it as its own implicit transaction: each
-// call costs one round-trip and every read ends its transaction, seeing all earlier commits.
+// call costs one round-trip and every read ends its transaction, seeing all earlier commits. A
+// commit with AlsoProcessed sends its two statements as one batch, which PostgreSQL runs as one
+// implicit transaction too (sendAlso).
 //
 // Failing to get a connection is ErrUnavailable (nothing was sent); errors from fn are
 // classified by pgdb.Classify and wrapped with op.

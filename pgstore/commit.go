@@ -176,7 +176,9 @@ func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.W
 // transaction. The items are checked as the Store checks them and are not changed: each
 // result carries its item's new version, or its own error. The caller commits or rolls back tx,
 // and nothing is visible to others before it commits; an error from the database (a deadlock,
-// say, which wraps stead.ErrConflict) has aborted tx.
+// say, which wraps stead.ErrConflict) has aborted tx. On any error, roll back: an item with
+// AlsoProcessed that lost its compare-and-swap against a version tx itself wrote earlier is an
+// error that leaves tx open, with its events recorded.
 func (b *Backend) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error) {
 	const op = "commit batch"
 	if tx == nil {
