@@ -144,11 +144,11 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 
 // QueueCommitGuarded is QueueCommit (with the statement that records AlsoProcessed, if the
 // bundle has it) followed by a guard that aborts the transaction when the compare-and-swap is
-// lost: the guard raises serialization_failure, so the statements queued
-// after it are skipped and the transaction can only roll back (a COMMIT queued behind it rolls
-// back). A caller can so queue the acknowledgement of the step's message and COMMIT in the same
-// round trip. On a lost compare-and-swap res.Err is the *stead.ConflictError, as with
-// QueueCommit, and the batch's Close returns the guard's error (wrapping stead.ErrConflict).
+// lost: the guard raises serialization_failure, so the statements queued after it are skipped
+// and the transaction can only roll back (a COMMIT queued behind it rolls back). A caller can
+// so queue the acknowledgement of the step's message and COMMIT in the same round trip. On a
+// lost compare-and-swap res.Err is the *stead.ConflictError, as with QueueCommit, and the
+// batch's Close returns the guard's error (wrapping stead.ErrConflict).
 func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
 	if err := b.QueueCommit(batch, exe, bundle, res); err != nil {
 		return err
