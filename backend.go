@@ -107,7 +107,10 @@ type Write struct {
 	// Bundle is the step's side effects, checked and normalised: every time in UTC at
 	// microsecond precision, empty JSON documents as nil, no trace index, and Timers reduced to
 	// their net effect — at most one op per path, in the order of each path's last op, so that
-	// applying them in order is the same as applying the caller's ops in order.
+	// applying them in order is the same as applying the caller's ops in order. AlsoProcessed is
+	// nil or the store's own copy of the caller's ids, each set and valid, distinct from one
+	// another and from ProcessedEventID, which is then set: a commit records all of them or, when
+	// it loses its compare-and-swap, none.
 	Bundle Bundle
 }
 

@@ -63,6 +63,14 @@ type Bundle struct {
 	Emits []Emit
 	// ProcessedEventID, when set, records that the execution has applied that event (dedupe).
 	ProcessedEventID string
+	// AlsoProcessed are further events this commit applies, in order after ProcessedEventID: a
+	// worker that applies several queued events of one execution in one step commits them as one
+	// bundle, so that the execution is written once for all of them. It requires
+	// ProcessedEventID; each id is checked as ProcessedEventID is and must be set; the ids are
+	// distinct among themselves and from ProcessedEventID; there are at most MaxBatch of them.
+	// The commit records every one of them processed, with ProcessedEventID, or none of them: a
+	// lost compare-and-swap records none.
+	AlsoProcessed []string
 	// Spawns are child executions to create after commit.
 	Spawns []Spawn
 	// Timers arm and disarm durable timers, applied in order.
@@ -71,8 +79,8 @@ type Bundle struct {
 	Trace *TraceStep
 }
 
-// StateOnly reports whether the bundle carries nothing but (optionally) a processed event id:
-// such a commit is a single round-trip on PostgreSQL.
+// StateOnly reports whether the bundle carries nothing but (optionally) processed event ids
+// (ProcessedEventID and AlsoProcessed): such a commit is a single round-trip on PostgreSQL.
 func (b *Bundle) StateOnly() bool {
 	return len(b.Emits) == 0 && len(b.Spawns) == 0 && len(b.Timers) == 0 && b.Trace == nil
 }

@@ -3,8 +3,9 @@
 //
 // An Execution is one run of a statechart. Each step of it loads the execution (LoadForEvent
 // says in the same round-trip whether the event was already applied), computes the next state
-// and a Bundle of side effects (events to emit, a processed-event marker, child executions to
-// spawn, timers to arm or disarm, a trace step), and commits both with Store.Commit: one
+// and a Bundle of side effects (events to emit, a processed-event marker, or several for a step
+// that applied several queued events, child executions to spawn, timers to arm or disarm, a
+// trace step), and commits both with Store.Commit: one
 // transaction, guarded by a compare-and-swap on Execution.Version. The loser of a race gets an
 // error matching ErrConflict; Commit never changes the execution it is given, and returns the new
 // version.

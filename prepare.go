@@ -229,6 +229,9 @@ func normalizeBundle(b Bundle) (Bundle, error) {
 		return Bundle{}, err
 	}
 	out := Bundle{ProcessedEventID: b.ProcessedEventID}
+	if len(b.AlsoProcessed) > 0 {
+		out.AlsoProcessed = slices.Clone(b.AlsoProcessed) // a backend may keep it
+	}
 	if len(b.Emits) > 0 {
 		out.Emits = make([]Emit, len(b.Emits))
 		for i, e := range b.Emits {

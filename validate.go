@@ -2,6 +2,7 @@ package stead
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/steadhq/stead/internal/check"
 )
@@ -209,6 +210,9 @@ func (b *Bundle) Validate() error {
 	if err := check.Text("processed event id", b.ProcessedEventID); err != nil {
 		return err
 	}
+	if err := checkAlsoProcessed(b.ProcessedEventID, b.AlsoProcessed); err != nil {
+		return err
+	}
 	for i, s := range b.Spawns {
 		if err := check.ID("spawn child id", s.ChildID); err != nil {
 			return fmt.Errorf("spawn %d: %w", i, err)
@@ -231,6 +235,45 @@ func (b *Bundle) Validate() error {
 	if b.Trace != nil {
 		if err := b.Trace.Validate(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkAlsoProcessed checks Bundle.AlsoProcessed: only with a processed event id, at most
+// MaxBatch ids, each set and valid, none repeated and none equal to the processed event id.
+func checkAlsoProcessed(first string, also []string) error {
+	if len(also) == 0 {
+		return nil
+	}
+	if first == "" {
+		return check.Invalidf("%d also processed event ids without a processed event id", len(also))
+	}
+	if len(also) > MaxBatch {
+		return check.Invalidf("%d also processed event ids, more than %d", len(also), MaxBatch)
+	}
+	// A worker sends a handful: comparing them pairwise allocates nothing and is faster than a
+	// map up to a few dozen.
+	var seen map[string]struct{}
+	if len(also) > 32 {
+		seen = make(map[string]struct{}, len(also))
+	}
+	for i, id := range also {
+		if err := check.ID("also processed event id", id); err != nil {
+			return fmt.Errorf("also processed %d: %w", i, err)
+		}
+		if id == first {
+			return check.Invalidf("also processed %d: event id %q is the processed event id", i, id)
+		}
+		repeated := false
+		if seen != nil {
+			_, repeated = seen[id]
+			seen[id] = struct{}{}
+		} else {
+			repeated = slices.Contains(also[:i], id)
+		}
+		if repeated {
+			return check.Invalidf("also processed %d: event id %q appears twice", i, id)
 		}
 	}
 	return nil

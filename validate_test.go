@@ -3,6 +3,7 @@ package stead_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -112,6 +113,18 @@ func TestBundleValidate(t *testing.T) {
 		{"timer without path", stead.Bundle{Timers: []stead.TimerOp{{Action: stead.TimerCancel}}}, false},
 		{"unknown timer action", stead.Bundle{Timers: []stead.TimerOp{{Action: "snooze", Path: "a"}}}, false},
 		{"trace nul action", stead.Bundle{Trace: &stead.TraceStep{Actions: []string{"a\x00"}}}, false},
+		{"also processed", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{"e1", "e2"}}, true},
+		{"also processed empty slice", stead.Bundle{AlsoProcessed: []string{}}, true},
+		{"also processed MaxBatch", stead.Bundle{ProcessedEventID: "e", AlsoProcessed: eventIDs(stead.MaxBatch)}, true},
+		{"also processed without processed id", stead.Bundle{AlsoProcessed: []string{"e1"}}, false},
+		{"also processed empty id", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{"e1", ""}}, false},
+		{"also processed nul", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{"e\x00"}}, false},
+		{"also processed invalid utf8", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{"e\xff"}}, false},
+		{"also processed too long", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{strings.Repeat("e", stead.MaxIDLen+1)}}, false},
+		{"also processed repeated", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{"e1", "e2", "e1"}}, false},
+		{"also processed repeated in a long list", stead.Bundle{ProcessedEventID: "e", AlsoProcessed: append(eventIDs(40), "ev-39")}, false},
+		{"also processed is the processed id", stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: []string{"e1", "e0"}}, false},
+		{"also processed over MaxBatch", stead.Bundle{ProcessedEventID: "e", AlsoProcessed: eventIDs(stead.MaxBatch + 1)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,6 +188,34 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	if got.ID != e.ID || got.Version != 3 || !got.FinishedAt.Equal(e.FinishedAt) || string(got.Context) != string(e.Context) {
 		t.Fatalf("round trip changed the execution: %+v", got)
+	}
+}
+
+// eventIDs returns n distinct event ids.
+func eventIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("ev-%d", i)
+	}
+	return ids
+}
+
+// TestPrepareWriteCopiesAlsoProcessed checks that the write owns its AlsoProcessed: a backend may
+// keep it, and the caller may reuse its slice.
+func TestPrepareWriteCopiesAlsoProcessed(t *testing.T) {
+	also := []string{"e1", "e2"}
+	w, err := stead.PrepareWrite(validExecution(), stead.Bundle{ProcessedEventID: "e0", AlsoProcessed: also})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Bundle.AlsoProcessed[0] = "changed"
+	also[1] = "reused"
+	if also[0] != "e1" || w.Bundle.AlsoProcessed[1] != "e2" {
+		t.Fatalf("the write shares AlsoProcessed with the caller: %q, %q", also, w.Bundle.AlsoProcessed)
+	}
+	w, err = stead.PrepareWrite(validExecution(), stead.Bundle{AlsoProcessed: []string{}})
+	if err != nil || w.Bundle.AlsoProcessed != nil {
+		t.Fatalf("an empty AlsoProcessed = %q, %v; want nil", w.Bundle.AlsoProcessed, err)
 	}
 }
 

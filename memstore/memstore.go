@@ -321,6 +321,9 @@ func (s *backend) apply(w *stead.Write) []int64 {
 			s.processed[id] = m
 		}
 		m[b.ProcessedEventID] = struct{}{}
+		for _, ev := range b.AlsoProcessed {
+			m[ev] = struct{}{}
+		}
 	}
 	for _, sp := range b.Spawns {
 		s.lastSpawn++

@@ -118,11 +118,14 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // with runs fn on a pooled connection. Every statement the store sends is a single statement
 // outside an explicit transaction, so PostgreSQL runs it as its own implicit transaction: each
-// call costs one round-trip and every read ends its transaction, seeing all earlier commits.
+// call costs one round-trip and every read ends its transaction, seeing all earlier commits. A
+// commit with AlsoProcessed sends its two statements as one batch, which PostgreSQL runs as one
+// implicit transaction too (sendAlso).
 //
 // Failing to get a connection is ErrUnavailable (nothing was sent); errors from fn are
 // classified by pgdb.Classify and wrapped with op.

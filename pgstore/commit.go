@@ -17,8 +17,9 @@ import (
 
 // Commit implements stead.Backend in one round-trip: a state-only bundle calls the
 // stead_commit_state function, any other stead_commit_bundle, which does the compare-and-swap
-// and then only the side effects the bundle has, and writes nothing if the CAS is lost. A lost
-// CAS costs one more round-trip, to report the version found.
+// and then only the side effects the bundle has, and writes nothing if the CAS is lost. A bundle
+// with AlsoProcessed sends sqlCommitAlso behind the call, in the same round trip and implicit
+// transaction (sendAlso). A lost CAS costs one more round-trip, to report the version found.
 func (b *Backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 	var res []stead.WriteResult
 	err := b.with(ctx, "commit", func(q querier) error {
@@ -82,6 +83,11 @@ func scanCommit(w *stead.Write, r pgx.Row) (bool, []int64, error) {
 // are read (pgx.BatchResults.Close): the new version and the emits' seqs, or Err, a
 // *stead.ConflictError with Found -1 (the version found is not looked up inside a batch), when
 // the compare-and-swap was lost. A database error comes from Close.
+//
+// A bundle with AlsoProcessed queues a second statement right behind the commit, which records
+// those events if and only if the commit won (sqlCommitAlso). Queued in a savepoint of the
+// caller's, a winning commit cannot be told from a lost one there: Close then returns an error,
+// whatever res says, and the caller must roll back.
 func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
 	const op = "queue commit"
 	if batch == nil || res == nil {
@@ -98,8 +104,11 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}
+	var won bool
 	batch.Queue(sql, args...).QueryRow(func(r pgx.Row) error {
-		won, seqs, err := scanCommit(w, r)
+		var seqs []int64
+		var err error
+		won, seqs, err = scanCommit(w, r)
 		if err != nil {
 			return fmt.Errorf("pgstore: commit %q: %w", w.Execution.ID, pgdb.Classify(err))
 		}
@@ -111,15 +120,35 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 		*res = stead.CommitResult{Committed: c, Err: err}
 		return nil
 	})
+	if len(w.Bundle.AlsoProcessed) == 0 {
+		return nil
+	}
+	// The further processed events go right behind the commit. Its answer is read first, so
+	// that what sqlCommitAlso found can be checked against it; a win it could not see (the
+	// caller is in a savepoint) cannot be repaired inside the batch, so it fails the batch.
+	var also alsoArgs
+	also.add(0, w)
+	found := make([]bool, 1)
+	also.queue(batch, b.sql.commitAlso, found, func() error {
+		missed, err := also.check(found, func(int) bool { return won })
+		if err == nil && len(missed) > 0 {
+			err = fmt.Errorf("the commit won in a savepoint of the caller's, where its further processed events cannot be recorded in the same round trip: roll back")
+		}
+		if err != nil {
+			return fmt.Errorf("pgstore: commit %q: %w", w.Execution.ID, err)
+		}
+		return nil
+	})
 	return nil
 }
 
-// QueueCommitGuarded is QueueCommit followed by a guard that aborts the transaction when the
-// compare-and-swap is lost: the guard raises serialization_failure, so the statements queued
-// after it are skipped and the transaction can only roll back (a COMMIT queued behind it rolls
-// back). A caller can so queue the acknowledgement of the step's message and COMMIT in the same
-// round trip. On a lost compare-and-swap res.Err is the *stead.ConflictError, as with
-// QueueCommit, and the batch's Close returns the guard's error (wrapping stead.ErrConflict).
+// QueueCommitGuarded is QueueCommit (with the statement that records AlsoProcessed, if the
+// bundle has it) followed by a guard that aborts the transaction when the compare-and-swap is
+// lost: the guard raises serialization_failure, so the statements queued after it are skipped
+// and the transaction can only roll back (a COMMIT queued behind it rolls back). A caller can
+// so queue the acknowledgement of the step's message and COMMIT in the same round trip. On a
+// lost compare-and-swap res.Err is the *stead.ConflictError, as with QueueCommit, and the
+// batch's Close returns the guard's error (wrapping stead.ErrConflict).
 func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
 	if err := b.QueueCommit(batch, exe, bundle, res); err != nil {
 		return err
@@ -128,9 +157,10 @@ func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bun
 	return nil
 }
 
-// CommitBatch implements stead.Backend in one round-trip, a call of stead_commit_batch; the
-// writes that lose their CAS cost one more round-trip, together, to report the versions found.
-// A batch of one takes the single-commit path.
+// CommitBatch implements stead.Backend in one round-trip, a call of stead_commit_batch (with
+// sqlCommitAlso behind it when a write carries AlsoProcessed: sendAlso); the writes that lose
+// their CAS cost one more round-trip, together, to report the versions found. A batch of one
+// takes the single-commit path.
 func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
 	var out []stead.WriteResult
 	err := b.with(ctx, "commit batch", func(q querier) error {
@@ -146,7 +176,9 @@ func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.W
 // transaction. The items are checked as the Store checks them and are not changed: each
 // result carries its item's new version, or its own error. The caller commits or rolls back tx,
 // and nothing is visible to others before it commits; an error from the database (a deadlock,
-// say, which wraps stead.ErrConflict) has aborted tx.
+// say, which wraps stead.ErrConflict) has aborted tx. On any error, roll back: an item with
+// AlsoProcessed that lost its compare-and-swap against a version tx itself wrote earlier is an
+// error that leaves tx open, with its events recorded.
 func (b *Backend) CommitBatchTx(ctx context.Context, tx pgx.Tx, items []stead.CommitItem) ([]stead.CommitResult, error) {
 	const op = "commit batch"
 	if tx == nil {
@@ -189,32 +221,45 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 	}
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(ws[x].Execution.ID, ws[y].Execution.ID) })
 	var args batchArgs
+	var also alsoArgs
 	for i, k := range order {
 		if err := args.add(int32(i+1), ws[k]); err != nil {
 			return nil, err
 		}
-	}
-	rows, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
-	if err != nil {
-		return nil, err
+		also.add(i, ws[k])
 	}
 	won := make([]bool, len(ws)) // by sorted position
 	seqs := make([][]int64, len(ws))
-	var pos int64
-	var seq pgtype.Int8
-	_, err = pgx.ForEachRow(rows, []any{&pos, &seq}, func() error {
-		if pos < 1 || int(pos) > len(ws) {
-			return fmt.Errorf("commit batch returned position %d of %d", pos, len(ws))
+	read := func(rows pgx.Rows) error {
+		var pos int64
+		var seq pgtype.Int8
+		_, err := pgx.ForEachRow(rows, []any{&pos, &seq}, func() error {
+			if pos < 1 || int(pos) > len(ws) {
+				return fmt.Errorf("commit batch returned position %d of %d", pos, len(ws))
+			}
+			if seq.Valid {
+				seqs[pos-1] = append(seqs[pos-1], seq.Int64)
+			} else {
+				won[pos-1] = true
+			}
+			return nil
+		})
+		return err
+	}
+	if also.empty() {
+		rows, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
+		if err != nil {
+			return nil, err
 		}
-		if seq.Valid {
-			seqs[pos-1] = append(seqs[pos-1], seq.Int64)
-		} else {
-			won[pos-1] = true
+		if err := read(rows); err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	} else {
+		batch := &pgx.Batch{}
+		batch.Queue(b.sql.commitBatch, args.values(b.traceCap)...).Query(read)
+		if err := b.sendAlso(ctx, q, batch, &also, func(i int) bool { return won[i] }); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]stead.WriteResult, len(ws))
 	var lost []*stead.Write
@@ -246,7 +291,21 @@ func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx
 	if err != nil {
 		return nil, err
 	}
-	won, seqs, err := scanCommit(w, q.QueryRow(ctx, sql, args...))
+	var won bool
+	var seqs []int64
+	if len(w.Bundle.AlsoProcessed) == 0 {
+		won, seqs, err = scanCommit(w, q.QueryRow(ctx, sql, args...))
+	} else {
+		batch := &pgx.Batch{}
+		batch.Queue(sql, args...).QueryRow(func(r pgx.Row) error {
+			var err error
+			won, seqs, err = scanCommit(w, r)
+			return err
+		})
+		var also alsoArgs
+		also.add(0, w)
+		err = b.sendAlso(ctx, q, batch, &also, func(int) bool { return won })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +342,108 @@ func (b *Backend) conflicts(ctx context.Context, q querier, lost []*stead.Write)
 		errs[i] = &stead.ConflictError{ID: w.Execution.ID, Expected: w.Expected, Found: v}
 	}
 	return errs, err
+}
+
+// sendAlso sends batch, which holds a commit, with sqlCommitAlso for the writes of also behind
+// it: one round trip and one transaction, the caller's or, outside one, the implicit transaction
+// PostgreSQL runs a pgx batch in (one Sync for all its statements), so that a commit and its
+// further processed events land together or not at all. won reports, once the commit's answer is
+// read, whether the write at an index of also.add won. A win sqlCommitAlso could not see, which
+// only a savepoint of the caller's can cause, costs one more statement that records its events.
+func (b *Backend) sendAlso(ctx context.Context, q querier, batch *pgx.Batch, also *alsoArgs, won func(int) bool) error {
+	found := make([]bool, len(also.ids))
+	also.queue(batch, b.sql.commitAlso, found, nil)
+	if err := q.SendBatch(ctx, batch).Close(); err != nil {
+		return err
+	}
+	missed, err := also.check(found, won)
+	if err != nil || len(missed) == 0 {
+		return err
+	}
+	var ids, events []string
+	for _, j := range missed {
+		for _, ev := range also.events[also.from[j]:also.to(j)] {
+			ids, events = append(ids, also.ids[j]), append(events, ev)
+		}
+	}
+	_, err = q.Exec(ctx, b.sql.commitAlsoWon, ids, events)
+	return err
+}
+
+// alsoArgs are the parameters of sqlCommitAlso: the id and new version of each write that
+// carries AlsoProcessed, and its events, each labelled with the write's position (1-based).
+type alsoArgs struct {
+	ids      []string
+	versions []int64
+	items    []int32
+	events   []string
+	at       []int // the index the caller gave each write
+	from     []int // where each write's events start in events
+}
+
+// add appends w, known to the caller by index at, if it carries AlsoProcessed.
+func (a *alsoArgs) add(at int, w *stead.Write) {
+	if len(w.Bundle.AlsoProcessed) == 0 {
+		return
+	}
+	a.ids = append(a.ids, w.Execution.ID)
+	a.versions = append(a.versions, w.Execution.Version)
+	a.at = append(a.at, at)
+	a.from = append(a.from, len(a.events))
+	pos := int32(len(a.ids))
+	for _, ev := range w.Bundle.AlsoProcessed {
+		a.items = append(a.items, pos)
+		a.events = append(a.events, ev)
+	}
+}
+
+func (a *alsoArgs) empty() bool { return len(a.ids) == 0 }
+
+// to is where the events of write j end.
+func (a *alsoArgs) to(j int) int {
+	if j+1 < len(a.from) {
+		return a.from[j+1]
+	}
+	return len(a.events)
+}
+
+// queue queues sqlCommitAlso on batch. When the batch is read, found[j] is set for each write j
+// the statement found won, and then runs, if set.
+func (a *alsoArgs) queue(batch *pgx.Batch, sql string, found []bool, then func() error) {
+	batch.Queue(sql, a.ids, a.versions, a.items, a.events).Query(func(rows pgx.Rows) error {
+		var ord int64
+		_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
+			if ord < 1 || int(ord) > len(found) {
+				return fmt.Errorf("also processed returned position %d of %d", ord, len(found))
+			}
+			found[ord-1] = true
+			return nil
+		})
+		if err != nil || then == nil {
+			return err
+		}
+		return then()
+	})
+}
+
+// check compares what sqlCommitAlso found with the commits' own answers (won, by the index the
+// caller gave add). It returns the writes that won unseen, whose events are not recorded yet. A
+// write found won that lost is an error: this transaction wrote that version of the execution
+// in an earlier commit, and the events of a step that did not land were recorded; only a
+// rollback undoes that.
+func (a *alsoArgs) check(found []bool, won func(int) bool) ([]int, error) {
+	var missed []int
+	for j, at := range a.at {
+		switch w := won(at); {
+		case w == found[j]:
+		case w:
+			missed = append(missed, j)
+		default:
+			return nil, fmt.Errorf("commit %q lost its compare-and-swap, but this transaction had written version %d "+
+				"of it before, so its further processed events were recorded: roll back", a.ids[j], a.versions[j])
+		}
+	}
+	return missed, nil
 }
 
 // sideEffects are the side effects of bundles as the array parameters of the commit functions,

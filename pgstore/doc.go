@@ -15,12 +15,17 @@
 //
 // Every method sends one statement outside an explicit transaction, which PostgreSQL runs as its
 // own implicit transaction: one network round-trip, and every read sees every commit that ended
-// before it began.
+// before it began. The one exception, a commit with AlsoProcessed, sends two in one batch.
 //
 //   - Commit with a state-only bundle calls the stead_commit_state function: the version
 //     compare-and-swap (or the insert of a new execution) and the dedupe marker.
 //   - Commit with emits, spawns, timers or a trace step calls stead_commit_bundle: the CAS, then
 //     only the side-effect statements the bundle needs.
+//   - A commit whose bundle has AlsoProcessed sends one more statement in the same round trip, a
+//     pgx batch that PostgreSQL runs as one implicit transaction (or in the caller's): it
+//     inserts those events for the writes this transaction wrote at their new version (the row's
+//     xmin is its own id), so that they land exactly when the commit wins. A commit without
+//     AlsoProcessed sends just its function call, as above.
 //   - CommitBatch (up to stead.MaxBatch executions) calls stead_commit_batch, one set-based
 //     statement that commits the executions whose versions match and writes the side effects of
 //     those winners only: a loser writes nothing while the others land. Executions are sent
@@ -29,7 +34,9 @@
 //   - A lost compare-and-swap writes nothing and costs one more round-trip, to report the
 //     version found (stead.ConflictError.Found).
 //   - LoadForEvent and LoadForEvents read the executions and their dedupe markers in one query,
-//     through the stead_load_for_event and stead_load_for_events functions.
+//     through the stead_load_for_event and stead_load_for_events functions. LoadForEvents
+//     decodes the record of an execution asked for by several refs once, and gives each later
+//     ref a deep copy.
 //   - List reads only the listing columns, one keyset page on the index that fits the filter, so
 //     page 1,000 costs what page 1 does; ClaimOutbox and ClaimSpawns skip rows other claimers
 //     hold (FOR UPDATE SKIP LOCKED) and cost the same however long the backlog.

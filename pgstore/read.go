@@ -90,6 +90,14 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 		return nil, err
 	}
 	out := make([]stead.Loaded, len(refs))
+	// A worker asks for several events of one execution: its record is decoded once, and every
+	// later ref of it gets a deep copy (Clone costs a fraction of decoding the JSON), so that
+	// each result stays the caller's own. The rows come from one statement, so one snapshot:
+	// every row of an id carries the same record.
+	var decoded map[string]*stead.Execution
+	if len(refs) > 1 {
+		decoded = make(map[string]*stead.Execution, len(refs))
+	}
 	var ord int64
 	var data []byte
 	var processed bool
@@ -101,9 +109,20 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 		if data == nil {
 			return nil
 		}
+		id := refs[ord-1].ExecutionID
+		if first, ok := decoded[id]; ok {
+			out[ord-1].Execution = first.Clone()
+			return nil
+		}
 		exe, err := decode(data)
+		if err != nil {
+			return err
+		}
 		out[ord-1].Execution = exe
-		return err
+		if decoded != nil {
+			decoded[id] = exe
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

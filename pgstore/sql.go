@@ -78,6 +78,31 @@ const (
 	// (QueueCommit with its guard, migration 004).
 	sqlRequireCommitted = `SELECT {schema}stead_require_committed($1::text, $2::bigint)`
 
+	// sqlCommitAlso records the further processed events (stead.Bundle.AlsoProcessed) of the
+	// writes that carry them, sent behind their commit in the same transaction and round trip:
+	// $1 and $2 are each write's id and new version, $3 and $4 its events, each naming its write
+	// by position. A write won if this transaction wrote its row at that version: the row's xmin
+	// is the transaction's own id, the commit functions running no subtransactions (migration
+	// 004). It returns the positions of the writes it found won, which the caller checks against
+	// the commit's own answer (a savepoint of the caller's would hide a win).
+	sqlCommitAlso = `WITH w AS (
+		SELECT w.ord, w.id
+		FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS w(id, version, ord)
+		JOIN {schema}stead_executions e ON e.id = w.id AND e.version = w.version
+			AND e.xmin = pg_current_xact_id_if_assigned()::xid
+	), ins AS (
+		INSERT INTO {schema}stead_processed_events (execution_id, event_id)
+		SELECT w.id, p.event_id FROM unnest($3::int[], $4::text[]) AS p(item, event_id)
+		JOIN w ON w.ord = p.item
+		ON CONFLICT DO NOTHING
+	)
+	SELECT ord FROM w`
+
+	// sqlCommitAlsoWon records further processed events of writes known to have won, in the
+	// caller's transaction, when sqlCommitAlso could not tell (the caller is in a savepoint).
+	sqlCommitAlsoWon = `INSERT INTO {schema}stead_processed_events (execution_id, event_id)
+		SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`
+
 	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.
 	sqlConflicts = `SELECT id, version FROM {schema}stead_executions WHERE id = ANY($1::text[])`
 )
@@ -158,6 +183,7 @@ type statements struct {
 	load, loadForEvent, loadForEvents, isProcessed, list, count, readTrace, timers string
 	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
 	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
+	commitAlso, commitAlsoWon                                                      string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
 	dueTimers, deleteTimer, cursorKey                                              string
 	storeStatsBacklog                                                              string
@@ -183,6 +209,8 @@ func newStatements(schema string) statements {
 		commitBatch:           x(sqlCommitBatch),
 		conflicts:             x(sqlConflicts),
 		requireCommitted:      x(sqlRequireCommitted),
+		commitAlso:            x(sqlCommitAlso),
+		commitAlsoWon:         x(sqlCommitAlsoWon),
 		appendTrace:           x(sqlAppendTrace),
 		purge:                 x(sqlPurge),
 		claimOutbox:           x(sqlClaimOutbox),
@@ -215,6 +243,8 @@ var sqlByName = map[string]string{
 	"CommitBatch":           sqlCommitBatch,
 	"Conflicts":             sqlConflicts,
 	"RequireCommitted":      sqlRequireCommitted,
+	"CommitAlso":            sqlCommitAlso,
+	"CommitAlsoWon":         sqlCommitAlsoWon,
 	"AppendTrace":           sqlAppendTrace,
 	"Purge":                 sqlPurge,
 	"ClaimOutbox":           sqlClaimOutbox,
@@ -230,8 +260,10 @@ var sqlByName = map[string]string{
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by
 // name, for tools that replay it: bench/pgstore hands pgbench exactly what the store sends. The
 // names are the methods' ("Load", "ClaimOutbox"), with a suffix where one method sends several
-// statements ("CommitState" and "CommitBundle" for Commit, "PendingOutboxOfSource" for
-// PendingOutbox with a source, "Conflicts" for the lookup after a lost compare-and-swap).
+// statements ("CommitState" and "CommitBundle" for Commit, "CommitAlso" behind a commit that
+// carries stead.Bundle.AlsoProcessed, "CommitAlsoWon" for the rare write it could not see won,
+// "PendingOutboxOfSource" for PendingOutbox with a source, "Conflicts" for the lookup after a
+// lost compare-and-swap).
 //
 // Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
 // and {where}, which List and Count replace with their filter (" WHERE …", or nothing).

@@ -117,6 +117,12 @@ func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, 
 		if _, err := st.CommitProcessed.ExecContext(bg, id, bd.ProcessedEventID); err != nil {
 			return nil, err
 		}
+		// In-process and prepared: one insert per event costs less than building one statement.
+		for _, ev := range bd.AlsoProcessed {
+			if _, err := st.CommitProcessed.ExecContext(bg, id, ev); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, sp := range bd.Spawns {
 		if _, err := st.CommitSpawn.ExecContext(bg, id, sp.ChildID, sp.RootPath, []byte(sp.Context), sp.Trace); err != nil {

@@ -424,6 +424,7 @@ func cloneBundle(b stead.Bundle) stead.Bundle {
 		c.Spawns[i].Context = slices.Clone(c.Spawns[i].Context)
 	}
 	c.Timers = slices.Clone(b.Timers)
+	c.AlsoProcessed = slices.Clone(b.AlsoProcessed)
 	if b.Trace != nil {
 		t := *b.Trace
 		t.Actions = slices.Clone(t.Actions)

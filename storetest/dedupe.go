@@ -11,6 +11,10 @@ var dedupeRules = []rule{
 	{name: "marker_recorded_with_commit", run: testDedupeMarker},
 	{name: "load_for_event", run: testLoadForEvent},
 	{name: "load_for_events_aligned", run: testLoadForEvents},
+	{name: "load_for_events_repeated_execution", run: testLoadForEventsRepeated},
+	{name: "also_processed_recorded", run: testAlsoProcessed},
+	{name: "also_processed_lost_cas_records_none", run: testAlsoProcessedLost},
+	{name: "also_processed_invalid_writes_nothing", run: testAlsoProcessedInvalid},
 }
 
 func testDedupeMarker(h *harness) {

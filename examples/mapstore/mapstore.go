@@ -229,6 +229,9 @@ func (b *Backend) apply(w *stead.Write) []int64 {
 	}
 	if bundle.ProcessedEventID != "" {
 		r.processed[bundle.ProcessedEventID] = true
+		for _, ev := range bundle.AlsoProcessed {
+			r.processed[ev] = true
+		}
 	}
 	for _, sp := range bundle.Spawns {
 		b.nextSeq++
