@@ -93,7 +93,8 @@ type Backend interface {
 
 // Write is one commit as a Backend receives it: checked and normalised by PrepareWrite.
 type Write struct {
-	// Execution is the execution as it is to be stored: at its new version (Expected+1), every
+	// Execution is the execution as it is to be stored: at its new version (Expected+1, and one
+	// more for each of Bundle.AlsoProcessed: a version per event applied), every
 	// time in UTC at microsecond precision, an empty context as nil. It is a copy the caller's
 	// execution does not share at the top level (its maps and slices may be shared: a backend
 	// that keeps the value must Clone it, or decode Record).

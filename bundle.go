@@ -69,7 +69,10 @@ type Bundle struct {
 	// ProcessedEventID; each id is checked as ProcessedEventID is and must be set; the ids are
 	// distinct among themselves and from ProcessedEventID; there are at most MaxBatch of them.
 	// The commit records every one of them processed, with ProcessedEventID, or none of them: a
-	// lost compare-and-swap records none.
+	// lost compare-and-swap records none. The version advances by one per event the commit
+	// applies (1 + len(AlsoProcessed)), as if each had been committed alone, so that a version
+	// still counts an execution's steps and the keys of its actions (chart.ActionContext.Key) do
+	// not depend on how its events were grouped into commits.
 	AlsoProcessed []string
 	// Spawns are child executions to create after commit.
 	Spawns []Spawn

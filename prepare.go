@@ -29,14 +29,18 @@ func PrepareWrite(exe *Execution, b Bundle) (*Write, error) {
 	if err != nil {
 		return nil, fmt.Errorf("execution %q: %w", exe.ID, err)
 	}
-	next.Version = exe.Version + 1
-	record, err := EncodeExecution(next)
-	if err != nil {
-		return nil, err
-	}
 	nb, err := normalizeBundle(b)
 	if err != nil {
 		return nil, fmt.Errorf("execution %q: %w", exe.ID, err)
+	}
+	steps := 1 + int64(len(nb.AlsoProcessed)) // one version per event applied
+	if exe.Version > math.MaxInt64-steps {
+		return nil, check.Invalidf("execution %q: version %d leaves no room for %d more", exe.ID, exe.Version, steps)
+	}
+	next.Version = exe.Version + steps
+	record, err := EncodeExecution(next)
+	if err != nil {
+		return nil, err
 	}
 	return &Write{Execution: next, Expected: exe.Version, Record: record, Bundle: nb}, nil
 }

@@ -153,7 +153,8 @@ func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bun
 	if err := b.QueueCommit(batch, exe, bundle, res); err != nil {
 		return err
 	}
-	batch.Queue(b.sql.requireCommitted, exe.ID, exe.Version+1)
+	// The version the commit writes: one per event it applies (stead.PrepareWrite).
+	batch.Queue(b.sql.requireCommitted, exe.ID, exe.Version+1+int64(len(bundle.AlsoProcessed)))
 	return nil
 }
 
@@ -360,21 +361,26 @@ func (b *Backend) sendAlso(ctx context.Context, q querier, batch *pgx.Batch, als
 	if err != nil || len(missed) == 0 {
 		return err
 	}
-	var ids, events []string
+	var ids, events, writes []string
+	var written, final []int64
 	for _, j := range missed {
 		for _, ev := range also.events[also.from[j]:also.to(j)] {
 			ids, events = append(ids, also.ids[j]), append(events, ev)
 		}
+		writes = append(writes, also.ids[j])
+		written, final = append(written, also.written[j]), append(final, also.versions[j])
 	}
-	_, err = q.Exec(ctx, b.sql.commitAlsoWon, ids, events)
+	_, err = q.Exec(ctx, b.sql.commitAlsoWon, ids, events, writes, written, final)
 	return err
 }
 
-// alsoArgs are the parameters of sqlCommitAlso: the id and new version of each write that
-// carries AlsoProcessed, and its events, each labelled with the write's position (1-based).
+// alsoArgs are the parameters of sqlCommitAlso: the id, the version the commit function writes
+// and the write's own version of each write that carries AlsoProcessed, and its events, each
+// labelled with the write's position (1-based).
 type alsoArgs struct {
 	ids      []string
-	versions []int64
+	written  []int64 // Expected+1, what the commit functions write
+	versions []int64 // Execution.Version: one more per further event
 	items    []int32
 	events   []string
 	at       []int // the index the caller gave each write
@@ -387,6 +393,7 @@ func (a *alsoArgs) add(at int, w *stead.Write) {
 		return
 	}
 	a.ids = append(a.ids, w.Execution.ID)
+	a.written = append(a.written, w.Expected+1)
 	a.versions = append(a.versions, w.Execution.Version)
 	a.at = append(a.at, at)
 	a.from = append(a.from, len(a.events))
@@ -410,7 +417,7 @@ func (a *alsoArgs) to(j int) int {
 // queue queues sqlCommitAlso on batch. When the batch is read, found[j] is set for each write j
 // the statement found won, and then runs, if set.
 func (a *alsoArgs) queue(batch *pgx.Batch, sql string, found []bool, then func() error) {
-	batch.Queue(sql, a.ids, a.versions, a.items, a.events).Query(func(rows pgx.Rows) error {
+	batch.Queue(sql, a.ids, a.written, a.items, a.events, a.versions).Query(func(rows pgx.Rows) error {
 		var ord int64
 		_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
 			if ord < 1 || int(ord) > len(found) {

@@ -78,18 +78,21 @@ const (
 	// (QueueCommit with its guard, migration 004).
 	sqlRequireCommitted = `SELECT {schema}stead_require_committed($1::text, $2::bigint)`
 
-	// sqlCommitAlso records the further processed events (stead.Bundle.AlsoProcessed) of the
-	// writes that carry them, sent behind their commit in the same transaction and round trip:
-	// $1 and $2 are each write's id and new version, $3 and $4 its events, each naming its write
-	// by position. A write won if this transaction wrote its row at that version: the row's xmin
-	// is the transaction's own id, the commit functions running no subtransactions (migration
-	// 004). It returns the positions of the writes it found won, which the caller checks against
-	// the commit's own answer (a savepoint of the caller's would hide a win).
+	// sqlCommitAlso finishes the writes that carry further processed events
+	// (stead.Bundle.AlsoProcessed), sent behind their commit in the same transaction and round
+	// trip: it moves each one's row from the version the commit function wrote ($2, the expected
+	// one plus one) to its own ($5: one more per further event), and records its events ($3 and
+	// $4, each naming its write by position). A write won if this transaction wrote its row at
+	// that version: the row's xmin is the transaction's own id, the commit functions running no
+	// subtransactions (migration 004). It returns the positions of the writes it found won, which
+	// the caller checks against the commit's own answer (a savepoint of the caller's would hide a
+	// win).
 	sqlCommitAlso = `WITH w AS (
-		SELECT w.ord, w.id
-		FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS w(id, version, ord)
-		JOIN {schema}stead_executions e ON e.id = w.id AND e.version = w.version
+		UPDATE {schema}stead_executions e SET version = w.final
+		FROM unnest($1::text[], $2::bigint[], $5::bigint[]) WITH ORDINALITY AS w(id, version, final, ord)
+		WHERE e.id = w.id AND e.version = w.version
 			AND e.xmin = pg_current_xact_id_if_assigned()::xid
+		RETURNING w.ord, w.id
 	), ins AS (
 		INSERT INTO {schema}stead_processed_events (execution_id, event_id)
 		SELECT w.id, p.event_id FROM unnest($3::int[], $4::text[]) AS p(item, event_id)
@@ -98,9 +101,15 @@ const (
 	)
 	SELECT ord FROM w`
 
-	// sqlCommitAlsoWon records further processed events of writes known to have won, in the
-	// caller's transaction, when sqlCommitAlso could not tell (the caller is in a savepoint).
-	sqlCommitAlsoWon = `INSERT INTO {schema}stead_processed_events (execution_id, event_id)
+	// sqlCommitAlsoWon is sqlCommitAlso for writes known to have won, in the caller's
+	// transaction, when sqlCommitAlso could not tell (the caller is in a savepoint): $1 and $2
+	// the events, $3 to $5 each write's id, the version the commit wrote and its own.
+	sqlCommitAlsoWon = `WITH v AS (
+		UPDATE {schema}stead_executions e SET version = v.final
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[]) AS v(id, version, final)
+		WHERE e.id = v.id AND e.version = v.version
+	)
+	INSERT INTO {schema}stead_processed_events (execution_id, event_id)
 		SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`
 
 	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.

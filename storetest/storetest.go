@@ -157,8 +157,10 @@ func (h *harness) commit(exe *stead.Execution, b stead.Bundle) []int64 {
 	if !reflect.DeepEqual(exe, before) {
 		h.Fatalf("Commit(%s) changed the execution it was given", exe.ID)
 	}
-	if c.Version != exe.Version+1 {
-		h.Fatalf("Commit(%s at version %d) returned version %d, want %d", exe.ID, exe.Version, c.Version, exe.Version+1)
+	// One version per event the commit applies.
+	if want := exe.Version + 1 + int64(len(b.AlsoProcessed)); c.Version != want {
+		h.Fatalf("Commit(%s at version %d, %d further events) returned version %d, want %d",
+			exe.ID, exe.Version, len(b.AlsoProcessed), c.Version, want)
 	}
 	if len(c.Seqs) != len(b.Emits) || (len(b.Emits) == 0 && c.Seqs != nil) {
 		h.Fatalf("Commit(%s) returned seqs %v for %d emits", exe.ID, c.Seqs, len(b.Emits))

@@ -85,7 +85,7 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 		}
 	}
 	for _, d := range ds {
-		w.committed(d.exe, d.ev)
+		w.committedAll(d)
 	}
 	if len(ds) > 0 {
 		if err := w.deliver(work, ds); err != nil {
@@ -108,50 +108,218 @@ type pending struct {
 // batchPlan is what a batch decided for each of its messages.
 type batchPlan struct {
 	items   []stead.CommitItem
-	stepped []int // the lease index of each item
+	stepped []int // the lease index of each item's first message
 	events  []stead.Event
-	acks    []transport.Lease
-	later   []pending
-	obs     stepObsList // aligned with the leases; nil when telemetry is off
+	// chains is aligned with items: what an item that applies several messages of its execution
+	// covers besides its first (nil for the usual item of one message).
+	chains []*chain
+	acks   []transport.Lease
+	later  []pending
+	obs    stepObsList // aligned with the leases; nil when telemetry is off
 }
 
-// plan admits and steps every loaded message of a batch.
+// chain is the rest of an item that applies consecutive messages of one execution in one
+// commit: they are acknowledged with the item's first message if its commit wins and handed
+// back with it (by its nack, or by the transaction's end) if it does not.
+type chain struct {
+	more   []int         // the lease indexes of the later messages it covers, in order
+	events []stead.Event // the events of those it stepped, for OnCommit
+	// then is the group's message right after the chain, when its verdict is a nack (a park, an
+	// action error): settled only once the chain's commit has won, as the chain's own nack
+	// stands for the whole group otherwise.
+	then   *pending
+	thenAt int // the lease index of then
+}
+
+// plan admits and steps every loaded message of a batch. Consecutive leases of one group (a
+// SharedTx claim with GroupDepth above 1) form a chain: each message is admitted against the
+// state the ones before it left and stepped from it, and the whole chain commits as one item —
+// the final state, every bundle's side effects in order, every stepped event recorded processed,
+// and the version advanced by one per stepped event (each step runs at the version it would have
+// had alone, so the keys of its actions do not depend on the chaining).
+// A chain stops at the first message that is neither stepped nor dropped, and before the second
+// step of an execution that records its trace ring (one ring entry a commit); the messages of its
+// group after it are left to the transaction's end, which hands them back in order.
 func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded, obs stepObsList) batchPlan {
 	p := batchPlan{obs: obs}
-	for i, l := range leases {
-		var ld stead.Loaded
-		if i < len(loaded) {
-			ld = loaded[i]
+	for i := 0; i < len(leases); {
+		j := i + 1
+		for j < len(leases) && leases[j].Group == leases[i].Group {
+			j++
 		}
-		v, why := w.admit(ld.Execution, ld.Processed, l.Event)
-		obs.at(i).loaded(ld.Execution, ld.Processed, v)
-		if v == doAck {
-			w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
-			p.acks = append(p.acks, l)
-			continue
+		if j == i+1 {
+			w.planOne(&p, leases, loaded, i)
+		} else {
+			w.planChain(&p, leases, loaded, i, j)
 		}
-		if v != doStep {
-			p.later = append(p.later, pending{l, v})
-			continue
-		}
-		next, b, err := w.step(ld.Execution, l.Event)
-		if err != nil {
-			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
-			obs.at(i).set(outcomeActionError)
-			p.later = append(p.later, pending{l, doRetry})
-			continue
-		}
-		obs.at(i).stepped(&b)
-		keepTimerTraces(next, &b, obs.at(i).traceOf())
-		p.items = append(p.items, stead.CommitItem{Execution: next, Bundle: b})
-		p.stepped = append(p.stepped, i)
-		p.events = append(p.events, l.Event)
+		i = j
 	}
 	return p
 }
 
+// loadedAt is loaded[i], or nothing when the store answered fewer refs.
+func loadedAt(loaded []stead.Loaded, i int) stead.Loaded {
+	if i < len(loaded) {
+		return loaded[i]
+	}
+	return stead.Loaded{}
+}
+
+// planOne admits and steps a message that is alone of its group in the batch.
+func (w *Worker) planOne(p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i int) {
+	l := leases[i]
+	ld := loadedAt(loaded, i)
+	v, why := w.admit(ld.Execution, ld.Processed, l.Event)
+	p.obs.at(i).loaded(ld.Execution, ld.Processed, v)
+	if v == doAck {
+		w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
+		p.acks = append(p.acks, l)
+		return
+	}
+	if v != doStep {
+		p.later = append(p.later, pending{l, v})
+		return
+	}
+	next, b, err := w.step(ld.Execution, l.Event)
+	if err != nil {
+		w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
+		p.obs.at(i).set(outcomeActionError)
+		p.later = append(p.later, pending{l, doRetry})
+		return
+	}
+	p.obs.at(i).stepped(&b)
+	keepTimerTraces(next, &b, p.obs.at(i).traceOf())
+	p.add(stead.CommitItem{Execution: next, Bundle: b}, i, l.Event, nil)
+}
+
+// add appends an item to commit.
+func (p *batchPlan) add(it stead.CommitItem, lease int, ev stead.Event, c *chain) {
+	p.items = append(p.items, it)
+	p.stepped = append(p.stepped, lease)
+	p.events = append(p.events, ev)
+	if c != nil && p.chains == nil {
+		p.chains = make([]*chain, len(p.items)-1, cap(p.items))
+	}
+	if p.chains != nil {
+		p.chains = append(p.chains, c)
+	}
+}
+
+// chainAt is the chain of item k, nil for an item of one message.
+func (p *batchPlan) chainAt(k int) *chain {
+	if k < len(p.chains) {
+		return p.chains[k]
+	}
+	return nil
+}
+
+// planChain admits and steps the leases i..j-1, all of one group, in order (see plan).
+func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i, j int) {
+	exe := loadedAt(loaded, i).Execution
+	var version int64 // the loaded version: what the chain's commit expects
+	if exe != nil {
+		version = exe.Version
+	}
+	var (
+		acked  []int // leases dropped before the first step: acknowledged whatever happens
+		first  = -1  // the lease of the first step
+		c      chain
+		merged stead.Bundle
+	)
+	k := i
+	for ; k < j; k++ {
+		l := leases[k]
+		processed := loadedAt(loaded, k).Processed
+		if first >= 0 && merged.Trace != nil {
+			break // one trace ring entry a commit: the rest is applied by later batches
+		}
+		v, why := w.admit(exe, processed, l.Event)
+		if v == doAck {
+			p.obs.at(k).loaded(exe, processed, v)
+			w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
+			if first < 0 {
+				acked = append(acked, k)
+			} else {
+				c.more = append(c.more, k)
+			}
+			continue
+		}
+		if v != doStep {
+			p.obs.at(k).loaded(exe, processed, v)
+			if first < 0 {
+				p.later = append(p.later, pending{l, v})
+			} else {
+				c.then, c.thenAt = &pending{l, v}, k
+			}
+			k++
+			break
+		}
+		if first >= 0 {
+			// The version this step would run at if it committed on its own: the store advances
+			// an execution's version by one per event a commit applies, so the actions' keys
+			// (chart.ActionContext.Key) name the same step however its events are chained.
+			exe.Version = version + int64(1+len(c.events))
+		}
+		next, b, err := w.step(exe, l.Event)
+		if err != nil {
+			p.obs.at(k).loaded(exe, processed, v)
+			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
+			p.obs.at(k).set(outcomeActionError)
+			if first < 0 {
+				p.later = append(p.later, pending{l, doRetry})
+			} else {
+				c.then, c.thenAt = &pending{l, doRetry}, k
+			}
+			k++
+			break
+		}
+		if first >= 0 && b.Trace != nil {
+			break // as above, found only now: this message is left for a later batch
+		}
+		p.obs.at(k).loaded(exe, processed, v)
+		p.obs.at(k).stepped(&b)
+		keepTimerTraces(next, &b, p.obs.at(k).traceOf())
+		if first < 0 {
+			first, merged = k, b
+		} else {
+			c.more = append(c.more, k)
+			c.events = append(c.events, l.Event)
+			merged = mergeBundles(merged, b, l.Event.ID)
+		}
+		exe = next
+	}
+	for ; k < j; k++ {
+		p.obs.at(k).set(outcomeDeferred)
+	}
+	for _, a := range acked {
+		p.acks = append(p.acks, leases[a])
+	}
+	if first < 0 {
+		return
+	}
+	exe.Version = version // a step's own copy (the engine's), or the loaded one when none chained
+	var cp *chain
+	if len(c.more) > 0 || c.then != nil {
+		cp = &c
+	}
+	p.add(stead.CommitItem{Execution: exe, Bundle: merged}, first, leases[first].Event, cp)
+}
+
+// mergeBundles appends the side effects of the step of event id to those of the steps before it
+// in one chain: emits, spawns and timer operations in order (the store keeps the net effect of
+// the timer operations), and id among the events processed.
+func mergeBundles(into, b stead.Bundle, id string) stead.Bundle {
+	into.Emits = append(into.Emits, b.Emits...)
+	into.Spawns = append(into.Spawns, b.Spawns...)
+	into.Timers = append(into.Timers, b.Timers...)
+	into.AlsoProcessed = append(into.AlsoProcessed, id)
+	return into
+}
+
 // sortResults files each commit result: a success is acknowledged and relayed, a lost CAS is
-// redelivered at once, any other error after RetryDelay.
+// redelivered at once, any other error after RetryDelay. A chain goes with its first message: a
+// success acknowledges all of it (and settles the message after it), a failure hands back the
+// first message, and the rest of the chain with it.
 func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []stead.CommitResult) []delivery {
 	var ds []delivery
 	for k, i := range p.stepped {
@@ -162,21 +330,52 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 			r.Err = errors.New("worker: store returned too few batch results")
 		}
 		it := p.items[k]
+		c := p.chainAt(k)
 		switch {
 		case r.Err == nil:
 			it.Execution.Version = r.Version // the worker's own copy, from the engine
 			o := p.obs.at(i)
 			o.committed(it.Execution)
 			p.acks = append(p.acks, leases[i])
-			ds = append(ds, delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k], trace: o.traceOf()})
+			d := delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k], trace: o.traceOf()}
+			if c != nil {
+				for _, m := range c.more {
+					p.obs.at(m).committed(it.Execution)
+					p.acks = append(p.acks, leases[m])
+				}
+				if c.then != nil {
+					p.later = append(p.later, *c.then)
+				}
+				d.also = c.events
+				if n := len(c.more); n > 0 {
+					d.trace = p.obs.at(c.more[n-1]).traceOf()
+				}
+			}
+			ds = append(ds, d)
 		case errors.Is(r.Err, stead.ErrConflict):
 			p.obs.at(i).set(outcomeConflict)
 			p.later = append(p.later, pending{leases[i], doResend})
+			c.setAll(p.obs, outcomeConflict)
 		default:
 			w.log.Warn("commit failed", slog.String("execution", leases[i].Group), slog.Any("err", r.Err))
 			p.obs.at(i).set(outcomeRetry)
 			p.later = append(p.later, pending{leases[i], doRetry})
+			c.setAll(p.obs, outcomeRetry)
 		}
 	}
 	return ds
+}
+
+// setAll records outcome for every message of c (a nil chain has none).
+func (c *chain) setAll(obs stepObsList, outcome string) {
+	if c == nil {
+		return
+	}
+	for _, m := range c.more {
+		obs.at(m).set(outcome)
+	}
+	if c.then != nil {
+		// Not settled: its nack would contradict the chain's. It is handed back with the group.
+		obs.at(c.thenAt).set(outcomeDeferred)
+	}
 }

@@ -47,6 +47,7 @@ const (
 	DefaultConcurrency    = 8
 	DefaultBatchSize      = 128
 	DefaultBatchWait      = 2 * time.Millisecond
+	DefaultGroupDepth     = 16
 	DefaultVisibility     = 30 * time.Second
 	DefaultRetryDelay     = time.Second
 	DefaultSuspendRecheck = 5 * time.Second
@@ -72,9 +73,15 @@ type Config struct {
 	// Concurrency is how many claim loops run at once (default 8). Unbatched, it is the number of
 	// steps in flight; batched, the number of batches in flight.
 	Concurrency int
-	// BatchSize is how many messages (one per execution) a loop claims, loads, commits and
+	// BatchSize is how many messages (one per execution, or up to GroupDepth with SharedTx) a loop claims, loads, commits and
 	// acknowledges together (default 128). 1 turns batching off: one message per transaction.
 	BatchSize int
+	// GroupDepth is, with SharedTx, how many queued messages of one execution a batch may take
+	// (default 16; 1 takes one, as without SharedTx). The worker applies them in order, each to
+	// the state the one before left, and commits them as one step of the execution: one load,
+	// one update of the execution and one claim of its queue for all of them. They count
+	// towards BatchSize. Without SharedTx a batch takes one message per execution.
+	GroupDepth int
 	// BatchWait bounds how long a loop holding a partial batch waits for more messages before it
 	// processes what it has (default 2 ms; negative means never wait).
 	BatchWait time.Duration
@@ -159,6 +166,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("worker: concurrency %d or batch size %d out of range (batch at most %d)",
 			c.Concurrency, c.BatchSize, stead.MaxBatch)
 	}
+	if c.GroupDepth < 0 || c.GroupDepth > stead.MaxBatch {
+		return c, fmt.Errorf("worker: group depth %d outside 1..%d", c.GroupDepth, stead.MaxBatch)
+	}
 	if !(c.PriorityShare >= 0 && c.PriorityShare <= 1) { // written so that NaN fails too
 		return c, fmt.Errorf("worker: priority share %v is not between 0 and 1", c.PriorityShare)
 	}
@@ -182,6 +192,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.GroupDepth == 0 {
+		c.GroupDepth = DefaultGroupDepth
 	}
 	def(&c.BatchWait, DefaultBatchWait)
 	def(&c.Visibility, DefaultVisibility)

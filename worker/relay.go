@@ -17,6 +17,8 @@ type delivery struct {
 	b    *stead.Bundle
 	seqs []int64 // the outbox sequence numbers Commit returned for b.Emits
 	ev   stead.Event
+	// also are the further events a chain applied with ev (see plan), in order.
+	also []stead.Event
 	// trace is the Event.Trace of the step's span (empty untraced): the start events of the
 	// children it spawned carry it.
 	trace string

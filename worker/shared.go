@@ -29,8 +29,12 @@ type SharedDB interface {
 // only Rollback remains. Arguments are checked as the Store and the Transport check them.
 type Tx interface {
 	// Claim is transport.Transport.ClaimBatch in the transaction: the groups stay held by it
-	// until it ends, whatever the lease says.
-	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error)
+	// until it ends, whatever the lease says. It returns at most max messages, and up to depth
+	// consecutive messages of each group it takes (from its head, in order, adjacent in the
+	// result) where ClaimBatch returns one. The worker acknowledges a prefix of a group's leases
+	// and nacks at most the one after it; the leases behind are neither, and the group must be
+	// free for them once the transaction ends, in order.
+	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) ([]transport.Lease, error)
 	// Load is stead.Store.LoadForEvents in the transaction.
 	Load(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error)
 	// CommitBatch is stead.Store.CommitBatch in the transaction. The emits of the items must be
@@ -82,7 +86,7 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(outer)) }()
 	start := w.tel.now()
 	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
+		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize, w.cfg.GroupDepth)
 	})
 	if err != nil || len(leases) == 0 {
 		return 0, err
@@ -182,7 +186,7 @@ func (w *Worker) commitTx(ctx context.Context, tx Tx) error {
 func (w *Worker) spawnCommitted(work context.Context, ds []delivery) {
 	var spawning []delivery
 	for _, d := range ds {
-		w.committed(d.exe, d.ev)
+		w.committedAll(d)
 		if len(d.b.Spawns) > 0 {
 			spawning = append(spawning, d)
 		}

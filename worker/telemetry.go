@@ -50,6 +50,9 @@ const (
 	outcomeParked      = "parked"       // the execution is suspended
 	outcomeActionError = "action_error" // the machine failed; retried after RetryDelay
 	outcomeRetry       = "retry"        // the store failed; retried after RetryDelay
+	// outcomeDeferred: claimed behind a message of its execution that was not applied in this
+	// batch, and handed back with it, in order
+	outcomeDeferred = "deferred"
 )
 
 // telemetry is the worker's instrumentation: nothing at all unless Config gives a provider.

@@ -349,6 +349,14 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
 	}
 }
 
+// committedAll reports every event a delivery's commit applied.
+func (w *Worker) committedAll(d delivery) {
+	w.committed(d.exe, d.ev)
+	for _, ev := range d.also {
+		w.committed(d.exe, ev)
+	}
+}
+
 // settle acknowledges or nacks a message that was not stepped.
 func (w *Worker) settle(ctx context.Context, l *transport.Lease, v verdict) {
 	if v == doAck {

@@ -341,6 +341,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"nil machine", func(c *Config) { c.Machines = Machines{"x": nil} }},
 		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }},
 		{"huge batch", func(c *Config) { c.BatchSize = stead.MaxBatch + 1 }},
+		{"negative group depth", func(c *Config) { c.GroupDepth = -1 }},
+		{"huge group depth", func(c *Config) { c.GroupDepth = stead.MaxBatch + 1 }},
 		{"negative priority share", func(c *Config) { c.PriorityShare = -0.1 }},
 		{"priority share over 1", func(c *Config) { c.PriorityShare = 1.5 }},
 		{"NaN priority share", func(c *Config) { c.PriorityShare = math.NaN() }},

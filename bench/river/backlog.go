@@ -106,7 +106,7 @@ func probe(ctx context.Context, s *steadSetup, n int, lists bool) (claims, loads
 			return nil, nil, nil, nil, err
 		}
 		t0 := time.Now()
-		ls, err := tx.Claim(tctx, "probe", 30*time.Second, 0, 64)
+		ls, err := tx.Claim(tctx, "probe", 30*time.Second, 0, 64, 1)
 		t1 := time.Now()
 		if err == nil && len(ls) > 0 {
 			_, err = tx.Load(tctx, refsOf(ls))

@@ -22,6 +22,7 @@ func newRun() *cobra.Command {
 		workers   int
 		batch     int
 		batchWait time.Duration
+		depth     int
 		sharedTx  bool
 		name      string
 		logLevel  string
@@ -113,7 +114,7 @@ share of trace ids. Metrics count every step whatever the sample.`,
 			}
 			w, err := worker.New(worker.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
-				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, SharedTx: shared,
+				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, GroupDepth: depth, SharedTx: shared,
 				PriorityShare: prioShare, PriorityThreshold: prioMin,
 				Logger:         log,
 				TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider,
@@ -129,6 +130,7 @@ share of trace ids. Metrics count every step whatever the sample.`,
 	cmd.Flags().IntVar(&workers, "workers", worker.DefaultConcurrency, "concurrent claim loops")
 	cmd.Flags().IntVar(&batch, "batch", worker.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
 	cmd.Flags().DurationVar(&batchWait, "batch-wait", worker.DefaultBatchWait, "how long a partial batch may wait for more messages")
+	cmd.Flags().IntVar(&depth, "group-depth", worker.DefaultGroupDepth, "PostgreSQL with --shared-tx: queued events of one execution a batch applies in one commit (1: one)")
 	cmd.Flags().BoolVar(&sharedTx, "shared-tx", true, "PostgreSQL only: claim, commit and ack in one transaction (--shared-tx=false: three)")
 	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
 	cmd.Flags().Float64Var(&prioShare, "priority-share", 0, "share of claims (0 to 1) that first look for executions at --priority-threshold or above")

@@ -123,14 +123,23 @@ func (t *Tx) flush(ctx context.Context) error {
 	return nil
 }
 
-// Claim implements worker.Tx.
-func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
+// Claim implements worker.Tx: a held claim (pgtransport's ClaimHeldTx, or ClaimHeldGroupsTx for
+// a depth above 1).
+func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) ([]transport.Lease, error) {
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	ls, err := t.db.tr.ClaimHeldTx(ctx, t.c, worker, visibility, minPriority, max, t.held)
-	for _, l := range ls {
-		t.held = append(t.held, l.Group)
+	var ls []transport.Lease
+	var err error
+	if depth > 1 {
+		ls, err = t.db.tr.ClaimHeldGroupsTx(ctx, t.c, worker, visibility, minPriority, max, depth, t.held)
+	} else {
+		ls, err = t.db.tr.ClaimHeldTx(ctx, t.c, worker, visibility, minPriority, max, t.held)
+	}
+	for i, l := range ls {
+		if i == 0 || ls[i-1].Group != l.Group { // a group's leases are adjacent
+			t.held = append(t.held, l.Group)
+		}
 		t.tokens[l.Token] = true
 	}
 	return ls, err
