@@ -229,7 +229,9 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 	k := i
 	for ; k < j; k++ {
 		l := leases[k]
-		processed := loadedAt(loaded, k).Processed
+		// A message whose event an earlier step of the chain applied is a duplicate (a timeout
+		// published twice, say): the store could not know it yet, the chain does.
+		processed := loadedAt(loaded, k).Processed || first >= 0 && chainApplied(leases[first].Event.ID, c.events, l.Event.ID)
 		if first >= 0 && merged.Trace != nil {
 			break // one trace ring entry a commit: the rest is applied by later batches
 		}
@@ -303,6 +305,20 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 		cp = &c
 	}
 	p.add(stead.CommitItem{Execution: exe, Bundle: merged}, first, leases[first].Event, cp)
+}
+
+// chainApplied reports whether a chain whose first step applied first and whose later steps
+// applied later has applied the event id.
+func chainApplied(first string, later []stead.Event, id string) bool {
+	if id == first {
+		return true
+	}
+	for _, ev := range later {
+		if ev.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeBundles appends the side effects of the step of event id to those of the steps before it

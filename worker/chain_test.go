@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestPlanChains(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		exe       *stead.Execution
-		kinds     []string // one message each, event id = "e<index>"
+		kinds     []string // one message each, event id "e<index>" ("tick@e1": the id e1)
 		processed []int    // messages the store says were applied already
 		want      chainWant
 	}{
@@ -60,6 +61,8 @@ func TestPlanChains(t *testing.T) {
 			chainWant{1, 2, []string{"e0", "e2"}, 0, []string{"e0", "e1", "e2"}, nil, []string{"e0"}}},
 		{"duplicates first", running("counter"), []string{"tick", "tick", "tick"}, []int{0, 1},
 			chainWant{1, 1, []string{"e2"}, 0, []string{"e0", "e1", "e2"}, nil, []string{"e2"}}},
+		{"a duplicate of a stepped event", running("counter"), []string{"tick", "tick", "tick@e1", "tick"}, nil,
+			chainWant{1, 3, []string{"e0", "e1", "e3"}, 0, []string{"e0", "e1", "e1", "e3"}, nil, []string{"e0"}}},
 		{"stops at an action error", running("counter"), []string{"tick", "tick", "boom", "tick"}, nil,
 			chainWant{1, 2, []string{"e0", "e1"}, 0, []string{"e0", "e1"}, []string{"e2"}, []string{"e0"}}},
 		{"an action error first", running("counter"), []string{"boom", "tick"}, nil,
@@ -78,6 +81,9 @@ func TestPlanChains(t *testing.T) {
 			loaded := make([]stead.Loaded, len(tc.kinds))
 			for i, k := range tc.kinds {
 				ev := stead.Event{ID: "e" + string(rune('0'+i)), Kind: k}
+				if kind, id, ok := strings.Cut(k, "@"); ok { // "tick@e1": a tick with the id e1
+					ev.Kind, ev.ID = kind, id
+				}
 				if k == "emit" {
 					ev.Data = json.RawMessage(`"y"`)
 				}
