@@ -48,9 +48,10 @@ func quickDeadlockPool(t *testing.T) *pgxpool.Pool {
 
 // TestNoDeadlockUnderContention runs every kind of caller hard against one small set of groups
 // for a few seconds: claimers that ack or nack in batches, publishers on their own and in
-// transactions that stay open a moment, and steps that claim, publish to other groups and ack in
-// one transaction (some rolling back). Any error fails the test: a deadlock or a serialization
-// failure would surface as stead.ErrConflict.
+// transactions that stay open a moment, and steps that claim (with a lease, or held, several
+// messages per group), publish to other groups and ack in one transaction (some rolling back).
+// Any error fails the test: a deadlock or a serialization failure would surface as
+// stead.ErrConflict.
 func TestNoDeadlockUnderContention(t *testing.T) {
 	t.Parallel()
 	tr := openOn(t, quickDeadlockPool(t), pgdbtest.Schema(t), pgtransport.WithoutNotify())
@@ -76,7 +77,7 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		failures []error
-		ops      [5]atomic.Int64 // per role, calls that succeeded
+		ops      [6]atomic.Int64 // per role, calls that succeeded
 		wg       sync.WaitGroup
 	)
 	report := func(role int, err error) {
@@ -142,6 +143,25 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 				return nil
 			})
 		}},
+		{2, func(w int) error { // a held step, several messages per group: worker/pgtx's order
+			return inTx(func(tx pgx.Tx) error {
+				depth := 1 + rand.IntN(3)
+				ls, err := b.ClaimHeldGroupsTx(ctx, tx, fmt.Sprintf("held%d", w), time.Minute, 0, 6, depth, nil)
+				if err != nil || len(ls) == 0 {
+					return err
+				}
+				if err := b.PublishBatchTx(ctx, tx, outgoing(len(ls))); err != nil {
+					return err
+				}
+				if err := b.AckHeldTx(ctx, tx, ls); err != nil {
+					return err
+				}
+				if rand.IntN(10) == 0 {
+					return errRollback
+				}
+				return nil
+			})
+		}},
 		{1, func(w int) error { // a single-message step, the unbatched worker's
 			return inTx(func(tx pgx.Tx) error {
 				ls, err := b.ClaimBatchTx(ctx, tx, fmt.Sprintf("single%d", w), time.Minute, 0, 1)
@@ -176,5 +196,9 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 			t.Errorf("role %d made no call that succeeded", role)
 		}
 	}
-	t.Logf("calls per role: %d %d %d %d %d", ops[0].Load(), ops[1].Load(), ops[2].Load(), ops[3].Load(), ops[4].Load())
+	calls := make([]int64, len(roles))
+	for role := range roles {
+		calls[role] = ops[role].Load()
+	}
+	t.Logf("calls per role: %v", calls)
 }

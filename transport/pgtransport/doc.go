@@ -89,13 +89,15 @@
 // other statement holds a group row in a way that makes PostgreSQL wait there despite SKIP LOCKED
 // (publishers hold a separate anchor row per group, see the migration). Acks and nacks wait only
 // for a claimer that took their group after the lease ran out. A publish waits only for another
-// open transaction that is creating or deleting one of its groups: a publish creates a group, an
-// ack of a group's last message deletes it, and a claim outside a transaction deletes an empty
-// group it meets (inside one it frees it instead). So steps that claim, publish to each other's
-// groups and ack in shared transactions do not deadlock in the ordinary order (claim, publish
-// once, ack last). A transaction that publishes twice, or acks before it publishes, can: then
-// PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict; roll back and
-// retry the step.
+// open transaction that is creating or deleting one of its groups, or that locked one it found
+// created meanwhile: a publish creates a group, an ack of a group's last message deletes it, and a
+// claim outside a transaction deletes an empty group it meets (inside one it frees it instead). A
+// publish creates or locks the groups it did not find in one statement in id order (migration
+// 005_publish_order), so two publishes do not deadlock, and steps that claim, publish to each
+// other's groups and ack in shared transactions do not deadlock in the ordinary order (claim,
+// publish once, ack last). A transaction that publishes twice, or acks before it publishes, can:
+// then PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict; roll
+// back and retry the step.
 //
 // # Schema
 //
