@@ -10,7 +10,8 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// claimBatch claims up to BatchSize messages (the transport hands out at most one per execution).
+// claimBatch claims up to BatchSize messages (the transport hands out at most one per execution;
+// only the shared transaction's claim takes several, see plan).
 // A partial batch waits up to BatchWait for more, so that under a trickle of events one flush
 // still serves several steps, while an idle worker adds no latency at all.
 func (w *Worker) claimBatch(ctx, work context.Context) ([]transport.Lease, error) {

@@ -15,6 +15,12 @@
 // work), and the dedupe marker committed with each step makes a redelivered event a no-op. Durable
 // timers are swept on an interval and turned into timeout events.
 //
+// In the shared-transaction mode (Config.SharedTx) a batch may take several queued messages of
+// one execution (Config.GroupDepth) and apply them as a chain: in order, each from the state the
+// one before left, committed once with every event recorded processed and the version advanced
+// by one per event, so that a backlog costs one load and one update of each execution per batch
+// rather than per event.
+//
 // Delivery is at least once and application is exactly once: an event may be published twice,
 // but an execution applies each event id at most once, because the processed-event marker commits
 // atomically with the state it produced. Actions with external side effects must therefore be

@@ -192,6 +192,8 @@ func run(ctx context.Context, args []string) error {
 	batched := []workerMode{
 		{name: "stead, worker defaults, separate transactions", loops: *loops, batch: *batch},
 		{name: "stead, worker defaults, shared transaction", loops: *loops, batch: *batch, shared: true},
+		// What the chains (GroupDepth) add, shown apart: the same with one event a commit.
+		{name: "stead, worker defaults, shared transaction, GroupDepth 1", loops: *loops, batch: *batch, shared: true, depth: 1},
 	}
 	if *loops != 0 || *batch != 0 {
 		for i := range batched {

@@ -108,7 +108,8 @@ func (r *report) markdown() string {
 		"shared_buffers; max_connections 200 for the worker processes) on this machine. River: %d jobs inserted, "+
 		"then a client with MaxWorkers %d on the default queue and every other setting at River's default, on a pool "+
 		"of the size stead's worker gets (%d connections, as `stead run` sizes it), timed from its start to the last completion it reports. stead: %d events (executions of 10: a start and nine "+
-		"ticks) published, then one worker at the worker's default settings (8 loops, batches of 128), timed from its start to the last "+
+		"ticks) published, then one worker at the worker's default settings (8 loops, batches of 128; in the shared "+
+		"transaction up to 16 queued events of one execution applied and committed together, GroupDepth, unless the row says 1), timed from its start to the last "+
 		"commit. Rounds alternate River and stead. WAL from pg_current_wal_lsn before and after; server CPU from "+
 		"/proc/<pid>/stat of the postmaster and its children (reaped ones included); round trips are the pool's "+
 		"queries and batches (pgx tracer); client CPU is this process's.\n\n", r.events, r.riverWorkers, steadPoolSize(0), r.events)

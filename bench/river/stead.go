@@ -163,6 +163,7 @@ type workerMode struct {
 	loops  int  // Config.Concurrency (0: default)
 	batch  int  // Config.BatchSize (0: default)
 	shared bool // Config.SharedTx = pgtx.New(...)
+	depth  int  // Config.GroupDepth (0: default)
 }
 
 func (m workerMode) loopsOrDefault() int {
@@ -183,7 +184,7 @@ func (m workerMode) config(s *steadSetup, last int) (worker.Config, error) {
 	cfg := worker.Config{
 		Store: s.store, Transport: s.tr,
 		Machines:    worker.Machines{definitionID: counter{last: last}},
-		Concurrency: m.loops, BatchSize: m.batch,
+		Concurrency: m.loops, BatchSize: m.batch, GroupDepth: m.depth,
 	}
 	if m.shared {
 		db, err := pgtx.New(s.store, s.tr)

@@ -22,7 +22,9 @@
 // Writes: the claim writes no lease (pgtransport's ClaimHeldTx): the transaction's row locks hold
 // the groups, and every message it claims is acked or nacked in it, so a lease row version would
 // be written only to be overwritten by the ack. A Tx acks and nacks the leases of its own claims
-// in the held form and any other lease (claimed outside it) through the token fence.
+// in the held form and any other lease (claimed outside it) through the token fence. With a
+// depth above 1 a claim takes several consecutive messages of each group
+// (pgtransport's ClaimHeldGroupsTx), which the worker applies as one chain and acks together.
 package pgtx
 
 import (
