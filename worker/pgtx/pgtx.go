@@ -133,7 +133,9 @@ func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration,
 	}
 	var ls []transport.Lease
 	var err error
-	if depth > 1 {
+	if depth > 1 && max > 1 {
+		// One message is a group's head: the plain held claim, without the deeper claim's
+		// second read (about 110 µs of server CPU a claim, measured unbatched).
 		ls, err = t.db.tr.ClaimHeldGroupsTx(ctx, t.c, worker, visibility, minPriority, max, depth, t.held)
 	} else {
 		ls, err = t.db.tr.ClaimHeldTx(ctx, t.c, worker, visibility, minPriority, max, t.held)
