@@ -227,6 +227,15 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 		c      chain
 		merged stead.Bundle
 	)
+	// stop ends the chain at lease k, to be settled by v: at once when nothing was stepped, else
+	// once the chain's commit has won.
+	stop := func(k int, v verdict) {
+		if first < 0 {
+			p.later = append(p.later, pending{leases[k], v})
+		} else {
+			c.then, c.thenAt = &pending{leases[k], v}, k
+		}
+	}
 	k := i
 	for ; k < j; k++ {
 		l := leases[k]
@@ -249,11 +258,7 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 		}
 		if v != doStep {
 			p.obs.at(k).loaded(exe, processed, v)
-			if first < 0 {
-				p.later = append(p.later, pending{l, v})
-			} else {
-				c.then, c.thenAt = &pending{l, v}, k
-			}
+			stop(k, v)
 			k++
 			break
 		}
@@ -268,11 +273,7 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 			p.obs.at(k).loaded(exe, processed, v)
 			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
 			p.obs.at(k).set(outcomeActionError)
-			if first < 0 {
-				p.later = append(p.later, pending{l, doRetry})
-			} else {
-				c.then, c.thenAt = &pending{l, doRetry}, k
-			}
+			stop(k, doRetry)
 			k++
 			break
 		}
