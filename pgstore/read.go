@@ -85,19 +85,25 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	for i, r := range refs {
 		ids[i], events[i] = r.ExecutionID, r.EventID
 	}
-	rows, err := q.Query(ctx, b.sql.loadForEvents, ids, events)
+	// A worker asks for several events of one execution (a chain): its record is read, sent and
+	// decoded once, with its first ref, and every later ref of it gets a deep copy (Clone costs a
+	// fraction of decoding the JSON), so that each result stays the caller's own. The rows come
+	// from one statement, so one snapshot, and in ref order, the first ref of an id first.
+	var decoded map[string]*stead.Execution
+	var first []bool
+	if len(refs) > 1 {
+		decoded = make(map[string]*stead.Execution, len(refs))
+		first = firstRefs(refs)
+	}
+	sql, args := b.sql.loadForEvents, []any{ids, events}
+	if first != nil {
+		sql, args = b.sql.loadForEventsOnce, []any{ids, events, first}
+	}
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]stead.Loaded, len(refs))
-	// A worker asks for several events of one execution: its record is decoded once, and every
-	// later ref of it gets a deep copy (Clone costs a fraction of decoding the JSON), so that
-	// each result stays the caller's own. The rows come from one statement, so one snapshot:
-	// every row of an id carries the same record.
-	var decoded map[string]*stead.Execution
-	if len(refs) > 1 {
-		decoded = make(map[string]*stead.Execution, len(refs))
-	}
 	var ord int64
 	var data []byte
 	var processed bool
@@ -106,12 +112,12 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 			return fmt.Errorf("load for events returned position %d of %d", ord, len(out))
 		}
 		out[ord-1].Processed = processed
-		if data == nil {
+		id := refs[ord-1].ExecutionID
+		if earlier, ok := decoded[id]; ok {
+			out[ord-1].Execution = earlier.Clone()
 			return nil
 		}
-		id := refs[ord-1].ExecutionID
-		if first, ok := decoded[id]; ok {
-			out[ord-1].Execution = first.Clone()
+		if data == nil {
 			return nil
 		}
 		exe, err := decode(data)
@@ -128,6 +134,26 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 		return nil, err
 	}
 	return out, nil
+}
+
+// firstRefs marks the first ref of each execution, or returns nil when none repeats one (the
+// refs then go to the statement without the marks, as they always did).
+func firstRefs(refs []stead.EventRef) []bool {
+	seen := make(map[string]struct{}, len(refs))
+	first := make([]bool, len(refs))
+	repeats := false
+	for i, r := range refs {
+		if _, ok := seen[r.ExecutionID]; ok {
+			repeats = true
+			continue
+		}
+		seen[r.ExecutionID] = struct{}{}
+		first[i] = true
+	}
+	if !repeats {
+		return nil
+	}
+	return first
 }
 
 // IsProcessed implements stead.Backend.

@@ -24,6 +24,11 @@ const (
 	sqlLoadForEvents = `SELECT r_ord, r_data, r_processed
 		FROM {schema}stead_load_for_events($1::text[], $2::text[])`
 
+	// sqlLoadForEventsOnce is sqlLoadForEvents for refs that repeat an execution: its record
+	// comes with the ref marked first ($3) only (migration 006).
+	sqlLoadForEventsOnce = `SELECT r_ord, r_data, r_processed
+		FROM {schema}stead_load_for_events_once($1::text[], $2::text[], $3::boolean[])`
+
 	sqlIsProcessed = `SELECT EXISTS (SELECT 1 FROM {schema}stead_processed_events
 		WHERE execution_id = $1::text AND event_id = $2::text)`
 
@@ -189,7 +194,8 @@ const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox)
 
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
-	load, loadForEvent, loadForEvents, isProcessed, list, count, readTrace, timers string
+	load, loadForEvent, loadForEvents, loadForEventsOnce, isProcessed, list, count string
+	readTrace, timers                                                              string
 	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
 	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
 	commitAlso, commitAlsoWon                                                      string
@@ -204,6 +210,7 @@ func newStatements(schema string) statements {
 		load:                  x(sqlLoad),
 		loadForEvent:          x(sqlLoadForEvent),
 		loadForEvents:         x(sqlLoadForEvents),
+		loadForEventsOnce:     x(sqlLoadForEventsOnce),
 		isProcessed:           x(sqlIsProcessed),
 		list:                  x(sqlList),
 		count:                 x(sqlCount),
@@ -237,6 +244,7 @@ func newStatements(schema string) statements {
 var sqlByName = map[string]string{
 	"Load":                  sqlLoad,
 	"LoadForEvent":          sqlLoadForEvent,
+	"LoadForEventsOnce":     sqlLoadForEventsOnce,
 	"LoadForEvents":         sqlLoadForEvents,
 	"IsProcessed":           sqlIsProcessed,
 	"List":                  sqlList,
@@ -271,7 +279,8 @@ var sqlByName = map[string]string{
 // names are the methods' ("Load", "ClaimOutbox"), with a suffix where one method sends several
 // statements ("CommitState" and "CommitBundle" for Commit, "CommitAlso" behind a commit that
 // carries stead.Bundle.AlsoProcessed, "CommitAlsoWon" for the rare write it could not see won,
-// "PendingOutboxOfSource" for PendingOutbox with a source, "Conflicts" for the lookup after a
+// "PendingOutboxOfSource" for PendingOutbox with a source, "LoadForEventsOnce" for LoadForEvents
+// when refs repeat an execution, "Conflicts" for the lookup after a
 // lost compare-and-swap).
 //
 // Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
