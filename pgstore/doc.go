@@ -22,10 +22,13 @@
 //   - Commit with emits, spawns, timers or a trace step calls stead_commit_bundle: the CAS, then
 //     only the side-effect statements the bundle needs.
 //   - A commit whose bundle has AlsoProcessed sends one more statement in the same round trip, a
-//     pgx batch that PostgreSQL runs as one implicit transaction (or in the caller's): it
-//     inserts those events for the writes this transaction wrote at their new version (the row's
-//     xmin is its own id), so that they land exactly when the commit wins. A commit without
-//     AlsoProcessed sends just its function call, as above.
+//     pgx batch that PostgreSQL runs as one implicit transaction (or in the caller's): for the
+//     writes this transaction wrote (the row's xmin is its own id) it moves the row on to its
+//     version, one per event applied, and inserts those events, so that they land exactly when
+//     the commit wins. A commit without AlsoProcessed sends just its function call, as above.
+//   - LoadForEvents whose refs repeat an execution (a worker's chain) calls
+//     stead_load_for_events_once, which reads and sends the record with its first ref only;
+//     other loads call stead_load_for_events.
 //   - CommitBatch (up to stead.MaxBatch executions) calls stead_commit_batch, one set-based
 //     statement that commits the executions whose versions match and writes the side effects of
 //     those winners only: a loser writes nothing while the others land. Executions are sent
