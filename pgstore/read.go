@@ -89,14 +89,13 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	// decoded once, with its first ref, and every later ref of it gets a deep copy (Clone costs a
 	// fraction of decoding the JSON), so that each result stays the caller's own. The rows come
 	// from one statement, so one snapshot, and in ref order, the first ref of an id first.
-	var decoded map[string]*stead.Execution
-	var first []bool
-	if len(refs) > 1 {
-		decoded = make(map[string]*stead.Execution, len(refs))
-		first = firstRefs(refs)
-	}
+	firstOf := firstRefs(refs)
 	sql, args := b.sql.loadForEvents, []any{ids, events}
-	if first != nil {
+	if firstOf != nil {
+		first := make([]bool, len(refs))
+		for i, f := range firstOf {
+			first[i] = f == i
+		}
 		sql, args = b.sql.loadForEventsOnce, []any{ids, events, first}
 	}
 	rows, err := q.Query(ctx, sql, args...)
@@ -111,10 +110,13 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 		if ord < 1 || int(ord) > len(out) {
 			return fmt.Errorf("load for events returned position %d of %d", ord, len(out))
 		}
-		out[ord-1].Processed = processed
-		id := refs[ord-1].ExecutionID
-		if earlier, ok := decoded[id]; ok {
-			out[ord-1].Execution = earlier.Clone()
+		i := int(ord - 1)
+		out[i].Processed = processed
+		if firstOf != nil && firstOf[i] != i {
+			// The first ref's row came before this one.
+			if earlier := out[firstOf[i]].Execution; earlier != nil {
+				out[i].Execution = earlier.Clone()
+			}
 			return nil
 		}
 		if data == nil {
@@ -124,10 +126,7 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 		if err != nil {
 			return err
 		}
-		out[ord-1].Execution = exe
-		if decoded != nil {
-			decoded[id] = exe
-		}
+		out[i].Execution = exe
 		return nil
 	})
 	if err != nil {
@@ -136,24 +135,26 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	return out, nil
 }
 
-// firstRefs marks the first ref of each execution, or returns nil when none repeats one (the
-// refs then go to the statement without the marks, as they always did).
-func firstRefs(refs []stead.EventRef) []bool {
-	seen := make(map[string]struct{}, len(refs))
-	first := make([]bool, len(refs))
+// firstRefs returns, for each ref, the index of the first ref of its execution, or nil when no
+// execution repeats (the refs then go to the statement without the marks, as they always did).
+func firstRefs(refs []stead.EventRef) []int {
+	if len(refs) < 2 {
+		return nil
+	}
+	at := make(map[string]int, len(refs))
+	firstOf := make([]int, len(refs))
 	repeats := false
 	for i, r := range refs {
-		if _, ok := seen[r.ExecutionID]; ok {
-			repeats = true
+		if j, ok := at[r.ExecutionID]; ok {
+			firstOf[i], repeats = j, true
 			continue
 		}
-		seen[r.ExecutionID] = struct{}{}
-		first[i] = true
+		at[r.ExecutionID], firstOf[i] = i, i
 	}
 	if !repeats {
 		return nil
 	}
-	return first
+	return firstOf
 }
 
 // IsProcessed implements stead.Backend.
