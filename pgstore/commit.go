@@ -89,20 +89,26 @@ func scanCommit(w *stead.Write, r pgx.Row) (bool, []int64, error) {
 // caller's, a winning commit cannot be told from a lost one there: Close then returns an error,
 // whatever res says, and the caller must roll back.
 func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
+	_, err := b.queueCommit(batch, exe, bundle, res)
+	return err
+}
+
+// queueCommit is QueueCommit, returning the write it queued.
+func (b *Backend) queueCommit(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) (*stead.Write, error) {
 	const op = "queue commit"
 	if batch == nil || res == nil {
-		return check.Invalidf("pgstore: %s: batch and result must not be nil", op)
+		return nil, check.Invalidf("pgstore: %s: batch and result must not be nil", op)
 	}
 	w, err := stead.PrepareWrite(exe, bundle)
 	if err != nil {
-		return fmt.Errorf("pgstore: %s: %w", op, err)
+		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	if err := b.enter(op); err != nil {
-		return err
+		return nil, err
 	}
 	sql, args, err := b.commitStatement(w)
 	if err != nil {
-		return fmt.Errorf("pgstore: %s: %w", op, err)
+		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 	var won bool
 	batch.Queue(sql, args...).QueryRow(func(r pgx.Row) error {
@@ -121,7 +127,7 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 		return nil
 	})
 	if len(w.Bundle.AlsoProcessed) == 0 {
-		return nil
+		return w, nil
 	}
 	// The further processed events go right behind the commit. Its answer is read first, so
 	// that what sqlCommitAlso found can be checked against it; a win it could not see (the
@@ -139,7 +145,7 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 		}
 		return nil
 	})
-	return nil
+	return w, nil
 }
 
 // QueueCommitGuarded is QueueCommit (with the statement that records AlsoProcessed, if the
@@ -150,11 +156,11 @@ func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 // lost compare-and-swap res.Err is the *stead.ConflictError, as with QueueCommit, and the
 // batch's Close returns the guard's error (wrapping stead.ErrConflict).
 func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
-	if err := b.QueueCommit(batch, exe, bundle, res); err != nil {
+	w, err := b.queueCommit(batch, exe, bundle, res)
+	if err != nil {
 		return err
 	}
-	// The version the commit writes: one per event it applies (stead.PrepareWrite).
-	batch.Queue(b.sql.requireCommitted, exe.ID, exe.Version+1+int64(len(bundle.AlsoProcessed)))
+	batch.Queue(b.sql.requireCommitted, w.Execution.ID, w.Execution.Version)
 	return nil
 }
 
@@ -447,7 +453,7 @@ func (a *alsoArgs) check(found []bool, won func(int) bool) ([]int, error) {
 			missed = append(missed, j)
 		default:
 			return nil, fmt.Errorf("commit %q lost its compare-and-swap, but this transaction had written version %d "+
-				"of it before, so its further processed events were recorded: roll back", a.ids[j], a.versions[j])
+				"of it before, so its further processed events were recorded: roll back", a.ids[j], a.written[j])
 		}
 	}
 	return missed, nil
