@@ -148,11 +148,7 @@ func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded, obs stepO
 		for j < len(leases) && leases[j].Group == leases[i].Group {
 			j++
 		}
-		if j == i+1 {
-			w.planOne(&p, leases, loaded, i)
-		} else {
-			w.planChain(&p, leases, loaded, i, j)
-		}
+		w.planChain(&p, leases, loaded, i, j)
 		i = j
 	}
 	return p
@@ -166,55 +162,16 @@ func loadedAt(loaded []stead.Loaded, i int) stead.Loaded {
 	return stead.Loaded{}
 }
 
-// planOne admits and steps a message that is alone of its group in the batch.
-func (w *Worker) planOne(p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i int) {
-	l := leases[i]
-	ld := loadedAt(loaded, i)
-	v, why := w.admit(ld.Execution, ld.Processed, l.Event)
-	p.obs.at(i).loaded(ld.Execution, ld.Processed, v)
-	if v == doAck {
-		w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
-		p.acks = append(p.acks, l)
-		return
-	}
-	if v != doStep {
-		p.later = append(p.later, pending{l, v})
-		return
-	}
-	next, b, err := w.step(ld.Execution, l.Event)
-	if err != nil {
-		w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
-		p.obs.at(i).set(outcomeActionError)
-		p.later = append(p.later, pending{l, doRetry})
-		return
-	}
-	p.obs.at(i).stepped(&b)
-	keepTimerTraces(next, &b, p.obs.at(i).traceOf())
-	p.add(stead.CommitItem{Execution: next, Bundle: b}, i, l.Event, nil)
-}
-
 // add appends an item to commit.
 func (p *batchPlan) add(it stead.CommitItem, lease int, ev stead.Event, c *chain) {
 	p.items = append(p.items, it)
 	p.stepped = append(p.stepped, lease)
 	p.events = append(p.events, ev)
-	if c != nil && p.chains == nil {
-		p.chains = make([]*chain, len(p.items)-1, cap(p.items))
-	}
-	if p.chains != nil {
-		p.chains = append(p.chains, c)
-	}
+	p.chains = append(p.chains, c)
 }
 
-// chainAt is the chain of item k, nil for an item of one message.
-func (p *batchPlan) chainAt(k int) *chain {
-	if k < len(p.chains) {
-		return p.chains[k]
-	}
-	return nil
-}
-
-// planChain admits and steps the leases i..j-1, all of one group, in order (see plan).
+// planChain admits and steps the leases i..j-1, all of one group, in order (see plan); a lease
+// alone of its group is a chain of one.
 func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i, j int) {
 	exe := loadedAt(loaded, i).Execution
 	var version int64 // the loaded version: what the chain's commit expects
@@ -222,8 +179,7 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 		version = exe.Version
 	}
 	var (
-		acked  []int // leases dropped before the first step: acknowledged whatever happens
-		first  = -1  // the lease of the first step
+		first  = -1 // the lease of the first step
 		c      chain
 		merged stead.Bundle
 	)
@@ -250,7 +206,7 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 			p.obs.at(k).loaded(exe, processed, v)
 			w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
 			if first < 0 {
-				acked = append(acked, k)
+				p.acks = append(p.acks, l) // dropped before the first step: whatever happens
 			} else {
 				c.more = append(c.more, k)
 			}
@@ -295,16 +251,16 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 	for ; k < j; k++ {
 		p.obs.at(k).set(outcomeDeferred)
 	}
-	for _, a := range acked {
-		p.acks = append(p.acks, leases[a])
-	}
 	if first < 0 {
 		return
 	}
-	exe.Version = version // a step's own copy (the engine's), or the loaded one when none chained
+	if len(c.events) > 0 {
+		exe.Version = version // the last step's own copy: the commit expects the loaded version
+	}
 	var cp *chain
 	if len(c.more) > 0 || c.then != nil {
-		cp = &c
+		cc := c // only a chain of several escapes to the heap
+		cp = &cc
 	}
 	p.add(stead.CommitItem{Execution: exe, Bundle: merged}, first, leases[first].Event, cp)
 }
@@ -348,7 +304,7 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 			r.Err = errors.New("worker: store returned too few batch results")
 		}
 		it := p.items[k]
-		c := p.chainAt(k)
+		c := p.chains[k]
 		switch {
 		case r.Err == nil:
 			it.Execution.Version = r.Version // the worker's own copy, from the engine
