@@ -73,8 +73,9 @@ type Config struct {
 	// Concurrency is how many claim loops run at once (default 8). Unbatched, it is the number of
 	// steps in flight; batched, the number of batches in flight.
 	Concurrency int
-	// BatchSize is how many messages (one per execution, or up to GroupDepth with SharedTx) a loop claims, loads, commits and
-	// acknowledges together (default 128). 1 turns batching off: one message per transaction.
+	// BatchSize is how many messages (one per execution, or up to GroupDepth with SharedTx) a
+	// loop claims, loads, commits and acknowledges together (default 128). 1 turns batching off:
+	// one message per transaction.
 	BatchSize int
 	// GroupDepth is, with SharedTx, how many queued messages of one execution a batch may take
 	// (default 16; 1 takes one, as without SharedTx). The worker applies them in order, each to
