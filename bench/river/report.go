@@ -44,8 +44,7 @@ type report struct {
 	loadStart, loadEnd string
 	events             int
 	riverWorkers       int
-	pgbench            float64
-	pgbenchM           measure // the pgbench run, for its server CPU and WAL per transaction
+	ceilings           []ceilingResult // the single-row UPDATE first
 	river              []measure
 	batchedModes       []workerMode
 	stead              [][]measure // [round][mode]
@@ -141,19 +140,26 @@ func (r *report) markdown() string {
 	}
 
 	b.WriteString("\n## Unbatched against pgbench\n\n")
-	if r.pgbench > 0 {
-		fmt.Fprintf(&b, "pgbench, single-row UPDATE of a random row among %d, 8 clients: **%.0f tps** "+
-			"(%.0f B of WAL and %.1f µs of server CPU a transaction; the CPU includes pgbench's connections).\n\n",
-			r.events, r.pgbench, r.pgbenchM.perUnit(r.pgbenchM.wal), r.pgbenchM.perUnit(float64(r.pgbenchM.cpu.Microseconds())))
-	}
-	b.WriteString("| what | events | elapsed | events/s | vs pgbench | WAL B/event | server CPU µs/event | round trips/event |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, u := range r.unbatched {
-		vs := ""
-		if r.pgbench > 0 {
-			vs = fmt.Sprintf("%.2f×", u.m.rate()/r.pgbench)
+	if len(r.ceilings) > 0 {
+		fmt.Fprintf(&b, "pgbench at 8 clients, run just before the stead rows (simple protocol, %d rows; "+
+			"the server CPU includes pgbench's connections):\n\n"+
+			"| pgbench script | tps | vs single-row UPDATE | round trips | WAL B/transaction | server CPU µs/transaction |\n"+
+			"|---|---:|---:|---:|---:|---:|\n", r.events)
+		for _, c := range r.ceilings {
+			fmt.Fprintf(&b, "| %s | %.0f | %.2f× | %d | %.0f | %.1f |\n", c.name, c.tps, c.tps/r.ceilings[0].tps, c.trips,
+				c.m.perUnit(c.m.wal), c.m.perUnit(float64(c.m.cpu.Microseconds())))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.0f | %s | %.0f | %.1f | %.3f |\n", u.name, u.m.units, u.m.elapsed.Seconds(),
-			u.m.rate(), vs, u.m.perUnit(u.m.wal), u.m.perUnit(float64(u.m.cpu.Microseconds())), u.m.perUnit(float64(u.m.trips)))
+		b.WriteString("\n")
+	}
+	b.WriteString("| what | events | elapsed | events/s | vs single-row UPDATE | vs least durable step | WAL B/event | server CPU µs/event | round trips/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, u := range r.unbatched {
+		vs, vsStep := "", ""
+		if len(r.ceilings) > 0 {
+			vs = fmt.Sprintf("%.2f×", u.m.rate()/r.ceilings[0].tps)
+			vsStep = fmt.Sprintf("%.2f×", u.m.rate()/r.ceilings[len(r.ceilings)-1].tps)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.2f s | %.0f | %s | %s | %.0f | %.1f | %.3f |\n", u.name, u.m.units, u.m.elapsed.Seconds(),
+			u.m.rate(), vs, vsStep, u.m.perUnit(u.m.wal), u.m.perUnit(float64(u.m.cpu.Microseconds())), u.m.perUnit(float64(u.m.trips)))
 	}
 
 	b.WriteString("\n## Worker processes on one server\n\nProcesses of this binary (`worker` mode), released together, " +
