@@ -1,8 +1,9 @@
 // Command river is stead's speed harness against a peer: River's insert-then-work burn-down and
 // stead's drain of the same number of events, in alternating rounds on one throwaway PostgreSQL
-// cluster of stock settings, with pgbench ceilings (the single-row UPDATE and the least one-event step), stead unbatched and the curve of
-// 1, 2, 4 and 8 worker processes in the same run. It writes a Markdown report (default
-// bench/results/speed.md, relative to the repository) and prints the command that made it.
+// cluster of stock settings, with pgbench ceilings (the single-row UPDATE and the least
+// one-event step), stead unbatched and the curve of 1, 2, 4 and 8 worker processes in the same
+// run. It writes a Markdown report (default bench/results/speed.md, relative to the repository)
+// and prints the command that made it.
 //
 // It is a module of its own so that River stays out of stead's go.mod:
 //
