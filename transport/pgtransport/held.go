@@ -66,16 +66,18 @@ func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker strin
 	if held == nil {
 		held = []string{}
 	}
+	// A claim of one message per group, or of one message in all, is ClaimHeldTx's: the deeper
+	// claim's second read would cost a statement for nothing (about 110 µs of server CPU a claim,
+	// measured unbatched).
+	deep := depth > 1 && max > 1
 	var (
 		rows pgx.Rows
 		err  error
 	)
-	if depth == 1 || max == 1 {
-		// The deeper claim's second read would cost a statement for nothing (about 110 µs of
-		// server CPU a claim, measured unbatched).
-		rows, err = tx.Query(ctx, b.sql.claimHeld, now, minPriority, max, after.key, after.group, held)
-	} else {
+	if deep {
 		rows, err = tx.Query(ctx, b.sql.claimHeldGroups, now, minPriority, max, depth, after.key, after.group, held)
+	} else {
+		rows, err = tx.Query(ctx, b.sql.claimHeld, now, minPriority, max, after.key, after.group, held)
 	}
 	if err != nil {
 		return nil, fail("claim", err)
@@ -84,7 +86,7 @@ func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker strin
 	if err != nil {
 		return nil, fail("claim", err)
 	}
-	if depth > 1 && max > 1 {
+	if deep {
 		groupLeases(out)
 	}
 	return out, nil
