@@ -44,7 +44,7 @@ type report struct {
 	loadStart, loadEnd string
 	events             int
 	riverWorkers       int
-	ceilings           []ceilingResult // the single-row UPDATE first
+	ceilings           []ceilingResult // in the order of ceilings: the UPDATE first, the least durable step last
 	river              []measure
 	batchedModes       []workerMode
 	stead              [][]measure // [round][mode]
