@@ -61,7 +61,7 @@ func isStatic(r *http.Request) bool {
 
 func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Token == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		http.Redirect(w, r, s.path("/"), http.StatusSeeOther)
 		return
 	}
 	s.render(w, http.StatusOK, "login", s.page(w, r, "Log in", loginPage{}))
@@ -74,7 +74,7 @@ type loginPage struct{ Failed bool }
 // the token under the process secret, never the token itself.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Token == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		http.Redirect(w, r, s.path("/"), http.StatusSeeOther)
 		return
 	}
 	if !s.csrfOK(r) {
@@ -85,9 +85,9 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusUnauthorized, "login", s.page(w, r, "Log in", loginPage{Failed: true}))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session, Path: s.cookiePath(), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, s.path("/"), http.StatusSeeOther)
 }
 
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
@@ -95,9 +95,9 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: missing or bad CSRF token, or a cross-site request", http.StatusForbidden)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: s.cookiePath(), MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	http.Redirect(w, r, s.path("/login"), http.StatusSeeOther)
 }
 
 // csrfToken returns the token forms carry: a MAC of the CSRF cookie's random value under the
@@ -111,7 +111,7 @@ func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 		b := make([]byte, 16)
 		rand.Read(b)
 		v = hex.EncodeToString(b)
-		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true,
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: s.cookiePath(), HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	}
 	return s.mac("csrf", v)

@@ -15,6 +15,9 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +58,10 @@ type Config struct {
 	// but cannot run (it lacks their actions). An execution of a definition neither here nor in
 	// Machines is shown without its chart.
 	Definitions map[string]*chart.Definition
+	// Prefix is the path the console is mounted under, such as "/stead": its links and
+	// redirects carry it, and it serves the requests under it (mount it with
+	// mux.Handle("/stead/", c)). Empty: the root.
+	Prefix string
 	// Token, when set, is required of every request: "Authorization: Bearer <token>", or the
 	// cookie the login form sets.
 	Token string
@@ -111,6 +118,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
 	}
+	cfg.Prefix = strings.TrimSuffix(cfg.Prefix, "/")
+	if cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.ContainsAny(cfg.Prefix, "?#\"") || path.Clean(cfg.Prefix) != cfg.Prefix) {
+		return nil, fmt.Errorf("console: %w: prefix %q: want a clean absolute path such as /stead", stead.ErrInvalid, cfg.Prefix)
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, done: make(chan struct{}), ownControl: ownControl}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -121,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 		s.session = s.mac("session", cfg.Token)
 	}
 	var err error
-	s.tmpl, err = template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
+	s.tmpl, err = template.New("").Funcs(funcs).Funcs(template.FuncMap{"path": s.path}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
@@ -156,10 +167,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if s.cfg.Prefix != "" {
+		rest, ok := strings.CutPrefix(r.URL.Path, s.cfg.Prefix)
+		if !ok || (rest != "" && rest[0] != '/') {
+			http.NotFound(w, r)
+			return
+		}
+		if rest == "" {
+			rest = "/"
+		}
+		// As http.StripPrefix does: the handlers below see paths from the console's root.
+		r2 := new(http.Request)
+		*r2 = *r
+		r2.URL = new(url.URL)
+		*r2.URL = *r.URL
+		r2.URL.Path, r2.URL.RawPath = rest, ""
+		r = r2
+	}
 	// The login form and the embedded assets (the console's own code, no data) need no token.
 	if !s.authorized(r) && !isLogin(r) && !isStatic(r) {
 		if r.Method == http.MethodGet && r.URL.Path != "/events" {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			http.Redirect(w, r, s.path("/login"), http.StatusSeeOther)
 			return
 		}
 		h.Set("WWW-Authenticate", `Bearer realm="stead"`)
@@ -278,3 +306,9 @@ var funcs = template.FuncMap{
 	},
 	"statusText": http.StatusText,
 }
+
+// path is p under the console's prefix: what its links and redirects point at.
+func (s *Server) path(p string) string { return s.cfg.Prefix + p }
+
+// cookiePath scopes the console's cookies to its prefix.
+func (s *Server) cookiePath() string { return s.cfg.Prefix + "/" }

@@ -665,3 +665,47 @@ func TestRetryNeedsTheActions(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefix mounts the console under a path of a larger server: its links, redirects and
+// cookies carry the prefix, and what is outside it is not the console's.
+func TestPrefix(t *testing.T) {
+	f := newFixture(t, Config{Prefix: "/ops/stead/"})
+	for _, tc := range []struct {
+		target string
+		status int
+		say    string
+	}{
+		{"/ops/stead/", 200, `href="/ops/stead/execution?id=order-1"`},
+		{"/ops/stead", 200, `href="/ops/stead/static/console.css"`},
+		{"/ops/stead/execution?id=order-1", 200, `action="/ops/stead/control"`},
+		{"/ops/stead/static/console.js", 200, "EventSource"},
+		{"/execution?id=order-1", 404, ""},
+		{"/ops/steady/", 404, ""},
+	} {
+		res, body := f.get(tc.target)
+		if res.StatusCode != tc.status || !strings.Contains(body, tc.say) {
+			t.Errorf("GET %s: status %d, want %d with %q", tc.target, res.StatusCode, tc.status, tc.say)
+		}
+	}
+	res, page := f.get("/ops/stead/execution?id=order-1")
+	var cookie *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == csrfCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || cookie.Path != "/ops/stead/" {
+		t.Fatalf("CSRF cookie %+v: want its path to be the prefix", cookie)
+	}
+	token := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if token == nil {
+		t.Fatal("no CSRF token on the page")
+	}
+	res, body := f.do(postForm("/ops/stead/control", url.Values{"op": {"suspend"}, "id": {"order-1"}, "csrf": {token[1]}}, cookie))
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ops/stead/execution?id=order-1" {
+		t.Errorf("suspend under the prefix: %d %q: %s", res.StatusCode, res.Header.Get("Location"), body)
+	}
+	if _, err := New(Config{Store: f.store, Prefix: "stead"}); !errors.Is(err, stead.ErrInvalid) {
+		t.Errorf("a relative prefix: %v, want ErrInvalid", err)
+	}
+}

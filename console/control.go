@@ -61,7 +61,7 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("console: command", "op", op, "execution", id, "command_id", out.CommandID, "status", out.Status)
-	http.Redirect(w, r, "/execution?"+url.Values{"id": {id}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, s.path("/execution")+"?"+url.Values{"id": {id}}.Encode(), http.StatusSeeOther)
 }
 
 // canRun reports whether this console can run executions of definitionID (retry needs its

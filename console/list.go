@@ -168,9 +168,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	lp := listPage{Form: form, Statuses: allStatuses, Items: p.Items, Paged: f.Cursor != ""}
 	if p.NextCursor != "" {
-		lp.NextURL = "/?" + form.query("cursor", p.NextCursor).Encode()
+		lp.NextURL = s.path("/?") + form.query("cursor", p.NextCursor).Encode()
 	}
-	lp.FirstURL = "/?" + form.query().Encode()
+	lp.FirstURL = s.path("/?") + form.query().Encode()
 	// The counts are of the filter, not of the page; a failure to count does not hide the page.
 	if c, err := s.cfg.Store.Count(r.Context(), f); err != nil {
 		s.log.Warn("console: count", "err", err)
@@ -180,7 +180,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			if n := c.ByStatus[st]; n > 0 {
 				one := form
 				one.Statuses = map[stead.Status]bool{st: true}
-				lp.ByStatus = append(lp.ByStatus, countLink{string(st), n, "/?" + one.query().Encode()})
+				lp.ByStatus = append(lp.ByStatus, countLink{string(st), n, s.path("/?") + one.query().Encode()})
 			}
 		}
 		defs := make([]string, 0, len(c.ByDefinition))
@@ -191,7 +191,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		for _, d := range defs {
 			one := form
 			one.Definition = d
-			lp.ByDef = append(lp.ByDef, countLink{d, c.ByDefinition[d], "/?" + one.query().Encode()})
+			lp.ByDef = append(lp.ByDef, countLink{d, c.ByDefinition[d], s.path("/?") + one.query().Encode()})
 		}
 	}
 	for id := range s.cfg.Definitions {

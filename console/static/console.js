@@ -3,6 +3,8 @@
 // the page then fetches its new state as HTML and swaps it in, and draws the chart again.
 "use strict";
 (function () {
+  // The path the console is mounted under (console.Config.Prefix), "" at the root.
+  const base = document.body.dataset.base || "";
   let drawn = 0;
 
   async function drawChart() {
@@ -23,7 +25,7 @@
   }
 
   async function refresh(id) {
-    const res = await fetch("/execution?fragment=1&id=" + encodeURIComponent(id), { credentials: "same-origin" });
+    const res = await fetch(base + "/execution?fragment=1&id=" + encodeURIComponent(id), { credentials: "same-origin" });
     if (!res.ok) return;
     const detail = document.getElementById("detail");
     detail.innerHTML = await res.text();
@@ -42,7 +44,7 @@
 
   function follow(detail) {
     const id = detail.dataset.id;
-    const es = new EventSource("/events?id=" + encodeURIComponent(id));
+    const es = new EventSource(base + "/events?id=" + encodeURIComponent(id));
     let busy = Promise.resolve();
     es.addEventListener("open", () => setLive("live", true));
     es.addEventListener("version", (ev) => {
