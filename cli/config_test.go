@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/steadhq/stead/chart"
@@ -27,3 +29,23 @@ func newStore(t *testing.T, path string) string {
 	}
 	return path
 }
+
+// approvalConfig is a user's own stead: the approval flow of testdata/approval.yaml with its
+// action, open_ticket, which the stock binary lacks. The action fails while *failOpen is true.
+func approvalConfig(t *testing.T, failOpen *atomic.Bool) Config {
+	t.Helper()
+	def, err := chart.LoadFile(approvalFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := chart.NewRegistry().Action("open_ticket", func(c chart.ActionContext) (chart.ActionResult, error) {
+		if failOpen != nil && failOpen.Load() {
+			return chart.ActionResult{}, errors.New("ticket system unavailable")
+		}
+		c.SetString("ticket", "T-"+c.Key())
+		return chart.ActionResult{}, nil
+	})
+	return Config{Definitions: []*chart.Definition{def}, Registry: reg}
+}
+
+const approvalFile = "testdata/approval.yaml"

@@ -27,7 +27,7 @@ func newInspect() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect --store <sqlite path | postgres URL> [execution-id]",
 		Short: "List executions, or show one",
-		Long: `Without an id, inspect lists executions (filter with --definition, --status, --roots; page with
+		Long: `Without an id, inspect lists executions (filter with --definition-id, --status, --roots; page with
 --limit and the --cursor it prints). With an id, it shows that execution: status, active path,
 context, children, its trace, the outbox entries it emitted that are not delivered yet, and
 its armed timers (marked due when their time has come). --json prints the same for scripts.`,
@@ -81,7 +81,7 @@ its armed timers (marked due when their time has come). --json prints the same f
 		},
 	}
 	sf.register(cmd)
-	cmd.Flags().StringVar(&defID, "definition", "", "only executions of this definition id")
+	cmd.Flags().StringVar(&defID, "definition-id", "", "only executions of this definition id (as stored: \"order\" or \"order@2\")")
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only these statuses (repeatable or comma-separated)")
 	cmd.Flags().BoolVar(&roots, "roots", false, "only root executions (no parent)")
 	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("page size (default %d, at most %d)", stead.DefaultListLimit, stead.MaxListLimit))

@@ -115,10 +115,10 @@ them with workers.
 
 Getting started needs no database server: SQLite is built in. Create a store and run a worker:
 
-  ` + name + ` migrate --store app.db            # creates app.db
-  ` + name + ` run     --store app.db             # workers for the definitions in this binary
+  ` + name + ` migrate --store app.db      # creates app.db (any other command: add --create)
+  ` + name + ` run     --store app.db      # workers for the definitions in this binary
   ` + name + ` start   --store app.db <definition-id> --context '{...}'
-
+` + demoLine(cfg, name) + `
 For PostgreSQL, give --store postgres://user@host:5432/db (the server must be running: on
 Debian, apt-get install postgresql, then pg_ctlcluster <version> main start).`,
 		SilenceUsage:  true,
@@ -151,4 +151,14 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// demoLine points at a demo command when the binary has one (the stock stead does).
+func demoLine(cfg Config, name string) string {
+	for _, c := range cfg.Commands {
+		if c.Name() == "demo" {
+			return "\nOr see it work first, on a SQLite file it makes here:\n\n  " + name + " demo\n"
+		}
+	}
+	return ""
 }
