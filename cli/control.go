@@ -38,16 +38,19 @@ execution is cancelled at once.`, false},
 		`reset returns each execution to its definition's initial configuration, with --context or the
 context it started with: timers are disarmed and armed again, children cancelled, history
 forgotten; entry actions run, exit actions do not. A suspended execution stays suspended.
---definition names the definitions the executions run (default: the bundled order flow).`, true},
+--definition names the definitions the executions run (default: those compiled into this
+binary); reset runs their entry actions, which the binary must hold.`, true},
 	{worker.OpSetState, "Move executions to a named state",
 		`set-state moves each execution to --state as a transition from its current state would: exit
 actions of the states it leaves, entry actions of those it enters, timers and regions to match.
 From a failed execution the state is entered from the top. A suspended execution stays
-suspended. --definition names the definitions (default: the bundled order flow).`, true},
+suspended. --definition names the definitions (default: those compiled into this binary),
+whose actions the binary must hold.`, true},
 	{worker.OpRetry, "Apply the event that failed an execution again",
 		`retry takes each failed execution back to the state it was in when an event failed it, and
-applies that event again (its dead letter). --definition names the definitions (default: the
-bundled order flow).`, true},
+applies that event again (its dead letter). --definition names the definitions (default: those
+compiled into this binary), whose actions the binary must hold: an execution of one whose
+actions it lacks is refused, with their names.`, true},
 }
 
 const controlExitCodes = `

@@ -25,7 +25,7 @@ func (a *app) newDefs() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "defs --store S [--definition F]...",
 		Short: "List the definitions given and the versions unfinished executions still run on",
-		Long: `defs loads the definitions given (default: the bundled sample) and counts, in the store, the
+		Long: `defs loads the definitions given (default: those compiled into this binary) and counts, in the store, the
 unfinished executions (pending, running, suspended, cancelling, or failed and so retriable) of
 every version of those definitions. A version that executions still run on but no definition
 given provides is an error (exit 1): workers started with these files could not run them. Run it

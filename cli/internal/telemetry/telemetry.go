@@ -163,7 +163,7 @@ func ObservePool(mp metric.MeterProvider, pool *pgxpool.Pool, name string) (metr
 	if mp == nil || pool == nil {
 		return nil, nil
 	}
-	m := mp.Meter("github.com/steadhq/stead/cmd/stead")
+	m := mp.Meter("github.com/steadhq/stead/cli")
 	count, err := dbconv.NewClientConnectionCountObservable(m)
 	if err != nil {
 		return nil, err
