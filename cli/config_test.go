@@ -18,7 +18,7 @@ func testConfig() Config {
 		}
 		defs = append(defs, d)
 	}
-	return Config{Definitions: defs, Registry: chart.RegisterSampleActions(chart.NewRegistry())}
+	return Config{Name: "stead", Definitions: defs, Registry: chart.RegisterSampleActions(chart.NewRegistry())}
 }
 
 // newStore creates the SQLite store at path with stead migrate and returns path.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -17,7 +18,8 @@ import (
 // Config is what a stead binary is built from: the definitions compiled into it and the actions
 // and guards they (and the definition files given on its command line) call.
 type Config struct {
-	// Name is the command's name in usage lines and error messages (default "stead").
+	// Name is the command's name in usage lines and error messages (default: the name the
+	// process was started under, for Main; "stead" for Run and Command).
 	Name string
 	// Definitions are compiled into the binary: every command that takes --definition loads
 	// them when none is given, and --definition <id> names one of them.
@@ -42,6 +44,9 @@ func (c Config) name() string {
 // Main runs the command line of the process with cfg and exits with its exit code. SIGINT and
 // SIGTERM cancel the command's context: a worker finishes its steps in flight and exits.
 func Main(cfg Config) {
+	if cfg.Name == "" && len(os.Args) > 0 {
+		cfg.Name = filepath.Base(os.Args[0])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Run(ctx, cfg, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -95,6 +95,12 @@ func TestOwnActions(t *testing.T) {
 	code, out, errOut = cli(t, ctx, append([]string{"send", "--store", db, "a1", "aproved"}, file...)...)
 	refused("a misspelled kind", 1, `definition "approval" handles no event "aproved"`, code, out, errOut)
 
+	// Without the file, the stock binary sends unchecked, and says so.
+	code, out, errOut = cli(t, ctx, "send", "--store", db, "a2", "rejected")
+	if code != 0 || !strings.Contains(errOut, `note: definition "approval" was not read`) {
+		t.Errorf("send without the definition: exit %d, stdout %q, stderr %q: want 0 and a note", code, out, errOut)
+	}
+
 	// open_ticket fails: a1 fails on approved.
 	failOpen.Store(true)
 	must(cli(t, ctx, append([]string{"send", "--store", db, "a1", "approved"}, file...)...))

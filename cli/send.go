@@ -27,7 +27,8 @@ retried send idempotent (an execution applies each event id once). It prints the
 An event a worker would drop is refused, with the reason, and nothing is sent: the execution is
 finished (done, failed, cancelled) or being cancelled, or its definition (compiled into this
 binary, or given with --definition) handles no event of that kind anywhere. --force sends it
-anyway.`,
+anyway. To an execution of a definition this command did not read, the event is sent with a
+note on stderr: its kind is not checked.`,
 		Args: exactArgs(2, "an execution id and an event kind"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, kind := args[0], args[1]
@@ -51,6 +52,11 @@ anyway.`,
 				}
 				if err := sendable(exe, kind, cat); err != nil {
 					return err
+				}
+				if cat.defs[exe.DefinitionID] == nil {
+					// Sent, but say that nothing vouched for the kind.
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: definition %q was not read (give its file with --definition): the kind %q is not checked\n",
+						exe.DefinitionID, kind)
 				}
 			}
 			c := &worker.Client{Store: b.Store, Transport: b.Transport}

@@ -23,6 +23,7 @@ const (
 // them off (demo, demo-operate) and measure stead (bench).
 func config() cli.Config {
 	return cli.Config{
+		Name:        "stead",
 		Definitions: samples(),
 		Registry:    chart.RegisterSampleActions(chart.NewRegistry()),
 		Commands:    []*cobra.Command{newDemo(), newDemoOperate(), newBench()},
