@@ -35,7 +35,7 @@ definition file this binary can read is drawn.`,
 				}
 			} else if execution == "" {
 				if len(a.cfg.Definitions) != 1 {
-					return usageError{fmt.Errorf("--definition is required: a YAML file, or one of %s", a.builtinIDs())}
+					return usageError{fmt.Errorf("--definition is required: a YAML file, or the id of one compiled into this binary (%s)", a.builtinIDs())}
 				}
 				def = a.cfg.Definitions[0]
 			}

@@ -142,7 +142,7 @@ func (a *app) definition(spec string) (*chart.Definition, string, error) {
 			}
 		}
 		if _, err := os.Stat(spec); errors.Is(err, os.ErrNotExist) {
-			return nil, "", usageError{fmt.Errorf("--definition %q: no such file, and no definition of that id is compiled into this binary (it has %s)",
+			return nil, "", usageError{fmt.Errorf("--definition %q: no such file, and no definition of that id is compiled into this binary (%s)",
 				spec, a.builtinIDs())}
 		}
 	}
@@ -159,9 +159,9 @@ func (a *app) builtinIDs() string {
 		ids = append(ids, d.VersionedID())
 	}
 	if len(ids) == 0 {
-		return "none"
+		return "it has none"
 	}
-	return strings.Join(ids, ", ")
+	return "it has " + strings.Join(ids, ", ")
 }
 
 // missingNames lists the actions and guards def calls that reg does not hold, or nil.

@@ -183,4 +183,14 @@ func TestHowToStart(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "--create for a new one: SQLite needs no server") {
 		t.Errorf("stead run: exit %d, %q", code, errOut)
 	}
+	// A binary with no definition of its own says what run needs.
+	db := newStore(t, filepath.Join(t.TempDir(), "s.db"))
+	code, _, errOut = cliWith(t, t.Context(), Config{}, "run", "--store", db)
+	if code != exitUsage || !strings.Contains(errOut, "no definition to run: give --definition <file>") {
+		t.Errorf("run without definitions: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = cliWith(t, t.Context(), Config{}, "diagram")
+	if code != exitUsage || !strings.Contains(errOut, "compiled into this binary (it has none)") {
+		t.Errorf("diagram without definitions: exit %d, %q", code, errOut)
+	}
 }

@@ -80,6 +80,9 @@ share of trace ids. Metrics count every step whatever the sample.`,
 			if err != nil {
 				return err
 			}
+			if len(machines) == 0 {
+				return usageError{fmt.Errorf("no definition to run: give --definition <file>, or compile some into this binary (cli.Config.Definitions)")}
+			}
 			ctx := cmd.Context()
 			// The store and the transport share the pool: a claim loop may hold a connection on
 			// each side, and the relay and the timer sweep need a few more.
