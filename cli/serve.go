@@ -24,6 +24,7 @@ func (a *app) newServe() *cobra.Command {
 		poll     time.Duration
 		certFile string
 		keyFile  string
+		turns    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --store <sqlite path | postgres URL> [--addr 127.0.0.1:8080] [--token T] [--read-only] --definition <file>",
@@ -31,7 +32,8 @@ func (a *app) newServe() *cobra.Command {
 		Long: `serve starts a web console over the store: the executions with their filters, counts and
 paging; one execution's statechart with its active states highlighted, following it live; its
 context, trace, timers, pending outbox, children and dead letter; and suspend, resume, cancel
-and retry buttons (hidden with --read-only).
+and retry buttons (hidden with --read-only). With --turns, it shows the turn store too: an
+account's conversations, and a turn with its cards, journal, outbox rows and events.
 
 It listens on loopback unless told otherwise, and refuses an address other than loopback
 without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, as
@@ -70,6 +72,16 @@ without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, 
 				ReadOnly: readOnly, Poll: poll, Logger: log}
 			if !readOnly {
 				cfg.Transport = b.Transport
+			}
+			if turns {
+				// Opened (and migrated) only when asked for: a database that keeps no turns
+				// gets no turn tables from a console.
+				s, err := b.Turns(ctx)
+				if err != nil {
+					return err
+				}
+				ro := s.ReadOnly()
+				cfg.Turns = &ro
 			}
 			c, err := console.New(cfg)
 			if err != nil {
@@ -118,5 +130,6 @@ without --token (or STEAD_CONSOLE_TOKEN): with a token, every request needs it, 
 	cmd.Flags().StringVar(&certFile, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key): a token sent over plain HTTP off this host can be read on the way")
 	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
 	cmd.Flags().DurationVar(&poll, "poll", console.DefaultPoll, "how often a live view reads its execution")
+	cmd.Flags().BoolVar(&turns, "turns", false, "also show the turn store, read-only: conversations, turns, cards, journal, outbox and events (creates its tables if missing)")
 	return cmd
 }

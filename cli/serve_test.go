@@ -192,3 +192,42 @@ func writeTestCert(t *testing.T, certFile, keyFile string) *x509.CertPool {
 	pool.AddCert(cert)
 	return pool
 }
+
+// TestServeTurns serves the turn store beside the executions with --turns, and not without it.
+func TestServeTurns(t *testing.T) {
+	t.Parallel()
+	w := seedTurns(t)
+	base, stop := serve(t, "--store", w.path, "--turns")
+	code, body := get(t, base+"/turns?account=acme", "")
+	if code != http.StatusOK || !strings.Contains(body, w.conv.String()) || strings.Contains(body, w.foreignConv.String()) {
+		t.Errorf("conversations: %d\n%.2000s", code, body)
+	}
+	code, body = get(t, base+"/turns/turn?account=acme&id="+w.turnID.String(), "")
+	if code != http.StatusOK || !strings.Contains(body, w.second.String()) || strings.Contains(body, w.noise.String()) {
+		t.Errorf("turn: %d\n%.2000s", code, body)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited %d", code)
+	}
+	base, stop = serve(t, "--store", w.path)
+	defer stop()
+	if code, _ := get(t, base+"/turns?account=acme", ""); code != http.StatusNotFound {
+		t.Errorf("without --turns: /turns answers %d", code)
+	}
+}
+
+// TestServeOwnDefinition is the stock binary serving a definition whose actions it lacks: the
+// chart is drawn and the buttons that need no action are offered.
+func TestServeOwnDefinition(t *testing.T) {
+	t.Parallel()
+	db := newStore(t, filepath.Join(t.TempDir(), "s.db"))
+	if code, _, errOut := cli(t, context.Background(), "start", "--store", db, "approval", "--id", "a1", "--context", `{"amount":1}`); code != 0 {
+		t.Fatalf("start: exit %d: %s", code, errOut)
+	}
+	base, stop := serve(t, "--store", db, "--definition", approvalFile)
+	defer stop()
+	code, body := get(t, base+"/execution?id=a1", "")
+	if code != http.StatusOK || !strings.Contains(body, `id="chart-src"`) || !strings.Contains(body, `id="op-cancel"`) {
+		t.Errorf("an execution of approval: %d\n%.3000s", code, body)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/worker"
 )
 
@@ -58,6 +59,10 @@ type Config struct {
 	// but cannot run (it lacks their actions). An execution of a definition neither here nor in
 	// Machines is shown without its chart.
 	Definitions map[string]*chart.Definition
+	// Turns, when set, adds the turn store's pages: an account's conversations, a conversation's
+	// open cards and turns, and a turn with its phase, cards, journal, outbox rows and events.
+	// They only read (turn.Stores.ReadOnly gives the view).
+	Turns *turn.ReadOnlyStores
 	// Prefix is the path the console is mounted under, such as "/stead": its links and
 	// redirects carry it, and it serves the requests under it (mount it with
 	// mux.Handle("/stead/", c)). Empty: the root.
@@ -118,6 +123,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
 	}
+	if cfg.Turns != nil {
+		if err := cfg.Turns.Check(); err != nil {
+			return nil, fmt.Errorf("console: %w: turn store: %v", stead.ErrInvalid, err)
+		}
+	}
 	cfg.Prefix = strings.TrimSuffix(cfg.Prefix, "/")
 	if cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.ContainsAny(cfg.Prefix, "?#\"") || path.Clean(cfg.Prefix) != cfg.Prefix) {
 		return nil, fmt.Errorf("console: %w: prefix %q: want a clean absolute path such as /stead", stead.ErrInvalid, cfg.Prefix)
@@ -143,6 +153,11 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /execution", s.handleExecution)
 	s.mux.HandleFunc("GET /events", s.handleEvents)
 	s.mux.HandleFunc("POST /control", s.handleControl)
+	if cfg.Turns != nil {
+		s.mux.HandleFunc("GET /turns", s.handleTurns)
+		s.mux.HandleFunc("GET /turns/conversation", s.handleConversation)
+		s.mux.HandleFunc("GET /turns/turn", s.handleTurn)
+	}
 	s.mux.HandleFunc("GET /login", s.handleLoginPage)
 	s.mux.HandleFunc("POST /login", s.handleLogin)
 	s.mux.HandleFunc("POST /logout", s.handleLogout)
@@ -217,6 +232,7 @@ func (s *Server) mac(purpose, value string) string {
 // page is what every template gets.
 type page struct {
 	Title    string
+	Turns    bool // the turn pages are served: show their link
 	CSRF     string
 	ReadOnly bool
 	Login    bool // a token guards the console: show the logout button
@@ -224,7 +240,8 @@ type page struct {
 }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request, title string, data any) page {
-	return page{Title: title, CSRF: s.csrfToken(w, r), ReadOnly: s.cfg.ReadOnly, Login: s.cfg.Token != "", Data: data}
+	return page{Title: title, CSRF: s.csrfToken(w, r), ReadOnly: s.cfg.ReadOnly, Login: s.cfg.Token != "",
+		Turns: s.cfg.Turns != nil, Data: data}
 }
 
 // render writes the template with status. Templates render into a buffer first, so that a
@@ -266,6 +283,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		e.Status, e.Message = http.StatusConflict, plain(se)
 	case errors.As(err, new(refusal)):
 		e.Status, e.Message = http.StatusConflict, err.Error()
+	case errors.Is(err, stead.ErrNotFound) && strings.HasPrefix(r.URL.Path, "/turns"):
+		e.Status, e.Message = http.StatusNotFound, "no such conversation or turn in that account"
 	case errors.Is(err, stead.ErrNotFound):
 		e.Status, e.Message = http.StatusNotFound, "no such execution"
 	case errors.Is(err, stead.ErrInvalid) && r.URL.Path == "/":

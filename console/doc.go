@@ -8,7 +8,8 @@
 // which runs the definition's actions, so it is offered only for the definitions among Machines;
 // the charts of the others are drawn from Config.Definitions. A refusal is shown in words, with
 // the reason: a status that does not take the command, or a definition whose actions this
-// console does not have.
+// console does not have. Given a turn store (Config.Turns), it shows that too, read-only: an
+// account's conversations, and a turn with its cards, journal, outbox rows and events.
 //
 // It is built from the standard library alone (net/http, html/template) with every asset
 // embedded, mermaid's browser bundle included, so it needs no network and no Node. A page is
