@@ -59,8 +59,8 @@ type catalog struct {
 // runnable returns the machines, or the first definition's missing actions when one of them
 // cannot run: the commands that run every definition they load refuse then.
 func (c *catalog) runnable() (worker.Machines, error) {
-	for _, id := range slices.Sorted(maps.Keys(c.missing)) {
-		return nil, c.missing[id]
+	if ids := slices.Sorted(maps.Keys(c.missing)); len(ids) > 0 {
+		return nil, c.missing[ids[0]]
 	}
 	return c.machines, nil
 }

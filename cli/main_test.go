@@ -65,7 +65,9 @@ func TestErrorsAreOneLine(t *testing.T) {
 	} {
 		code, out, errOut := cli(t, context.Background(), tc.args...)
 		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
-		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(errOut, "stead: ") || !strings.Contains(errOut, tc.want) {
+		// One line, and the program's prefix once: the library's stacked ones are dropped.
+		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(errOut, "stead: ") || !strings.Contains(errOut, tc.want) ||
+			strings.Count(errOut, "stead: ") != 1 || strings.Contains(errOut, "chart: ") {
 			t.Errorf("%s: exit %d (want %d), stderr %q (want one line with %q), stdout %q", tc.name, code, tc.code, errOut, tc.want, out)
 		}
 	}

@@ -79,7 +79,12 @@ func TestOwnActions(t *testing.T) {
 
 	// Started by the user's binary (its definition is compiled in), and by the stock one unchecked.
 	must(cliWith(t, ctx, own, "start", "--store", db, "approval", "--id", "a1", "--context", `{"amount":5}`))
-	must(cli(t, ctx, "start", "--store", db, "approval", "--id", "a2", "--context", `{"amount":7}`))
+	code, out, errOut = cli(t, ctx, "start", "--store", db, "approval", "--id", "a2", "--context", `{"amount":7}`)
+	if code != 0 || !strings.Contains(errOut, `note: definition "approval" is not compiled into this binary`) {
+		t.Errorf("stock start without the file: exit %d, stdout %q, stderr %q: want 0 and a note", code, out, errOut)
+	}
+	code, out, errOut = cliWith(t, ctx, own, "start", "--store", db, "approval", "--id", "a3", "--context", `{}`)
+	refused("own start without the required amount", 1, "amount", code, out, errOut)
 	runWorkers(t, own, db)
 	if got := status(t, db, "a1"); got != "running" {
 		t.Fatalf("a1 after start: %s", got)

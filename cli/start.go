@@ -24,9 +24,11 @@ func (a *app) newStart() *cobra.Command {
 record). A running worker ("stead run") that knows the definition picks it up. It prints the
 execution id.
 
-With --definition (the files the workers run), the definition id must be one of them: an id
-without a version starts on the newest version given, and a context that breaks the
-definition's declared keys is refused before anything is written.`,
+The definition is checked when this binary has it (compiled in, or given with --definition:
+the files the workers run): an id without a version starts on the newest version it has, and a
+context that breaks the definition's declared keys is refused before anything is written. With
+--definition the id must be one of those given. A definition the binary does not have is
+started unchecked, with a note on stderr.`,
 		Args: exactArgs(1, "a definition id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id == "" {
@@ -36,21 +38,31 @@ definition's declared keys is refused before anything is written.`,
 			if data != "" {
 				raw = json.RawMessage(data)
 			}
+			// The definitions are read before the store is opened: a refusal writes nothing.
+			cat, err := a.load(defs)
+			if err != nil {
+				return err
+			}
+			var known worker.Machines
+			if len(defs) > 0 {
+				if known, err = cat.runnable(); err != nil {
+					return err
+				}
+			} else if def := cat.resolve(args[0]); cat.defs[def] != nil {
+				if err := cat.need(def); err != nil {
+					return err
+				}
+				known = cat.machines
+			}
 			ctx := cmd.Context()
 			b, err := sf.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			c := &worker.Client{Store: b.Store, Transport: b.Transport}
-			if len(defs) > 0 {
-				cat, err := a.load(defs)
-				if err != nil {
-					return err
-				}
-				if c.Known, err = cat.runnable(); err != nil {
-					return err
-				}
+			c := &worker.Client{Store: b.Store, Transport: b.Transport, Known: known}
+			if known == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: definition %q is not compiled into this binary nor given with --definition: its id and context are not checked\n", args[0])
 			}
 			exe, err := c.CreateBatch(ctx, []worker.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority}})
 			if err != nil {
