@@ -112,6 +112,15 @@ func (a *app) newControl(spec controlSpec) *cobra.Command {
 			if startCtx != "" {
 				c.Context = json.RawMessage(startCtx)
 			}
+			var gate *catalog // the definitions a command that runs one can run
+			if spec.machine {
+				if gate, err = a.load(defs); err != nil {
+					return err
+				}
+				if m := gate.missing[gate.resolve(sel.definitionID)]; m != nil && len(ids) == 0 {
+					return m // the whole selection runs a definition this binary cannot run
+				}
+			}
 			ctx := cmd.Context()
 			b, err := sf.open(ctx)
 			if err != nil {
@@ -119,19 +128,10 @@ func (a *app) newControl(spec controlSpec) *cobra.Command {
 			}
 			defer b.Close()
 			client := &worker.Client{Store: b.Store, Transport: b.Transport}
-			var gate *catalog // the definitions a command that runs one can run
-			if spec.machine {
-				cat, err := a.load(defs)
-				if err != nil {
-					return err
-				}
+			if gate != nil {
 				// Only the executions of a definition that cannot run are refused: the others
 				// take the command.
-				client.Known = cat.machines
-				gate = cat
-				if m := cat.missing[cat.resolve(sel.definitionID)]; m != nil && len(ids) == 0 {
-					return m // the whole selection runs a definition this binary cannot run
-				}
+				client.Known = gate.machines
 			}
 			out := cmd.OutOrStdout()
 			if len(ids) > 0 {
