@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -120,11 +121,16 @@ func TestBrowser(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	srv, err := New(Config{Store: st, Control: client, Definitions: map[string]*chart.Definition{def.ID: def}, Poll: 100 * time.Millisecond})
+	// Mounted as a program of one's own mounts it: under a prefix of a larger server, with the
+	// machines it may retry, so that the links, the script's fetches and its event stream are
+	// followed through the prefix by a real browser.
+	srv, err := New(Config{Store: st, Transport: tr, Machines: machines, Prefix: "/stead", Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	mux := http.NewServeMux()
+	mux.Handle("/stead/", srv)
+	ts := httptest.NewServer(mux)
 	defer ts.Close()
 	defer srv.Close()
 
@@ -172,7 +178,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// The list: every execution, roots and region children.
-	do("open the list", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#executions")))
+	do("open the list", chromedp.Navigate(ts.URL+"/stead/"), chromedp.WaitVisible(chromedp.CSS("#executions")))
 	all, err := st.Count(ctx, stead.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +244,27 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after shipping the chart marks %v, want [shipped]", active)
 	}
 	do("screenshot the shipped execution", shot("console-execution-done.png"))
+
+	// A failed order offers retry: the console has the order flow's machine.
+	now := time.Now()
+	if _, err := st.Commit(ctx, &stead.Execution{ID: "order-failed", DefinitionID: def.ID, Status: stead.StatusFailed,
+		ActivePath: "awaiting_payment", Error: "card processor down", CreatedAt: now, UpdatedAt: now, FinishedAt: now,
+		DeadLetter: &stead.DeadLetter{Event: stead.Event{ID: "ev-pay", Kind: "payment_received"}, Status: stead.StatusRunning,
+			ActivePath: "awaiting_payment"}}, stead.Bundle{}); err != nil {
+		t.Fatal(err)
+	}
+	do("open a failed order",
+		chromedp.Navigate(ts.URL+"/stead/execution?id=order-failed"),
+		chromedp.WaitVisible(chromedp.CSS("#dead-letter")),
+		chromedp.WaitVisible(chromedp.CSS("#op-retry")),
+	)
+	do("retry it",
+		chromedp.Click(chromedp.CSS("#op-retry")),
+		chromedp.WaitVisible(chromedp.CSS(`#state:not([data-status="failed"])`)),
+	)
+	if loc, err := chromedp.Run(bctx, chromedp.Location()); err != nil || !strings.HasSuffix(loc, "/stead/execution?id=order-failed") {
+		t.Errorf("after retry the browser is at %q (%v), want the order's page under the prefix", loc, err)
+	}
 }
 
 // activeLabels is the script that reads which states the drawn chart marks active: the labels

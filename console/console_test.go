@@ -404,13 +404,18 @@ func TestControl(t *testing.T) {
 	crossSite.Header.Set("Sec-Fetch-Site", "cross-site")
 	otherOrigin := postForm("/control", form("suspend", "order-1", token), cookie)
 	otherOrigin.Header.Set("Origin", "http://evil.example")
+	nullOrigin := postForm("/control", form("suspend", "order-1", token), cookie)
+	nullOrigin.Header.Set("Origin", "null") // without Sec-Fetch-Site nothing says where it came from
 	refused = append(refused, struct {
 		name string
 		req  *http.Request
 	}{"cross-site", crossSite}, struct {
 		name string
 		req  *http.Request
-	}{"other origin", otherOrigin})
+	}{"other origin", otherOrigin}, struct {
+		name string
+		req  *http.Request
+	}{"null origin alone", nullOrigin})
 	for _, tc := range refused {
 		if res, _ := f.do(tc.req); res.StatusCode != http.StatusForbidden {
 			t.Errorf("%s: status %d, want 403", tc.name, res.StatusCode)
@@ -434,7 +439,11 @@ func TestControl(t *testing.T) {
 	if !strings.Contains(body, `id="op-resume"`) || strings.Contains(body, `id="op-suspend"`) {
 		t.Error("a suspended execution's page does not offer resume alone")
 	}
-	if res, _ := f.do(postForm("/control", form("resume", "order-1", token), cookie)); res.StatusCode != http.StatusSeeOther {
+	// Chromium's form POST under Referrer-Policy: no-referrer: Origin null, Sec-Fetch-Site same-origin.
+	resume := postForm("/control", form("resume", "order-1", token), cookie)
+	resume.Header.Set("Origin", "null")
+	resume.Header.Set("Sec-Fetch-Site", "same-origin")
+	if res, _ := f.do(resume); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("resume: status %d", res.StatusCode)
 	}
 	if got := status("order-1"); got != stead.StatusRunning {
