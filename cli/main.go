@@ -29,9 +29,11 @@ type Config struct {
 	// listed, drawn, sent to, served read-only and purged; the commands that run it (run, start,
 	// reset, set-state, retry) refuse with the names of the missing actions. Nil means none.
 	Registry *chart.Registry
-	// Commands are added to the command tree beside stead's own, for a binary's own tools.
-	// They report a usage mistake with Usagef (exit 2) and choose an exit code with ExitError.
-	Commands []*cobra.Command
+	// Commands returns commands to add beside stead's own, for a binary's own tools. It is
+	// called for every tree Command builds, so that each gets commands whose flags were never
+	// parsed. They report a usage mistake with Usagef (exit 2) and choose an exit code with
+	// ExitError.
+	Commands func() []*cobra.Command
 }
 
 func (c Config) name() string {
@@ -123,7 +125,7 @@ Getting started needs no database server: SQLite is built in. Create a store and
   ` + name + ` migrate --store app.db      # creates app.db (any other command: add --create)
   ` + name + ` run     --store app.db      # workers for the definitions in this binary
   ` + name + ` start   --store app.db <definition-id> --context '{...}'
-` + demoLine(cfg, name) + `
+
 For PostgreSQL, give --store postgres://user@host:5432/db (the server must be running: on
 Debian, apt-get install postgresql, then pg_ctlcluster <version> main start).`,
 		SilenceUsage:  true,
@@ -139,7 +141,12 @@ Debian, apt-get install postgresql, then pg_ctlcluster <version> main start).`,
 	root.AddCommand(a.controlCommands()...)
 	root.AddCommand(newPurge())
 	root.AddCommand(newTurns())
-	root.AddCommand(cfg.Commands...)
+	var own []*cobra.Command
+	if cfg.Commands != nil {
+		own = cfg.Commands()
+	}
+	root.AddCommand(own...)
+	root.Long += demoLine(own, name)
 	return root
 }
 
@@ -159,10 +166,10 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 }
 
 // demoLine points at a demo command when the binary has one (the stock stead does).
-func demoLine(cfg Config, name string) string {
-	for _, c := range cfg.Commands {
+func demoLine(cmds []*cobra.Command, name string) string {
+	for _, c := range cmds {
 		if c.Name() == "demo" {
-			return "\nOr see it work first, on a SQLite file it makes here:\n\n  " + name + " demo\n"
+			return "\n\nOr see it work first, on a SQLite file it makes here:\n\n  " + name + " demo"
 		}
 	}
 	return ""

@@ -26,7 +26,7 @@ func config() cli.Config {
 		Name:        "stead",
 		Definitions: samples(),
 		Registry:    chart.RegisterSampleActions(chart.NewRegistry()),
-		Commands:    []*cobra.Command{newDemo(), newDemoOperate(), newBench()},
+		Commands:    func() []*cobra.Command { return []*cobra.Command{newDemo(), newDemoOperate(), newBench()} },
 	}
 }
 
