@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,13 +19,33 @@ func cliWith(t *testing.T, ctx context.Context, cfg Config, args ...string) (int
 	return code, out.String(), errOut.String()
 }
 
-// runWorkers runs `run` of cfg on db for a while, the way SIGTERM ends it.
-func runWorkers(t *testing.T, cfg Config, db string) {
+// runUntil runs `run` of cfg on db until the execution id has the status want (see status),
+// then stops it the way SIGTERM does; it fails the test after 30 s.
+func runUntil(t *testing.T, cfg Config, db, id, want string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if code, _, errOut := cliWith(t, ctx, cfg, "run", "--store", db, "--log-level", "error"); code != 0 {
-		t.Fatalf("run: exit %d: %s", code, errOut)
+	done := make(chan string, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		if code := Run(ctx, cfg, []string{"run", "--store", db, "--log-level", "error"}, &out, &errOut); code != 0 {
+			done <- fmt.Sprintf("run: exit %d: %s", code, errOut.String())
+			return
+		}
+		done <- ""
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	got := status(t, db, id)
+	for ; got != want && time.Now().Before(deadline); got = status(t, db, id) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if msg := <-done; msg != "" {
+		t.Fatal(msg)
+	}
+	if got != want {
+		_, o, _ := cli(t, t.Context(), "inspect", "--store", db, id)
+		t.Fatalf("%s is %s after 30 s of workers, want %s\n%s", id, got, want, o)
 	}
 }
 
@@ -85,10 +106,7 @@ func TestOwnActions(t *testing.T) {
 	}
 	code, out, errOut = cliWith(t, ctx, own, "start", "--store", db, "approval", "--id", "a3", "--context", `{}`)
 	refused("own start without the required amount", 1, "amount", code, out, errOut)
-	runWorkers(t, own, db)
-	if got := status(t, db, "a1"); got != "running" {
-		t.Fatalf("a1 after start: %s", got)
-	}
+	runUntil(t, own, db, "a1", "running")
 
 	// The stock binary lists, draws and sends, checking the kind against the file.
 	if out := must(cli(t, ctx, "inspect", "--store", db, "--definition-id", "approval")); !strings.Contains(out, "a1") || !strings.Contains(out, "a2") {
@@ -109,10 +127,7 @@ func TestOwnActions(t *testing.T) {
 	// open_ticket fails: a1 fails on approved.
 	failOpen.Store(true)
 	must(cli(t, ctx, append([]string{"send", "--store", db, "a1", "approved"}, file...)...))
-	runWorkers(t, own, db)
-	if got := status(t, db, "a1"); got != "failed" {
-		t.Fatalf("a1 after a failing open_ticket: %s", got)
-	}
+	runUntil(t, own, db, "a1", "failed")
 
 	// Retry runs open_ticket: the stock binary says it cannot, the dry run as the real one.
 	for _, dry := range []bool{true, false} {
@@ -138,11 +153,7 @@ func TestOwnActions(t *testing.T) {
 	// The user's binary retries it; it finishes.
 	failOpen.Store(false)
 	must(cliWith(t, ctx, own, "retry", "--store", db, "a1"))
-	runWorkers(t, own, db)
-	if got := status(t, db, "a1"); got != "done/success" {
-		_, o, _ := cli(t, ctx, "inspect", "--store", db, "a1")
-		t.Fatalf("a1 after the retry: %s\n%s", got, o)
-	}
+	runUntil(t, own, db, "a1", "done/success")
 	code, out, errOut = cliWith(t, ctx, own, "send", "--store", db, "a1", "approved")
 	refused("send to a finished execution", 1, `the execution is done (success): a worker would drop it; --force sends it anyway`, code, out, errOut)
 	must(cliWith(t, ctx, own, "send", "--store", db, "a1", "approved", "--force"))
