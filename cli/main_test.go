@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
@@ -89,15 +88,9 @@ func TestStartSendRunInspect(t *testing.T) {
 	if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", "o1"); code == 0 || !strings.Contains(errOut, "already exists") {
 		t.Fatalf("start twice: %d %q", code, errOut)
 	}
-	// A worker runs for a while and is stopped the way SIGTERM stops it: its context ends.
-	runFor := func() {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if code, _, errOut := cli(t, rctx, "run", "--store", db, "--log-level", "warn"); code != 0 {
-			t.Fatalf("run: %d %q", code, errOut)
-		}
-	}
-	runFor()
+	// A worker runs until the order waits for its payment, and is stopped the way SIGTERM
+	// stops it: its context ends.
+	runUntil(t, testConfig(), db, "o1", "running")
 	code, out, _ = cli(t, ctx, "inspect", "--store", db, "o1")
 	if code != 0 || !strings.Contains(out, "awaiting_payment") || !strings.Contains(out, "timers (1)") {
 		t.Fatalf("inspect after start: %d\n%s", code, out)
@@ -106,7 +99,7 @@ func TestStartSendRunInspect(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "cancel-1" {
 		t.Fatalf("send: %d %q %q", code, out, errOut)
 	}
-	runFor()
+	runUntil(t, testConfig(), db, "o1", "done/cancelled")
 	code, out, _ = cli(t, ctx, "inspect", "--store", db, "o1", "--json")
 	var d struct {
 		Execution struct {
