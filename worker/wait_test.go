@@ -33,6 +33,7 @@ states:
     entry: [explode]
     on: {go: finished}
   finished: {final: success}
+retry: {explode: none}
 `
 
 func waitMachines(t *testing.T) worker.Machines {
