@@ -90,8 +90,8 @@ type Engine struct {
 	// defaultRetry is WithDefaultRetry's policy, nil without the option.
 	defaultRetry *Retry
 	nodes        []node
-	byPath  map[string]int32
-	initial int32
+	byPath       map[string]int32
+	initial      int32
 	// roomy is set when the definition has actions or invokes, whose steps change the context:
 	// their executions are allocated with room for a small new context (executionWithContext).
 	// Other steps keep the smaller allocation.
