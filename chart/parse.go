@@ -32,7 +32,7 @@ func LoadFile(path string) (*Definition, error) {
 // The result is validated structurally (Validate with a nil registry); errors are a
 // *ValidationError whose problems carry "name:line:col" positions.
 //
-// The format:
+// The format, in brief (docs/yaml.md in the repository is the reference of every key):
 //
 //	id: order                # defaults to name
 //	version: 2               # executions record order@2
