@@ -1,6 +1,9 @@
-// Package retention deletes finished executions together with everything they own, a whole tree
-// at a time: an execution and every descendant (region children, invoked machines, their own
-// children), with their markers, timers, traces and the outbox rows addressed to them.
+// Package retention is how you keep a store from growing forever: it deletes finished executions
+// together with everything they own, a whole tree at a time — an execution and every descendant
+// (region children, invoked machines, their own children), with their markers, timers, traces
+// and the outbox rows addressed to them — on any *stead.Store. Run PurgeFinished on a schedule
+// (the stead CLI's purge does) after the executions' results have been read (worker.Client.Wait,
+// worker.Config.OnFinish).
 //
 //	res, err := retention.PurgeTree(ctx, store, "order-42", retention.Options{Archive: keep})
 //	rep, err := retention.PurgeFinished(ctx, store, retention.Sweep{OlderThan: 30 * 24 * time.Hour})
