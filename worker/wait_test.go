@@ -298,3 +298,68 @@ func TestWorkerLogsToDefault(t *testing.T) {
 		t.Errorf("the default logger did not get the failure:\n%s", out)
 	}
 }
+
+// TestRetryIsLogged checks the worker's INFO line for every retry an action's failure
+// schedules, and that an action that succeeds on its third attempt fails nothing.
+func TestRetryIsLogged(t *testing.T) {
+	t.Parallel()
+	def, err := chart.Parse("flaky.yaml", []byte(`
+id: flaky
+initial: calling
+states:
+  calling: {select: {action: call, cases: {ok: called}}}
+  called: {final: success}
+retry: {call: {attempts: 3, backoff: 10ms}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := chart.NewRegistry().Selector("call", []string{"ok"}, func(c chart.ActionContext) (chart.ActionResult, error) {
+		if c.Attempt < 3 {
+			return chart.ActionResult{}, errors.New("503")
+		}
+		return chart.ActionResult{Label: "ok"}, nil
+	})
+	eng, err := chart.NewEngine(def, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	machines := worker.Machines{"flaky": eng}
+	store, tr := memstore.New(), memtransport.New()
+	defer store.Close()
+	defer tr.Close()
+	logs := &lockedBuffer{}
+	w, err := worker.New(worker.Config{Store: store, Transport: tr, Machines: machines, Concurrency: 1,
+		TimerInterval: 10 * time.Millisecond, IdleWait: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	client := &worker.Client{Store: store, Transport: tr, Known: machines}
+	if _, err := client.Create(context.Background(), "flaky", "f", nil); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := client.Wait(context.Background(), "f")
+	stop()
+	if werr := <-done; werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil || exe.Status != stead.StatusDone {
+		t.Fatalf("Wait = %+v, %v", exe, err)
+	}
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "action failed; retrying") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "failed_attempts=1") || !strings.Contains(lines[1], "failed_attempts=2") ||
+		!strings.Contains(lines[0], "execution=f") || !strings.Contains(lines[0], "kind=stead.start") {
+		t.Errorf("retry lines:\n%s", strings.Join(lines, "\n"))
+	}
+	if strings.Contains(logs.String(), "execution failed") {
+		t.Errorf("a retried success was logged as a failure:\n%s", logs.String())
+	}
+}

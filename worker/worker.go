@@ -393,12 +393,16 @@ func (w *Worker) logLease(ctx context.Context, level slog.Level, l *transport.Le
 }
 
 // committed is the one place every committed step is reported: OnCommit for each event the
-// commit applied, and, when the commit finished the execution, OnFinish and the log line, once.
+// commit applied; an INFO line when it scheduled a retry; and, when the commit finished the
+// execution, OnFinish and the log line, once.
 // A commit that applied several events reports them in order with the same execution, so only
 // the last one (last) finishes it.
 func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last ...bool) {
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(exe, ev, time.Now())
+	}
+	if exe.Timers != nil {
+		w.logRetry(exe, ev)
 	}
 	if !exe.Status.Finished() || len(last) > 0 && !last[0] {
 		return
