@@ -60,6 +60,7 @@ type Kit struct {
 	now     time.Time
 
 	started  bool
+	closed   bool
 	store    *stead.Store
 	probe    *probe
 	tr       *transport.Transport
@@ -81,7 +82,7 @@ func New(tb testing.TB, opts ...Option) *Kit {
 	for _, o := range opts {
 		o(k)
 	}
-	tb.Cleanup(k.close)
+	tb.Cleanup(k.Close)
 	return k
 }
 
@@ -209,10 +210,13 @@ func (k *Kit) startErr() error {
 	return nil
 }
 
-func (k *Kit) close() {
-	if !k.started {
+// Close stops the kit's worker and closes its store and transport. The test's cleanup calls it;
+// calling it earlier, or again, is harmless.
+func (k *Kit) Close() {
+	if !k.started || k.closed {
 		return
 	}
+	k.closed = true
 	k.stop()
 	<-k.done
 	_ = k.tr.Close()

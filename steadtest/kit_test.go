@@ -2,6 +2,7 @@ package steadtest_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -136,3 +137,5 @@ func TestWaitReportsWhatItSaw(t *testing.T) {
 		t.Errorf("negative limit: %v, want ErrInvalid", err)
 	}
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -122,7 +122,10 @@ func (p *probe) Nack(ctx context.Context, l *transport.Lease, delay time.Duratio
 	if err == nil {
 		p.inflight--
 		if delay > 0 {
-			p.parks = append(p.parks, park{group: l.Group, due: p.clock().Add(delay)})
+			// A transport lease that ends exactly now still holds: the message is claimable
+			// from the next microsecond, the clock's grain.
+			due := p.clock().Add(delay).Truncate(time.Microsecond).Add(time.Microsecond)
+			p.parks = append(p.parks, park{group: l.Group, due: due})
 		}
 	}
 	p.bump()

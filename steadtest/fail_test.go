@@ -1,0 +1,124 @@
+package steadtest_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/steadtest"
+	"github.com/steadhq/stead/worker"
+)
+
+// fakeTB records what a kit reports instead of failing the real test. Fatal ends the calling
+// goroutine as testing.T's does, so run the code under test with run.
+type fakeTB struct {
+	testing.TB
+	mu       sync.Mutex
+	msgs     []string
+	fatal    bool
+	cleanups []func()
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.Errorf(format, args...)
+	f.mu.Lock()
+	f.fatal = true
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
+func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) run(fn func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	<-done
+}
+func (f *fakeTB) report() string { f.mu.Lock(); defer f.mu.Unlock(); return strings.Join(f.msgs, "\n") }
+func (f *fakeTB) close() {
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+}
+
+func TestFailuresSayWhatTheKitSaw(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		do    func(k *steadtest.Kit)
+		fatal bool
+		want  []string
+	}{
+		{"wrong state", func(k *steadtest.Kit) { k.AssertState("req-1", "approved") },
+			false, []string{`want state approved`, `in state "waiting"`, "timers waiting@2026-01-02T00:00:00Z"}},
+		{"wrong status", func(k *steadtest.Kit) { k.AssertStatus("req-1", stead.StatusDone) },
+			false, []string{"want status done", "it is running"}},
+		{"wrong context", func(k *steadtest.Kit) { k.AssertContext("req-1", "amount", 12) },
+			false, []string{`context key "amount" is 10, want 12`}},
+		{"unset context", func(k *steadtest.Kit) { k.AssertContext("req-1", "nope", 1) },
+			false, []string{`context key "nope" is not set`}},
+		{"call count", func(k *steadtest.Kit) { k.AssertCalls("notify", 2) },
+			false, []string{"action notify ran 1 times (keys [req-1:1:0]), want 2"}},
+		{"expect times out", func(k *steadtest.Kit) { k.Expect("req-1", steadtest.InState("approved"), time.Hour) },
+			true, []string{`"req-1" is not in state approved within 1h0m0s`}},
+		{"unknown execution", func(k *steadtest.Kit) { k.Send("nobody", "approve", nil) },
+			true, []string{`send approve to "nobody"`, "not found"}},
+		{"refused command", func(k *steadtest.Kit) { k.Control("req-1", worker.Command{Op: worker.OpResume}) },
+			true, []string{`resume "req-1"`}},
+		{"register after start", func(k *steadtest.Kit) { k.Action("late", noop) },
+			true, []string{"action late registered after the kit started"}},
+		{"advance backwards", func(k *steadtest.Kit) { k.AdvanceTo(k.Now().Add(-time.Second)) },
+			true, []string{"invalid", "before the clock's"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb := &fakeTB{TB: t}
+			defer tb.close()
+			k := steadtest.New(tb).Action("notify", noop).Action("page_manager", noop).DefineYAML("approval.yaml", approval)
+			tb.run(func() { k.Create("approval", "req-1", map[string]any{"amount": 10}) })
+			if got := tb.report(); got != "" {
+				t.Fatalf("setup reported %q", got)
+			}
+			tb.run(func() { tc.do(k) })
+			got := tb.report()
+			if tb.fatal != tc.fatal {
+				t.Errorf("fatal %v, want %v (%s)", tb.fatal, tc.fatal, got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("report %q lacks %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSuspendedExecutionKeepsItsTimerUntilResumed(t *testing.T) {
+	t.Parallel()
+	k := approvalKit(t)
+	start := k.Now()
+	k.Create("approval", "req-1", nil)
+	k.Control("req-1", worker.Command{Op: worker.OpSuspend})
+	real := time.Now()
+	k.Advance(30 * 24 * time.Hour) // the timeout fires into the parked queue, a month passes
+	if took := time.Since(real); took > 5*time.Second {
+		t.Errorf("a suspended month took %v of real time", took)
+	}
+	k.AssertState("req-1", "waiting")
+	k.AssertStatus("req-1", stead.StatusSuspended)
+	k.Control("req-1", worker.Command{Op: worker.OpResume})
+	exe := k.Expect("req-1", steadtest.InState("escalated"), time.Minute)
+	if late := exe.UpdatedAt.Sub(start.Add(30 * 24 * time.Hour)); late <= 0 || late > worker.DefaultSuspendRecheck+time.Microsecond {
+		t.Errorf("the parked timeout applied %v after the resume, want within %v", late, worker.DefaultSuspendRecheck)
+	}
+}
