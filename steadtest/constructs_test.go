@@ -232,9 +232,9 @@ func TestInvokedChildRunsOnTheSameClock(t *testing.T) {
 				k.Send(child, "scanned", nil)
 			}
 			exe := k.Expect("o-7", steadtest.Finished(), 48*time.Hour)
-			if exe.Outcome != tc.outcome || !exe.FinishedAt.Equal(steadtest.DefaultEpoch.Add(tc.after)) {
+			if exe.Outcome != tc.outcome || !exe.FinishedAt.Equal(steadtest.DefaultEpoch().Add(tc.after)) {
 				t.Errorf("parent %s/%s at +%v, want outcome %s at +%v", exe.Status, exe.Outcome,
-					exe.FinishedAt.Sub(steadtest.DefaultEpoch), tc.outcome, tc.after)
+					exe.FinishedAt.Sub(steadtest.DefaultEpoch()), tc.outcome, tc.after)
 			}
 			if tc.outcome == "success" {
 				k.AssertContext("o-7", "tracking", "TRK-o-7")

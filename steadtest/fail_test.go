@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/steadtest"
 	"github.com/steadhq/stead/worker"
 )
@@ -120,5 +121,28 @@ func TestSuspendedExecutionKeepsItsTimerUntilResumed(t *testing.T) {
 	exe := k.Expect("req-1", steadtest.InState("escalated"), time.Minute)
 	if late := exe.UpdatedAt.Sub(start.Add(30 * 24 * time.Hour)); late <= 0 || late > worker.DefaultSuspendRecheck+time.Microsecond {
 		t.Errorf("the parked timeout applied %v after the resume, want within %v", late, worker.DefaultSuspendRecheck)
+	}
+}
+
+func TestAFlowThatNeverSettlesIsReported(t *testing.T) {
+	t.Parallel()
+	tb := &fakeTB{TB: t}
+	defer tb.close()
+	tick := func(chart.ActionContext) (chart.ActionResult, error) {
+		return chart.ActionResult{Send: []chart.Message{{Kind: "tick"}}}, nil
+	}
+	epoch := time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
+	k := steadtest.New(tb, steadtest.WithSettleTimeout(200*time.Millisecond), steadtest.WithEpoch(epoch)).
+		Action("tick", tick).
+		DefineYAML("clock.yaml", "id: clock\ninitial: ticking\nstates:\n  ticking:\n    entry: [tick]\n    on: {tick: ticking}\n")
+	if !k.Now().Equal(epoch) {
+		t.Errorf("clock starts at %v, want %v", k.Now(), epoch)
+	}
+	tb.run(func() { k.Create("clock", "c-1", nil) })
+	if got := tb.report(); !tb.fatal || !strings.Contains(got, "did not settle within 200ms (real time) at 2030-06-01T12:00:00Z") {
+		t.Errorf("report %q (fatal %v)", got, tb.fatal)
+	}
+	if n := len(k.Calls("tick")); n < 2 {
+		t.Errorf("tick ran %d times, want it looping", n)
 	}
 }

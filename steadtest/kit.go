@@ -17,9 +17,10 @@ import (
 	"github.com/steadhq/stead/worker"
 )
 
-// DefaultEpoch is where a kit's virtual clock starts unless WithEpoch says otherwise: a fixed
-// instant, so that timer fire times, trace times and timeout event ids are the same on every run.
-var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// DefaultEpoch returns where a kit's virtual clock starts unless WithEpoch says otherwise,
+// 2026-01-01T00:00:00Z: a fixed instant, so that timer fire times, trace times and timeout event
+// ids are the same on every run.
+func DefaultEpoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // DefaultSettleTimeout bounds, in real time, how long the kit waits for its worker to run out of
 // work before it reports the flow as stuck (an action looping forever, two executions sending to
@@ -78,7 +79,7 @@ type Kit struct {
 // New returns a kit for tb; it stops its worker and closes its store when the test ends.
 func New(tb testing.TB, opts ...Option) *Kit {
 	tb.Helper()
-	k := &Kit{tb: tb, settleTimeout: DefaultSettleTimeout, reg: chart.NewRegistry(), now: DefaultEpoch}
+	k := &Kit{tb: tb, settleTimeout: DefaultSettleTimeout, reg: chart.NewRegistry(), now: DefaultEpoch()}
 	for _, o := range opts {
 		o(k)
 	}
@@ -265,12 +266,12 @@ func encode(v any) (json.RawMessage, error) {
 }
 
 // Create creates and starts an execution of definitionID (the newest version of an unversioned
-// id) with the given context (a map, a struct, raw JSON or nil) and returns it once its start
+// id) with data as its context (a map, a struct, raw JSON or nil) and returns it once its start
 // and everything that followed at the current time have been applied.
-func (k *Kit) Create(definitionID, id string, context any) *stead.Execution {
+func (k *Kit) Create(definitionID, id string, data any) *stead.Execution {
 	k.tb.Helper()
 	k.start()
-	raw, err := encode(context)
+	raw, err := encode(data)
 	if err == nil {
 		_, err = k.client.Create(k.ctx(), definitionID, id, raw)
 	}

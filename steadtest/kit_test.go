@@ -3,6 +3,7 @@ package steadtest_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -139,3 +140,23 @@ func TestWaitReportsWhatItSaw(t *testing.T) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestCloseStopsTheWorker runs alone (not in parallel) so that the goroutine count is the kit's.
+func TestCloseStopsTheWorker(t *testing.T) {
+	before := runtime.NumGoroutine()
+	k := approvalKit(t)
+	k.Create("approval", "req-1", nil)
+	k.Advance(time.Hour)
+	if runtime.NumGoroutine() <= before {
+		t.Fatalf("no worker goroutine while the kit runs")
+	}
+	k.Close()
+	k.Close() // again: harmless
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close, %d before the kit", n, before)
+	}
+}
