@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -208,7 +209,10 @@ func (k *Kit) startErr() error {
 		_ = w.Run(ctx)
 	}()
 	k.runner = w
-	return nil
+	// Run delivers what earlier runs left before its loop claims anything; settling here keeps
+	// that recovery from overlapping the test's first call (it would find nothing, but it would
+	// race the client for the first start event's outbox row).
+	return k.settle()
 }
 
 // Close stops the kit's worker and closes its store and transport. The test's cleanup calls it;
@@ -240,7 +244,22 @@ func (k *Kit) Client() *worker.Client {
 	return k.client
 }
 
-// Machines returns the engines the kit runs, keyed by definition id ("order", "order@2").
+// Engine returns the engine of definition id ("order", or "order@2" for a versioned one), for
+// a replay check of a next version (package steadtest/replay) against what the kit ran: its
+// actions are the kit's, so their runs during the check are recorded too. An unknown id fails
+// the test.
+func (k *Kit) Engine(id string) *chart.Engine {
+	k.tb.Helper()
+	k.start()
+	r, ok := k.machines[id].(*recorder)
+	if !ok {
+		k.tb.Fatalf("steadtest: no definition %q (the kit has %v)", id, slices.Sorted(maps.Keys(k.machines)))
+	}
+	return r.eng
+}
+
+// Machines returns the machines the kit runs, keyed by definition id ("order", "order@2"): its
+// engines, wrapped to record what their steps emit.
 func (k *Kit) Machines() worker.Machines {
 	k.tb.Helper()
 	k.start()

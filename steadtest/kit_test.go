@@ -11,6 +11,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/steadtest"
+	"github.com/steadhq/stead/worker"
 )
 
 // approval waits a day for a decision, then escalates; escalation waits another day.
@@ -158,5 +159,29 @@ func TestCloseStopsTheWorker(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after Close, %d before the kit", n, before)
+	}
+}
+
+func TestCancelAndVersions(t *testing.T) {
+	t.Parallel()
+	v2 := strings.Replace(approval, "id: approval", "id: approval\nversion: 2", 1)
+	v1 := strings.Replace(approval, "id: approval", "id: approval\nversion: 1", 1)
+	k := steadtest.New(t).Action("notify", noop).Action("page_manager", noop).
+		DefineYAML("v1.yaml", v1).DefineYAML("v2.yaml", v2)
+	if got := k.Create("approval", "new", nil).DefinitionID; got != "approval@2" {
+		t.Errorf("an unversioned create starts on %s, want the newest", got)
+	}
+	if got := k.Create("approval@1", "old", nil).DefinitionID; got != "approval@1" {
+		t.Errorf("a versioned create starts on %s", got)
+	}
+	if k.Engine("approval@1").DefinitionID() != "approval@1" {
+		t.Error("Engine returned another version")
+	}
+	k.Control("old", worker.Command{Op: worker.OpCancel})
+	k.Advance(72 * time.Hour)
+	k.AssertStatus("old", stead.StatusCancelled)
+	k.AssertStatus("new", stead.StatusDone)
+	if calls := k.Calls("page_manager"); len(calls) != 1 || calls[0].ExecutionID != "new" {
+		t.Errorf("page_manager calls %+v, want only new's", calls)
 	}
 }

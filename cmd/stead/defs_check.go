@@ -56,7 +56,11 @@ retry attempts left are not judged. Actions and guards are the stead binary's (t
 			out := cmd.OutOrStdout()
 			changed := 0
 			for _, id := range slices.Sorted(maps.Keys(machines)) {
-				rep, err := replay.Check(ctx, b.Store, machines[id].(*chart.Engine), replay.Options{Statuses: sts, Limit: limit})
+				eng, ok := machines[id].(*chart.Engine)
+				if !ok {
+					return fmt.Errorf("definition %s: not a statechart engine", id)
+				}
+				rep, err := replay.Check(ctx, b.Store, eng, replay.Options{Statuses: sts, Limit: limit})
 				if err != nil {
 					return err
 				}
