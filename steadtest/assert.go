@@ -57,3 +57,20 @@ func (k *Kit) AssertCalls(action string, n int) {
 		k.tb.Errorf("steadtest: action %s ran %d times (keys %v), want %d", action, len(calls), keys, n)
 	}
 }
+
+// AssertEmitted fails the test unless the steps of execution from (every execution when it is
+// empty) emitted n events of kind.
+func (k *Kit) AssertEmitted(from, kind string, n int) {
+	k.tb.Helper()
+	var got []string
+	count := 0
+	for _, e := range k.Emitted(from) {
+		got = append(got, e.Event.Kind+"->"+or(e.Target, "(broadcast)"))
+		if e.Event.Kind == kind {
+			count++
+		}
+	}
+	if count != n {
+		k.tb.Errorf("steadtest: %s emitted %d %s events, want %d; it emitted %v", or(from, "the kit"), count, kind, n, got)
+	}
+}

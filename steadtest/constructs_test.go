@@ -239,6 +239,8 @@ func TestInvokedChildRunsOnTheSameClock(t *testing.T) {
 			if tc.outcome == "success" {
 				k.AssertContext("o-7", "tracking", "TRK-o-7")
 			}
+			k.AssertEmitted(child, "stead.finished", 1)
+			k.AssertEmitted("o-7", "stead.finished", 0)
 			// The child told its parent it finished: an emitted event from child to parent.
 			if em := k.Emitted(child); len(em) == 0 || em[len(em)-1].Target != "o-7" {
 				t.Errorf("child emitted %+v, want its completion sent to o-7", em)

@@ -69,6 +69,8 @@ func TestFailuresSayWhatTheKitSaw(t *testing.T) {
 			false, []string{`context key "nope" is not set`}},
 		{"call count", func(k *steadtest.Kit) { k.AssertCalls("notify", 2) },
 			false, []string{"action notify ran 1 times (keys [req-1:1:0]), want 2"}},
+		{"emit count", func(k *steadtest.Kit) { k.AssertEmitted("req-1", "stead.finished", 1) },
+			false, []string{"req-1 emitted 0 stead.finished events, want 1; it emitted []"}},
 		{"expect times out", func(k *steadtest.Kit) { k.Expect("req-1", steadtest.InState("approved"), time.Hour) },
 			true, []string{`"req-1" is not in state approved within 1h0m0s`}},
 		{"unknown execution", func(k *steadtest.Kit) { k.Send("nobody", "approve", nil) },
