@@ -148,3 +148,31 @@ func TestAFlowThatNeverSettlesIsReported(t *testing.T) {
 		t.Errorf("tick ran %d times, want it looping", n)
 	}
 }
+
+func TestAKitThatCannotStartSaysWhy(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		kit  func(tb testing.TB) *steadtest.Kit
+		want string
+	}{
+		{"no definition", func(tb testing.TB) *steadtest.Kit { return steadtest.New(tb) }, "no definition"},
+		{"an action not registered", func(tb testing.TB) *steadtest.Kit {
+			return steadtest.New(tb).DefineYAML("approval.yaml", approval)
+		}, "notify"},
+		{"a definition that does not parse", func(tb testing.TB) *steadtest.Kit {
+			return steadtest.New(tb).DefineYAML("broken.yaml", "initial: [")
+		}, "broken.yaml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb := &fakeTB{TB: t}
+			defer tb.close()
+			tb.run(func() { tc.kit(tb).Create("approval", "req-1", nil) })
+			if got := tb.report(); !tb.fatal || !strings.Contains(got, tc.want) {
+				t.Errorf("report %q (fatal %v), want it to name %q", got, tb.fatal, tc.want)
+			}
+		})
+	}
+}

@@ -37,8 +37,14 @@ func WithEpoch(t time.Time) Option {
 }
 
 // WithSettleTimeout sets how long, in real time, the kit waits for its worker to settle
-// (default DefaultSettleTimeout).
-func WithSettleTimeout(d time.Duration) Option { return func(k *Kit) { k.settleTimeout = d } }
+// (default DefaultSettleTimeout; a duration that is not positive keeps the default).
+func WithSettleTimeout(d time.Duration) Option {
+	return func(k *Kit) {
+		if d > 0 {
+			k.settleTimeout = d
+		}
+	}
+}
 
 // Kit runs statechart definitions with their real actions on the memory backend under a virtual
 // clock. Register actions, guards and definitions first; the first call that needs the engine
@@ -200,6 +206,8 @@ func (k *Kit) startErr() error {
 		IdleWait: time.Second,
 	})
 	if err != nil {
+		_ = k.tr.Close()
+		_ = k.store.Close()
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -218,8 +226,8 @@ func (k *Kit) startErr() error {
 // Close stops the kit's worker and closes its store and transport. The test's cleanup calls it;
 // calling it earlier, or again, is harmless.
 func (k *Kit) Close() {
-	if !k.started || k.closed {
-		return
+	if k.done == nil || k.closed {
+		return // never started, or the start failed before the worker ran
 	}
 	k.closed = true
 	k.stop()
