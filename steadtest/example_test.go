@@ -50,3 +50,26 @@ states:
 	// reminder acct-9:2:0 at 336h0m0s
 	// done success [active lapsed converted]
 }
+
+// Wait lets virtual time pass until a condition holds, and says what it saw when it does not.
+func ExampleKit_Wait() {
+	t := &testing.T{} // stand-in: an Example has no *testing.T
+	k := steadtest.New(t).DefineYAML("hold.yaml", `
+id: hold
+initial: held
+states:
+  held:
+    timeout: {after: 48h, target: released}
+  released: {final: success}
+`)
+	defer k.Close()
+	k.Create("hold", "h-1", nil)
+
+	_, err := k.Wait("h-1", steadtest.Done("success"), 24*time.Hour)
+	fmt.Println(err)
+	exe, err := k.Wait("h-1", steadtest.Done("success"), 72*time.Hour)
+	fmt.Println(exe.Status, exe.FinishedAt.Sub(exe.CreatedAt), err)
+	// Output:
+	// steadtest: execution "h-1" is not done with outcome success within 24h0m0s: at 2026-01-01T00:00:00Z it is running in state "held" at version 2, timers held@2026-01-03T00:00:00Z; went [stead.start -> held]
+	// done 48h0m0s <nil>
+}
