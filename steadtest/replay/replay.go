@@ -75,8 +75,10 @@ func (c Change) String() string {
 //
 // Not judged, and counted in Report.Unchecked: operators' commands (they are not decided by the
 // definition), the failed attempts of a retried action (the attempt that took effect is
-// replayed), a step next would retry (its outcome is decided by a later attempt), and the first
-// kept step of a trace whose oldest steps fell out of the ring (the context before it is gone).
+// replayed), a step next would retry (its outcome is decided by a later attempt), and a step
+// whose context before is not recorded: the first kept step of a ring whose oldest steps fell out,
+// or an event a worker applied together with the execution's start in one commit (it overtook
+// the start; the commit keeps one trace entry).
 // Event data is not traced: a guard that reads the event sees none. Paths are compared, not
 // times: a timeout that next would fire later is not a change.
 func Check(ctx context.Context, store *stead.Store, next *chart.Engine, opts Options) (*Report, error) {
@@ -185,7 +187,7 @@ func (r *replayer) step(i int) (*Change, bool) {
 	case i > 0 && r.steps[i-1].Index == st.Index-1:
 		in.Context = r.steps[i-1].Context
 	default:
-		return nil, false // the step before fell out of the ring: its context is gone
+		return nil, false // the step before is not in the ring (fell out, or shared its commit)
 	}
 	ev := stead.Event{ID: st.EventID, Kind: st.EventKind, CreatedAt: st.At}
 	switch st.EventKind {
