@@ -62,6 +62,20 @@ func TestLostCommitsApplyNothingTwice(t *testing.T) {
 					t.Fatalf("%s applied %v bumps, want 1", id, n)
 				}
 			}
+			// A cancel moves its targets out of a filter on "running": the re-run step applies
+			// the ids the lost run applied (repeats) rather than a fresh listing, which would
+			// no longer hold them, so the count stays exact.
+			m.left.Store(3)
+			j, err = bulk.Start(context.Background(), r.client, bulk.Spec{Op: bulk.OpCancel, PageSize: 6,
+				Filter: stead.ListFilter{DefinitionID: "item", Statuses: running()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j = r.job(t, j.ID, "the cancel job finished", finished)
+			if m.left.Load() >= 0 || j.Progress.Done != 20 || j.Progress.Refused != 0 {
+				t.Fatalf("cancel job %+v (losses left %d): want 20 done", j.Progress, m.left.Load())
+			}
+			r.waitAll(t, ids, "every item cancelled", func(e *stead.Execution) bool { return e.Status == stead.StatusCancelled })
 		})
 	}
 }

@@ -222,10 +222,17 @@ func (p *Progress) refuse(id, reason string) {
 // state is a job's execution context: what it does, where its listing is, and how far it got.
 type state struct {
 	Spec Spec `json:"spec"`
-	// Cursor is the listing's cursor after the last page applied; empty before the first.
+	// Next holds the targets the next step applies, listed by the step before. Listing a page
+	// one step ahead of applying it is what makes a re-run step exact: it applies the same ids
+	// again (each a repeat), where a fresh listing would miss the targets that the lost run moved
+	// out of the filter.
+	Next []string `json:"next,omitempty"`
+	// Cursor is the listing's cursor after Next; empty before the first page.
 	Cursor string `json:"cursor,omitempty"`
-	// Wake is the id of the event that applies the next page: a page event the last step
-	// emitted, or the timeout of the timer it armed. Any other event applies nothing.
+	// Listed is set once the listing has no page after Next.
+	Listed bool `json:"listed,omitempty"`
+	// Wake is the id of the event that applies Next: a page event the last step emitted, or the
+	// timeout of the timer it armed. Any other event applies nothing.
 	Wake     string   `json:"wake,omitempty"`
 	Progress Progress `json:"progress"`
 }

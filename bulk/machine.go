@@ -122,29 +122,20 @@ func (m *Machine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*st
 	return next, b, nil
 }
 
-// page applies the next page of the job next to its targets, and records in st, next and b
-// what it did and what comes next.
+// page applies the targets the step before listed (st.Next), lists the next page, and records
+// in st, next and b what it did and what comes next: the event or the timer that asks for the
+// next step, or the end of the job.
 func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StepTimeout)
 	defer cancel()
-	f := st.Spec.Filter
-	f.Limit, f.Cursor = st.Spec.pageSize(), st.Cursor
-	pg, err := m.client.Store.List(ctx, f)
-	if err != nil {
-		return fmt.Errorf("bulk: job %q: list targets: %w", next.ID, err)
-	}
-	results := make([]error, len(pg.Items))
+	results := make([]error, len(st.Next))
 	sem := make(chan struct{}, m.opts.Concurrency)
 	var wg sync.WaitGroup
-	for i, it := range pg.Items {
-		if it.DefinitionID == DefinitionID {
-			results[i] = errSkip
-			continue
-		}
+	for i, id := range st.Next {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = m.apply(ctx, next.ID, &st.Spec, it, now)
+			results[i] = m.apply(ctx, next.ID, &st.Spec, id, now)
 		})
 	}
 	wg.Wait()
@@ -153,37 +144,53 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 		switch {
 		case err == nil:
 			p.Done++
-		case errors.Is(err, errSkip):
 		case errors.Is(err, stead.ErrInvalid) || errors.Is(err, stead.ErrNotFound):
-			p.refuse(pg.Items[i].ID, reason(err))
+			p.refuse(st.Next[i], reason(err))
 		default:
-			// Retried by the worker: the page runs again from the same cursor, and what this
-			// run applied counts as done then.
-			return fmt.Errorf("bulk: job %q: %s %q: %w", next.ID, st.Spec.Op, pg.Items[i].ID, err)
+			// Retried by the worker: the step runs again on the same targets, and what this run
+			// applied counts as done then (a repeat).
+			return fmt.Errorf("bulk: job %q: %s %q: %w", next.ID, st.Spec.Op, st.Next[i], err)
 		}
 	}
-	p.Pages++
-	st.Cursor = pg.NextCursor
-	if pg.NextCursor == "" {
+	applied := len(st.Next)
+	if applied > 0 {
+		p.Pages++
+	}
+	st.Next = nil
+	if !st.Listed {
+		f := st.Spec.Filter
+		f.Limit, f.Cursor = st.Spec.pageSize(), st.Cursor
+		pg, err := m.client.Store.List(ctx, f)
+		if err != nil {
+			return fmt.Errorf("bulk: job %q: list targets: %w", next.ID, err)
+		}
+		for _, it := range pg.Items {
+			if it.DefinitionID != DefinitionID { // a job never acts on jobs
+				st.Next = append(st.Next, it.ID)
+			}
+		}
+		st.Cursor, st.Listed = pg.NextCursor, pg.NextCursor == ""
+	}
+	if len(st.Next) == 0 && st.Listed {
 		next.Status, next.FinishedAt, next.ActivePath = stead.StatusDone, now, ""
 		next.Outcome = OutcomeSuccess
 		if p.Refused > 0 {
 			next.Outcome = OutcomeRefused
 		}
-		st.Wake = ""
+		st.Wake, st.Cursor = "", ""
 		if _, armed := next.Timers[TimerPath]; armed {
 			b.Timers = []stead.TimerOp{{Action: stead.TimerCancel, Path: TimerPath}}
 			delete(next.Timers, TimerPath)
 		}
 		return nil
 	}
-	if st.Spec.Rate <= 0 {
-		st.Wake = next.ID + ":page:" + strconv.FormatInt(p.Pages, 10)
+	if st.Spec.Rate <= 0 || applied == 0 {
+		st.Wake = next.ID + ":page:" + strconv.FormatInt(int64(next.Version)+1, 10)
 		b.Emits = []stead.Emit{{Target: next.ID, Event: stead.Event{ID: st.Wake, Kind: KindPage, CreatedAt: now}}}
 		return nil
 	}
-	wait := time.Duration(float64(len(pg.Items)) / st.Spec.Rate * float64(time.Second))
-	at := now.Add(max(wait, time.Millisecond)).UTC().Truncate(time.Microsecond)
+	wait := time.Duration(float64(applied) / st.Spec.Rate * float64(time.Second))
+	at := now.Add(wait).UTC().Truncate(time.Microsecond)
 	b.Timers = []stead.TimerOp{{Action: stead.TimerSchedule, Path: TimerPath, FireAt: at}}
 	if next.Timers == nil {
 		next.Timers = map[string]time.Time{}
@@ -193,23 +200,28 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 	return nil
 }
 
-// errSkip marks a listed execution a job leaves alone: a bulk job.
-var errSkip = errors.New("bulk: not a target")
-
-// apply applies the job's operation to one target.
-func (m *Machine) apply(ctx context.Context, jobID string, sp *Spec, it stead.Summary, now time.Time) error {
+// apply applies the job's operation to one target. A purge counts a tree that is gone as done:
+// a re-run step finds the trees its first run deleted missing.
+func (m *Machine) apply(ctx context.Context, jobID string, sp *Spec, id string, now time.Time) error {
 	switch sp.Op {
 	case OpSend:
-		if it.Status.Finished() || it.Status == stead.StatusCancelling {
-			return &stead.StatusError{ID: it.ID, Op: string(OpSend), Status: it.Status, Reason: "it applies no more events"}
+		exe, err := m.client.Store.Load(ctx, id)
+		if err != nil {
+			return err
 		}
-		_, err := m.client.Send(ctx, it.ID, stead.Event{ID: CommandID(jobID), Kind: sp.EventKind, Data: sp.EventData, CreatedAt: now})
+		if exe.Status.Finished() || exe.Status == stead.StatusCancelling {
+			return &stead.StatusError{ID: id, Op: string(OpSend), Status: exe.Status, Reason: "it applies no more events"}
+		}
+		_, err = m.client.Send(ctx, id, stead.Event{ID: CommandID(jobID), Kind: sp.EventKind, Data: sp.EventData, CreatedAt: now})
 		return err
 	case OpPurge:
-		_, err := retention.PurgeTree(ctx, m.client.Store, it.ID, retention.Options{Archive: m.opts.Archive})
+		_, err := retention.PurgeTree(ctx, m.client.Store, id, retention.Options{Archive: m.opts.Archive})
+		if errors.Is(err, stead.ErrNotFound) {
+			return nil
+		}
 		return err
 	}
-	_, err := m.client.Control(ctx, it.ID, sp.command(jobID))
+	_, err := m.client.Control(ctx, id, sp.command(jobID))
 	return err
 }
 
