@@ -88,7 +88,7 @@ func Start(ctx context.Context, c *worker.Client, spec Spec) (Job, error) {
 	if spec.ID == "" {
 		spec.ID = "bulk-" + worker.NewEventID()[3:]
 	}
-	st := state{Spec: spec, Progress: Progress{Total: est.Matched}}
+	st := state{Spec: spec, Progress: Progress{Total: est.Matched, Remaining: est.Matched}}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return Job{}, check.Invalidf("bulk: encode the job: %v", err)

@@ -189,7 +189,7 @@ type Progress struct {
 	Refused int64 `json:"refused"`
 	// Remaining is Total less what was done or refused, at least 0, and 0 once the job is over:
 	// an estimate, since executions that start or stop matching the filter meanwhile change it.
-	Remaining int64 `json:"-"`
+	Remaining int64 `json:"remaining"`
 	// Pages counts the steps that applied a page.
 	Pages int64 `json:"pages"`
 	// Reasons counts the refusals by reason.
@@ -203,6 +203,9 @@ type Refusal struct {
 	ExecutionID string `json:"id"`
 	Reason      string `json:"reason"`
 }
+
+// remaining is Total less what was done or refused, at least 0.
+func (p *Progress) remaining() int64 { return max(0, p.Total-p.Done-p.Refused) }
 
 // refuse counts a refused target.
 func (p *Progress) refuse(id, reason string) {
@@ -250,16 +253,18 @@ func decodeState(raw []byte) (state, error) {
 
 // Job is a bulk job as a listing or a status shows it.
 type Job struct {
-	ID string
+	ID string `json:"id"`
 	// Status is the job execution's: pending until a worker starts it, running, suspended while
 	// paused, cancelling and cancelled, done once every page is applied.
-	Status stead.Status
+	Status stead.Status `json:"status"`
 	// Outcome of a done job: "success", or "refused" when some targets were refused.
-	Outcome  string
-	Spec     Spec
-	Progress Progress
+	Outcome  string   `json:"outcome,omitempty"`
+	Spec     Spec     `json:"spec"`
+	Progress Progress `json:"progress"`
 	// CreatedAt, UpdatedAt and FinishedAt are the job execution's.
-	CreatedAt, UpdatedAt, FinishedAt time.Time
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Outcomes of a done job.
@@ -281,8 +286,9 @@ func jobOf(exe *stead.Execution) (Job, error) {
 		CreatedAt: exe.CreatedAt, UpdatedAt: exe.UpdatedAt, FinishedAt: exe.FinishedAt}
 	j.Spec.ID = exe.ID
 	p := &j.Progress
+	p.Remaining = 0
 	if !exe.Status.Finished() && exe.Status != stead.StatusCancelling {
-		p.Remaining = max(0, p.Total-p.Done-p.Refused)
+		p.Remaining = p.remaining()
 	}
 	return j, nil
 }

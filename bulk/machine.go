@@ -152,6 +152,7 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 			return fmt.Errorf("bulk: job %q: %s %q: %w", next.ID, st.Spec.Op, st.Next[i], err)
 		}
 	}
+	p.Remaining = p.remaining()
 	applied := len(st.Next)
 	if applied > 0 {
 		p.Pages++
@@ -173,6 +174,7 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 	}
 	if len(st.Next) == 0 && st.Listed {
 		next.Status, next.FinishedAt, next.ActivePath = stead.StatusDone, now, ""
+		p.Remaining = 0
 		next.Outcome = OutcomeSuccess
 		if p.Refused > 0 {
 			next.Outcome = OutcomeRefused
