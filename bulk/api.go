@@ -81,6 +81,9 @@ func takes(op Op, st stead.Status) bool {
 // set, must hold it too. A spec that cannot run is ErrInvalid and nothing is written; a taken id
 // is ErrAlreadyExists. Start returns once the job is stored: follow it with Get.
 func Start(ctx context.Context, c *worker.Client, spec Spec) (Job, error) {
+	if c.Known != nil && c.Known[DefinitionID] == nil {
+		return Job{}, check.Invalidf("bulk: the client's Known has no bulk machine: add it with bulk.Register")
+	}
 	est, err := DryRun(ctx, c.Store, spec)
 	if err != nil {
 		return Job{}, err
@@ -136,7 +139,11 @@ func List(ctx context.Context, s *stead.Store, statuses []stead.Status, limit in
 }
 
 // Pause suspends the job id: the step in flight, if any, finishes, and no further page is
-// applied until Resume; a rate limit's timer fires into the parked queue meanwhile.
+// applied until Resume (a page in flight when the pause commits loses its own commit and is
+// applied again on resume, each of its targets a repeat that counts once); a rate limit's timer
+// fires into the parked queue meanwhile. A job that no
+// worker has started yet (pending) is refused, like any execution's suspend: cancel it instead,
+// or pause it once it runs.
 func Pause(ctx context.Context, c *worker.Client, id string) (Job, error) {
 	return command(ctx, c, id, worker.OpSuspend)
 }
@@ -147,7 +154,8 @@ func Resume(ctx context.Context, c *worker.Client, id string) (Job, error) {
 }
 
 // Cancel ends the job id: no page is applied after the one in flight. What it applied stays
-// applied.
+// applied; a page in flight when the cancel commits loses its own commit, so what it applied is
+// not in the job's counts.
 func Cancel(ctx context.Context, c *worker.Client, id string) (Job, error) {
 	return command(ctx, c, id, worker.OpCancel)
 }

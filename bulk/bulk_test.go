@@ -327,3 +327,37 @@ func TestCommandID(t *testing.T) {
 		t.Fatal("the longest job id makes a command id that is too long")
 	}
 }
+
+// TestSpecRoundTrip checks that a job stores its whole filter: what Get returns selects what
+// Start was given. A field added to stead.ListFilter must survive its JSON to be stored here.
+func TestSpecRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, backendCases[0])
+	at := time.Date(2026, 7, 1, 12, 30, 0, 123000, time.UTC)
+	spec := bulk.Spec{ID: "round", Op: bulk.OpSend, EventKind: "bump", EventData: json.RawMessage(`{"by":"ops"}`),
+		Rate: 2.5, PageSize: 7, Filter: stead.ListFilter{
+			DefinitionID: "item", Statuses: []stead.Status{stead.StatusRunning, stead.StatusSuspended},
+			RootsOnly: true, IDPrefix: "a%_\\",
+			Created:  stead.TimeRange{From: at, Before: at.Add(time.Hour)},
+			Updated:  stead.TimeRange{Before: at},
+			Finished: stead.TimeRange{From: at},
+		}}
+	if _, err := bulk.Start(context.Background(), r.client, spec); err != nil {
+		t.Fatal(err)
+	}
+	j, err := bulk.Get(context.Background(), r.store, "round")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(j.Spec)
+	want, _ := json.Marshal(spec)
+	if string(got) != string(want) || !j.Spec.Filter.Created.From.Equal(at) || j.Spec.ID != "round" || j.Status != stead.StatusPending {
+		t.Fatalf("stored spec\n%s\nwant\n%s", got, want)
+	}
+	// A client that does not know the bulk machine is told so.
+	bare := &worker.Client{Store: r.store, Transport: r.tr, Known: worker.Machines{"item": r.machines["item"]}}
+	if _, err := bulk.Start(context.Background(), bare, bulk.Spec{Op: bulk.OpCancel, Filter: stead.ListFilter{DefinitionID: "item"}}); !errors.Is(err, stead.ErrInvalid) ||
+		!strings.Contains(err.Error(), "bulk.Register") {
+		t.Fatalf("start without the bulk machine: %v", err)
+	}
+}

@@ -126,13 +126,13 @@ func TestWorkerProcessLostMidJob(t *testing.T) {
 			}
 			second := r.startProcess(t, "second")
 			j = r.job(t, j.ID, "the second worker finished the job", finished)
-			if err := second.stop(t, syscall.SIGTERM); err != nil {
-				t.Fatalf("second worker did not stop cleanly: %v", err)
-			}
 			if j.Status != stead.StatusDone || j.Progress.Done != n || j.Progress.Refused != 0 {
 				t.Fatalf("job %+v: want %d done", j, n)
 			}
 			r.waitAll(t, ids, "every item bumped", func(e *stead.Execution) bool { return counted(e) >= 1 })
+			if err := second.stop(t, syscall.SIGTERM); err != nil {
+				t.Fatalf("second worker did not stop cleanly: %v", err)
+			}
 			for _, id := range ids {
 				if got := counted(r.load(t, id)); got != 1 {
 					t.Fatalf("%s applied %v bumps, want 1", id, got)

@@ -255,15 +255,20 @@ func (r *rig) load(t *testing.T, id string) *stead.Execution {
 
 func (r *rig) waitAll(t *testing.T, ids []string, what string, cond func(*stead.Execution) bool) {
 	t.Helper()
+	var lag []string
 	waitUntil(t, 60*time.Second, what, func() bool {
+		lag = lag[:0]
 		for _, id := range ids {
 			exe, err := r.store.Load(context.Background(), id)
-			if err != nil || !cond(exe) {
-				return false
+			switch {
+			case err != nil:
+				lag = append(lag, fmt.Sprintf("%s: %v", id, err))
+			case !cond(exe):
+				lag = append(lag, fmt.Sprintf("%s: %s v%d %s", id, exe.Status, exe.Version, exe.Context))
 			}
 		}
-		return true
-	})
+		return len(lag) == 0
+	}, func() string { return fmt.Sprintf("%d not yet: %s", len(lag), strings.Join(lag[:min(len(lag), 5)], "; ")) })
 }
 
 // job waits until the job id satisfies cond and returns it.

@@ -67,6 +67,8 @@ func New(c *worker.Client, opts Options) *Machine {
 
 // Register adds the bulk machine to machines, with a client on store and tr that knows
 // machines (so that reset, set-state and retry jobs reach the definitions their targets run on).
+// Register it in every worker: one without it hands a job's events back (no machine for the
+// definition) to be retried after its RetryDelay, by itself or by a worker that has it.
 func Register(machines worker.Machines, store *stead.Store, tr *transport.Transport, opts Options) {
 	machines[DefinitionID] = New(&worker.Client{Store: store, Transport: tr, Known: machines}, opts)
 }
