@@ -268,7 +268,9 @@ func (r *rig) waitAll(t *testing.T, ids []string, what string, cond func(*stead.
 			}
 		}
 		return len(lag) == 0
-	}, func() string { return fmt.Sprintf("%d not yet: %s", len(lag), strings.Join(lag[:min(len(lag), 5)], "; ")) })
+	}, func() string {
+		return fmt.Sprintf("%d not yet: %s", len(lag), strings.Join(lag[:min(len(lag), 5)], "; "))
+	})
 }
 
 // job waits until the job id satisfies cond and returns it.
