@@ -154,3 +154,20 @@ func testBulkCommands(t *testing.T, store []string) {
 		t.Fatalf("list --status cancelled: exit %d, %q", code, out)
 	}
 }
+
+func TestBulkHelp(t *testing.T) {
+	t.Parallel()
+	for _, sub := range []string{"", "start", "status", "list", "pause", "resume", "cancel"} {
+		args := []string{"bulk", "--help"}
+		if sub != "" {
+			args = []string{"bulk", sub, "--help"}
+		}
+		code, out, errOut := cli(t, context.Background(), args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
+			t.Errorf("stead %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	if _, out, _ := cli(t, context.Background(), "bulk", "--help"); !strings.Contains(out, "Exit codes:") {
+		t.Error("stead bulk --help does not document its exit codes")
+	}
+}
