@@ -57,7 +57,9 @@ const (
 // Spec is what a job does: an operation over the executions a listing filter selects.
 type Spec struct {
 	// ID is the job's id, which is also the id of its execution; empty: a fresh one. Starting a
-	// job under an id that is taken is ErrAlreadyExists.
+	// job under an id that is taken is ErrAlreadyExists. The targets apply a command id derived
+	// from it (CommandID), so a job started under the id of an earlier, purged one skips the
+	// targets that one reached, as a control command sent again with its id does.
 	ID string `json:"-"`
 	Op Op     `json:"op"`
 	// Filter selects the targets, as stead.Store.List does; its Limit and Cursor must be zero
