@@ -187,6 +187,11 @@ type Progress struct {
 	Total int64 `json:"total"`
 	// Done counts the targets the operation applied to.
 	Done int64 `json:"done"`
+	// Repeats counts, among Done, the targets that had applied the job's command id already: a
+	// page applied again after a lost commit (a crash, a pause that met a step in flight), or a
+	// child its parent's cascade reached first. Control commands only: a send or a purge does
+	// not know.
+	Repeats int64 `json:"repeats,omitempty"`
 	// Refused counts the targets whose status or data refused it (or that were gone).
 	Refused int64 `json:"refused"`
 	// Remaining is Total less what was done or refused, at least 0, and 0 once the job is over:

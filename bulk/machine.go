@@ -131,13 +131,14 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StepTimeout)
 	defer cancel()
 	results := make([]error, len(st.Next))
+	repeats := make([]bool, len(st.Next))
 	sem := make(chan struct{}, m.opts.Concurrency)
 	var wg sync.WaitGroup
 	for i, id := range st.Next {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = m.apply(ctx, next.ID, &st.Spec, id, now)
+			repeats[i], results[i] = m.apply(ctx, next.ID, &st.Spec, id, now)
 		})
 	}
 	wg.Wait()
@@ -146,6 +147,9 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 		switch {
 		case err == nil:
 			p.Done++
+			if repeats[i] {
+				p.Repeats++
+			}
 		case errors.Is(err, stead.ErrInvalid) || errors.Is(err, stead.ErrNotFound):
 			p.refuse(st.Next[i], reason(err))
 		default:
@@ -206,27 +210,27 @@ func (m *Machine) page(st *state, next *stead.Execution, b *stead.Bundle, now ti
 
 // apply applies the job's operation to one target. A purge counts a tree that is gone as done:
 // a re-run step finds the trees its first run deleted missing.
-func (m *Machine) apply(ctx context.Context, jobID string, sp *Spec, id string, now time.Time) error {
+func (m *Machine) apply(ctx context.Context, jobID string, sp *Spec, id string, now time.Time) (repeat bool, err error) {
 	switch sp.Op {
 	case OpSend:
 		exe, err := m.client.Store.Load(ctx, id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if exe.Status.Finished() || exe.Status == stead.StatusCancelling {
-			return &stead.StatusError{ID: id, Op: string(OpSend), Status: exe.Status, Reason: "it applies no more events"}
+			return false, &stead.StatusError{ID: id, Op: string(OpSend), Status: exe.Status, Reason: "it applies no more events"}
 		}
 		_, err = m.client.Send(ctx, id, stead.Event{ID: CommandID(jobID), Kind: sp.EventKind, Data: sp.EventData, CreatedAt: now})
-		return err
+		return false, err
 	case OpPurge:
 		_, err := retention.PurgeTree(ctx, m.client.Store, id, retention.Options{Archive: m.opts.Archive})
 		if errors.Is(err, stead.ErrNotFound) {
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	}
-	_, err := m.client.Control(ctx, id, sp.command(jobID))
-	return err
+	out, err := m.client.Control(ctx, id, sp.command(jobID))
+	return out.Repeat, err
 }
 
 // reason is the reason a refusal is counted under: the status and why for a status refusal, so

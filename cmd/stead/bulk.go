@@ -316,6 +316,9 @@ func printJob(out io.Writer, j bulk.Job) {
 	if j.Spec.Rate > 0 {
 		fmt.Fprintf(out, ", at most %g a second", j.Spec.Rate)
 	}
+	if j.Progress.Repeats > 0 {
+		fmt.Fprintf(out, "; %d of the done had applied it already (a page applied again after a crash)", j.Progress.Repeats)
+	}
 	fmt.Fprintln(out)
 	for _, r := range j.Progress.ReasonsByCount() {
 		fmt.Fprintf(out, "  refused %d: %s\n", j.Progress.Reasons[r], r)
