@@ -317,7 +317,7 @@ func printJob(out io.Writer, j bulk.Job) {
 		fmt.Fprintf(out, ", at most %g a second", j.Spec.Rate)
 	}
 	if j.Progress.Repeats > 0 {
-		fmt.Fprintf(out, "; %d of the done had applied it already (a page applied again after a crash)", j.Progress.Repeats)
+		fmt.Fprintf(out, "; %d of the done had applied it already (a page applied again after a crash, or a parent's cascade)", j.Progress.Repeats)
 	}
 	fmt.Fprintln(out)
 	for _, r := range j.Progress.ReasonsByCount() {
