@@ -57,6 +57,7 @@ func itemMachines() (worker.Machines, error) {
 	w.On("explode", "").Do("boom")
 	w.On("finish", "finished")
 	b.State("finished").Final(chart.OutcomeSuccess)
+	b.Retry("boom", *chart.NoRetry()) // "explode" fails the item at once, for the retry jobs
 	def, err := b.Definition()
 	if err != nil {
 		return nil, err

@@ -134,6 +134,7 @@ states:
     entry: [issue]
     on: {issued: sent}
   sent: {final: success}
+retry: {issue: none} # fails at once: the operator's retry is what this test is about
 `
 
 func TestFailingActionWithoutErrorTransitionFailsAndRetries(t *testing.T) {
