@@ -101,5 +101,6 @@ set-state first (see ARCHITECTURE.md, "Definition versions").`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringArrayVar(&specs, "definition", nil, definitionHelp)
+	cmd.AddCommand(a.newDefsCheck())
 	return cmd
 }
