@@ -131,8 +131,9 @@ const (
 	// as sqlCommitAlso is: $1 and $2 each write's id and final version, $3 to $7 the attributes,
 	// each naming its write by position. A write won if this transaction wrote its row at that
 	// version (its xmin, as for sqlCommitAlso), or, with $8, when the caller knows it won (a win
-	// its savepoint hid). Keys the write no longer has are deleted, the others upserted: two
-	// parts of one statement must not touch one row. It returns the positions it found won.
+	// its savepoint hid). The write's rows are deleted and its attributes inserted: both parts
+	// read the statement's snapshot, so the delete never sees the new rows. It returns the
+	// positions it found won.
 	sqlCommitAttrs = `WITH w AS (
 		SELECT w.ord, w.id FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS w(id, version, ord)
 		JOIN {schema}stead_executions e ON e.id = w.id AND e.version = w.version
@@ -143,11 +144,9 @@ const (
 		JOIN w ON w.ord = a.item
 	), del AS (
 		DELETE FROM {schema}stead_attributes t USING w WHERE t.execution_id = w.id
-			AND NOT EXISTS (SELECT 1 FROM a WHERE a.id = t.execution_id AND a.key = t.key)
 	), ins AS (
 		INSERT INTO {schema}stead_attributes (execution_id, key, kind, s, n)
 		SELECT id, key, kind, s, n FROM a
-		ON CONFLICT (execution_id, key) DO UPDATE SET kind = excluded.kind, s = excluded.s, n = excluded.n
 	)
 	SELECT ord FROM w`
 
