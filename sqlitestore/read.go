@@ -399,14 +399,21 @@ func listArgs(q stead.ListQuery) []any {
 }
 
 // attrParts is the text of the attribute conditions of a listing: sqlListAttrStr or
-// sqlListAttrNum, then the comparison or the set of as many parameters as values.
+// sqlListAttrNum for the first, the probes for the others, each followed by the comparison or the
+// set of as many parameters as values.
 func attrParts(fs []stead.AttrFilter) string {
 	var b strings.Builder
-	for _, f := range fs {
-		if f.Values[0].Kind() == stead.AttrKindString {
+	for i, f := range fs {
+		str := f.Values[0].Kind() == stead.AttrKindString
+		switch {
+		case i == 0 && str:
 			b.WriteString(sqlListAttrStr)
-		} else {
+		case i == 0:
 			b.WriteString(sqlListAttrNum)
+		case str:
+			b.WriteString(sqlListAttrStrProbe)
+		default:
+			b.WriteString(sqlListAttrNumProbe)
 		}
 		if f.Op == stead.AttrIn {
 			b.WriteString(` IN (?` + strings.Repeat(`, ?`, len(f.Values)-1) + `))`)

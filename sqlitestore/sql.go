@@ -154,12 +154,20 @@ const (
 	sqlListFinishedEnd = ` AND finished_at < ?`
 	sqlListOrder       = ` ORDER BY id LIMIT ?`
 
-	// An attribute condition is a semi-join on one of stead_attributes' partial indexes: the
-	// key, then (for the numeric kinds) the kind, then the comparison (sqlListAttrOps) on s or n,
-	// or the set (an IN list of as many parameters as values). The comparison also says that s
-	// or n is not NULL, which lets SQLite use the partial index.
+	// The first attribute condition is a semi-join on one of stead_attributes' partial indexes:
+	// the key, then (for the numeric kinds) the kind, then the comparison on s or n, or the set
+	// (an IN list of as many parameters as values). The comparison also says that s or n is not
+	// NULL, which lets SQLite use the partial index. SQLite may walk that list of ids, or the
+	// executions in the order of another index, whichever it estimates cheaper.
 	sqlListAttrNum = ` AND id IN (SELECT execution_id FROM stead_attributes WHERE key = ? AND kind = ? AND n`
 	sqlListAttrStr = ` AND id IN (SELECT execution_id FROM stead_attributes WHERE key = ? AND s`
+	// Every further condition is a probe of the rows the others kept, by the primary key
+	// (execution_id, key): SQLite would build the whole list of a further IN (measured: the
+	// 125 000 ids of region=eu, 85 ms at 1M executions, to keep 126 of 1 001).
+	sqlListAttrNumProbe = ` AND EXISTS (SELECT 1 FROM stead_attributes a WHERE a.execution_id = stead_executions.id
+		AND a.key = ? AND a.kind = ? AND a.n`
+	sqlListAttrStrProbe = ` AND EXISTS (SELECT 1 FROM stead_attributes a WHERE a.execution_id = stead_executions.id
+		AND a.key = ? AND a.s`
 
 	// Count is List's statement with the groups in place of the columns, no page and no cursor
 	// (an id range would steer SQLite to the primary key instead of stead_executions_counts).

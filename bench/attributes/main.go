@@ -58,9 +58,11 @@ var queries = []query{
 			stead.Where("due", stead.AttrGe, stead.AttrTime(t0.Add(time.Duration(n-1000)*time.Second)))}}
 	}},
 	{"region=eu and due>=last 1000 s", func(n int) stead.ListFilter {
+		// In key order, as the Store sorts conditions, so that sqliteListSQL writes them in the
+		// order the store sends them.
 		return stead.ListFilter{Attributes: []stead.AttrFilter{
-			stead.Where("region", stead.AttrEq, stead.AttrString("eu")),
-			stead.Where("due", stead.AttrGe, stead.AttrTime(t0.Add(time.Duration(n-1000)*time.Second)))}}
+			stead.Where("due", stead.AttrGe, stead.AttrTime(t0.Add(time.Duration(n-1000)*time.Second))),
+			stead.Where("region", stead.AttrEq, stead.AttrString("eu"))}}
 	}},
 	{"region=eu (1/8 of all)", func(int) stead.ListFilter {
 		return stead.ListFilter{Attributes: []stead.AttrFilter{stead.Where("region", stead.AttrEq, stead.AttrString("eu"))}}
@@ -277,16 +279,16 @@ func summarizePlan(lines []string) string {
 	var out []string
 	for _, l := range lines {
 		l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "->"))
+		l = strings.TrimPrefix(l, "Parallel ")
 		for _, kw := range []string{"Index Only Scan", "Index Scan", "Bitmap Index Scan", "Seq Scan"} {
 			if strings.HasPrefix(l, kw) {
 				if i := strings.Index(l, "  ("); i > 0 {
 					l = l[:i]
 				}
-				if i := strings.Index(l, " on "); i > 0 {
-					l = kw + " " + strings.Fields(l[i+4:])[0]
-				}
-				if i := strings.Index(l, " using "); i > 0 {
+				if i := strings.Index(l, " using "); i > 0 { // the index, rather than its table
 					l = kw + " " + strings.Fields(l[i+7:])[0]
+				} else if i := strings.Index(l, " on "); i > 0 {
+					l = kw + " " + strings.Fields(l[i+4:])[0]
 				}
 				out = append(out, l)
 				break
@@ -372,7 +374,8 @@ func sqliteRun(ctx context.Context, n, reps int, rep *strings.Builder) {
 }
 
 // sqliteListSQL writes the statement sqlitestore sends for List under f (its first page), part
-// for part as sqlitestore's listSQL assembles it.
+// for part as sqlitestore's listSQL assembles it; f's conditions must be in key order, the
+// order the Store hands them to the backend in.
 func sqliteListSQL(f stead.ListFilter) (string, []any) {
 	sql := `SELECT id, definition_id, status, outcome, active_path, parent_id, version,
 	created_at, updated_at, finished_at FROM stead_executions WHERE id > ?`
@@ -383,12 +386,21 @@ func sqliteListSQL(f stead.ListFilter) (string, []any) {
 			args = append(args, string(st))
 		}
 	}
-	for _, a := range f.Attributes {
+	for i, a := range f.Attributes {
 		kind := a.Values[0].Kind()
-		if kind == stead.AttrKindString {
+		switch {
+		case i > 0 && kind == stead.AttrKindString:
+			sql += ` AND EXISTS (SELECT 1 FROM stead_attributes a WHERE a.execution_id = stead_executions.id
+		AND a.key = ? AND a.s`
+			args = append(args, a.Key)
+		case i > 0:
+			sql += ` AND EXISTS (SELECT 1 FROM stead_attributes a WHERE a.execution_id = stead_executions.id
+		AND a.key = ? AND a.kind = ? AND a.n`
+			args = append(args, a.Key, int(kind))
+		case kind == stead.AttrKindString:
 			sql += ` AND id IN (SELECT execution_id FROM stead_attributes WHERE key = ? AND s`
 			args = append(args, a.Key)
-		} else {
+		default:
 			sql += ` AND id IN (SELECT execution_id FROM stead_attributes WHERE key = ? AND kind = ? AND n`
 			args = append(args, a.Key, int(kind))
 		}
