@@ -306,6 +306,13 @@ func (s *backend) cas(w *stead.Write) error {
 	default:
 		return &stead.ConflictError{ID: id, Expected: w.Expected, Found: -1}
 	}
+	// A test backend can afford the check no SQL backend makes without a read: an execution whose
+	// attributes changed by another way than Bundle.Attributes would leave a SQL backend's index
+	// behind its record, so it is refused here, where tests (and steadtest) run, before it ships.
+	if ok && !w.ReplaceAttributes && !maps.Equal(cur.attrs, w.Execution.Attributes) {
+		return fmt.Errorf("memstore: execution %q: its attributes were changed on the execution, not through "+
+			"Bundle.Attributes, so a SQL backend would not index the change: %w", id, stead.ErrInvalid)
+	}
 	next := &row{record: w.Record, summary: w.Execution.Summarize()}
 	switch {
 	case w.ReplaceAttributes:
