@@ -39,6 +39,7 @@ const (
 	AttrKindBool
 )
 
+// String names the kind: string, int, time, bool, or none for the zero kind.
 func (k AttrKind) String() string {
 	switch k {
 	case AttrKindString:
