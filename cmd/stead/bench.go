@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cli"
+	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/cmd/stead/internal/scenario"
 )
 
@@ -41,12 +42,12 @@ exporter that drops them, every instrument aggregated), and the table ends with 
 			for _, f := range strings.Split(concurrency, ",") {
 				c, err := strconv.Atoi(strings.TrimSpace(f))
 				if err != nil || c < 1 {
-					return usageError{fmt.Errorf("--concurrency %q: want positive integers separated by commas", concurrency)}
+					return cli.Usagef("--concurrency %q: want positive integers separated by commas", concurrency)
 				}
 				cs = append(cs, c)
 			}
 			if postgres != "" && !backend.IsPostgres(postgres) {
-				return usageError{fmt.Errorf("--postgres %q: want a postgres:// URL", postgres)}
+				return cli.Usagef("--postgres %q: want a postgres:// URL", postgres)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "backlog: %d executions × %d events = %d events\n", executions, eventsPer, executions*eventsPer)

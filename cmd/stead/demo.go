@@ -18,7 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cli"
+	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/worker"
 )
 
@@ -49,7 +50,7 @@ timers are left, the demo's clock jumps to the next one (printed when it happens
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if orders < 1 || orders > 1_000_000 {
-				return usageError{fmt.Errorf("--orders %d: want 1..1000000", orders)}
+				return cli.Usagef("--orders %d: want 1..1000000", orders)
 			}
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), path, orders, workers)
 		},
@@ -81,7 +82,7 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	}
 	defer b.Close()
 	// Traced, so that `stead inspect` shows each order's steps afterwards.
-	machines, _, err := loadMachines(builtins, chart.WithTrace())
+	machines, err := sampleMachines([]string{builtinOrder, builtinDelivery, builtinCarrier}, chart.WithTrace())
 	if err != nil {
 		return err
 	}
@@ -282,4 +283,11 @@ func clearLine(tty bool) string {
 		return "\r\033[K"
 	}
 	return ""
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

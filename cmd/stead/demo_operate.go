@@ -12,7 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cli"
+	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/retention"
 	"github.com/steadhq/stead/worker"
 )
@@ -53,7 +54,7 @@ func runDemoOperate(ctx context.Context, out io.Writer, path string) error {
 		return err
 	}
 	defer b.Close()
-	machines, _, err := loadMachines([]string{builtinOrder}, chart.WithTrace())
+	machines, err := sampleMachines([]string{builtinOrder}, chart.WithTrace())
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func runDemoOperate(ctx context.Context, out io.Writer, path string) error {
 	fmt.Fprintln(out, "   theirs unapplied and ended cancelled where they were, awaiting payment.")
 
 	_, err = client.Resume(ctx, "order-09", "")
-	fmt.Fprintf(out, "6. stead resume order-09 now: refused (%s).\n", oneLine(err))
+	fmt.Fprintf(out, "6. stead resume order-09 now: refused (%s).\n", cli.Message(err))
 
 	sweep, err := retention.PurgeFinished(ctx, b.Store, retention.Sweep{Before: frozen.Add(time.Hour), DryRun: true})
 	if err != nil {

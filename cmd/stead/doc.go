@@ -3,13 +3,19 @@
 // cancel, reset, set-state, retry, purge), schema migration, inspection, diagrams, the
 // end-to-end benchmark, and a look into the turn store (turns).
 //
+// It is package cli's command tree (cli.Main) with the bundled sample flows and their actions,
+// plus the demo, demo-operate and bench commands. For flows with actions of your own, build
+// your own binary with cli.Main: this one reads, draws, lists and sends to them, and says so
+// when a command needs their actions.
+//
 //	go run ./cmd/stead demo                  # 2,000 sample orders on ./stead-demo.db
+//	stead migrate --store app.db             # creates app.db; other commands need --create for a new file
 //	stead run --store app.db --definition flow.yaml --workers 8
 //	stead start --store app.db flow --context '{"amount": 12}'
-//	stead send --store app.db <execution-id> approved
-//	stead inspect --store app.db [--status running] [<execution-id>] [--json]
+//	stead send --store app.db <execution-id> approved [--force]
+//	stead inspect --store app.db [--status running] [--definition-id flow] [<execution-id>] [--json]
 //	stead diagram --definition flow.yaml [--store app.db --execution <id>]
-//	stead migrate --store postgres://... [--schema stead]
+//	stead migrate --store postgres://... [--schema stead] [--wait-for-db 30s]
 //	stead bench [--postgres postgres://...]
 //	stead suspend|resume|cancel --store app.db <execution-id>... | --definition-id flow --status running ...
 //	stead reset|set-state|retry --store app.db [--definition flow.yaml] <execution-id>... [--state s]

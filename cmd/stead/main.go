@@ -1,86 +1,73 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/cli"
+	"github.com/steadhq/stead/worker"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(config()) }
 
-// run executes the command line and returns the exit code: errors are printed as one line on
-// stderr.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "stead: "+oneLine(err))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		var ce codedError
-		if errors.As(err, &ce) {
-			return ce.code
-		}
-		return exitError
+// builtinOrder names the bundled sample order flow; builtinDelivery and builtinCarrier the
+// bundled delivery and the carrier it invokes.
+const (
+	builtinOrder    = "order"
+	builtinDelivery = "delivery"
+	builtinCarrier  = "carrier"
+)
+
+// config is the stock stead: the bundled samples with their actions, and the commands that show
+// them off (demo, demo-operate) and measure stead (bench).
+func config() cli.Config {
+	return cli.Config{
+		Name:        "stead",
+		Definitions: samples(),
+		Registry:    chart.RegisterSampleActions(chart.NewRegistry()),
+		Commands:    func() []*cobra.Command { return []*cobra.Command{newDemo(), newDemoOperate(), newBench()} },
 	}
-	return exitOK
 }
 
-// usageError marks a mistake on the command line (exit code 2).
-type usageError struct{ error }
-
-func (u usageError) Unwrap() error { return u.error }
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
-
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "stead",
-		Short: "Durable statecharts on SQLite or PostgreSQL",
-		Long: `stead keeps the durable state of statechart executions on SQLite or PostgreSQL and runs
-them with workers. Start with:
-
-  stead demo
-
-which runs a bundled order flow for 2,000 executions on a SQLite file in the current directory.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+// samples are the bundled sample definitions. They are built from embedded files that the
+// chart package's tests parse: a failure here is a broken build, not a runtime condition.
+func samples() []*chart.Definition {
+	var out []*chart.Definition
+	for _, load := range []func() (*chart.Definition, error){chart.SampleOrderFlow, chart.SampleDelivery, chart.SampleCarrier} {
+		d, err := load()
+		if err != nil {
+			panic(fmt.Sprintf("stead: bundled sample: %v", err))
+		}
+		out = append(out, d)
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(
-		newDemo(), newRun(), newStart(), newSend(), newMigrate(),
-		newInspect(), newDiagram(), newBench(), newServe(), newDefs(),
-	)
-	root.AddCommand(controlCommands()...)
-	root.AddCommand(newPurge(), newDemoOperate())
-	root.AddCommand(newTurns())
-	root.AddCommand(newBulk())
-	return root
+	return out
 }
 
-// exactArgs is cobra.ExactArgs with a usage error.
+// sampleMachines compiles the named samples with their actions.
+func sampleMachines(ids []string, opts ...chart.Option) (worker.Machines, error) {
+	reg := chart.RegisterSampleActions(chart.NewRegistry())
+	m := worker.Machines{}
+	for _, d := range samples() {
+		for _, id := range ids {
+			if d.ID != id {
+				continue
+			}
+			e, err := chart.NewEngine(d, reg, opts...)
+			if err != nil {
+				return nil, err
+			}
+			m[d.VersionedID()] = e
+		}
+	}
+	return m, nil
+}
+
+// exactArgs refuses any other number of arguments than n, as a usage mistake.
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageError{fmt.Errorf("%s: want %s, got %d argument(s)", cmd.CommandPath(), names, len(args))}
+			return cli.Usagef("%s: want %s, got %d argument(s)", cmd.CommandPath(), names, len(args))
 		}
 		return nil
 	}

@@ -3,72 +3,37 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/steadhq/stead/pgdb/pgdbtest"
+	"github.com/steadhq/stead/cli"
 )
 
-// cli runs the CLI in-process and returns its exit code, stdout and stderr.
-func cli(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+// run runs the stock stead in-process and returns its exit code, stdout and stderr.
+func run(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(ctx, args, &out, &errOut)
+	code := cli.Run(ctx, config(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
-func TestHelpEverywhere(t *testing.T) {
+func TestSampleCommandsHelp(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"", "demo", "run", "start", "send", "migrate", "inspect", "diagram", "bench", "serve", "defs"} {
-		args := []string{"--help"}
-		if cmd != "" {
-			args = []string{cmd, "--help"}
-		}
-		code, out, errOut := cli(t, context.Background(), args...)
+	for _, cmd := range []string{"demo", "demo-operate", "bench"} {
+		code, out, errOut := run(t, context.Background(), cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
 			t.Errorf("stead %s --help: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
 		}
 	}
-}
-
-// TestErrorsAreOneLine checks that every failure is one line on stderr and a non-zero exit.
-func TestErrorsAreOneLine(t *testing.T) {
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "s.db")
-	for _, tc := range []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
-		{"unknown command", []string{"frobnicate"}, 1, "unknown command"},
-		{"unknown flag", []string{"run", "--nope"}, 2, "unknown flag"},
-		{"missing store", []string{"inspect"}, 2, "--store is required"},
-		{"too many args", []string{"inspect", "--store", db, "a", "b"}, 2, "at most one"},
-		{"missing execution", []string{"inspect", "--store", db, "ghost"}, 1, "not found"},
-		{"send to missing", []string{"send", "--store", db, "ghost", "tick"}, 1, "not found"},
-		{"bad context", []string{"start", "--store", db, "order", "--context", "[1]"}, 1, "not a JSON object"},
-		{"bad definition file", []string{"diagram", "--definition", filepath.Join(t.TempDir(), "nope.yaml")}, 1, "nope.yaml"},
-		{"bad status", []string{"inspect", "--store", db, "--status", "sleeping"}, 2, "--status"},
-		{"bad concurrency", []string{"bench", "--concurrency", "x"}, 2, "--concurrency"},
-		{"bad log level", []string{"run", "--store", db, "--log-level", "loud"}, 2, "--log-level"},
-		{"priority share over 1", []string{"run", "--store", db, "--priority-share", "1.5"}, 2, "--priority-share"},
-		{"trace sample over 1", []string{"run", "--store", db, "--trace-sample", "1.5"}, 2, "--trace-sample 1.5: want a ratio from 0 to 1"},
-		{"trace sample below 0", []string{"run", "--store", db, "--trace-sample=-0.1"}, 2, "--trace-sample -0.1: want a ratio"},
-		{"trace sample NaN", []string{"run", "--store", db, "--trace-sample", "NaN"}, 2, "--trace-sample NaN: want a ratio"},
-		{"trace sample not a number", []string{"run", "--store", db, "--trace-sample", "half"}, 2, "--trace-sample"},
-		{"priority threshold 0", []string{"run", "--store", db, "--priority-threshold", "0"}, 2, "--priority-threshold"},
-		{"schema on sqlite", []string{"migrate", "--store", db, "--schema", "x"}, 1, "PostgreSQL only"},
-		{"unsafe schema", []string{"migrate", "--store", pgdbtest.URL(), "--schema", "x; drop"}, 1, "invalid"},
-	} {
-		code, out, errOut := cli(t, context.Background(), tc.args...)
-		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
-		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(errOut, "stead: ") || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%s: exit %d (want %d), stderr %q (want one line with %q), stdout %q", tc.name, code, tc.code, errOut, tc.want, out)
-		}
+	code, _, errOut := run(t, context.Background(), "bench", "--concurrency", "x")
+	if code != 2 || !strings.HasPrefix(errOut, "stead: --concurrency") {
+		t.Errorf("bench --concurrency x: exit %d, stderr %q: want 2 and a usage line", code, errOut)
 	}
 }
 
@@ -77,7 +42,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "demo.db")
-	code, out, errOut := cli(t, context.Background(), "demo", "--db", db, "--orders", "40")
+	code, out, errOut := run(t, context.Background(), "demo", "--db", db, "--orders", "40")
 	if code != 0 {
 		t.Fatalf("demo: exit %d: %s", code, errOut)
 	}
@@ -92,65 +57,93 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestStartSendRunInspect walks the sender side and a worker through the CLI on SQLite.
-func TestStartSendRunInspect(t *testing.T) {
+func TestDemoOperate(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "s.db")
-	if code, out, errOut := cli(t, ctx, "migrate", "--store", db); code != 0 || !strings.Contains(out, "schema up to date") {
-		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	db := filepath.Join(t.TempDir(), "operate.db")
+	code, out, errOut := run(t, context.Background(), "demo-operate", "--db", db)
+	if code != 0 {
+		t.Fatalf("demo-operate: exit %d: %s\n%s", code, errOut, out)
 	}
-	code, out, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", "o1",
-		"--context", `{"order_id":"o1","amount":50,"outcome":"timeout"}`)
-	if code != 0 || strings.TrimSpace(out) != "o1" {
-		t.Fatalf("start: %d %q %q", code, out, errOut)
-	}
-	if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", "o1"); code == 0 || !strings.Contains(errOut, "already exists") {
-		t.Fatalf("start twice: %d %q", code, errOut)
-	}
-	// A worker runs for a while and is stopped the way SIGTERM stops it: its context ends.
-	runFor := func() {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if code, _, errOut := cli(t, rctx, "run", "--store", db, "--log-level", "warn"); code != 0 {
-			t.Fatalf("run: %d %q", code, errOut)
+	for _, want := range []string{
+		"10 suspended", "20 shipped; the 10 suspended ones still await payment",
+		"5 resumed", "5 cancelling", "refused", "would purge 30 trees (80 executions",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo-operate output lacks %q:\n%s", want, out)
 		}
-	}
-	runFor()
-	code, out, _ = cli(t, ctx, "inspect", "--store", db, "o1")
-	if code != 0 || !strings.Contains(out, "awaiting_payment") || !strings.Contains(out, "timers (1)") {
-		t.Fatalf("inspect after start: %d\n%s", code, out)
-	}
-	code, out, errOut = cli(t, ctx, "send", "--store", db, "o1", "cancel_order", "--event-id", "cancel-1")
-	if code != 0 || strings.TrimSpace(out) != "cancel-1" {
-		t.Fatalf("send: %d %q %q", code, out, errOut)
-	}
-	runFor()
-	code, out, _ = cli(t, ctx, "inspect", "--store", db, "o1", "--json")
-	var d struct {
-		Execution struct {
-			Status, Outcome string
-		}
-		Timers []any `json:"timers"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Execution.Status != "done" || d.Execution.Outcome != "cancelled" || len(d.Timers) != 0 {
-		t.Fatalf("inspect --json after cancel: %d %+v\n%s", code, d, out)
-	}
-	code, out, _ = cli(t, ctx, "inspect", "--store", db, "--status", "done", "--roots")
-	if code != 0 || !strings.Contains(out, "o1") || !strings.Contains(out, "cancelled") {
-		t.Fatalf("inspect list: %d\n%s", code, out)
-	}
-	code, out, _ = cli(t, ctx, "diagram", "--store", db, "--execution", "o1")
-	if code != 0 || !strings.HasPrefix(out, "stateDiagram-v2") || !strings.Contains(out, "class ") {
-		t.Fatalf("diagram of an execution: %d\n%s", code, out)
 	}
 }
 
-func TestMigratePostgres(t *testing.T) {
+// syncBuffer is a bytes.Buffer that a running command writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeDemoFile is the newcomer's path: stead demo, then stead serve on the file it left.
+func TestServeDemoFile(t *testing.T) {
 	t.Parallel()
-	schema := pgdbtest.Schema(t)
-	code, out, errOut := cli(t, context.Background(), "migrate", "--store", pgdbtest.URL(), "--schema", schema)
-	if code != 0 || !strings.Contains(out, "postgres") {
-		t.Fatalf("migrate: %d %q %q", code, out, errOut)
+	db := filepath.Join(t.TempDir(), "stead-demo.db")
+	if code, _, errOut := run(t, context.Background(), "demo", "--db", db, "--orders", "20"); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, config(), []string{"serve", "--addr", "127.0.0.1:0", "--store", db}, &out, &errOut)
+	}()
+	addr := regexp.MustCompile(`console on (http://127\.0\.0\.1:\d+)`)
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve printed no address (exit %d): %s", <-done, errOut.String())
+		}
+	}
+	get := func(url string) (int, string) {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	code, body := get(base + "/?roots=1")
+	// 20 orders and the demo's 2 deliveries (one per ten orders).
+	if code != http.StatusOK || !strings.Contains(body, `id="total">22<`) || !strings.Contains(body, "order-00000") {
+		t.Fatalf("list: %d\n%.2000s", code, body)
+	}
+	code, body = get(base + "/execution?id=order-00000")
+	if code != http.StatusOK || !strings.Contains(body, `id="chart-src"`) || !strings.Contains(body, "class ") {
+		t.Fatalf("execution: %d\n%.2000s", code, body)
+	}
+	res, err := http.Post(base+"/control", "application/x-www-form-urlencoded", strings.NewReader("op=cancel&id=order-00000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("a POST without its CSRF token: %d, want 403", res.StatusCode)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d after SIGINT's context", code)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/worker"

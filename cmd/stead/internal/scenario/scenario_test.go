@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/cmd/stead/internal/backend"
+	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 )
 

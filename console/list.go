@@ -1,0 +1,202 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/steadhq/stead"
+)
+
+// allStatuses are the statuses in lifecycle order, for the filter's checkboxes and the counts.
+var allStatuses = []stead.Status{
+	stead.StatusPending, stead.StatusRunning, stead.StatusSuspended, stead.StatusCancelling,
+	stead.StatusDone, stead.StatusFailed, stead.StatusCancelled,
+}
+
+// filterForm is the list page's query string, as typed: it refills the form and builds links.
+type filterForm struct {
+	Definition string
+	Statuses   map[stead.Status]bool
+	Roots      bool
+	Prefix     string
+	// Windows by field name (created_from, created_before, …), as typed.
+	Windows map[string]string
+	Limit   string
+}
+
+var windowFields = []string{"created_from", "created_before", "updated_from", "updated_before", "finished_from", "finished_before"}
+
+// parseFilter reads the list page's query: definition, status (repeated), roots, prefix, the
+// six window bounds, limit and cursor. What the console cannot read is a badRequest; what the
+// store refuses (an empty window, a forged cursor) it refuses itself, as ErrInvalid.
+func parseFilter(q url.Values, now time.Time) (stead.ListFilter, filterForm, error) {
+	var f stead.ListFilter
+	form := filterForm{Statuses: map[stead.Status]bool{}, Windows: map[string]string{}}
+	f.DefinitionID = strings.TrimSpace(q.Get("definition"))
+	form.Definition = f.DefinitionID
+	for _, v := range q["status"] {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			st := stead.Status(p)
+			if !st.Valid() {
+				return f, form, badRequestf("unknown status %q: want one of pending, running, suspended, cancelling, done, failed, cancelled", p)
+			}
+			if !form.Statuses[st] {
+				f.Statuses = append(f.Statuses, st)
+			}
+			form.Statuses[st] = true
+		}
+	}
+	switch r := q.Get("roots"); r {
+	case "", "0", "false":
+	case "1", "on", "true":
+		f.RootsOnly, form.Roots = true, true
+	default:
+		return f, form, badRequestf("roots %q: want 1 or 0", r)
+	}
+	f.IDPrefix = q.Get("prefix")
+	form.Prefix = f.IDPrefix
+	bounds := []*time.Time{&f.Created.From, &f.Created.Before, &f.Updated.From, &f.Updated.Before, &f.Finished.From, &f.Finished.Before}
+	for i, name := range windowFields {
+		v := strings.TrimSpace(q.Get(name))
+		form.Windows[name] = v
+		if v == "" {
+			continue
+		}
+		t, err := parseWhen(v, now)
+		if err != nil {
+			return f, form, badRequestf("%s %q: %v", strings.ReplaceAll(name, "_", " "), v, err)
+		}
+		*bounds[i] = t
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > stead.MaxListLimit {
+			return f, form, badRequestf("limit %q: want a number from 1 to %d", v, stead.MaxListLimit)
+		}
+		f.Limit, form.Limit = n, v
+	}
+	f.Cursor = q.Get("cursor")
+	return f, form, nil
+}
+
+// parseWhen reads a point in time: RFC 3339, a browser's datetime-local value or a date (both
+// in UTC), or an age before now (a Go duration, or days such as 30d).
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02T15:04:05", time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 && n < 1e6 {
+			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, badRequestf("want RFC 3339 (2026-01-02T15:04:05Z), a date (2026-01-02) or an age (36h, 30d)")
+}
+
+// query is the form as a query string, with the extra pairs set (a cursor, a status).
+func (f filterForm) query(extra ...string) url.Values {
+	q := url.Values{}
+	if f.Definition != "" {
+		q.Set("definition", f.Definition)
+	}
+	for _, st := range allStatuses {
+		if f.Statuses[st] {
+			q.Add("status", string(st))
+		}
+	}
+	if f.Roots {
+		q.Set("roots", "1")
+	}
+	if f.Prefix != "" {
+		q.Set("prefix", f.Prefix)
+	}
+	for _, name := range windowFields {
+		if v := f.Windows[name]; v != "" {
+			q.Set(name, v)
+		}
+	}
+	if f.Limit != "" {
+		q.Set("limit", f.Limit)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
+	return q
+}
+
+type listPage struct {
+	Form        filterForm
+	Statuses    []stead.Status
+	Items       []stead.Summary
+	Counts      stead.Counts
+	CountsOK    bool
+	ByStatus    []countLink
+	ByDef       []countLink
+	NextURL     string
+	FirstURL    string
+	Paged       bool // this is not the first page
+	Definitions []string
+}
+
+type countLink struct {
+	Label string
+	N     int64
+	URL   string
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	f, form, err := parseFilter(r.URL.Query(), time.Now())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.cfg.Store.List(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	lp := listPage{Form: form, Statuses: allStatuses, Items: p.Items, Paged: f.Cursor != ""}
+	if p.NextCursor != "" {
+		lp.NextURL = s.path("/?") + form.query("cursor", p.NextCursor).Encode()
+	}
+	lp.FirstURL = s.path("/?") + form.query().Encode()
+	// The counts are of the filter, not of the page; a failure to count does not hide the page.
+	if c, err := s.cfg.Store.Count(r.Context(), f); err != nil {
+		s.log.Warn("console: count", "err", err)
+	} else {
+		lp.Counts, lp.CountsOK = c, true
+		for _, st := range allStatuses {
+			if n := c.ByStatus[st]; n > 0 {
+				one := form
+				one.Statuses = map[stead.Status]bool{st: true}
+				lp.ByStatus = append(lp.ByStatus, countLink{string(st), n, s.path("/?") + one.query().Encode()})
+			}
+		}
+		defs := make([]string, 0, len(c.ByDefinition))
+		for d := range c.ByDefinition {
+			defs = append(defs, d)
+		}
+		slices.Sort(defs)
+		for _, d := range defs {
+			one := form
+			one.Definition = d
+			lp.ByDef = append(lp.ByDef, countLink{d, c.ByDefinition[d], s.path("/?") + one.query().Encode()})
+		}
+	}
+	for id := range s.cfg.Definitions {
+		lp.Definitions = append(lp.Definitions, id)
+	}
+	slices.Sort(lp.Definitions)
+	s.render(w, http.StatusOK, "list", s.page(w, r, "Executions", lp))
+}
