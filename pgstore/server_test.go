@@ -328,7 +328,20 @@ func TestTimeouts(t *testing.T) {
 	t.Parallel()
 	t.Run("statement timeout", func(t *testing.T) {
 		t.Parallel()
-		s := newStoreOn(t, openPool(t, pgdb.Config{StatementTimeout: 100 * time.Millisecond}))
+		// The schema is migrated without the timeout, which a loaded machine's migration can
+		// exceed; the store under test opens on the migrated schema.
+		name := pgdbtest.NewName(t)
+		migrated, err := pgstore.New(context.Background(), openPool(t, pgdb.Config{}), pgstore.WithSchema(name))
+		if err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+		t.Cleanup(func() { _ = migrated.Close(); pgdbtest.Drop(t, pgdbtest.Pool(t), name) })
+		s, err := pgstore.New(context.Background(), openPool(t, pgdb.Config{StatementTimeout: 100 * time.Millisecond}),
+			pgstore.WithSchema(name))
+		if err != nil {
+			t.Fatalf("new store: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
 		exe := newExe("slow")
 		mustCommit(t, s, exe, stead.Bundle{})
 		lockRow(t, s, "slow")
