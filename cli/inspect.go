@@ -23,11 +23,12 @@ func newInspect() *cobra.Command {
 		limit    int
 		cursor   string
 		asJSON   bool
+		where    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect --store <sqlite path | postgres URL> [execution-id]",
 		Short: "List executions, or show one",
-		Long: `Without an id, inspect lists executions (filter with --definition-id, --status, --roots; page with
+		Long: `Without an id, inspect lists executions (filter with --definition-id, --status, --roots, --where; page with
 --limit and the --cursor it prints). With an id, it shows that execution: status, active path,
 context, children, its trace, the outbox entries it emitted that are not delivered yet, and
 its armed timers (marked due when their time has come). --json prints the same for scripts.`,
@@ -58,6 +59,9 @@ its armed timers (marked due when their time has come). --json prints the same f
 					f.Statuses = append(f.Statuses, st)
 				}
 			}
+			if f.Attributes, err = parseWhere(where); err != nil {
+				return err
+			}
 			page, err := b.Store.List(ctx, f)
 			if err != nil {
 				return err
@@ -84,6 +88,7 @@ its armed timers (marked due when their time has come). --json prints the same f
 	cmd.Flags().StringVar(&defID, "definition-id", "", "only executions of this definition id (as stored: \"order\" or \"order@2\")")
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only these statuses (repeatable or comma-separated)")
 	cmd.Flags().BoolVar(&roots, "roots", false, "only root executions (no parent)")
+	registerWhere(cmd.Flags(), &where)
 	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("page size (default %d, at most %d)", stead.DefaultListLimit, stead.MaxListLimit))
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a listing from the cursor it printed")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

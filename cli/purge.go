@@ -30,8 +30,8 @@ func newPurge() *cobra.Command {
 		Short: "Delete finished executions with their whole trees",
 		Long: `purge deletes executions together with every descendant (region children, invoked machines)
 and everything they own: markers, timers, traces, queued outbox rows. A tree is purged only when
-every member is done or cancelled (cancel a failed one first); otherwise it is refused and kept
-whole. Members go deepest first and the root last, so a purge cut short is finished by running
+its root is done or cancelled and every other member is done, cancelled or failed (a failed root
+waits for an operator's retry or cancel); otherwise it is refused and kept whole. Members go deepest first and the root last, so a purge cut short is finished by running
 it again.
 
 With root ids, purge deletes those trees. With --older-than or --finished-before, it sweeps the

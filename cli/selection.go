@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/steadhq/stead"
 )
 
@@ -17,6 +18,7 @@ type selectFlags struct {
 	idPrefix     string
 	withChildren bool
 	windows      [6]string // created, updated, finished: from, before
+	where        []string  // attribute conditions, stead.ParseAttributeFilter's syntax
 }
 
 var windowFlags = [6]string{"created-from", "created-before", "updated-from", "updated-before", "finished-from", "finished-before"}
@@ -26,6 +28,7 @@ func (f *selectFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.definitionID, "definition-id", "", "select executions of this definition id")
 	fl.StringArrayVar(&f.statuses, "status", nil, "select these statuses (repeatable or comma-separated)")
 	fl.StringVar(&f.idPrefix, "id-prefix", "", "select ids that start with this, byte for byte")
+	registerWhere(fl, &f.where)
 	fl.BoolVar(&f.withChildren, "include-children", false, "select child executions too (default: roots only; commands reach children through their parents)")
 	for i, name := range windowFlags {
 		what, bound, _ := strings.Cut(name, "-")
@@ -39,7 +42,7 @@ func (f *selectFlags) register(cmd *cobra.Command) {
 
 // set reports whether any selecting flag was given.
 func (f *selectFlags) set() bool {
-	if f.definitionID != "" || len(f.statuses) > 0 || f.idPrefix != "" {
+	if f.definitionID != "" || len(f.statuses) > 0 || f.idPrefix != "" || len(f.where) > 0 {
 		return true
 	}
 	for _, w := range f.windows {
@@ -55,6 +58,9 @@ func (f *selectFlags) filter(now time.Time) (stead.ListFilter, error) {
 	sel := stead.ListFilter{DefinitionID: f.definitionID, IDPrefix: f.idPrefix, RootsOnly: !f.withChildren}
 	var err error
 	if sel.Statuses, err = parseStatuses(f.statuses); err != nil {
+		return sel, err
+	}
+	if sel.Attributes, err = parseWhere(f.where); err != nil {
 		return sel, err
 	}
 	var t [6]time.Time
@@ -116,4 +122,24 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not an age", s)
 	}
 	return d, nil
+}
+
+// registerWhere adds the repeatable --where flag of the commands that filter by attributes.
+func registerWhere(fl *pflag.FlagSet, where *[]string) {
+	fl.StringArrayVar(where, "where", nil,
+		"select executions whose attributes satisfy this condition (repeatable, all must hold): "+
+			"customer=42, amount>100, due<2026-12-24T00:00:00Z, paid=true, tier in (gold, silver); a quoted value is a string")
+}
+
+// parseWhere parses the --where conditions; a malformed one is a usage error.
+func parseWhere(where []string) ([]stead.AttrFilter, error) {
+	var out []stead.AttrFilter
+	for _, w := range where {
+		f, err := stead.ParseAttributeFilter(w)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--where %q: %w", w, err)}
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

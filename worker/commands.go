@@ -140,8 +140,8 @@ const defaultBatchPage = 500
 // Set RootsOnly for commands that cascade (suspend, resume, cancel): a child selected beside its
 // parent would otherwise be refused once the parent's cascade reached it first.
 //
-// A selection needs at least one criterion (a definition, statuses, an id prefix or a time
-// window): an empty filter is ErrInvalid rather than every execution. One that matches nothing
+// A selection needs at least one criterion (a definition, statuses, an id prefix, a time window
+// or an attribute condition): an empty filter is ErrInvalid rather than every execution. One that matches nothing
 // returns an error wrapping ErrNotFound. An execution the command does not fit is listed in the
 // report's Refused and the batch goes on; an error of the store or the transport stops it and is
 // returned with the report so far.
@@ -149,9 +149,9 @@ func (c *Client) ControlMatching(ctx context.Context, sel stead.ListFilter, cmd 
 	if sel.Cursor != "" {
 		return BatchReport{}, check.Invalidf("a batch selection pages itself: its cursor must be empty")
 	}
-	if sel.DefinitionID == "" && len(sel.Statuses) == 0 && sel.IDPrefix == "" &&
+	if sel.DefinitionID == "" && len(sel.Statuses) == 0 && sel.IDPrefix == "" && len(sel.Attributes) == 0 &&
 		sel.Created.IsZero() && sel.Updated.IsZero() && sel.Finished.IsZero() {
-		return BatchReport{}, check.Invalidf("a batch selection needs a definition, statuses, an id prefix or a time window")
+		return BatchReport{}, check.Invalidf("a batch selection needs a definition, statuses, an id prefix, a time window or an attribute condition")
 	}
 	if sel.Limit == 0 {
 		sel.Limit = defaultBatchPage
