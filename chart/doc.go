@@ -1,4 +1,4 @@
-// Package chart defines hierarchical statecharts and a pure engine that advances an execution
+// Package chart defines hierarchical statecharts and an engine that advances an execution
 // by one event, returning the next execution and exactly the stead.Bundle a store commits with
 // it: emitted events, timer operations, spawn intents, a trace step, the processed event id.
 //
@@ -83,10 +83,18 @@
 // Definitions come from the Builder (New) or from YAML (Parse, LoadFile), and both go through
 // Validate, which reports every problem with its position. Definition.Mermaid draws a diagram.
 //
-// # Determinism
+// # Actions do I/O; the engine does not
 //
-// Engine.Step reads no clock, does no I/O and uses no randomness: ids of emitted events, child
-// executions and timers derive from the execution id, its version and the order of actions, and
-// contexts are encoded with sorted keys. Replaying the same events with the same times gives
-// byte-identical executions and bundles. Actions must keep this property.
+// Actions may do I/O: call HTTP APIs, payment providers, language models, other services. They
+// should use ActionContext.Context for it, which a worker cancels at the action's deadline and
+// when it shuts down (Engine.StepContext hands it in). A step is applied at least once — a
+// worker that dies, or whose commit is lost, applies the event again — so every external effect
+// must be idempotent under ActionContext.Key, which names the same step on every run (a retry
+// attempt keeps the first attempt's key). Guards must stay free of side effects.
+//
+// The engine itself reads no clock, does no I/O and uses no randomness: ids of emitted events,
+// child executions and timers derive from the execution id, its version and the order of
+// actions, and contexts are encoded with sorted keys. Replaying the same events with the same
+// times, against actions that return the same results, gives byte-identical executions and
+// bundles.
 package chart
