@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -93,7 +94,8 @@ func TestPlanChains(t *testing.T) {
 			wants := tc.want
 			for _, lost := range []bool{false, true} {
 				clear(rec.at)
-				p := w.plan(leases, loaded, nil)
+				ctx := context.Background()
+				p := w.startChains(ctx, ctx, leases, loaded, nil).round(true)
 				if len(p.items) != wants.items {
 					t.Fatalf("%d items, want %d", len(p.items), wants.items)
 				}
