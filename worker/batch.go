@@ -257,22 +257,6 @@ wait:
 	return p
 }
 
-// planChain admits and steps the leases of one chain. Consecutive leases of one group (a
-// SharedTx claim with GroupDepth above 1) form a chain: each message is admitted against the
-// state the ones before it left and stepped from it, and the whole chain commits as one item —
-// the final state, every bundle's side effects in order, every stepped event recorded processed,
-// and the version advanced by one per stepped event (each step runs at the version it would have
-// had alone, so the keys of its actions do not depend on the chaining).
-// A chain stops at the first message that is neither stepped nor dropped, and before the second
-// step of an execution that records its trace ring (one ring entry a commit); the messages of its
-// group after it are left to the transaction's end, which hands them back in order.
-//
-// A message reached once stopping is done is not stepped: the worker is stopping, and it is handed
-// back at once (a nack without delay), to be taken by another worker.
-//
-// planChain covers leases i..j-1, all of one group, in order; a lease alone of its group is a
-// chain of one. Its actions run under work (see Worker.stepOnce).
-
 // loadedAt is loaded[i], or nothing when the store answered fewer refs.
 func loadedAt(loaded []stead.Loaded, i int) stead.Loaded {
 	if i < len(loaded) {
@@ -289,6 +273,21 @@ func (p *batchPlan) add(it stead.CommitItem, lease int, ev stead.Event, c *chain
 	p.chains = append(p.chains, c)
 }
 
+// planChain admits and steps the leases of one chain. Consecutive leases of one group (a
+// SharedTx claim with GroupDepth above 1) form a chain: each message is admitted against the
+// state the ones before it left and stepped from it, and the whole chain commits as one item —
+// the final state, every bundle's side effects in order, every stepped event recorded processed,
+// and the version advanced by one per stepped event (each step runs at the version it would have
+// had alone, so the keys of its actions do not depend on the chaining).
+// A chain stops at the first message that is neither stepped nor dropped, and before the second
+// step of an execution that records its trace ring (one ring entry a commit); the messages of its
+// group after it are left to the transaction's end, which hands them back in order.
+//
+// A message reached once stopping is done is not stepped: the worker is stopping, and it is handed
+// back at once (a nack without delay), to be taken by another worker.
+//
+// planChain covers leases i..j-1, all of one group, in order; a lease alone of its group is a
+// chain of one. Its actions run under work (see Worker.stepOnce).
 func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i, j int) {
 	exe := loadedAt(loaded, i).Execution
 	var version int64 // the loaded version: what the chain's commit expects
