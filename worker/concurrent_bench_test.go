@@ -9,20 +9,43 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/worker"
+	"github.com/steadhq/stead/worker/pgtx"
 )
 
 // BenchmarkSlowActions is the workload of a new user's approval flow: executions whose one action
-// waits 30 ms on an external API, on SQLite with the default worker settings but 4 claim loops.
-// One op is 100 executions past that action, from the first claim; the figure to read is
-// ms/100-executions.
+// waits 30 ms on an external API, with the default worker settings but 4 claim loops, on SQLite
+// and on PostgreSQL (with and without the shared transaction). One op is 100 executions started
+// and past that action, from the worker's start; ms/100-executions is the last op's figure.
 func BenchmarkSlowActions(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		spec   func(b *testing.B) (string, string)
+		shared bool
+	}{
+		{"sqlite", func(b *testing.B) (string, string) { return filepath.Join(b.TempDir(), "stead.db"), "" }, false},
+		{"postgres", func(b *testing.B) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(b) }, false},
+		{"postgres shared-tx", func(b *testing.B) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(b) }, true},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchSlowActions(b, c.spec, c.shared) })
+	}
+}
+
+func benchSlowActions(b *testing.B, spec func(b *testing.B) (string, string), shared bool) {
 	const executions = 100
 	for range b.N {
 		b.StopTimer()
-		tb, err := openBackend(context.Background(), filepath.Join(b.TempDir(), "stead.db"), "")
+		url, schema := spec(b)
+		tb, err := openBackend(context.Background(), url, schema)
 		if err != nil {
 			b.Fatal(err)
+		}
+		var sharedDB worker.SharedDB
+		if shared {
+			if sharedDB, err = pgtx.New(tb.Store, tb.Transport); err != nil {
+				b.Fatal(err)
+			}
 		}
 		def := chart.New("approval")
 		def.Initial("waiting")
@@ -63,7 +86,7 @@ func BenchmarkSlowActions(b *testing.B) {
 		}
 		finished := make(chan struct{}, executions)
 		w, err := worker.New(worker.Config{Store: tb.Store, Transport: tb.Transport, Machines: machines,
-			Concurrency: 4, OnCommit: func(exe *stead.Execution, _ stead.Event, _ time.Time) {
+			Concurrency: 4, SharedTx: sharedDB, OnCommit: func(exe *stead.Execution, _ stead.Event, _ time.Time) {
 				if exe.Status == stead.StatusDone {
 					finished <- struct{}{}
 				}
