@@ -15,7 +15,7 @@ type ctxKey struct{}
 // TestActionContextContext: an action sees the context StepContext was given, context.Background
 // under Step, and an action that fails on a done context takes the error transition.
 func TestActionContextContext(t *testing.T) {
-	b := chart.New("io")
+	b := chart.New("io").DefaultRetry(*chart.NoRetry()) // the failure is the point: no retry
 	b.Initial("idle")
 	b.State("idle").On("go", "calling")
 	calling := b.State("calling").Entry("call")

@@ -1,6 +1,17 @@
-// Package chart defines hierarchical statecharts and an engine that advances an execution
-// by one event, returning the next execution and exactly the stead.Bundle a store commits with
-// it: emitted events, timer operations, spawn intents, a trace step, the processed event id.
+// Package chart is where you write a flow: a statechart definition (YAML, read by LoadFile or
+// Parse — docs/yaml.md in the repository lists every key — or the Go Builder) and the actions
+// and guards it names, registered as Go functions in a Registry. NewEngine checks the two
+// against each other and compiles them; hand the engine to package worker, which runs it
+// durably:
+//
+//	def, err := chart.LoadFile("purchase.yaml")
+//	reg := chart.NewRegistry().Action("notify", notify)
+//	eng, err := chart.NewEngine(def, reg)
+//	machines := worker.Machines{eng.DefinitionID(): eng}
+//
+// The engine itself does no I/O (its actions may): it advances an execution by one event,
+// returning the next execution and exactly the stead.Bundle a store commits with it: emitted
+// events, timer operations, spawn intents, a trace step, the processed event id.
 //
 // # Model
 //
@@ -59,14 +70,18 @@
 // ActionContext (the context, the event, and an idempotency key "<execution id>:<version>:<n>")
 // and returns an ActionResult: context keys to set or delete and events to send. It may also set
 // keys through the ActionContext (Set, SetFloat, SetInt, SetString, SetBool), which costs no map
-// and, for the typed setters, no allocation; those changes apply before the result's. An action error
-// takes the error transition (on_error) of the nearest active state that declares one, starting
-// at the state the action belongs to, or else fails the execution.
+// and, for the typed setters, no allocation; those changes apply before the result's. An action
+// error, once its retries are spent, takes the error transition (on_error) of the nearest active
+// state that declares one, starting at the state the action belongs to, or else fails the
+// execution.
 //
 // # Retries
 //
-// Definition.Retry gives actions a retry policy (Retry: attempts, exponential backoff with a cap
-// and a jitter derived from the execution and event ids). When such an action fails with
+// Every action has a retry policy: its own in Definition.Retry, else the definition's
+// DefaultRetry, else the engine's (WithDefaultRetry), else DefaultRetry() — five attempts over
+// about 15 s; NoRetry ("none" in YAML) turns it off. A policy (Retry: attempts, exponential
+// backoff with a cap and a jitter derived from the execution and event ids) applies wherever the
+// action runs. When such an action fails with
 // attempts left, the step is discarded and a durable timer (RetryTimerPath) applies the event
 // again after the backoff; events arriving meanwhile wait in Execution.Deferred, behind it. Every
 // attempt gives its actions the first attempt's idempotency keys and its number
@@ -85,12 +100,17 @@
 //
 // # Actions do I/O; the engine does not
 //
-// Actions may do I/O: call HTTP APIs, payment providers, language models, other services. They
-// should use ActionContext.Context for it, which a worker cancels at the action's deadline and
-// when it shuts down (Engine.StepContext hands it in). A step is applied at least once — a
-// worker that dies, or whose commit is lost, applies the event again — so every external effect
-// must be idempotent under ActionContext.Key, which names the same step on every run (a retry
-// attempt keeps the first attempt's key). Guards must stay free of side effects.
+// Actions may do I/O: calling an API, charging a card, asking a language model, writing a row,
+// sending a mail is what they are for. They should use ActionContext.Context for it, which a
+// worker cancels at the action's deadline (worker.Config.ActionTimeout) and when it shuts down
+// (Engine.StepContext hands it in); while an action runs, the worker keeps its message's lease
+// alive, so an action need not fit in worker.Config.Visibility. But a step can run more than
+// once — a retry, a redelivery after a worker died before its commit, a commit lost to a
+// concurrent one — and only the committed run counts. So give the other side
+// ActionContext.Key(), which is the same on every run of the same step (a retry attempt keeps
+// the first attempt's key), to drop a repeat. A failing action is retried by its policy (see
+// Retries), then takes the error transition or fails the execution. Guards must stay free of
+// side effects.
 //
 // The engine itself reads no clock, does no I/O and uses no randomness: ids of emitted events,
 // child executions and timers derive from the execution id, its version and the order of

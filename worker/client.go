@@ -27,8 +27,12 @@ type Client struct {
 	Known Machines
 	// Clock stamps created executions and events (default time.Now).
 	Clock func() time.Time
-	// Logger receives warnings about deliveries left to the relay (default: discard).
+	// Logger receives warnings about deliveries left to the relay and about executions a
+	// command failed (default: slog.Default()).
 	Logger *slog.Logger
+	// WaitPoll is the longest pause between two loads of Wait on a backend that cannot notify
+	// (default DefaultWaitPoll, a second).
+	WaitPoll time.Duration
 }
 
 // ContextPreparer is a Machine that checks and completes the context an execution is created
@@ -57,7 +61,7 @@ func (c *Client) logger() *slog.Logger {
 	if c.Logger != nil {
 		return c.Logger
 	}
-	return slog.New(slog.DiscardHandler)
+	return slog.Default()
 }
 
 // Create stores a new pending execution and starts it. The start event commits in the outbox

@@ -194,7 +194,7 @@ func TestSlowActionsRunSideBySide(t *testing.T) {
 // other execution returns at once; each run counts into the context's "n".
 func gatedEngine(t *testing.T, gated string, release <-chan struct{}, seen chan<- error) *chart.Engine {
 	t.Helper()
-	b := chart.New("slow")
+	b := chart.New("slow").DefaultRetry(*chart.NoRetry()) // a cut action fails at once
 	b.Initial("idle")
 	b.State("idle").On("work", "").Do("call")
 	def, err := b.Definition()

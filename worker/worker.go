@@ -428,13 +428,37 @@ func (w *Worker) logLease(ctx context.Context, level slog.Level, l *transport.Le
 	w.log.Log(ctx, level, msg, attrs...)
 }
 
-func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
+// committed is the one place every committed step is reported: OnCommit for each event the
+// commit applied; an INFO line when it scheduled a retry; and, when the commit finished the
+// execution, OnFinish and the log line, once.
+// A commit that applied several events reports them in order with the same execution, so only
+// the last one (last) finishes it.
+func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last ...bool) {
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(exe, ev, time.Now())
 	}
-	if exe.Status.Finished() {
+	if exe.Timers != nil {
+		w.logRetry(exe, ev)
+	}
+	if !exe.Status.Finished() || len(last) > 0 && !last[0] {
+		return
+	}
+	if exe.Status == stead.StatusFailed {
+		// Loud: a failed execution waits for an operator, who must hear of it.
+		state, event, kind := exe.ActivePath, ev.ID, ev.Kind
+		if dl := exe.DeadLetter; dl != nil {
+			state, event, kind = dl.ActivePath, dl.Event.ID, dl.Event.Kind
+		}
+		w.log.Warn("execution failed", slog.String("execution", exe.ID),
+			slog.String("definition", exe.DefinitionID), slog.String("state", state),
+			slog.String("failed_in", exe.ActivePath), slog.String("event", event),
+			slog.String("kind", kind), slog.String("err", exe.Error))
+	} else if w.log.Enabled(context.Background(), slog.LevelDebug) {
 		w.log.Debug("execution finished", slog.String("execution", exe.ID),
 			slog.String("status", string(exe.Status)), slog.String("outcome", exe.Outcome))
+	}
+	if w.cfg.OnFinish != nil {
+		w.cfg.OnFinish(exe.Clone())
 	}
 }
 
@@ -442,11 +466,11 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
 // when its event overtook the start (step), the event, and the rest of its chain.
 func (w *Worker) committedAll(d delivery) {
 	if d.b != nil && d.b.ProcessedEventID != "" && d.b.ProcessedEventID != d.ev.ID {
-		w.committed(d.exe, startEvent(d.exe))
+		w.committed(d.exe, startEvent(d.exe), false)
 	}
-	w.committed(d.exe, d.ev)
-	for _, ev := range d.also {
-		w.committed(d.exe, ev)
+	w.committed(d.exe, d.ev, len(d.also) == 0)
+	for i, ev := range d.also {
+		w.committed(d.exe, ev, i == len(d.also)-1)
 	}
 }
 
