@@ -58,8 +58,14 @@ func (s slots) give(n int) {
 //
 // A lease leaves the heartbeat before it is acknowledged or handed back (drop): drop waits for
 // an extension in flight, so an extension never lands after a nack and stretches its park.
+//
+// A step whose action ignores its context could run for ever; its lease is extended for at most
+// maxAge after the claim (twice ActionTimeout, for a start applied before its event, plus
+// Visibility for the load and the commit), then left to end, so that another worker takes the
+// execution over. maxAge 0 extends for as long as the step runs (ActionTimeout negative).
 type heartbeat struct {
-	vis time.Duration
+	vis    time.Duration
+	maxAge time.Duration
 
 	mu     sync.Mutex // held across an extension, see drop
 	leases map[string]beat
@@ -67,12 +73,13 @@ type heartbeat struct {
 
 // beat is a lease the heartbeat keeps and when it was claimed or last extended.
 type beat struct {
-	lease transport.Lease
-	since time.Time
+	lease   transport.Lease
+	claimed time.Time
+	since   time.Time
 }
 
-func newHeartbeat(vis time.Duration) *heartbeat {
-	return &heartbeat{vis: vis, leases: map[string]beat{}}
+func newHeartbeat(vis, maxAge time.Duration) *heartbeat {
+	return &heartbeat{vis: vis, maxAge: maxAge, leases: map[string]beat{}}
 }
 
 // key is a lease's identity in the heartbeat: a claim's token may serve several groups.
@@ -86,7 +93,7 @@ func (h *heartbeat) add(ls []transport.Lease) {
 	now := time.Now()
 	h.mu.Lock()
 	for i := range ls {
-		h.leases[beatKey(&ls[i])] = beat{lease: ls[i], since: now}
+		h.leases[beatKey(&ls[i])] = beat{lease: ls[i], claimed: now, since: now}
 	}
 	h.mu.Unlock()
 }
@@ -130,8 +137,13 @@ func (h *heartbeat) beat(ctx context.Context, tr *transport.Transport, log *slog
 	defer h.mu.Unlock()
 	now := time.Now()
 	var due []transport.Lease
-	for _, b := range h.leases {
-		if now.Sub(b.since) >= h.vis/3 {
+	for k, b := range h.leases {
+		switch {
+		case h.maxAge > 0 && now.Sub(b.claimed) > h.maxAge:
+			log.Warn("a step outlived its ActionTimeout; its lease is left to end and another worker may run it again",
+				slog.String("execution", b.lease.Group), slog.String("event", b.lease.Event.ID))
+			delete(h.leases, k)
+		case now.Sub(b.since) >= h.vis/3:
 			due = append(due, b.lease)
 		}
 	}

@@ -43,7 +43,11 @@ func New(cfg Config) (*Worker, error) {
 		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), tel: tel,
 		slots: newSlots(cfg.MaxWorkers)}
 	if cfg.Transport.CanExtend() {
-		w.beats = newHeartbeat(cfg.Visibility)
+		var maxAge time.Duration
+		if cfg.ActionTimeout > 0 {
+			maxAge = 2*cfg.ActionTimeout + cfg.Visibility
+		}
+		w.beats = newHeartbeat(cfg.Visibility, maxAge)
 	}
 	return w, nil
 }
