@@ -113,6 +113,22 @@ type Write struct {
 	// another and from ProcessedEventID, which is then set: a commit records all of them or, when
 	// it loses its compare-and-swap, none.
 	Bundle Bundle
+	// ReplaceAttributes says that the backend's index of the execution's attributes must become
+	// Execution.Attributes (every key it holds, none other) in this commit's transaction: set
+	// when the execution is inserted with attributes, or when Bundle.Attributes changes them.
+	// Execution.Attributes already has Bundle.Attributes applied, so a backend reads only it.
+	ReplaceAttributes bool
+}
+
+// AttributeBackend is implemented by a Backend that indexes attributes (Write.ReplaceAttributes)
+// and filters listings and counts by them (ListQuery.Attributes). A Store hands attribute
+// conditions only to such a backend and refuses them otherwise: a backend written before
+// attributes existed would ignore them and answer as if they matched everything, which is the
+// wrong answer to give an operator about to act on what a filter selects.
+type AttributeBackend interface {
+	Backend
+	// FiltersAttributes is a marker; it returns true.
+	FiltersAttributes() bool
 }
 
 // WriteResult is a Backend's answer for one write of a CommitBatch: the outbox seqs of its emits
@@ -139,6 +155,10 @@ type ListQuery struct {
 	// From, strictly before Before (bounds in UTC at microsecond precision; zero is no bound). An
 	// unset time is outside every window that sets a bound (a NULL column fails both comparisons).
 	Created, Updated, Finished TimeRange
+	// Attributes are the attribute conditions, all of which an execution must satisfy: checked,
+	// each with 1 value (MaxAttrIn for AttrIn, sorted and distinct) of one kind, sorted by key.
+	// An execution matches a condition only if it carries the key with a value of that kind.
+	Attributes []AttrFilter
 	// After, when set, keeps only ids byte-wise greater than it.
 	After string
 	// Limit is how many summaries to return at most (1 to MaxListLimit+1).

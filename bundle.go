@@ -80,10 +80,18 @@ type Bundle struct {
 	Timers []TimerOp
 	// Trace, when set, appends one step to the execution's trace ring.
 	Trace *TraceStep
+	// Attributes change the execution's attributes (Execution.Attributes): a value sets its key,
+	// the zero AttrValue deletes it, and a key the map does not name keeps its value. The commit
+	// stores the execution with the attributes these changes make of its own and rewrites the
+	// backend's index of them in the same transaction; a commit without changes leaves the index
+	// alone. A step sets them here; so does a control command.
+	Attributes map[string]AttrValue
 }
 
 // StateOnly reports whether the bundle carries nothing but (optionally) processed event ids
-// (ProcessedEventID and AlsoProcessed): such a commit is a single round-trip on PostgreSQL.
+// (ProcessedEventID and AlsoProcessed) and attribute changes: such a commit is a single call of
+// PostgreSQL's state-only commit function (attribute changes ride behind it in the same round
+// trip).
 func (b *Bundle) StateOnly() bool {
 	return len(b.Emits) == 0 && len(b.Spawns) == 0 && len(b.Timers) == 0 && b.Trace == nil
 }

@@ -40,6 +40,9 @@ func (s *Store) Count(ctx context.Context, f ListFilter) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
+	if err := s.canFilter(l.query); err != nil {
+		return Counts{}, err
+	}
 	if err := s.enter(ctx, "count"); err != nil {
 		return Counts{}, err
 	}

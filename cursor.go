@@ -65,6 +65,12 @@ func prepareList(f ListFilter) (listing, error) {
 			return l, err
 		}
 	}
+	if q.Attributes, err = checkAttrFilters(f.Attributes); err != nil {
+		return l, err
+	}
+	if q.Attributes, err = checkAttrFilters(f.Attributes); err != nil {
+		return l, err
+	}
 	if q.Limit, err = check.Limit("limit", f.Limit, DefaultListLimit, MaxListLimit); err != nil {
 		return l, err
 	}
@@ -98,7 +104,9 @@ func checkRange(name string, r TimeRange) (TimeRange, error) {
 // canonicalFilter encodes every field of q that selects rows, each length-prefixed, so that two
 // filters have the same bytes only if they select the same rows. The id prefix and the time
 // windows follow a marker byte only when one of them is set, so that a filter without them has
-// the bytes it had before they existed and cursors issued for it stay valid across an upgrade.
+// the bytes it had before they existed and cursors issued for it stay valid across an upgrade;
+// the attribute conditions follow a marker of their own in the same way, after the windows'
+// section when there is one.
 func canonicalFilter(q ListQuery) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(q.DefinitionID)))
 	b = append(b, q.DefinitionID...)
@@ -112,15 +120,37 @@ func canonicalFilter(q ListQuery) []byte {
 	} else {
 		b = append(b, 0)
 	}
-	if q.IDPrefix == "" && q.Created.IsZero() && q.Updated.IsZero() && q.Finished.IsZero() {
+	if q.IDPrefix != "" || !q.Created.IsZero() || !q.Updated.IsZero() || !q.Finished.IsZero() {
+		b = append(b, 'w')
+		b = binary.AppendUvarint(b, uint64(len(q.IDPrefix)))
+		b = append(b, q.IDPrefix...)
+		for _, r := range [...]TimeRange{q.Created, q.Updated, q.Finished} {
+			b = appendBound(b, r.From)
+			b = appendBound(b, r.Before)
+		}
+	}
+	if len(q.Attributes) == 0 {
 		return b
 	}
-	b = append(b, 'w')
-	b = binary.AppendUvarint(b, uint64(len(q.IDPrefix)))
-	b = append(b, q.IDPrefix...)
-	for _, r := range [...]TimeRange{q.Created, q.Updated, q.Finished} {
-		b = appendBound(b, r.From)
-		b = appendBound(b, r.Before)
+	// 'a', then per condition its key, op and values, each value its kind and then a string
+	// length-prefixed or the number; every variable part is length-prefixed.
+	b = append(b, 'a')
+	b = binary.AppendUvarint(b, uint64(len(q.Attributes)))
+	for _, f := range q.Attributes {
+		b = binary.AppendUvarint(b, uint64(len(f.Key)))
+		b = append(b, f.Key...)
+		b = binary.AppendUvarint(b, uint64(len(f.Op)))
+		b = append(b, f.Op...)
+		b = binary.AppendUvarint(b, uint64(len(f.Values)))
+		for _, v := range f.Values {
+			b = append(b, byte(v.kind))
+			if v.kind == AttrKindString {
+				b = binary.AppendUvarint(b, uint64(len(v.s)))
+				b = append(b, v.s...)
+			} else {
+				b = binary.AppendVarint(b, v.n)
+			}
+		}
 	}
 	return b
 }

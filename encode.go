@@ -128,6 +128,9 @@ func appendExecution(b []byte, e *Execution) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
+	if b, err = appendAttributes(b, e.Attributes); err != nil {
+		return nil, err
+	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, e.Version, 10)
 	if b, err = appendOptTime(b, `,"created_at":`, e.CreatedAt); err != nil {

@@ -114,6 +114,22 @@ func randomExe(r *rand.Rand) *Execution {
 		}
 		e.DeadLetter = d
 	}
+	if n := r.IntN(4); n > 0 {
+		e.Attributes = map[string]AttrValue{}
+		for i := range n {
+			k := fmt.Sprintf("k%d", r.IntN(10))
+			switch i % 4 {
+			case 0:
+				e.Attributes[k] = AttrString(str())
+			case 1:
+				e.Attributes[k] = AttrInt(r.Int64() - r.Int64())
+			case 2:
+				e.Attributes[k] = AttrTime(randomTime(r))
+			default:
+				e.Attributes[k] = AttrBool(r.IntN(2) == 0)
+			}
+		}
+	}
 	return e
 }
 
@@ -159,6 +175,7 @@ func TestRecordEncodingCoversEveryField(t *testing.T) {
 var (
 	timeType = reflect.TypeFor[time.Time]()
 	rawType  = reflect.TypeFor[json.RawMessage]()
+	attrType = reflect.TypeFor[AttrValue]()
 )
 
 // fill gives v, and everything inside it, a value that no omitempty or omitzero drops.
@@ -170,6 +187,9 @@ func fill(t *testing.T, v reflect.Value, path string) {
 		return
 	case v.Type() == rawType:
 		v.Set(reflect.ValueOf(json.RawMessage(` {"a": "<&>"} `)))
+		return
+	case v.Type() == attrType:
+		v.Set(reflect.ValueOf(AttrString(path + " <&>")))
 		return
 	}
 	switch v.Kind() {

@@ -97,6 +97,12 @@ type Execution struct {
 	// DeadLetter is set while the execution is failed: the event that failed it and the state it
 	// was in when that event arrived, so that a retry can apply the event again from there.
 	DeadLetter *DeadLetter `json:"dead_letter,omitempty"`
+	// Attributes are the execution's searchable labels (at most MaxAttributes; keys as
+	// CheckAttrKey says), which Store.List and Store.Count filter by (ListFilter.Attributes). Set
+	// them before the first commit; after it, change them through Bundle.Attributes, so that the
+	// backend rewrites its index of them only in the commits that change them. A commit stores
+	// the map the bundle's changes make of this one.
+	Attributes map[string]AttrValue `json:"attributes,omitempty"`
 	// Version is the compare-and-swap token: 0 for a new execution, bumped by every commit.
 	Version    int64     `json:"version"`
 	CreatedAt  time.Time `json:"created_at,omitzero"`
@@ -132,6 +138,7 @@ func (e *Execution) Clone() *Execution {
 	}
 	c.StartContext = slices.Clone(e.StartContext)
 	c.DeadLetter = e.DeadLetter.Clone()
+	c.Attributes = maps.Clone(e.Attributes)
 	return &c
 }
 

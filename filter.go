@@ -68,9 +68,10 @@ func PrefixEnd(prefix string) string {
 	return ""
 }
 
-// Matches reports whether s passes every filter of q (not the page bounds After and Limit): the
-// reference meaning of a ListQuery, which backends that filter in Go (memstore, a map) call, and
-// which SQL backends express in their WHERE clause.
+// Matches reports whether s passes every filter of q but its attribute conditions (and not the
+// page bounds After and Limit): the reference meaning of a ListQuery with MatchesAttributes,
+// which backends that filter in Go (memstore, a map) call, and which SQL backends express in
+// their WHERE clause.
 func (q *ListQuery) Matches(s *Summary) bool {
 	switch {
 	case q.DefinitionID != "" && s.DefinitionID != q.DefinitionID:
@@ -83,6 +84,17 @@ func (q *ListQuery) Matches(s *Summary) bool {
 		return false
 	}
 	return q.Created.Contains(s.CreatedAt) && q.Updated.Contains(s.UpdatedAt) && q.Finished.Contains(s.FinishedAt)
+}
+
+// MatchesAttributes reports whether attrs, an execution's indexed attributes, satisfy every
+// attribute condition of q.
+func (q *ListQuery) MatchesAttributes(attrs map[string]AttrValue) bool {
+	for i := range q.Attributes {
+		if !q.Attributes[i].Matches(attrs) {
+			return false
+		}
+	}
+	return true
 }
 
 func containsStatus(ss []Status, s Status) bool {

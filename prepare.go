@@ -29,6 +29,9 @@ func PrepareWrite(exe *Execution, b Bundle) (*Write, error) {
 	if err != nil {
 		return nil, fmt.Errorf("execution %q: %w", exe.ID, err)
 	}
+	if next.Attributes, err = applyAttributes(exe.Attributes, b.Attributes); err != nil {
+		return nil, fmt.Errorf("execution %q: %w", exe.ID, err)
+	}
 	nb, err := normalizeBundle(b)
 	if err != nil {
 		return nil, fmt.Errorf("execution %q: %w", exe.ID, err)
@@ -42,7 +45,8 @@ func PrepareWrite(exe *Execution, b Bundle) (*Write, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Write{Execution: next, Expected: exe.Version, Record: record, Bundle: nb}, nil
+	replace := len(b.Attributes) > 0 || (exe.Version == 0 && len(next.Attributes) > 0)
+	return &Write{Execution: next, Expected: exe.Version, Record: record, Bundle: nb, ReplaceAttributes: replace}, nil
 }
 
 // Committed is what a commit of w did, once a backend applied it and returned seqs: the new
@@ -233,6 +237,9 @@ func normalizeBundle(b Bundle) (Bundle, error) {
 		return Bundle{}, err
 	}
 	out := Bundle{ProcessedEventID: b.ProcessedEventID}
+	if len(b.Attributes) > 0 {
+		out.Attributes = maps.Clone(b.Attributes) // checked by applyAttributes; a backend may keep it
+	}
 	if len(b.AlsoProcessed) > 0 {
 		out.AlsoProcessed = slices.Clone(b.AlsoProcessed) // a backend may keep it
 	}

@@ -76,6 +76,18 @@ func (s *Store) enter(ctx context.Context, op string) error {
 
 func (s *Store) leave() { s.mu.RUnlock() }
 
+// canFilter refuses attribute conditions for a backend that does not filter by them (see
+// AttributeBackend).
+func (s *Store) canFilter(q ListQuery) error {
+	if len(q.Attributes) == 0 {
+		return nil
+	}
+	if ab, ok := s.b.(AttributeBackend); ok && ab.FiltersAttributes() {
+		return nil
+	}
+	return check.Invalidf("this store's backend (%T) does not filter by attributes", s.b)
+}
+
 // Load returns the execution, or an error wrapping ErrNotFound.
 func (s *Store) Load(ctx context.Context, id string) (*Execution, error) {
 	if err := check.ID("execution id", id); err != nil {
@@ -162,6 +174,9 @@ func (s *Store) IsProcessed(ctx context.Context, id, eventID string) (bool, erro
 func (s *Store) List(ctx context.Context, f ListFilter) (Page, error) {
 	q, err := prepareList(f)
 	if err != nil {
+		return Page{}, err
+	}
+	if err := s.canFilter(q.query); err != nil {
 		return Page{}, err
 	}
 	if err := s.enter(ctx, "list"); err != nil {
@@ -517,6 +532,10 @@ type ListFilter struct {
 	// finished for Finished, is outside every window that sets a bound. A window whose From is
 	// not before its Before is ErrInvalid.
 	Created, Updated, Finished TimeRange
+	// Attributes keep executions that satisfy every condition (at most MaxAttributes; see
+	// AttrFilter and ParseAttributeFilter). A backend that does not index attributes (one that is
+	// not an AttributeBackend) refuses them with ErrInvalid rather than ignore them.
+	Attributes []AttrFilter
 	// Limit is the page size: 0 means DefaultListLimit; negative or above MaxListLimit is invalid.
 	Limit int
 	// Cursor continues from a previous page's NextCursor, with the same filter. A cursor that was

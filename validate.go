@@ -124,6 +124,9 @@ func (e *Execution) Validate() error {
 			return fmt.Errorf("execution %q: dead letter: %w", e.ID, err)
 		}
 	}
+	if err := checkAttributes(e.Attributes); err != nil {
+		return fmt.Errorf("execution %q: %w", e.ID, err)
+	}
 	return nil
 }
 

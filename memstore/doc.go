@@ -12,7 +12,10 @@
 // reads back is what production reads back. It keeps the rest of their semantics too (outbox
 // sequence numbers that are never reused, one timer per execution and path, a capped trace ring
 // with stable indexes, leases on outbox and spawn rows, purge). Everything is held behind one
-// mutex and copied in and out: a caller never shares memory with the store.
+// mutex and copied in and out: a caller never shares memory with the store. One check is its
+// own: a commit of an execution whose Attributes differ from the stored ones without
+// Bundle.Attributes saying so is refused (ErrInvalid), since the SQL backends index attributes
+// only in the commits that change them and would not see such a change.
 //
 // Nothing survives the process. Use sqlitestore for a durable store on one host.
 package memstore

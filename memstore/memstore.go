@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -46,14 +47,17 @@ type backend struct {
 }
 
 var (
-	_ stead.Backend = (*backend)(nil)
-	_ stead.Counter = (*backend)(nil)
+	_ stead.Backend          = (*backend)(nil)
+	_ stead.Counter          = (*backend)(nil)
+	_ stead.AttributeBackend = (*backend)(nil)
 )
 
-// row is a stored execution: its record and the columns listing reads.
+// row is a stored execution: its record and the columns listing reads, with its indexed
+// attributes, which only a commit with Write.ReplaceAttributes changes (as in the SQL backends).
 type row struct {
 	record  []byte
 	summary stead.Summary
+	attrs   map[string]stead.AttrValue
 }
 
 type timerKey struct{ id, path string }
@@ -171,6 +175,9 @@ func (s *backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, er
 	return done, nil
 }
 
+// FiltersAttributes implements stead.AttributeBackend.
+func (s *backend) FiltersAttributes() bool { return true }
+
 // List scans every execution: memstore is for tests, not for millions of rows.
 func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary, error) {
 	if err := s.lock(ctx); err != nil {
@@ -179,7 +186,7 @@ func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 	defer s.mu.Unlock()
 	var items []stead.Summary
 	for id, r := range s.exes {
-		if (q.After != "" && id <= q.After) || !q.Matches(&r.summary) {
+		if (q.After != "" && id <= q.After) || !q.Matches(&r.summary) || !q.MatchesAttributes(r.attrs) {
 			continue
 		}
 		items = append(items, r.summary)
@@ -203,7 +210,7 @@ func (s *backend) Count(ctx context.Context, q stead.ListQuery) ([]stead.CountRo
 	}
 	n := map[group]int64{}
 	for _, r := range s.exes {
-		if q.Matches(&r.summary) {
+		if q.Matches(&r.summary) && q.MatchesAttributes(r.attrs) {
 			n[group{r.summary.DefinitionID, r.summary.Status}]++
 		}
 	}
@@ -299,7 +306,21 @@ func (s *backend) cas(w *stead.Write) error {
 	default:
 		return &stead.ConflictError{ID: id, Expected: w.Expected, Found: -1}
 	}
-	s.exes[id] = &row{record: w.Record, summary: w.Execution.Summarize()}
+	// A test backend can afford the check no SQL backend makes without a read: an execution whose
+	// attributes changed by another way than Bundle.Attributes would leave a SQL backend's index
+	// behind its record, so it is refused here, where tests (and steadtest) run, before it ships.
+	if ok && !w.ReplaceAttributes && !maps.Equal(cur.attrs, w.Execution.Attributes) {
+		return fmt.Errorf("memstore: execution %q: its attributes were changed on the execution, not through "+
+			"Bundle.Attributes, so a SQL backend would not index the change: %w", id, stead.ErrInvalid)
+	}
+	next := &row{record: w.Record, summary: w.Execution.Summarize()}
+	switch {
+	case w.ReplaceAttributes:
+		next.attrs = maps.Clone(w.Execution.Attributes)
+	case ok:
+		next.attrs = cur.attrs
+	}
+	s.exes[id] = next
 	return nil
 }
 

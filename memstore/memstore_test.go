@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/steadhq/stead"
@@ -55,5 +56,42 @@ func TestTraceCap(t *testing.T) {
 				t.Fatalf("kept %d steps from index %d, want %d from %d", len(tr), tr[0].Index, want, c.first)
 			}
 		})
+	}
+}
+
+// TestAttributesChangedOnTheExecutionAreRefused holds memstore to its own check: attributes
+// change through Bundle.Attributes, which the SQL backends index; a change made on the execution
+// alone is refused and writes nothing.
+func TestAttributesChangedOnTheExecutionAreRefused(t *testing.T) {
+	ctx := t.Context()
+	s := memstore.New()
+	defer s.Close()
+	exe := &stead.Execution{ID: "e", DefinitionID: "d", Status: stead.StatusRunning,
+		Attributes: map[string]stead.AttrValue{"stage": stead.AttrString("a")}}
+	c, err := s.Commit(ctx, exe, stead.Bundle{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe.Version = c.Version
+	for name, attrs := range map[string]map[string]stead.AttrValue{
+		"changed": {"stage": stead.AttrString("b")},
+		"added":   {"stage": stead.AttrString("a"), "x": stead.AttrInt(1)},
+		"removed": nil,
+	} {
+		e := exe.Clone()
+		e.Attributes = attrs
+		if _, err := s.Commit(ctx, e, stead.Bundle{}); !errors.Is(err, stead.ErrInvalid) {
+			t.Errorf("%s on the execution: %v, want ErrInvalid", name, err)
+		}
+	}
+	// The same change through the bundle, applied to the execution too, is fine.
+	e := exe.Clone()
+	e.Attributes = map[string]stead.AttrValue{"stage": stead.AttrString("b")}
+	if _, err := s.Commit(ctx, e, stead.Bundle{Attributes: map[string]stead.AttrValue{"stage": stead.AttrString("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(ctx, "e")
+	if err != nil || got.Attributes["stage"] != stead.AttrString("b") || got.Version != exe.Version+1 {
+		t.Fatalf("Load = %+v, %v", got, err)
 	}
 }

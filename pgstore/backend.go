@@ -34,8 +34,9 @@ type Backend struct {
 }
 
 var (
-	_ stead.Backend = (*Backend)(nil)
-	_ stead.Counter = (*Backend)(nil)
+	_ stead.Backend          = (*Backend)(nil)
+	_ stead.Counter          = (*Backend)(nil)
+	_ stead.AttributeBackend = (*Backend)(nil)
 )
 
 // New returns the execution store on the application's pool. It migrates the schema first

@@ -126,6 +126,9 @@ func (b *Backend) queueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 		*res = stead.CommitResult{Committed: c, Err: err}
 		return nil
 	})
+	if w.ReplaceAttributes {
+		defer b.queueAttrs(batch, w, &won)
+	}
 	if len(w.Bundle.AlsoProcessed) == 0 {
 		return w, nil
 	}
@@ -229,11 +232,13 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(ws[x].Execution.ID, ws[y].Execution.ID) })
 	var args batchArgs
 	var also alsoArgs
+	var attrs attrArgs
 	for i, k := range order {
 		if err := args.add(int32(i+1), ws[k]); err != nil {
 			return nil, err
 		}
 		also.add(i, ws[k])
+		attrs.add(i, ws[k])
 	}
 	won := make([]bool, len(ws)) // by sorted position
 	seqs := make([][]int64, len(ws))
@@ -253,7 +258,7 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 		})
 		return err
 	}
-	if also.empty() {
+	if also.empty() && attrs.empty() {
 		rows, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
 		if err != nil {
 			return nil, err
@@ -264,7 +269,7 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 	} else {
 		batch := &pgx.Batch{}
 		batch.Queue(b.sql.commitBatch, args.values(b.traceCap)...).Query(read)
-		if err := b.sendAlso(ctx, q, batch, &also, func(i int) bool { return won[i] }); err != nil {
+		if err := b.sendAlso(ctx, q, batch, &also, &attrs, func(i int) bool { return won[i] }); err != nil {
 			return nil, err
 		}
 	}
@@ -300,7 +305,7 @@ func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx
 	}
 	var won bool
 	var seqs []int64
-	if len(w.Bundle.AlsoProcessed) == 0 {
+	if len(w.Bundle.AlsoProcessed) == 0 && !w.ReplaceAttributes {
 		won, seqs, err = scanCommit(w, q.QueryRow(ctx, sql, args...))
 	} else {
 		batch := &pgx.Batch{}
@@ -310,8 +315,10 @@ func (b *Backend) commitOne(ctx context.Context, q querier, w *stead.Write, inTx
 			return err
 		})
 		var also alsoArgs
+		var attrs attrArgs
 		also.add(0, w)
-		err = b.sendAlso(ctx, q, batch, &also, func(int) bool { return won })
+		attrs.add(0, w)
+		err = b.sendAlso(ctx, q, batch, &also, &attrs, func(int) bool { return won })
 	}
 	if err != nil {
 		return nil, err
@@ -357,12 +364,40 @@ func (b *Backend) conflicts(ctx context.Context, q querier, lost []*stead.Write)
 // further processed events land together or not at all. won reports, once the commit's answer is
 // read, whether the write at an index of also.add won. A win sqlCommitAlso could not see, which
 // only a savepoint of the caller's can cause, costs one more statement that records its events.
-func (b *Backend) sendAlso(ctx context.Context, q querier, batch *pgx.Batch, also *alsoArgs, won func(int) bool) error {
+//
+// The writes of attrs (stead.Write.ReplaceAttributes) get sqlCommitAttrs behind that, in the
+// same way: a win it could not see costs one more statement, told that the writes won.
+func (b *Backend) sendAlso(ctx context.Context, q querier, batch *pgx.Batch, also *alsoArgs, attrs *attrArgs, won func(int) bool) error {
 	found := make([]bool, len(also.ids))
-	also.queue(batch, b.sql.commitAlso, found, nil)
+	if !also.empty() {
+		also.queue(batch, b.sql.commitAlso, found, nil)
+	}
+	attrFound := make([]bool, len(attrs.ids))
+	if !attrs.empty() {
+		attrs.queue(batch, b.sql.commitAttrs, attrFound, nil)
+	}
 	if err := q.SendBatch(ctx, batch).Close(); err != nil {
 		return err
 	}
+	if err := b.alsoMissed(ctx, q, also, found, won); err != nil {
+		return err
+	}
+	missed, err := attrs.check(attrFound, won)
+	if err != nil || len(missed) == 0 {
+		return err
+	}
+	var again attrArgs
+	again.known = true
+	for _, j := range missed {
+		again.addFrom(attrs, j)
+	}
+	_, err = q.Exec(ctx, b.sql.commitAttrs, again.values()...)
+	return err
+}
+
+// alsoMissed records the further events of the writes that won where sqlCommitAlso could not
+// see it.
+func (b *Backend) alsoMissed(ctx context.Context, q querier, also *alsoArgs, found []bool, won func(int) bool) error {
 	missed, err := also.check(found, won)
 	if err != nil || len(missed) == 0 {
 		return err
@@ -578,4 +613,121 @@ func (a *batchArgs) values(traceCap int64) []any {
 // timestamptz is t as a nullable parameter: the zero time is NULL.
 func timestamptz(t time.Time) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+// queueAttrs queues sqlCommitAttrs for w behind its commit (and sqlCommitAlso) on a caller's
+// batch. Like sqlCommitAlso there, a win it cannot see (the caller is in a savepoint) fails the
+// batch: the caller must roll back. won is read once the commit's answer is.
+func (b *Backend) queueAttrs(batch *pgx.Batch, w *stead.Write, won *bool) {
+	var attrs attrArgs
+	attrs.add(0, w)
+	found := make([]bool, 1)
+	attrs.queue(batch, b.sql.commitAttrs, found, func() error {
+		missed, err := attrs.check(found, func(int) bool { return *won })
+		if err == nil && len(missed) > 0 {
+			err = fmt.Errorf("the commit won in a savepoint of the caller's, where its attributes cannot be written in the same round trip: roll back")
+		}
+		if err != nil {
+			return fmt.Errorf("pgstore: commit %q: %w", w.Execution.ID, err)
+		}
+		return nil
+	})
+}
+
+// attrArgs are the parameters of sqlCommitAttrs: the id and final version of each write that
+// replaces its attributes, and the attributes, each labelled with its write's position
+// (1-based).
+type attrArgs struct {
+	ids      []string
+	versions []int64
+	at       []int // the index the caller gave each write
+	items    []int32
+	keys     []string
+	kinds    []int16
+	s        []pgtype.Text
+	n        []pgtype.Int8
+	known    bool // the writes are known to have won ($8)
+}
+
+// add appends w, known to the caller by index at, if it replaces its attributes.
+func (a *attrArgs) add(at int, w *stead.Write) {
+	if !w.ReplaceAttributes {
+		return
+	}
+	a.ids = append(a.ids, w.Execution.ID)
+	a.versions = append(a.versions, w.Execution.Version)
+	a.at = append(a.at, at)
+	pos := int32(len(a.ids))
+	for k, v := range w.Execution.Attributes {
+		a.items = append(a.items, pos)
+		a.keys = append(a.keys, k)
+		a.kinds = append(a.kinds, int16(v.Kind()))
+		if v.Kind() == stead.AttrKindString {
+			a.s = append(a.s, pgtype.Text{String: v.Str(), Valid: true})
+			a.n = append(a.n, pgtype.Int8{})
+		} else {
+			a.s = append(a.s, pgtype.Text{})
+			a.n = append(a.n, pgtype.Int8{Int64: v.Num(), Valid: true})
+		}
+	}
+}
+
+// addFrom appends write j of other with its attributes.
+func (a *attrArgs) addFrom(other *attrArgs, j int) {
+	a.ids = append(a.ids, other.ids[j])
+	a.versions = append(a.versions, other.versions[j])
+	a.at = append(a.at, other.at[j])
+	pos := int32(len(a.ids))
+	for i, item := range other.items {
+		if int(item) != j+1 {
+			continue
+		}
+		a.items = append(a.items, pos)
+		a.keys = append(a.keys, other.keys[i])
+		a.kinds = append(a.kinds, other.kinds[i])
+		a.s = append(a.s, other.s[i])
+		a.n = append(a.n, other.n[i])
+	}
+}
+
+func (a *attrArgs) empty() bool { return len(a.ids) == 0 }
+
+func (a *attrArgs) values() []any {
+	return []any{a.ids, a.versions, a.items, a.keys, a.kinds, a.s, a.n, a.known}
+}
+
+// queue queues sqlCommitAttrs on batch. When the batch is read, found[j] is set for each write j
+// the statement found won, and then runs, if set.
+func (a *attrArgs) queue(batch *pgx.Batch, sql string, found []bool, then func() error) {
+	batch.Queue(sql, a.values()...).Query(func(rows pgx.Rows) error {
+		var ord int64
+		_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
+			if ord < 1 || int(ord) > len(found) {
+				return fmt.Errorf("attributes returned position %d of %d", ord, len(found))
+			}
+			found[ord-1] = true
+			return nil
+		})
+		if err != nil || then == nil {
+			return err
+		}
+		return then()
+	})
+}
+
+// check compares what sqlCommitAttrs found with the commits' own answers, as alsoArgs.check
+// does: it returns the writes that won unseen, and an error for a write found won that lost.
+func (a *attrArgs) check(found []bool, won func(int) bool) ([]int, error) {
+	var missed []int
+	for j, at := range a.at {
+		switch w := won(at); {
+		case w == found[j]:
+		case w:
+			missed = append(missed, j)
+		default:
+			return nil, fmt.Errorf("commit %q lost its compare-and-swap, but this transaction had written version %d "+
+				"of it before, so its attributes were written: roll back", a.ids[j], a.versions[j])
+		}
+	}
+	return missed, nil
 }

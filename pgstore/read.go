@@ -179,7 +179,7 @@ func (b *Backend) CursorKey(ctx context.Context) ([]byte, error) {
 // query (id > the cursor's id) on an index that matches the filter, so a deep page costs what
 // the first one does.
 func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary, error) {
-	sql, args := listSQL(b.sql.list, lq)
+	sql, args := listSQL(b.sql.list, &b.sql, lq)
 	items := make([]stead.Summary, 0, min(lq.Limit, 64))
 	err := b.with(ctx, "list", func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
@@ -207,9 +207,12 @@ func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary
 	return items, nil
 }
 
+// FiltersAttributes implements stead.AttributeBackend.
+func (b *Backend) FiltersAttributes() bool { return true }
+
 // Count implements stead.Counter: List's filter under a GROUP BY.
 func (b *Backend) Count(ctx context.Context, lq stead.ListQuery) ([]stead.CountRow, error) {
-	sql, args := listSQL(b.sql.count, lq)
+	sql, args := listSQL(b.sql.count, &b.sql, lq)
 	var out []stead.CountRow
 	err := b.with(ctx, "count", func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)

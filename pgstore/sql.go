@@ -37,6 +37,15 @@ const (
 		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
 		ORDER BY id LIMIT {limit}`
 
+	// An attribute condition of List and Count (listSQL): a semi-join on one of
+	// stead_attributes' partial indexes, by key, then (numeric kinds) kind, then the comparison
+	// or the set (= ANY of an array) on s or n, which also says the column is not NULL, so the
+	// partial index applies. listSQL numbers $K, $T and $V and writes {op}.
+	sqlListAttrStr = `id IN (SELECT execution_id FROM {schema}stead_attributes
+		WHERE key = $K::text AND s {op} $V)`
+	sqlListAttrNum = `id IN (SELECT execution_id FROM {schema}stead_attributes
+		WHERE key = $K::text AND kind = $T::smallint AND n {op} $V)`
+
 	// {where} is the filter (listSQL); the groups are counted in the index's order.
 	sqlCount = `SELECT definition_id, status, count(*) FROM {schema}stead_executions{where}
 		GROUP BY definition_id, status`
@@ -117,6 +126,30 @@ const (
 	INSERT INTO {schema}stead_processed_events (execution_id, event_id)
 		SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`
 
+	// sqlCommitAttrs replaces the attributes of the writes that carry stead.Write.ReplaceAttributes,
+	// sent behind their commit (and behind sqlCommitAlso) in the same transaction and round trip,
+	// as sqlCommitAlso is: $1 and $2 each write's id and final version, $3 to $7 the attributes,
+	// each naming its write by position. A write won if this transaction wrote its row at that
+	// version (its xmin, as for sqlCommitAlso), or, with $8, when the caller knows it won (a win
+	// its savepoint hid). The write's rows are deleted and its attributes inserted: both parts
+	// read the statement's snapshot, so the delete never sees the new rows. It returns the
+	// positions it found won.
+	sqlCommitAttrs = `WITH w AS (
+		SELECT w.ord, w.id FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS w(id, version, ord)
+		JOIN {schema}stead_executions e ON e.id = w.id AND e.version = w.version
+			AND ($8::boolean OR e.xmin = pg_current_xact_id_if_assigned()::xid)
+	), a AS (
+		SELECT w.id, a.key, a.kind, a.s, a.n
+		FROM unnest($3::int[], $4::text[], $5::smallint[], $6::text[], $7::bigint[]) AS a(item, key, kind, s, n)
+		JOIN w ON w.ord = a.item
+	), del AS (
+		DELETE FROM {schema}stead_attributes t USING w WHERE t.execution_id = w.id
+	), ins AS (
+		INSERT INTO {schema}stead_attributes (execution_id, key, kind, s, n)
+		SELECT id, key, kind, s, n FROM a
+	)
+	SELECT ord FROM w`
+
 	// sqlConflicts reads the versions stored now of the executions whose CAS was lost.
 	sqlConflicts = `SELECT id, version FROM {schema}stead_executions WHERE id = ANY($1::text[])`
 )
@@ -156,6 +189,8 @@ const (
 		DELETE FROM {schema}stead_outbox WHERE target_id = $1::text AND (SELECT ok FROM go)
 	), s AS (
 		DELETE FROM {schema}stead_spawns WHERE parent_id = $1::text AND (SELECT ok FROM go)
+	), a AS (
+		DELETE FROM {schema}stead_attributes WHERE execution_id = $1::text AND (SELECT ok FROM go)
 	)
 	SELECT EXISTS (SELECT 1 FROM del)`
 
@@ -198,7 +233,7 @@ type statements struct {
 	readTrace, timers                                                              string
 	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
 	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
-	commitAlso, commitAlsoWon                                                      string
+	commitAlso, commitAlsoWon, commitAttrs, listAttrStr, listAttrNum               string
 	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
 	dueTimers, deleteTimer, cursorKey                                              string
 	storeStatsBacklog                                                              string
@@ -227,6 +262,9 @@ func newStatements(schema string) statements {
 		requireCommitted:      x(sqlRequireCommitted),
 		commitAlso:            x(sqlCommitAlso),
 		commitAlsoWon:         x(sqlCommitAlsoWon),
+		commitAttrs:           x(sqlCommitAttrs),
+		listAttrStr:           x(sqlListAttrStr),
+		listAttrNum:           x(sqlListAttrNum),
 		appendTrace:           x(sqlAppendTrace),
 		purge:                 x(sqlPurge),
 		claimOutbox:           x(sqlClaimOutbox),
@@ -262,6 +300,9 @@ var sqlByName = map[string]string{
 	"RequireCommitted":      sqlRequireCommitted,
 	"CommitAlso":            sqlCommitAlso,
 	"CommitAlsoWon":         sqlCommitAlsoWon,
+	"CommitAttrs":           sqlCommitAttrs,
+	"ListAttrStr":           sqlListAttrStr,
+	"ListAttrNum":           sqlListAttrNum,
 	"AppendTrace":           sqlAppendTrace,
 	"Purge":                 sqlPurge,
 	"ClaimOutbox":           sqlClaimOutbox,
@@ -285,6 +326,9 @@ var sqlByName = map[string]string{
 //
 // Two placeholders are left in: {limit}, which the method replaces with its limit as a literal,
 // and {where}, which List and Count replace with their filter (" WHERE …", or nothing).
+// "ListAttrStr" and "ListAttrNum" are not statements but the conditions {where} holds for
+// attributes, with their own placeholders: $K, $T and $V (the parameters of the key, the kind
+// and the value) and {op} (the comparison).
 func Statements(schema string) map[string]string {
 	m := maps.Clone(sqlByName)
 	for name, sql := range m {
@@ -306,7 +350,7 @@ func withLimit(sql string, n int) string {
 
 // listSQL is the statement of one page of List (from the list statement) and its arguments.
 // Every filter shape is its own text, so that its cached plan uses the index that fits it.
-func listSQL(list string, q stead.ListQuery) (string, []any) {
+func listSQL(list string, sq *statements, q stead.ListQuery) (string, []any) {
 	var where strings.Builder
 	var args []any
 	cond := func(c string, arg ...any) {
@@ -353,6 +397,46 @@ func listSQL(list string, q stead.ListQuery) (string, []any) {
 		if !w.r.Before.IsZero() {
 			cond(w.column+" < $n::timestamptz", w.r.Before)
 		}
+	}
+	for _, f := range q.Attributes {
+		kind := f.Values[0].Kind()
+		text := sq.listAttrNum
+		if kind == stead.AttrKindString {
+			text = sq.listAttrStr
+		}
+		args = append(args, f.Key)
+		text = strings.Replace(text, "$K", "$"+strconv.Itoa(len(args)), 1)
+		if kind != stead.AttrKindString {
+			args = append(args, int16(kind))
+			text = strings.Replace(text, "$T", "$"+strconv.Itoa(len(args)), 1)
+		}
+		op, typ := string(f.Op), "::bigint"
+		if kind == stead.AttrKindString {
+			typ = "::text"
+		}
+		if f.Op == stead.AttrIn {
+			op, typ = "= ANY(", typ+"[])"
+			if kind == stead.AttrKindString {
+				vs := make([]string, len(f.Values))
+				for i, v := range f.Values {
+					vs[i] = v.Str()
+				}
+				args = append(args, vs)
+			} else {
+				vs := make([]int64, len(f.Values))
+				for i, v := range f.Values {
+					vs[i] = v.Num()
+				}
+				args = append(args, vs)
+			}
+		} else if kind == stead.AttrKindString {
+			args = append(args, f.Values[0].Str())
+		} else {
+			args = append(args, f.Values[0].Num())
+		}
+		text = strings.Replace(text, "{op}", op, 1)
+		text = strings.Replace(text, "$V", "$"+strconv.Itoa(len(args))+typ, 1)
+		cond(text)
 	}
 	if q.After != "" {
 		cond("id > $n::text", q.After)

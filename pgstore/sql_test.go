@@ -114,6 +114,14 @@ func TestStatementsPrepare(t *testing.T) {
 	defer conn.Release()
 	for name, sql := range Statements(schema) {
 		sql = strings.NewReplacer("{limit}", "10", "{where}", " WHERE id > $1::text").Replace(sql)
+		if strings.HasPrefix(name, "ListAttr") { // a condition of List's and Count's {where}
+			value := "$2::text"
+			if name == "ListAttrNum" {
+				value = "$3::bigint"
+			}
+			sql = pgdb.Expand(`SELECT id FROM {schema}stead_executions WHERE `, schema) +
+				strings.NewReplacer("$K", "$1", "$T", "$2", "{op}", "<=", "$V", value).Replace(sql)
+		}
 		if _, err := conn.Conn().Prepare(ctx, "", sql); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

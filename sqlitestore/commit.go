@@ -146,7 +146,32 @@ func (b *backend) apply(st *writeStmts, w *stead.Write, enc *encoded) ([]int64, 
 			return nil, err
 		}
 	}
+	if w.ReplaceAttributes {
+		if err := replaceAttrs(st, w.Execution); err != nil {
+			return nil, err
+		}
+	}
 	return seqs, nil
+}
+
+// replaceAttrs makes the execution's attribute rows its attributes: a string in s, any other
+// kind's number in n.
+func replaceAttrs(st *writeStmts, e *stead.Execution) error {
+	if _, err := st.CommitAttrsClear.ExecContext(bg, e.ID); err != nil {
+		return err
+	}
+	for k, v := range e.Attributes {
+		var s, n any
+		if v.Kind() == stead.AttrKindString {
+			s = v.Str()
+		} else {
+			n = v.Num()
+		}
+		if _, err := st.CommitAttr.ExecContext(bg, e.ID, k, int(v.Kind()), s, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cas writes the execution row at w.Execution.Version if it is stored at w.Expected, or inserts
@@ -237,7 +262,7 @@ func (b *backend) Purge(ctx context.Context, id string, expectedVersion int64) (
 			return err
 		}
 		deleted = n == 1
-		for _, s := range []*sql.Stmt{st.PurgeProcessed, st.PurgeTimers, st.PurgeTrace, st.PurgeOutbox, st.PurgeSpawns} {
+		for _, s := range []*sql.Stmt{st.PurgeProcessed, st.PurgeTimers, st.PurgeTrace, st.PurgeOutbox, st.PurgeSpawns, st.PurgeAttrs} {
 			if _, err := s.ExecContext(bg, id); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -161,6 +162,9 @@ func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 	})
 	return items, err
 }
+
+// FiltersAttributes implements stead.AttributeBackend.
+func (b *backend) FiltersAttributes() bool { return true }
 
 // Count implements stead.Counter with List's filter under a GROUP BY.
 func (b *backend) Count(ctx context.Context, q stead.ListQuery) ([]stead.CountRow, error) {
@@ -348,6 +352,7 @@ func shapeOf(q stead.ListQuery) listShape {
 	for i, t := range listBounds(q) {
 		sh.bounds[i] = !t.IsZero()
 	}
+	sh.attrParts = attrParts(q.Attributes)
 	return sh
 }
 
@@ -376,5 +381,45 @@ func listArgs(q stead.ListQuery) []any {
 			args = append(args, t.UnixMicro())
 		}
 	}
+	for _, f := range q.Attributes {
+		args = append(args, f.Key)
+		kind := f.Values[0].Kind()
+		if kind != stead.AttrKindString {
+			args = append(args, int(kind))
+		}
+		for _, v := range f.Values {
+			if kind == stead.AttrKindString {
+				args = append(args, v.Str())
+			} else {
+				args = append(args, v.Num())
+			}
+		}
+	}
 	return append(args, q.Limit)
+}
+
+// attrParts is the text of the attribute conditions of a listing: sqlListAttrStr or
+// sqlListAttrNum for the first, the probes for the others, each followed by the comparison or the
+// set of as many parameters as values.
+func attrParts(fs []stead.AttrFilter) string {
+	var b strings.Builder
+	for i, f := range fs {
+		str := f.Values[0].Kind() == stead.AttrKindString
+		switch {
+		case i == 0 && str:
+			b.WriteString(sqlListAttrStr)
+		case i == 0:
+			b.WriteString(sqlListAttrNum)
+		case str:
+			b.WriteString(sqlListAttrStrProbe)
+		default:
+			b.WriteString(sqlListAttrNumProbe)
+		}
+		if f.Op == stead.AttrIn {
+			b.WriteString(` IN (?` + strings.Repeat(`, ?`, len(f.Values)-1) + `))`)
+			continue
+		}
+		b.WriteString(` ` + string(f.Op) + ` ?)`)
+	}
+	return b.String()
 }

@@ -48,6 +48,10 @@ const (
 	sqlCommitSchedule = `INSERT INTO stead_timers (execution_id, path, fire_at) VALUES (?, ?, ?)
 		ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = excluded.fire_at`
 	sqlCommitCancel = `DELETE FROM stead_timers WHERE execution_id = ? AND path = ?`
+	// A write that replaces the execution's attributes (stead.Write.ReplaceAttributes) deletes
+	// its rows and inserts each attribute: at most stead.MaxAttributes, in-process.
+	sqlCommitAttrsClear = `DELETE FROM stead_attributes WHERE execution_id = ?`
+	sqlCommitAttr       = `INSERT INTO stead_attributes (execution_id, key, kind, s, n) VALUES (?, ?, ?, ?, ?)`
 )
 
 // AppendTrace, and Commit for a bundle's trace step.
@@ -77,6 +81,8 @@ const (
 		WHERE target_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
 	sqlPurgeSpawns = `DELETE FROM stead_spawns
 		WHERE parent_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
+	sqlPurgeAttrs = `DELETE FROM stead_attributes
+		WHERE execution_id = ?1 AND NOT EXISTS (SELECT 1 FROM stead_executions WHERE id = ?1)`
 )
 
 // The relays. A claim sets the lease end (?1) of the oldest rows never leased or whose lease
@@ -148,6 +154,21 @@ const (
 	sqlListFinishedEnd = ` AND finished_at < ?`
 	sqlListOrder       = ` ORDER BY id LIMIT ?`
 
+	// The first attribute condition is a semi-join on one of stead_attributes' partial indexes:
+	// the key, then (for the numeric kinds) the kind, then the comparison on s or n, or the set
+	// (an IN list of as many parameters as values). The comparison also says that s or n is not
+	// NULL, which lets SQLite use the partial index. SQLite may walk that list of ids, or the
+	// executions in the order of another index, whichever it estimates cheaper.
+	sqlListAttrNum = ` AND id IN (SELECT execution_id FROM stead_attributes WHERE key = ? AND kind = ? AND n`
+	sqlListAttrStr = ` AND id IN (SELECT execution_id FROM stead_attributes WHERE key = ? AND s`
+	// Every further condition is a probe of the rows the others kept, by the primary key
+	// (execution_id, key): SQLite would build the whole list of a further IN (measured: the
+	// 125 000 ids of region=eu, 85 ms at 1M executions, to keep 126 of 1 001).
+	sqlListAttrNumProbe = ` AND EXISTS (SELECT 1 FROM stead_attributes a WHERE a.execution_id = stead_executions.id
+		AND a.key = ? AND a.kind = ? AND a.n`
+	sqlListAttrStrProbe = ` AND EXISTS (SELECT 1 FROM stead_attributes a WHERE a.execution_id = stead_executions.id
+		AND a.key = ? AND a.s`
+
 	// Count is List's statement with the groups in place of the columns, no page and no cursor
 	// (an id range would steer SQLite to the primary key instead of stead_executions_counts).
 	sqlListCount      = `SELECT definition_id, status, count(*) FROM stead_executions WHERE 1`
@@ -163,6 +184,9 @@ type listShape struct {
 	prefix     bool
 	prefixEnd  bool
 	bounds     [6]bool // created from, before; updated from, before; finished from, before
+	// attrParts is the text of the attribute conditions (attrParts in read.go): it depends only
+	// on each condition's column, comparison and set size, the values being parameters.
+	attrParts string
 }
 
 var boundParts = [6]string{sqlListCreated, sqlListCreatedEnd, sqlListUpdated, sqlListUpdatedEnd, sqlListFinished, sqlListFinishedEnd}
@@ -196,6 +220,7 @@ func listSQL(sh listShape) string {
 			b.WriteString(boundParts[i])
 		}
 	}
+	b.WriteString(sh.attrParts)
 	if sh.count {
 		b.WriteString(sqlListCountGroup)
 	} else {
@@ -210,17 +235,19 @@ var statements = map[string]string{
 	"sqlTxCommit":   sqlTxCommit,
 	"sqlTxRollback": sqlTxRollback,
 
-	"sqlCommitInsert":    sqlCommitInsert,
-	"sqlCommitUpdate":    sqlCommitUpdate,
-	"sqlCommitIndexed":   sqlCommitIndexed,
-	"sqlCommitVersion":   sqlCommitVersion,
-	"sqlCommitEmit":      sqlCommitEmit,
-	"sqlCommitProcessed": sqlCommitProcessed,
-	"sqlCommitSpawn":     sqlCommitSpawn,
-	"sqlCommitSchedule":  sqlCommitSchedule,
-	"sqlCommitCancel":    sqlCommitCancel,
-	"sqlAppendTrace":     sqlAppendTrace,
-	"sqlAppendTraceTrim": sqlAppendTraceTrim,
+	"sqlCommitInsert":     sqlCommitInsert,
+	"sqlCommitUpdate":     sqlCommitUpdate,
+	"sqlCommitIndexed":    sqlCommitIndexed,
+	"sqlCommitVersion":    sqlCommitVersion,
+	"sqlCommitEmit":       sqlCommitEmit,
+	"sqlCommitProcessed":  sqlCommitProcessed,
+	"sqlCommitSpawn":      sqlCommitSpawn,
+	"sqlCommitSchedule":   sqlCommitSchedule,
+	"sqlCommitCancel":     sqlCommitCancel,
+	"sqlCommitAttrsClear": sqlCommitAttrsClear,
+	"sqlCommitAttr":       sqlCommitAttr,
+	"sqlAppendTrace":      sqlAppendTrace,
+	"sqlAppendTraceTrim":  sqlAppendTraceTrim,
 
 	"sqlPurge":          sqlPurge,
 	"sqlPurgeProcessed": sqlPurgeProcessed,
@@ -228,6 +255,7 @@ var statements = map[string]string{
 	"sqlPurgeTrace":     sqlPurgeTrace,
 	"sqlPurgeOutbox":    sqlPurgeOutbox,
 	"sqlPurgeSpawns":    sqlPurgeSpawns,
+	"sqlPurgeAttrs":     sqlPurgeAttrs,
 
 	"sqlClaimOutbox": sqlClaimOutbox,
 	"sqlAckOutbox":   sqlAckOutbox,

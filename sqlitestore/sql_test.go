@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/sqlitedb"
 )
 
@@ -122,6 +124,16 @@ func TestStatementsPairByName(t *testing.T) {
 	}
 	shapes = append(shapes, listShape{definition: true, statuses: 2, rootsOnly: true, prefix: true, prefixEnd: true,
 		bounds: [6]bool{true, true, true, true, true, true}})
+	// Each comparison on a string and on a number, a set, and several conditions at once.
+	for _, op := range []stead.AttrOp{stead.AttrEq, stead.AttrLt, stead.AttrLe, stead.AttrGt, stead.AttrGe} {
+		for _, v := range []stead.AttrValue{stead.AttrString("x"), stead.AttrInt(1)} {
+			shapes = append(shapes, listShape{attrParts: attrParts([]stead.AttrFilter{stead.Where("k", op, v)})})
+		}
+	}
+	shapes = append(shapes, listShape{definition: true, statuses: 2, attrParts: attrParts([]stead.AttrFilter{
+		stead.Where("k", stead.AttrIn, stead.AttrInt(1), stead.AttrInt(2)),
+		stead.Where("j", stead.AttrIn, stead.AttrString("a")),
+		stead.Where("t", stead.AttrGe, stead.AttrTime(time.Unix(1, 0)))})})
 	for _, sh := range slices.Clone(shapes) { // and Count's statement of each
 		sh.count = true
 		shapes = append(shapes, sh)

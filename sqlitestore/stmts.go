@@ -22,9 +22,10 @@ type writeStmts struct {
 	CommitInsert, CommitUpdate, CommitIndexed, CommitVersion *sql.Stmt
 	CommitEmit, CommitProcessed, CommitSpawn                 *sql.Stmt
 	CommitSchedule, CommitCancel                             *sql.Stmt
+	CommitAttrsClear, CommitAttr                             *sql.Stmt
 	AppendTrace, AppendTraceTrim                             *sql.Stmt
 
-	Purge, PurgeProcessed, PurgeTimers, PurgeTrace, PurgeOutbox, PurgeSpawns *sql.Stmt
+	Purge, PurgeProcessed, PurgeTimers, PurgeTrace, PurgeOutbox, PurgeSpawns, PurgeAttrs *sql.Stmt
 
 	ClaimOutbox, AckOutbox, ClaimSpawns, AckSpawns, DeleteTimer *sql.Stmt
 }

@@ -42,8 +42,9 @@ type backend struct {
 }
 
 var (
-	_ stead.Backend = (*backend)(nil)
-	_ stead.Counter = (*backend)(nil)
+	_ stead.Backend          = (*backend)(nil)
+	_ stead.Counter          = (*backend)(nil)
+	_ stead.AttributeBackend = (*backend)(nil)
 )
 
 //go:embed migrations/*.sql

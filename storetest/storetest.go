@@ -72,6 +72,7 @@ var groups = []group{
 	{"times", timeRules},
 	{"bad_input", badInputRules},
 	{"lifecycle", lifecycleRules},
+	{"attributes", attributeRules},
 }
 
 // harness is what every rule gets: a fresh store, a context, and an id prefix unique to the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -48,6 +49,9 @@ type NewExecution struct {
 	ID           string
 	Context      json.RawMessage // a JSON object, or nil
 	Priority     int
+	// Attributes are the execution's searchable labels from its first commit on (see
+	// stead.Execution.Attributes); checked like the rest, they refuse the batch when invalid.
+	Attributes map[string]stead.AttrValue
 }
 
 func (c *Client) now() time.Time {
@@ -123,6 +127,7 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 		exe := &stead.Execution{
 			ID: n.ID, DefinitionID: n.DefinitionID, Status: stead.StatusPending,
 			Context: n.Context, Priority: n.Priority, CreatedAt: now, UpdatedAt: now,
+			Attributes: maps.Clone(n.Attributes),
 		}
 		start := Stamp(ctx, stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now})
 		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{Emits: []stead.Emit{{Target: n.ID, Event: start}}}}

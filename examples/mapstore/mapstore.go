@@ -39,6 +39,9 @@ type Backend struct {
 	nextSeq int64 // shared by the outbox and the spawns: a seq is never reused
 }
 
+// A map backend filters by attributes in Go: it is a stead.AttributeBackend.
+var _ stead.AttributeBackend = (*Backend)(nil)
+
 // row is one execution and everything that belongs to it.
 type row struct {
 	exe       *stead.Execution // a private copy; handed out only as clones
@@ -104,9 +107,17 @@ func (b *Backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, er
 	return ok && r.processed[ref.EventID], nil
 }
 
+// FiltersAttributes implements stead.AttributeBackend: List and Count below filter by
+// attributes, so the Store hands them attribute conditions (it refuses them for a backend
+// that does not say so, rather than let it ignore them).
+func (b *Backend) FiltersAttributes() bool { return true }
+
 // List sorts every id: fine for a map, and the Store turns the rows into pages and cursors.
 // ListQuery.Matches is the filter's meaning (definition, statuses, roots, id prefix, time
-// windows), so a backend that filters in Go calls it rather than restating it.
+// windows) and MatchesAttributes its attribute conditions', so a backend that filters in Go
+// calls them rather than restating them. A map keeps the whole execution, whose Attributes
+// every commit stores with the bundle's changes applied, so it needs no index of its own and
+// can ignore Write.ReplaceAttributes, which tells a backend with an index when to rewrite it.
 func (b *Backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,7 +126,7 @@ func (b *Backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 		if id <= q.After && q.After != "" {
 			continue
 		}
-		if s := r.exe.Summarize(); q.Matches(&s) {
+		if s := r.exe.Summarize(); q.Matches(&s) && q.MatchesAttributes(r.exe.Attributes) {
 			out = append(out, s)
 		}
 	}
