@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +101,7 @@ func (e *Engine) Control(exe *stead.Execution, ev stead.Event, now time.Time) (*
 		s.out.Status = stead.StatusSuspended
 	}
 	if s.entered && s.out.Status == stead.StatusRunning {
-		return e.redeliver(s.out, s.b, now, keyRef{version: exe.Version, index: s.nextAct}, false)
+		return e.redeliver(context.Background(), s.out, s.b, now, keyRef{version: exe.Version, index: s.nextAct}, false)
 	}
 	return s.out, s.b, nil
 }

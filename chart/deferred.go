@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +18,7 @@ import (
 //
 // A deferred event whose data is malformed (a system event held behind a retry) is dropped:
 // it would have been ignored with an error had it arrived when it was sent.
-func (e *Engine) redeliver(out *stead.Execution, b stead.Bundle, now time.Time, k keyRef, force bool) (*stead.Execution, stead.Bundle, error) {
+func (e *Engine) redeliver(ctx context.Context, out *stead.Execution, b stead.Bundle, now time.Time, k keyRef, force bool) (*stead.Execution, stead.Bundle, error) {
 	if len(out.Deferred) == 0 {
 		return out, b, nil
 	}
@@ -34,7 +35,7 @@ func (e *Engine) redeliver(out *stead.Execution, b stead.Bundle, now time.Time, 
 		}
 		d := queue[0]
 		queue = queue[1:]
-		next, nb, r, err := e.apply(&cur, d, now, k, 1)
+		next, nb, r, err := e.apply(ctx, &cur, d, now, k, 1)
 		if err != nil {
 			if errors.Is(err, stead.ErrInvalid) && isSystemKind(d.Kind) {
 				continue

@@ -9,9 +9,9 @@
 //	eng, err := chart.NewEngine(def, reg)
 //	machines := worker.Machines{eng.DefinitionID(): eng}
 //
-// The engine is pure: it advances an execution by one event, returning the next execution and
-// exactly the stead.Bundle a store commits with it: emitted events, timer operations, spawn
-// intents, a trace step, the processed event id.
+// The engine itself does no I/O (its actions may): it advances an execution by one event,
+// returning the next execution and exactly the stead.Bundle a store commits with it: emitted
+// events, timer operations, spawn intents, a trace step, the processed event id.
 //
 // # Model
 //
@@ -98,18 +98,23 @@
 // Definitions come from the Builder (New) or from YAML (Parse, LoadFile), and both go through
 // Validate, which reports every problem with its position. Definition.Mermaid draws a diagram.
 //
-// # Determinism
+// # Actions do I/O; the engine does not
 //
-// Engine.Step itself reads no clock, does no I/O and uses no randomness: ids of emitted events,
+// Actions may do I/O: calling an API, charging a card, asking a language model, writing a row,
+// sending a mail is what they are for. They should use ActionContext.Context for it, which a
+// worker cancels at the action's deadline (worker.Config.ActionTimeout) and when it shuts down
+// (Engine.StepContext hands it in); while an action runs, the worker keeps its message's lease
+// alive, so an action need not fit in worker.Config.Visibility. But a step can run more than
+// once — a retry, a redelivery after a worker died before its commit, a commit lost to a
+// concurrent one — and only the committed run counts. So give the other side
+// ActionContext.Key(), which is the same on every run of the same step (a retry attempt keeps
+// the first attempt's key), to drop a repeat. A failing action is retried by its policy (see
+// Retries), then takes the error transition or fails the execution. Guards must stay free of
+// side effects.
+//
+// The engine itself reads no clock, does no I/O and uses no randomness: ids of emitted events,
 // child executions and timers derive from the execution id, its version and the order of
 // actions, and contexts are encoded with sorted keys. Replaying the same events with the same
-// times gives byte-identical executions and bundles.
-//
-// Actions are where the I/O goes: calling an API, writing a row, sending a mail is what they
-// are for. But a step can run more than once — a retry, a redelivery after a worker died before
-// its commit, a commit lost to a concurrent one — and only the committed run counts. So give the
-// other side ActionContext.Key(), which is the same on every run of the same step, to drop a
-// repeat; and keep an action well within the worker's lease (worker.Config.Visibility), handing
-// long work to a system that reports back with an event. A failing action is retried by its
-// policy (see Retries), then takes the error transition or fails the execution.
+// times, against actions that return the same results, gives byte-identical executions and
+// bundles.
 package chart

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -329,9 +330,10 @@ func TimeoutEvent(executionID, path string, fireAt time.Time) stead.Event {
 // Version (the store bumps it on commit). Fields the step did not change (maps, context bytes)
 // are shared with exe, so treat both as read-only or Clone them.
 //
-// Step performs no I/O and reads no clock: now stamps UpdatedAt (CreatedAt on start,
-// FinishedAt on finishing) and timer fire times. Given the same definition, execution, event
-// and now, it returns byte-identical results.
+// The engine performs no I/O and reads no clock (the actions it runs may do I/O): now stamps
+// UpdatedAt (CreatedAt on start, FinishedAt on finishing) and timer fire times. Given the same
+// definition, execution, event and now, and actions that answer alike, it returns
+// byte-identical results.
 //
 // An error is returned only for programming or data errors: an execution of another
 // definition, a corrupt execution (an active path the definition does not have, a context that
@@ -341,7 +343,20 @@ func TimeoutEvent(executionID, path string, fireAt time.Time) stead.Event {
 // Events that the current configuration does not handle are ignored: the result differs from
 // exe only in UpdatedAt, and the bundle carries just ProcessedEventID. While the active state
 // is a parallel state, unhandled non-system events are forwarded to every unfinished region.
+//
+// Step gives actions context.Background as ActionContext.Context; StepContext gives them ctx.
 func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+	return e.StepContext(context.Background(), exe, ev, now)
+}
+
+// StepContext is Step with ctx handed to every action it runs as ActionContext.Context: the
+// context an action's I/O should use, so that a worker stopping or a step's deadline passing
+// cuts its calls short. The engine itself never reads ctx: a step whose ctx is done still runs,
+// and an action that honours it fails, taking its error transition or retry like any failure.
+func (e *Engine) StepContext(ctx context.Context, exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if exe == nil {
 		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: nil execution", stead.ErrInvalid)
 	}
@@ -353,16 +368,16 @@ func (e *Engine) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 		return nil, stead.Bundle{}, fmt.Errorf("chart: %w: event %q has no kind", stead.ErrInvalid, ev.ID)
 	}
 	if e.ttl > 0 && ev.Kind == KindTimeout && isTTLTimeout(ev) {
-		out, b, _, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
+		out, b, _, err := e.apply(ctx, exe, ev, now, keyRef{version: exe.Version}, 1)
 		return out, b, err // an expiry is never held behind a retry
 	}
 	if _, ok := exe.Timers[RetryTimerPath]; ok && ev.Kind != KindCancel &&
 		(exe.Status == stead.StatusRunning || exe.Status == stead.StatusPending) {
-		return e.whileRetrying(exe, ev, now)
+		return e.whileRetrying(ctx, exe, ev, now)
 	}
-	out, b, r, err := e.apply(exe, ev, now, keyRef{version: exe.Version}, 1)
+	out, b, r, err := e.apply(ctx, exe, ev, now, keyRef{version: exe.Version}, 1)
 	if err == nil && r.entered && !r.retried {
-		out, b, err = e.redeliver(out, b, now, keyRef{version: exe.Version, index: r.acts}, false)
+		out, b, err = e.redeliver(ctx, out, b, now, keyRef{version: exe.Version, index: r.acts}, false)
 	}
 	if err == nil && e.rearm && ev.Kind != KindTimeout && ev.Kind != KindStart {
 		e.rearmTTL(out, &b, now)
@@ -379,7 +394,7 @@ type applied struct {
 
 // apply runs one event against exe: attempt counts the runs of this event (1 unless retried), k
 // is where its idempotency keys start.
-func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
+func (e *Engine) apply(ctx context.Context, exe *stead.Execution, ev stead.Event, now time.Time, k keyRef, attempt int) (*stead.Execution, stead.Bundle, applied, error) {
 	var out *stead.Execution
 	var box *executionWithContext
 	if e.roomy {
@@ -391,7 +406,7 @@ func (e *Engine) apply(exe *stead.Execution, ev stead.Event, now time.Time, k ke
 	}
 	out.UpdatedAt = now
 	s := stepper{e: e, in: exe, out: out, box: box, now: now, ev: ev, leaf: -1, root: -1, failedAt: -1,
-		keyVersion: k.version, nextAct: k.index, attempt: attempt}
+		keyVersion: k.version, nextAct: k.index, attempt: attempt, io: ctx}
 	s.b.ProcessedEventID = ev.ID
 	err := s.locate()
 	if err == nil {
@@ -430,6 +445,7 @@ func corrupt(exe *stead.Execution, format string, args ...any) error {
 // stepper is the state of one Step.
 type stepper struct {
 	e         *Engine
+	io        context.Context // what actions use for I/O (ActionContext.Context)
 	in        *stead.Execution
 	out       *stead.Execution
 	ev        stead.Event
@@ -1173,7 +1189,8 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 			}
 		}()
 		res, err = a.fn(ActionContext{Values: Values{c: c}, ExecutionID: s.in.ID, ParentID: s.in.ParentID,
-			State: s.e.nodes[owner].path, Event: ev, Attempt: max(s.attempt, 1), keyVersion: s.keyVersion, keyIndex: index})
+			State: s.e.nodes[owner].path, Event: ev, Attempt: max(s.attempt, 1), keyVersion: s.keyVersion, keyIndex: index,
+			ctx: s.io})
 	}()
 	if err != nil {
 		c.discard()

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -12,10 +13,12 @@ import (
 	"github.com/steadhq/stead"
 )
 
-// Action is a Go function a definition refers to by name. It runs inside Engine.Step, so it must
-// be deterministic given its ActionContext; work with side effects outside the process should be
-// made idempotent with ActionContext.Key. A returned error fails the execution, or takes the
-// nearest error transition.
+// Action is a Go function a definition refers to by name. It runs inside Engine.Step and may do
+// I/O — call an HTTP API, charge a card, ask a model — through ActionContext.Context. A step is
+// applied at least once: a worker that dies or loses its commit runs it again, so every effect
+// outside the process must be made idempotent with ActionContext.Key, which names the same step
+// on every run. A returned error fails the execution, takes the nearest error transition, or is
+// retried under the definition's Retry policy.
 type Action func(ActionContext) (ActionResult, error)
 
 // Guard decides whether a transition may be taken. It must be deterministic and free of side
@@ -250,6 +253,20 @@ type ActionContext struct {
 	// keyVersion and keyIndex are what Key names; the string is built only when asked for.
 	keyVersion int64
 	keyIndex   int
+	ctx        context.Context // Context's answer; nil outside a step
+}
+
+// Context is the context the action's I/O should use (HTTP requests, database calls, payment
+// providers, model calls). The worker cancels it when the action's deadline passes
+// (worker.Config.ActionTimeout) and when the worker is stopping and its ShutdownTimeout is over;
+// an action that sees it done should return its error, which fails the action like any other
+// error (its retry policy or error transition applies). A step run by Engine.Step, and a zero
+// ActionContext, give context.Background.
+func (a ActionContext) Context() context.Context {
+	if a.ctx == nil {
+		return context.Background()
+	}
+	return a.ctx
 }
 
 // Key is "<execution id>:<version>:<index>": stable across retries of the same step (a

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -140,7 +141,7 @@ func (s *stepper) clearRetry(dropEvent bool) {
 
 // whileRetrying handles an event that reaches an execution with a pending retry: the retry's own
 // timer applies the held event again; any other event waits behind it.
-func (e *Engine) whileRetrying(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+func (e *Engine) whileRetrying(ctx context.Context, exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
 	if ev.Kind == KindTimeout {
 		var d timeoutData
 		if json.Unmarshal(ev.Data, &d) == nil && d.Path == RetryTimerPath {
@@ -150,7 +151,7 @@ func (e *Engine) whileRetrying(exe *stead.Execution, ev stead.Event, now time.Ti
 				out.UpdatedAt = now
 				return &out, stead.Bundle{ProcessedEventID: ev.ID}, nil // an earlier arming's timer
 			}
-			return e.fireRetry(exe, ev, now)
+			return e.fireRetry(ctx, exe, ev, now)
 		}
 	}
 	out := *exe
@@ -172,7 +173,7 @@ func (e *Engine) whileRetrying(exe *stead.Execution, ev stead.Event, now time.Ti
 }
 
 // fireRetry applies the held event again, then lets the events that waited behind it through.
-func (e *Engine) fireRetry(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
+func (e *Engine) fireRetry(ctx context.Context, exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
 	head := exe.Deferred[0]
 	base := *exe
 	base.Deferred = slices.Clone(exe.Deferred[1:])
@@ -183,7 +184,7 @@ func (e *Engine) fireRetry(exe *stead.Execution, ev stead.Event, now time.Time) 
 	attempt := exe.InvokeSeq[retryAttemptsKey] + 1
 	// The timer's row was deleted when it fired, so its record is dropped without a cancel op.
 	base.Timers, base.InvokeSeq = withoutRetry(exe)
-	out, b, r, err := e.apply(&base, head, now, k, attempt)
+	out, b, r, err := e.apply(ctx, &base, head, now, k, attempt)
 	if err != nil {
 		return nil, stead.Bundle{}, err
 	}
@@ -193,5 +194,5 @@ func (e *Engine) fireRetry(exe *stead.Execution, ev stead.Event, now time.Time) 
 	}
 	// Whatever the attempt did, the events that waited behind it are due now. Their keys follow
 	// on from this step's version.
-	return e.redeliver(out, b, now, keyRef{version: exe.Version}, true)
+	return e.redeliver(ctx, out, b, now, keyRef{version: exe.Version}, true)
 }

@@ -97,6 +97,18 @@ func CheckNack(l *Lease, delay time.Duration) error {
 	return nil
 }
 
+// CheckExtend checks the arguments of an Extend: at most MaxBatch leases, each with a valid group
+// and token, and a visibility in (0, MaxVisibility]. An error wraps stead.ErrInvalid.
+func CheckExtend(ls []Lease, visibility time.Duration) error {
+	if err := CheckAck(ls); err != nil {
+		return err
+	}
+	if visibility <= 0 || visibility > MaxVisibility {
+		return check.Invalidf("visibility %v outside (0, %v]", visibility, MaxVisibility)
+	}
+	return nil
+}
+
 func checkLease(l *Lease) error {
 	if l == nil {
 		return check.Invalidf("lease is nil")

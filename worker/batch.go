@@ -11,19 +11,20 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// claimBatch claims up to BatchSize messages (the transport hands out at most one per execution;
-// only the shared transaction's claim takes several, see plan).
+// claimBatch claims up to max messages (the places the loop took, at most BatchSize; the
+// transport hands out at most one per execution, only the shared transaction's claim takes
+// several, see plan).
 // A partial batch waits up to BatchWait for more, so that under a trickle of events one flush
 // still serves several steps, while an idle worker adds no latency at all.
-func (w *Worker) claimBatch(ctx, work context.Context) ([]transport.Lease, error) {
+func (w *Worker) claimBatch(ctx, work context.Context, max int) ([]transport.Lease, error) {
 	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize)
+		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, max)
 	})
-	if err != nil || len(leases) == 0 || len(leases) >= w.cfg.BatchSize || w.cfg.BatchWait <= 0 {
+	if err != nil || len(leases) == 0 || len(leases) >= max || w.cfg.BatchWait <= 0 {
 		return leases, err
 	}
 	deadline := time.Now().Add(w.cfg.BatchWait)
-	for len(leases) < w.cfg.BatchSize && ctx.Err() == nil {
+	for len(leases) < max && ctx.Err() == nil {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break
@@ -34,7 +35,7 @@ func (w *Worker) claimBatch(ctx, work context.Context) ([]transport.Lease, error
 		if werr != nil {
 			break // the bound passed (or ctx is done): process what we have
 		}
-		more, err := w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, 0, w.cfg.BatchSize-len(leases))
+		more, err := w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, 0, max-len(leases))
 		if err != nil {
 			w.log.Warn("claim failed", slog.Any("err", err))
 			break
@@ -44,17 +45,26 @@ func (w *Worker) claimBatch(ctx, work context.Context) ([]transport.Lease, error
 	return leases, nil
 }
 
-// batch claims a batch and handles it: one LoadForEvents, one CommitBatch, one publish of every
-// emit, one AckOutbox and one AckBatch serve all of its steps. A lost compare-and-swap redelivers
-// only its own message.
+// batch claims a batch and handles it: one LoadForEvents, then the steps of its executions side
+// by side, then, for the steps that have ended, one CommitBatch, one publish of every emit, one
+// AckOutbox and one AckBatch. A lost compare-and-swap redelivers only its own message.
+//
+// A slow step does not hold the others of its batch: the batch commits what has ended roundWait
+// after its first step ended (see chainRun.round), and the steps still running commit in
+// later rounds as they end, on a goroutine of their own, so that the loop claims again at once.
 func (w *Worker) batch(ctx, work context.Context) (int, error) {
+	places := w.slots.take(ctx, w.cfg.BatchSize)
+	if places == 0 {
+		return 0, nil // stopping
+	}
 	start := w.tel.now()
-	leases, err := w.claimBatch(ctx, work)
+	leases, err := w.claimBatch(ctx, work, places)
+	w.slots.give(places - len(leases))
 	if err != nil || len(leases) == 0 {
 		return 0, err
 	}
+	w.beats.add(leases)
 	work, obs, span := w.tel.beginBatch(work, leases, start)
-	defer obs.end(span)
 	refs := make([]stead.EventRef, len(leases))
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
@@ -63,14 +73,35 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 	loaded, err := w.store.LoadForEvents(lctx, refs)
 	endSpan(lspan, err)
 	if err != nil {
+		w.slots.give(len(leases))
 		w.log.Warn("batch load failed", slog.Int("size", len(leases)), slog.Any("err", err))
 		obs.setAll(outcomeRetry)
 		for i := range leases {
 			w.nack(work, &leases[i], w.cfg.RetryDelay)
 		}
+		obs.end(span)
 		return len(leases), nil
 	}
-	p := w.plan(leases, loaded, obs)
+	run := w.startChains(ctx, work, leases, loaded, obs)
+	p := run.round(false)
+	w.commitPlan(work, leases, &p, obs)
+	if run.left == 0 {
+		obs.end(span)
+		return len(leases), nil
+	}
+	w.tails.Go(func() {
+		for run.left > 0 {
+			p := run.round(false)
+			w.commitPlan(work, leases, &p, obs)
+		}
+		obs.end(span)
+	})
+	return len(leases), nil
+}
+
+// commitPlan commits the steps of p, relays what they produced, acknowledges what p acks and
+// settles the rest.
+func (w *Worker) commitPlan(work context.Context, leases []transport.Lease, p *batchPlan, obs stepObsList) {
 	var ds []delivery
 	if len(p.items) > 0 {
 		cctx, cspan := w.tel.store(work, "CommitBatch", "stead_executions", len(p.items))
@@ -83,7 +114,7 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 				p.later = append(p.later, pending{leases[i], doRetry})
 			}
 		} else {
-			ds = w.sortResults(leases, &p, results)
+			ds = w.sortResults(leases, p, results)
 		}
 	}
 	for _, d := range ds {
@@ -98,7 +129,6 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 	for _, q := range p.later {
 		w.settle(work, &q.lease, q.v)
 	}
-	return len(leases), nil
 }
 
 // pending is a message to nack once the batch is done.
@@ -133,24 +163,96 @@ type chain struct {
 	thenAt int // the lease index of then
 }
 
-// plan admits and steps every loaded message of a batch. Consecutive leases of one group (a
-// SharedTx claim with GroupDepth above 1) form a chain: each message is admitted against the
-// state the ones before it left and stepped from it, and the whole chain commits as one item —
-// the final state, every bundle's side effects in order, every stepped event recorded processed,
-// and the version advanced by one per stepped event (each step runs at the version it would have
-// had alone, so the keys of its actions do not depend on the chaining).
-// A chain stops at the first message that is neither stepped nor dropped, and before the second
-// step of an execution that records its trace ring (one ring entry a commit); the messages of its
-// group after it are left to the transaction's end, which hands them back in order.
-func (w *Worker) plan(leases []transport.Lease, loaded []stead.Loaded, obs stepObsList) batchPlan {
-	p := batchPlan{obs: obs}
+// roundWait is how long a batch whose steps have started ending waits for more of them before it
+// commits those that ended (chainRun.round): long enough that the steps of a batch of quick
+// actions, ending within moments of each other, commit together; short enough that a slow one
+// holds the others for no longer than that.
+const roundWait = 10 * time.Millisecond
+
+// chainRun is the steps of one batch running side by side: each chain (the leases of one
+// group, see planChain) on a goroutine of its own, planned into a part of its own, so that
+// actions that wait on I/O overlap across executions while the steps of one execution keep
+// their order. Every chain holds the places (slots) of its leases until its last step has run.
+type chainRun struct {
+	parts []batchPlan // by chain
+	done  chan int    // the chains that ended; buffered for all of them, so no sender blocks
+	left  int         // chains not yet returned by round
+	obs   stepObsList
+}
+
+// startChains starts planning and stepping every chain of a batch. A batch of one chain runs on
+// the caller's goroutine. stop is the worker's run context: a chain that has not started when it
+// is done hands its messages back at once (planChain).
+func (w *Worker) startChains(stop, work context.Context, leases []transport.Lease, loaded []stead.Loaded, obs stepObsList) *chainRun {
+	var bounds []int // chain c is leases[bounds[c]:bounds[c+1]]
 	for i := 0; i < len(leases); {
+		bounds = append(bounds, i)
 		j := i + 1
 		for j < len(leases) && leases[j].Group == leases[i].Group {
 			j++
 		}
-		w.planChain(&p, leases, loaded, i, j)
 		i = j
+	}
+	bounds = append(bounds, len(leases))
+	n := len(bounds) - 1
+	r := &chainRun{parts: make([]batchPlan, n), done: make(chan int, n), left: n, obs: obs}
+	run := func(c int) {
+		i, j := bounds[c], bounds[c+1]
+		r.parts[c].obs = obs
+		w.planChain(stop, work, &r.parts[c], leases, loaded, i, j)
+		w.slots.give(j - i)
+		r.done <- c
+	}
+	if n == 1 {
+		run(0)
+		return r
+	}
+	for c := range n {
+		go run(c)
+	}
+	return r
+}
+
+// round waits for the chains still running — for all of them when all is set, else until one
+// has ended and then for at most roundWait more or until all have — and returns the plan of
+// those that ended, merged in the order of the batch, exactly as planning them one after
+// another would have produced it.
+func (r *chainRun) round(all bool) batchPlan {
+	ended := []int{<-r.done}
+	r.left--
+	var timer *time.Timer
+	if !all && r.left > 0 {
+		timer = time.NewTimer(roundWait)
+		defer timer.Stop()
+	}
+wait:
+	for r.left > 0 {
+		if timer == nil {
+			ended = append(ended, <-r.done)
+			r.left--
+			continue
+		}
+		select {
+		case c := <-r.done:
+			ended = append(ended, c)
+			r.left--
+		case <-timer.C:
+			break wait
+		}
+	}
+	if len(ended) == 1 {
+		return r.parts[ended[0]]
+	}
+	slices.Sort(ended)
+	p := batchPlan{obs: r.obs}
+	for _, c := range ended {
+		q := &r.parts[c]
+		p.items = append(p.items, q.items...)
+		p.stepped = append(p.stepped, q.stepped...)
+		p.events = append(p.events, q.events...)
+		p.chains = append(p.chains, q.chains...)
+		p.acks = append(p.acks, q.acks...)
+		p.later = append(p.later, q.later...)
 	}
 	return p
 }
@@ -171,9 +273,22 @@ func (p *batchPlan) add(it stead.CommitItem, lease int, ev stead.Event, c *chain
 	p.chains = append(p.chains, c)
 }
 
-// planChain admits and steps the leases i..j-1, all of one group, in order (see plan); a lease
-// alone of its group is a chain of one.
-func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i, j int) {
+// planChain admits and steps the leases of one chain. Consecutive leases of one group (a
+// SharedTx claim with GroupDepth above 1) form a chain: each message is admitted against the
+// state the ones before it left and stepped from it, and the whole chain commits as one item —
+// the final state, every bundle's side effects in order, every stepped event recorded processed,
+// and the version advanced by one per stepped event (each step runs at the version it would have
+// had alone, so the keys of its actions do not depend on the chaining).
+// A chain stops at the first message that is neither stepped nor dropped, and before the second
+// step of an execution that records its trace ring (one ring entry a commit); the messages of its
+// group after it are left to the transaction's end, which hands them back in order.
+//
+// A message reached once stopping is done is not stepped: the worker is stopping, and it is handed
+// back at once (a nack without delay), to be taken by another worker.
+//
+// planChain covers leases i..j-1, all of one group, in order; a lease alone of its group is a
+// chain of one. Its actions run under work (see Worker.stepOnce).
+func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases []transport.Lease, loaded []stead.Loaded, i, j int) {
 	exe := loadedAt(loaded, i).Execution
 	var version int64 // the loaded version: what the chain's commit expects
 	if exe != nil {
@@ -202,6 +317,12 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 		if first >= 0 && merged.Trace != nil {
 			break // one trace ring entry a commit: the rest is applied by later batches
 		}
+		if stopping.Err() != nil {
+			p.obs.at(k).set(outcomeDeferred)
+			stop(k, doResend)
+			k++
+			break
+		}
 		v, why := w.admit(exe, processed, l.Event)
 		if v == doAck {
 			p.obs.at(k).loaded(exe, processed, v)
@@ -226,7 +347,7 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 			// merged counts a start the first step applied before its event (Worker.step).
 			exe.Version = version + int64(1+len(merged.AlsoProcessed))
 		}
-		next, b, err := w.step(exe, l.Event)
+		next, b, err := w.step(work, exe, l.Event)
 		if err != nil {
 			p.obs.at(k).loaded(exe, processed, v)
 			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -93,7 +94,8 @@ func TestPlanChains(t *testing.T) {
 			wants := tc.want
 			for _, lost := range []bool{false, true} {
 				clear(rec.at)
-				p := w.plan(leases, loaded, nil)
+				ctx := context.Background()
+				p := w.startChains(ctx, ctx, leases, loaded, nil).round(true)
 				if len(p.items) != wants.items {
 					t.Fatalf("%d items, want %d", len(p.items), wants.items)
 				}
@@ -187,4 +189,41 @@ func pendingIDs(ps []pending) []string {
 		out = append(out, p.lease.Event.ID)
 	}
 	return out
+}
+
+// TestPlanStoppingHandsBack: once the worker is stopping, a batch's messages whose steps have not
+// started are handed back at once (a nack without delay) instead of being stepped; a chain that
+// stepped its first message hands back the rest after its commit.
+func TestPlanStoppingHandsBack(t *testing.T) {
+	t.Parallel()
+	w := &Worker{cfg: Config{Machines: Machines{"counter": counter{}}, Clock: time.Now}}
+	w.log = slog.New(slog.DiscardHandler)
+	exe := &stead.Execution{ID: "x", DefinitionID: "counter", Status: stead.StatusRunning, Version: 3,
+		Context: json.RawMessage(`{"n":0,"joined":0}`)}
+	var leases []transport.Lease
+	var loaded []stead.Loaded
+	for i, g := range []string{"x", "y", "y"} {
+		ev := stead.Event{ID: "e" + string(rune('0'+i)), Kind: "tick"}
+		leases = append(leases, transport.Lease{Message: transport.Message{Seq: int64(i + 1), Group: g, Event: ev}, Token: "t"})
+		e := *exe
+		e.ID = g
+		loaded = append(loaded, stead.Loaded{Execution: &e})
+	}
+	stopping, stop := context.WithCancel(context.Background())
+	stop()
+	p := w.startChains(stopping, context.Background(), leases, loaded, nil).round(true)
+	if len(p.items) != 0 || len(p.acks) != 0 {
+		t.Fatalf("a stopping worker stepped %d items and acked %d messages", len(p.items), len(p.acks))
+	}
+	var back []string
+	for _, q := range p.later {
+		if q.v != doResend {
+			t.Errorf("%s settled by verdict %d, want a nack without delay", q.lease.Event.ID, q.v)
+		}
+		back = append(back, q.lease.Event.ID)
+	}
+	// y's second message stays with its group: the transaction's end hands it back in order.
+	if want := []string{"e0", "e1"}; !slices.Equal(back, want) {
+		t.Fatalf("handed back %v, want %v", back, want)
+	}
 }

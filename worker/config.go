@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,14 @@ import (
 // the bundle of side effects that commit with it. *chart.Engine satisfies it.
 type Machine interface {
 	Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error)
+}
+
+// ContextMachine is a Machine that also takes a context for the actions of a step (their I/O),
+// which the worker prefers: it cancels that context at the step's ActionTimeout and when it
+// stops. *chart.Engine satisfies it (chart.ActionContext.Context).
+type ContextMachine interface {
+	Machine
+	StepContext(ctx context.Context, exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error)
 }
 
 // Machines maps a definition id to the machine that runs it. A versioned definition is keyed
@@ -48,7 +57,7 @@ const (
 	DefaultBatchSize      = 128
 	DefaultBatchWait      = 2 * time.Millisecond
 	DefaultGroupDepth     = 16
-	DefaultVisibility     = 30 * time.Second
+	DefaultVisibility     = 10 * time.Second
 	DefaultRetryDelay     = time.Second
 	DefaultSuspendRecheck = 5 * time.Second
 	DefaultTimerInterval  = 250 * time.Millisecond
@@ -57,6 +66,10 @@ const (
 	DefaultIdleWait       = time.Second
 	DefaultShutdown       = 30 * time.Second
 	DefaultStatsInterval  = 30 * time.Second
+	// DefaultMaxWorkers is River's default for the same bound: enough for actions waiting on
+	// I/O, few enough not to swamp what they call.
+	DefaultMaxWorkers    = 100
+	DefaultActionTimeout = time.Minute
 	// relayPage is how many outbox rows, spawn intents or timers one relay claim takes.
 	relayPage = 256
 )
@@ -86,8 +99,12 @@ type Config struct {
 	// BatchWait bounds how long a loop holding a partial batch waits for more messages before it
 	// processes what it has (default 2 ms; negative means never wait).
 	BatchWait time.Duration
-	// Visibility is the transport lease of a claimed message (default 30 s): a worker that dies
-	// holding it delays that execution's next event by at most this long.
+	// Visibility is the transport lease of a claimed message (default 10 s): a worker that dies
+	// holding it delays that execution's next event by at most this long. A step that runs
+	// longer keeps its lease alive (its message's lease is extended every Visibility/3, where
+	// the transport implements transport.Extender), so Visibility need not cover the slowest
+	// action; in a shared transaction, which holds its messages by itself, the steps of a batch
+	// must end within Visibility/3.
 	Visibility time.Duration
 	// RetryDelay is how long a message waits before redelivery after a store, transport or engine
 	// error (default 1 s).
@@ -157,6 +174,22 @@ type Config struct {
 	// call, so OnFinish suits notifications and metrics; what must not be lost reads the store
 	// (Client.Wait, or a listing of finished executions).
 	OnFinish func(exe *stead.Execution)
+
+	// Steps: how many run at once, and for how long.
+
+	// MaxWorkers bounds how many steps the worker runs at once, across all its claim loops
+	// (default 100). Steps of different executions run side by side, each on its own goroutine;
+	// the steps of one execution run in order. A loop claims no more messages than there are
+	// free places, so a claimed message starts at once instead of waiting behind slow actions,
+	// and what this worker cannot start stays claimable by another. A place is held from the
+	// claim until the message's step has run (unbatched, until it is settled).
+	MaxWorkers int
+	// ActionTimeout is the deadline of one event's step: the context its actions get
+	// (chart.ActionContext.Context, through ContextMachine) is cancelled once it passes
+	// (default 1 min; negative means none). The context is also cancelled when the worker stops
+	// and ShutdownTimeout has passed, and, in a shared transaction, at the transaction's own
+	// deadline (Visibility/3).
+	ActionTimeout time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -218,6 +251,13 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.IdleWait, DefaultIdleWait)
 	def(&c.ShutdownTimeout, DefaultShutdown)
 	def(&c.StatsInterval, DefaultStatsInterval)
+	if c.MaxWorkers < 0 {
+		return c, fmt.Errorf("worker: max workers %d is negative", c.MaxWorkers)
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = DefaultMaxWorkers
+	}
+	def(&c.ActionTimeout, DefaultActionTimeout)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -34,8 +34,17 @@
 //
 // Delivery is at least once and application is exactly once: an event may be published twice,
 // but an execution applies each event id at most once, because the processed-event marker commits
-// atomically with the state it produced. Actions with external side effects must therefore be
-// idempotent: a step can run again if the worker dies before its commit.
+// atomically with the state it produced. Actions may do I/O — HTTP calls, payments, model calls —
+// through chart.ActionContext.Context (the worker passes it through ContextMachine and ends it at
+// Config.ActionTimeout and at shutdown), and must make every external effect idempotent with
+// chart.ActionContext.Key: a step runs again if the worker dies before its commit.
+//
+// Steps of different executions run side by side, up to Config.MaxWorkers at once across the
+// claim loops; the steps of one execution run one at a time, in order. A loop claims no more
+// messages than it has free places for, so nothing it claims waits behind a slow action, and a
+// batch commits the steps that have ended without waiting for one still running. While a step
+// runs, its message's lease is extended every Visibility/3 (transport.Extender), so a slow action
+// needs no long lease and a worker that dies frees its work within Visibility.
 //
 // A Client is the sender side: Create persists a new execution together with its start event in
 // the outbox (so a crash right after cannot lose the start), Send publishes an event.

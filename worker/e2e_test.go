@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +36,10 @@ const (
 	envHelperEffects = "STEAD_TEST_HELPER_EFFECTS"
 	envHelperName    = "STEAD_TEST_HELPER_NAME"
 	envHelperShared  = "STEAD_TEST_HELPER_SHARED" // "1": run in the shared-transaction mode
+	// envHelperPause is how long each "record" action takes (a Go duration; default 1 ms), and
+	// envHelperMaxWorkers the worker's MaxWorkers (default: the worker's default).
+	envHelperPause      = "STEAD_TEST_HELPER_PAUSE"
+	envHelperMaxWorkers = "STEAD_TEST_HELPER_MAX_WORKERS"
 )
 
 // TestMain runs the package's tests, or, when the helper variables are set, a worker process for
@@ -95,7 +100,11 @@ func effectsMachine(ledger *effectsLedger, name string, pause time.Duration) (wo
 			}
 		}
 		if pause > 0 {
-			time.Sleep(pause)
+			select {
+			case <-time.After(pause):
+			case <-c.Context().Done():
+				return chart.ActionResult{}, c.Context().Err()
+			}
 		}
 		return chart.ActionResult{Set: map[string]any{"n": c.Float("n") + 1}}, nil
 	})
@@ -123,7 +132,20 @@ func helperWorker() int {
 	}
 	defer ledger.db.Close()
 	name := os.Getenv(envHelperName)
-	machines, err := effectsMachine(ledger, name, time.Millisecond)
+	pause, maxWorkers := time.Millisecond, 0
+	if v := os.Getenv(envHelperPause); v != "" {
+		if pause, err = time.ParseDuration(v); err != nil {
+			log.Error("pause", slog.Any("err", err))
+			return 3
+		}
+	}
+	if v := os.Getenv(envHelperMaxWorkers); v != "" {
+		if maxWorkers, err = strconv.Atoi(v); err != nil {
+			log.Error("max workers", slog.Any("err", err))
+			return 3
+		}
+	}
+	machines, err := effectsMachine(ledger, name, pause)
 	if err != nil {
 		log.Error("machine", slog.Any("err", err))
 		return 3
@@ -145,7 +167,7 @@ func helperWorker() int {
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 		Concurrency: 4, BatchSize: 8, Visibility: 2 * time.Second, RelayLease: 2 * time.Second,
 		RelayInterval: 200 * time.Millisecond, IdleWait: 50 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
-		SharedTx: shared, Logger: log,
+		SharedTx: shared, Logger: log, MaxWorkers: maxWorkers,
 	})
 	if err != nil {
 		log.Error("worker", slog.Any("err", err))

@@ -192,7 +192,7 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			tr = traces[s.ParentID]
 		}
 		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock(), Trace: tr}
-		next, b, err := w.step(child, ev)
+		next, b, err := w.step(ctx, child, ev)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
 			continue

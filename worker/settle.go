@@ -144,6 +144,7 @@ func (w *Worker) ack(ctx context.Context, ls []transport.Lease) {
 	if len(ls) == 0 {
 		return
 	}
+	w.beats.drop(ls...)
 	actx, span := w.tel.transport(ctx, "AckBatch", len(ls))
 	err := w.tr.AckBatch(actx, ls)
 	endSpan(span, err)
@@ -157,6 +158,7 @@ func (w *Worker) ack(ctx context.Context, ls []transport.Lease) {
 // nack hands l back, to be claimable again after delay; a failure is logged and retried by the
 // settler.
 func (w *Worker) nack(ctx context.Context, l *transport.Lease, delay time.Duration) {
+	w.beats.drop(*l)
 	nctx, span := w.tel.transport(ctx, "Nack", 1)
 	err := w.tr.Nack(nctx, l, delay)
 	endSpan(span, err)

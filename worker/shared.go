@@ -77,6 +77,12 @@ type Tx interface {
 // in a statement of at most a third, then idle for a third: the groups are free within Visibility
 // of the claim. The steps of a shared batch must therefore finish well within Visibility/3.
 func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
+	places := w.slots.take(ctx, w.cfg.BatchSize) // before BEGIN: no transaction waits for places
+	if places == 0 {
+		return 0, nil // stopping
+	}
+	claimed := 0
+	defer func() { w.slots.give(places - claimed) }()
 	work, cancel := context.WithTimeout(outer, w.cfg.Visibility/3)
 	defer cancel()
 	tx, err := w.cfg.SharedTx.Begin(work)
@@ -86,11 +92,12 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(outer)) }()
 	start := w.tel.now()
 	leases, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, w.cfg.BatchSize, w.cfg.GroupDepth)
+		return tx.Claim(work, w.cfg.Name, w.cfg.Visibility, minPriority, places, w.cfg.GroupDepth)
 	})
 	if err != nil || len(leases) == 0 {
 		return 0, err
 	}
+	claimed = len(leases) // their places are freed as their chains' steps end
 	// Every outcome is provisional until the transaction commits: a failure below rolls back,
 	// which hands every message back, and records them all as retries.
 	work, obs, span := w.tel.beginBatch(work, leases, start)
@@ -110,11 +117,15 @@ func (w *Worker) sharedBatch(ctx, outer context.Context) (int, error) {
 	endSpan(lspan, err)
 	if err != nil {
 		// Rolling back releases the claims: the messages are claimable again at once.
+		claimed = 0 // nothing was stepped: every place is freed
 		w.log.Warn("batch load failed", slog.Any("err", err))
 		sleep(ctx, w.cfg.RetryDelay)
 		return len(leases), nil
 	}
-	p := w.plan(leases, loaded, obs)
+	// A transaction cannot commit part of a batch and keep holding the rest (the groups it
+	// claimed are free for others once it ends), so it waits for every step: the slowest
+	// bounds the batch, within the transaction's deadline.
+	p := w.startChains(ctx, work, leases, loaded, obs).round(true)
 	if len(leases) == 1 {
 		committed = w.sharedOne(ctx, outer, work, tx, leases[0], &p)
 		return 1, nil

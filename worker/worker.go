@@ -24,6 +24,9 @@ type Worker struct {
 	log     *slog.Logger
 	retries *settler // acks and nacks that failed, retried until their lease ends
 	tel     *telemetry
+	slots   slots      // places for steps running at once (MaxWorkers), shared by the loops
+	beats   *heartbeat // the leases of running steps; nil when the transport cannot extend
+	tails   sync.WaitGroup
 }
 
 // New validates cfg, applies the defaults and returns a worker ready to Run.
@@ -36,8 +39,17 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: telemetry: %w", err)
 	}
-	return &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
-		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), tel: tel}, nil
+	w := &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
+		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), tel: tel,
+		slots: newSlots(cfg.MaxWorkers)}
+	if cfg.Transport.CanExtend() {
+		var maxAge time.Duration
+		if cfg.ActionTimeout > 0 {
+			maxAge = 2*cfg.ActionTimeout + cfg.Visibility
+		}
+		w.beats = newHeartbeat(cfg.Visibility, maxAge)
+	}
+	return w, nil
 }
 
 // Run works until ctx is done, then stops claiming, lets the steps in flight finish (bounded by
@@ -83,6 +95,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	var settling sync.WaitGroup
 	settling.Go(func() { w.runSettler(settleCtx) })
 	defer func() { stopSettler(); settling.Wait() }()
+	if w.beats != nil {
+		// The heartbeat outlives the loops: steps still running at shutdown keep their leases.
+		beatCtx, stopBeats := context.WithCancel(work)
+		settling.Go(func() { w.beats.run(beatCtx, w.tr, w.log) })
+		defer stopBeats()
+	} else {
+		w.log.Info("the transport cannot extend leases: a step must end within Visibility")
+	}
 
 	var wg sync.WaitGroup
 	for i := 0; i < w.cfg.Concurrency; i++ {
@@ -107,6 +127,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	w.tails.Wait() // the batches whose slow steps outlived their loop's turn
 	w.log.Info("worker stopped")
 	return nil
 }
@@ -139,7 +160,7 @@ func (w *Worker) loop(ctx, work context.Context) {
 		case w.cfg.BatchSize > 1:
 			n, err = w.batch(ctx, work)
 		default:
-			n, err = w.one(work)
+			n, err = w.one(ctx, work)
 		}
 		if err != nil {
 			failures++
@@ -240,12 +261,14 @@ func startEvent(exe *stead.Execution) stead.Event {
 // it applies the start and then ev from the state the start left, as a chain of two: one bundle
 // with the start as ProcessedEventID and ev in AlsoProcessed, each step at the version it would
 // have had alone. An execution that records its trace ring keeps ev's entry (one entry a commit).
-func (w *Worker) step(exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error) {
+//
+// ctx is the context of the step's actions (see stepOnce).
+func (w *Worker) step(ctx context.Context, exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error) {
 	if !startsFirst(exe, ev) {
-		return w.stepOnce(exe, ev)
+		return w.stepOnce(ctx, exe, ev)
 	}
 	start := startEvent(exe)
-	started, b, err := w.stepOnce(exe, start)
+	started, b, err := w.stepOnce(ctx, exe, start)
 	if err != nil {
 		return nil, b, err
 	}
@@ -254,7 +277,7 @@ func (w *Worker) step(exe *stead.Execution, ev stead.Event) (*stead.Execution, s
 	}
 	version := exe.Version
 	started.Version = version + 1
-	next, b2, err := w.stepOnce(started, ev)
+	next, b2, err := w.stepOnce(ctx, started, ev)
 	if err != nil {
 		return nil, b, err
 	}
@@ -269,8 +292,10 @@ func (w *Worker) step(exe *stead.Execution, ev stead.Event) (*stead.Execution, s
 }
 
 // stepOnce runs the execution's machine, turning a panic into an error so that one bad
-// definition cannot take the worker down.
-func (w *Worker) stepOnce(exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
+// definition cannot take the worker down. A ContextMachine's actions get ctx, cut at
+// ActionTimeout: ctx ends when the worker's ShutdownTimeout has passed (or a shared
+// transaction's deadline), never merely because a stop was asked for.
+func (w *Worker) stepOnce(ctx context.Context, exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
 	m := w.cfg.Machines[exe.DefinitionID]
 	if m == nil {
 		return nil, b, fmt.Errorf("worker: no machine for definition %q", exe.DefinitionID)
@@ -281,7 +306,16 @@ func (w *Worker) stepOnce(exe *stead.Execution, ev stead.Event) (next *stead.Exe
 		}
 	}()
 	now := w.cfg.Clock()
-	next, b, err = m.Step(exe, ev, now)
+	if cm, ok := m.(ContextMachine); ok {
+		if w.cfg.ActionTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, w.cfg.ActionTimeout)
+			defer cancel()
+		}
+		next, b, err = cm.StepContext(ctx, exe, ev, now)
+	} else {
+		next, b, err = m.Step(exe, ev, now)
+	}
 	if err == nil && next == nil {
 		err = fmt.Errorf("worker: step of %q returned no execution", exe.ID)
 	}
@@ -293,8 +327,13 @@ func (w *Worker) stepOnce(exe *stead.Execution, ev stead.Event) (next *stead.Exe
 }
 
 // one claims and handles a single message in its own transactions; it returns how many it
-// handled (0 or 1).
-func (w *Worker) one(work context.Context) (int, error) {
+// handled (0 or 1). It claims only once a place is free (MaxWorkers), and holds the place until
+// the message is settled.
+func (w *Worker) one(ctx, work context.Context) (int, error) {
+	if w.slots.take(ctx, 1) == 0 {
+		return 0, nil // stopping
+	}
+	defer w.slots.give(1)
 	start := w.tel.now()
 	ls, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
 		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, 1)
@@ -302,6 +341,7 @@ func (w *Worker) one(work context.Context) (int, error) {
 	if err != nil || len(ls) == 0 {
 		return 0, err
 	}
+	w.beats.add(ls)
 	o := w.tel.begin(work, &ls[0], start)
 	o.claimed()
 	o.end(w.handle(o.ctx, &ls[0], &o))
@@ -343,7 +383,7 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease, o *stepObs) err
 		w.settle(ctx, l, v)
 		return nil
 	}
-	next, b, err := w.step(exe, ev)
+	next, b, err := w.step(ctx, exe, ev)
 	if err != nil {
 		w.logLease(ctx, slog.LevelError, l, "step failed", slog.Any("err", err))
 		o.set(outcomeActionError)

@@ -351,7 +351,7 @@ func TestStartFirstKeepsKeysAndVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := &stead.Execution{ID: "x", DefinitionID: "counter", Status: stead.StatusPending, Version: 1}
-	next, b, err := w.step(exe, stead.Event{ID: "t1", Kind: "tick"})
+	next, b, err := w.step(context.Background(), exe, stead.Event{ID: "t1", Kind: "tick"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestStartFirstKeepsKeysAndVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, b, err = w.step(loaded, stead.Event{ID: "t1", Kind: "tick"})
+	next, b, err = w.step(context.Background(), loaded, stead.Event{ID: "t1", Kind: "tick"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,8 +126,9 @@ func (s *supplier) place(key, item string, attempt int) (string, error) {
 func registry(sup *supplier) *chart.Registry {
 	reg := chart.NewRegistry()
 	// check_budget calls the budget service, which is slow. Actions run inside the worker's
-	// step, before its commit: keep them well within the worker's lease (Config.Visibility,
-	// 30 s), and hand work of minutes to a system of its own, reporting back with an event.
+	// step, before its commit, with c.Context() for their calls: it ends at the worker's
+	// Config.ActionTimeout (1 min) and when the worker stops. Hand work of minutes to a system
+	// of its own, reporting back with an event.
 	reg.Selector("check_budget", []string{"within", "over"}, func(c chart.ActionContext) (chart.ActionResult, error) {
 		time.Sleep(200 * time.Millisecond) // the budget service thinking
 		if c.Float("amount") > 5000 {

@@ -39,7 +39,10 @@ type backend struct {
 	leased [transport.MaxPriority + 1]groupHeap // by (until, id); parked groups too
 }
 
-var _ transport.Backend = (*backend)(nil)
+var (
+	_ transport.Backend  = (*backend)(nil)
+	_ transport.Extender = (*backend)(nil)
+)
 
 type group struct {
 	id       string
@@ -211,6 +214,24 @@ func (b *backend) Nack(_ context.Context, l *transport.Lease, delay time.Duratio
 	heap.Push(&b.free[g.priority], g)
 	b.sig.Notify()
 	return nil
+}
+
+// Extend implements transport.Extender.
+func (b *backend) Extend(_ context.Context, ls []transport.Lease, visibility time.Duration) (int, error) {
+	if err := b.lock(); err != nil {
+		return 0, err
+	}
+	defer b.mu.Unlock()
+	until := b.now().Add(visibility)
+	n := 0
+	for i := range ls {
+		if g := b.held(&ls[i]); g != nil {
+			g.until = until
+			heap.Fix(&b.leased[g.priority], g.index)
+			n++
+		}
+	}
+	return n, nil
 }
 
 // held returns the group l still holds, or nil when the lease is stale.

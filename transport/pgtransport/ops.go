@@ -20,6 +20,7 @@ type statements struct {
 	publish, claim, ack, nack, release, queueStats string
 	claimHeld, ackHeld, nackHeld                   string
 	claimHeldGroups, ackHeldGroups                 string
+	extend                                         string
 }
 
 // byName pairs every statement with its text under the name of the text's constant in sql.go.
@@ -36,6 +37,7 @@ func (s *statements) byName() map[string]statement {
 		"sqlAckHeldGroups":   {&s.ackHeldGroups, sqlAckHeldGroups},
 		"sqlNackHeld":        {&s.nackHeld, sqlNackHeld},
 		"sqlQueueStats":      {&s.queueStats, sqlQueueStats},
+		"sqlExtend":          {&s.extend, sqlExtend},
 	}
 }
 

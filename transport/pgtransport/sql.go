@@ -41,3 +41,9 @@ const sqlQueueStats = `SELECT q.priority, q.depth,
 		FROM {schema}transport_messages m JOIN {schema}transport_groups g ON g.group_id = m.group_id
 		GROUP BY g.priority) AS q
 	ORDER BY q.priority`
+
+// sqlExtend is sent by Extend: it moves the end of every lease whose token still holds its group,
+// by the primary key.
+const sqlExtend = `UPDATE {schema}transport_groups t SET lease_until = $3::timestamptz
+	FROM unnest($1::text[], $2::text[]) AS x(group_id, token)
+	WHERE t.group_id = x.group_id AND t.locked_by = x.token`

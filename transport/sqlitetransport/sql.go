@@ -71,3 +71,6 @@ const sqlQueueStats = `SELECT q.priority, q.depth,
 		FROM transport_messages m JOIN transport_groups g ON g.group_id = m.group_id
 		GROUP BY g.priority) AS q
 	ORDER BY q.priority`
+
+// sqlExtend moves the end of a lease its token still holds (transport.Extender).
+const sqlExtend = `UPDATE transport_groups SET lock_until = ?1 WHERE group_id = ?2 AND locked_by = ?3`

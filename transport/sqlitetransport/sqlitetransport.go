@@ -373,6 +373,25 @@ func (b *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Durat
 	return err
 }
 
+// Extend implements transport.Extender in one write transaction.
+func (b *backend) Extend(ctx context.Context, ls []transport.Lease, visibility time.Duration) (int, error) {
+	var n int64
+	err := b.write(ctx, "extend", func(ctx context.Context) error {
+		n = 0
+		until := micros(b.now().Add(visibility))
+		for _, l := range ls {
+			res, err := b.st.extend.ExecContext(ctx, until, l.Group, l.Token)
+			if err != nil {
+				return err
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		return nil
+	})
+	return int(n), err
+}
+
 // Wait implements transport.Backend: it wakes on this process's publishes, acks and nacks at
 // once, and after the poll interval otherwise.
 func (b *backend) Wait(ctx context.Context) error {

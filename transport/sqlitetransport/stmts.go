@@ -15,6 +15,7 @@ type stmts struct {
 	ackMessage, ackFree             *sql.Stmt
 	ackDeleteGroup                  *sql.Stmt
 	nackPark, nackRelease           *sql.Stmt
+	extend                          *sql.Stmt
 	queueStats                      *sql.Stmt
 
 	prepared []*sql.Stmt // every statement above that prepare made, for close
@@ -44,6 +45,7 @@ func (s *stmts) byName() map[string]statement {
 		"sqlNackPark":             {&s.nackPark, sqlNackPark},
 		"sqlNackRelease":          {&s.nackRelease, sqlNackRelease},
 		"sqlQueueStats":           {&s.queueStats, sqlQueueStats},
+		"sqlExtend":               {&s.extend, sqlExtend},
 	}
 }
 

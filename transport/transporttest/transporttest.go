@@ -68,6 +68,11 @@ var groups = []group{
 		{"removes_message_nack_returns_it", testAckRemovesNackReturns},
 		{"after_expiry_without_reclaim_lands", testAckAfterExpiry},
 	}},
+	{"extend", []rule{
+		{"keeps_the_group_held", testExtendHolds},
+		{"stale_changes_nothing", testExtendStale},
+		{"input_is_checked", testExtendInput},
+	}},
 	{"nack", []rule{
 		{"returns_to_group_head", testNackReturnsToHead},
 		{"delay_parks_group", testPark},
@@ -799,6 +804,7 @@ func testClosed(t *testing.T, f Factory) {
 		"Ack":          func() error { return tr.Ack(ctx, lease) },
 		"AckBatch":     func() error { return tr.AckBatch(ctx, []transport.Lease{*lease}) },
 		"Nack":         func() error { return tr.Nack(ctx, lease, 0) },
+		"Extend":       func() error { _, err := tr.Extend(ctx, []transport.Lease{*lease}, Visibility); return err },
 		"Wait":         func() error { return tr.Wait(ctx) },
 	}
 	for name, call := range calls {
@@ -818,4 +824,89 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// extend extends ls by vis and requires the count want; a backend without Extender skips.
+func (e *env) extend(ls []transport.Lease, vis time.Duration, want int) {
+	e.t.Helper()
+	if !e.tr.CanExtend() {
+		e.t.Skip("the backend does not implement transport.Extender")
+	}
+	n, err := e.tr.Extend(e.ctx, ls, vis)
+	if err != nil || n != want {
+		e.t.Fatalf("Extend = %d, %v; want %d", n, err, want)
+	}
+}
+
+func testExtendHolds(t *testing.T, f Factory) {
+	e := newEnv(t, f)
+	e.publish("G", "g1", 0)
+	e.publish("H", "h1", 0)
+	g := e.claimID("w1", 10*time.Second, 0, "g1")
+	e.clock.Advance(8 * time.Second)
+	e.extend([]transport.Lease{*g}, 10*time.Second, 1) // now until Start+18s
+	e.clock.Advance(9 * time.Second)                   // past the claim's own end
+	h := e.claimID("w2", 10*time.Second, 0, "h1")      // H is free; G is still held
+	e.claimID("w2", 10*time.Second, 0, "")
+	e.clock.Advance(time.Second) // the extended lease ends exactly now: it still holds
+	e.claimID("w2", 10*time.Second, 0, "")
+	e.clock.Advance(time.Millisecond)
+	e.claimID("w2", 10*time.Second, 0, "g1")
+	// A lease that ended unclaimed is still its token's, as for Ack: it extends.
+	e.clock.Advance(time.Minute)
+	e.extend([]transport.Lease{*h}, 10*time.Second, 1)
+	e.claimID("w3", 10*time.Second, 0, "g1") // w2's lease of G ended unextended
+	e.claimID("w3", 10*time.Second, 0, "")   // H is held again
+	e.ack(h)
+}
+
+func testExtendStale(t *testing.T, f Factory) {
+	e := newEnv(t, f)
+	e.publish("G", "g1", 0)
+	e.publish("G", "g2", 0)
+	e.publish("H", "h1", 0)
+	stale := e.claimID("w1", 10*time.Second, 0, "g1")
+	acked := e.claimID("w3", 10*time.Second, 0, "h1")
+	e.ack(acked)
+	e.clock.Advance(11 * time.Second)
+	e.claimID("w2", 10*time.Second, 0, "g1") // the current holder, never acked
+	// The stale lease and the acked one extend nothing; the current holder's lease is as it was.
+	e.extend([]transport.Lease{*stale, *acked}, time.Hour, 0)
+	e.clock.Advance(10*time.Second + time.Millisecond)
+	next := e.claimID("w4", 10*time.Second, 0, "g1")
+	e.ack(next)
+	e.claimID("w4", 10*time.Second, 0, "g2")
+}
+
+func testExtendInput(t *testing.T, f Factory) {
+	e := newEnv(t, f)
+	if !e.tr.CanExtend() {
+		if _, err := e.tr.Extend(e.ctx, nil, Visibility); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("Extend without an Extender = %v, want ErrUnsupported", err)
+		}
+		t.Skip("the backend does not implement transport.Extender")
+	}
+	l := transport.Lease{Message: transport.Message{Group: "G", Seq: 1}, Token: "w:1"}
+	for name, call := range map[string]func() error{
+		"zero_visibility": func() error { _, err := e.tr.Extend(e.ctx, []transport.Lease{l}, 0); return err },
+		"over_max": func() error {
+			_, err := e.tr.Extend(e.ctx, []transport.Lease{l}, transport.MaxVisibility+1)
+			return err
+		},
+		"no_token": func() error {
+			_, err := e.tr.Extend(e.ctx, []transport.Lease{{Message: l.Message}}, Visibility)
+			return err
+		},
+		"too_many": func() error {
+			_, err := e.tr.Extend(e.ctx, make([]transport.Lease, transport.MaxBatch+1), Visibility)
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, stead.ErrInvalid) {
+			t.Errorf("%s: Extend = %v, want ErrInvalid", name, err)
+		}
+	}
+	if n, err := e.tr.Extend(e.ctx, nil, Visibility); n != 0 || err != nil {
+		t.Fatalf("Extend of no lease = %d, %v", n, err)
+	}
 }
