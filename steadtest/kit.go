@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -46,6 +48,17 @@ func WithSettleTimeout(d time.Duration) Option {
 	}
 }
 
+// WithLogger sets the logger of the kit's worker and client. The default writes warnings and
+// errors (a failed execution, a failed step) to standard error and leaves out the worker's
+// informational lines, which every test would otherwise print.
+func WithLogger(l *slog.Logger) Option {
+	return func(k *Kit) {
+		if l != nil {
+			k.log = l
+		}
+	}
+}
+
 // Kit runs statechart definitions with their real actions on the memory backend under a virtual
 // clock. Register actions, guards and definitions first; the first call that needs the engine
 // (Create, Send, Advance …) starts a worker that runs until the test ends.
@@ -60,6 +73,7 @@ func WithSettleTimeout(d time.Duration) Option {
 type Kit struct {
 	tb            testing.TB
 	settleTimeout time.Duration
+	log           *slog.Logger
 
 	reg  *chart.Registry
 	defs []*chart.Definition
@@ -86,7 +100,8 @@ type Kit struct {
 // New returns a kit for tb; it stops its worker and closes its store when the test ends.
 func New(tb testing.TB, opts ...Option) *Kit {
 	tb.Helper()
-	k := &Kit{tb: tb, settleTimeout: DefaultSettleTimeout, reg: chart.NewRegistry(), now: DefaultEpoch()}
+	k := &Kit{tb: tb, settleTimeout: DefaultSettleTimeout, reg: chart.NewRegistry(), now: DefaultEpoch(),
+		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	for _, o := range opts {
 		o(k)
 	}
@@ -194,7 +209,7 @@ func (k *Kit) startErr() error {
 	k.store = memstore.New()
 	k.probe = newProbe(memtransport.New(memtransport.WithClock(k.Now)).Backend(), k.Now)
 	k.tr = transport.New(k.probe)
-	k.client = &worker.Client{Store: k.store, Transport: k.tr, Known: k.machines, Clock: k.Now}
+	k.client = &worker.Client{Store: k.store, Transport: k.tr, Known: k.machines, Clock: k.Now, Logger: k.log}
 	w, err := worker.New(worker.Config{
 		Store: k.store, Transport: k.tr, Machines: k.machines, Name: "steadtest", Clock: k.Now,
 		// One loop taking one message at a time applies events in the order the transport
@@ -204,6 +219,7 @@ func (k *Kit) startErr() error {
 		// relay: a step's emits and spawns are delivered before its message is acknowledged.
 		TimerInterval: -1, RelayInterval: -1,
 		IdleWait: time.Second,
+		Logger:   k.log,
 	})
 	if err != nil {
 		_ = k.tr.Close()

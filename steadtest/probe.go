@@ -163,3 +163,13 @@ func (p *probe) Close() error {
 	p.mu.Unlock()
 	return p.inner.Close()
 }
+
+// Extend passes the worker's heartbeat through to the memory transport, which extends leases,
+// so that a kit's actions are held as a deployment's are.
+func (p *probe) Extend(ctx context.Context, ls []transport.Lease, visibility time.Duration) (int, error) {
+	ext, ok := p.inner.(transport.Extender)
+	if !ok {
+		return 0, nil
+	}
+	return ext.Extend(ctx, ls, visibility)
+}
