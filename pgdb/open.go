@@ -210,39 +210,11 @@ func ping(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error 
 	return pool.Ping(ctx)
 }
 
-// applyNet sets what keeps a silent server from holding a call: the connect timeout, keepalives,
-// TCP_USER_TIMEOUT, the call deadlines, the acquire's liveness ping, and for several hosts the
-// read-write check and their order.
+// applyNet sets what keeps a silent server from holding a call on cfg's connections (see
+// applyConn), orders several hosts for each new connection, and sets the acquire's liveness ping.
 func (c Config) applyNet(cfg *pgxpool.Config) {
-	cc := cfg.ConnConfig
-	connect := c.ConnectTimeout
-	if connect == 0 {
-		connect = cc.ConnectTimeout // the URL's connect_timeout
-	}
-	if connect == 0 {
-		connect = DefaultConnectTimeout
-	}
-	cc.ConnectTimeout = connect
-	keepAlive, user := c.KeepAlive, c.TCPUserTimeout
-	if keepAlive == 0 {
-		keepAlive = DefaultKeepAlive
-	}
-	if user == 0 {
-		user = DefaultTCPUserTimeout
-	}
 	h := newHosts()
-	cc.DialFunc = h.dial(dialer(connect, keepAlive, user))
-	if len(cc.Fallbacks) > 0 && cc.ValidateConnect == nil {
-		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
-	}
-	refuse := cc.OnPgError
-	cc.OnPgError = func(pc *pgconn.PgConn, e *pgconn.PgError) bool {
-		if e.Code == readOnlySQLTransaction {
-			return false // a read-only server (a demoted primary, a standby): close the connection
-		}
-		return refuse == nil || refuse(pc, e)
-	}
-	cc.Tracer = newDeadlines(c.callTimeout(), h, cc.Tracer)
+	c.applyConn(cfg.ConnConfig, h)
 	before, after := cfg.BeforeConnect, cfg.AfterConnect
 	cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
 		h.order(cc)
@@ -264,4 +236,53 @@ func (c Config) applyNet(cfg *pgxpool.Config) {
 	if cfg.PingTimeout == 0 {
 		cfg.PingTimeout = DefaultPingTimeout
 	}
+}
+
+// applyConn sets the connect timeout, keepalives and TCP_USER_TIMEOUT, the call deadlines, the
+// read-write check for several hosts, and the drop of a connection a read-only server refused.
+func (c Config) applyConn(cc *pgx.ConnConfig, h *hosts) {
+	connect := c.ConnectTimeout
+	if connect == 0 {
+		connect = cc.ConnectTimeout // the URL's connect_timeout
+	}
+	if connect == 0 {
+		connect = DefaultConnectTimeout
+	}
+	cc.ConnectTimeout = connect
+	keepAlive, user := c.KeepAlive, c.TCPUserTimeout
+	if keepAlive == 0 {
+		keepAlive = DefaultKeepAlive
+	}
+	if user == 0 {
+		user = DefaultTCPUserTimeout
+	}
+	cc.DialFunc = h.dial(dialer(connect, keepAlive, user))
+	if len(cc.Fallbacks) > 0 && cc.ValidateConnect == nil {
+		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+	}
+	refuse := cc.OnPgError
+	cc.OnPgError = func(pc *pgconn.PgConn, e *pgconn.PgError) bool {
+		if e.Code == readOnlySQLTransaction {
+			return false // a read-only server (a demoted primary, a standby): close the connection
+		}
+		return refuse == nil || refuse(pc, e)
+	}
+	cc.Tracer = newDeadlines(c.callTimeout(), h, cc.Tracer)
+}
+
+// ParseConnConfig parses url into the settings of one connection outside a pool (a listener's,
+// say) with what Open gives a pool's connections: the connect timeout per host, keepalives and
+// TCP_USER_TIMEOUT, a deadline on every call whose context has none, the read-write check for
+// several hosts, and the drop of a connection a read-only server refused. A malformed url or a
+// negative setting wraps stead.ErrInvalid.
+func ParseConnConfig(url string, c Config) (*pgx.ConnConfig, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse PostgreSQL URL: %v", errs.Invalid, err)
+	}
+	c.applyConn(cc, newHosts())
+	return cc, nil
 }

@@ -8,6 +8,14 @@ import (
 // DefaultPollInterval is how often an idle Wait re-checks without a notification.
 const DefaultPollInterval = 500 * time.Millisecond
 
+// The listener's liveness check: a silent LISTEN connection is pinged after listenCheck, and
+// given listenPing to answer. Between them they bound how long a listener stays on a server that
+// went silent; they cost one round trip every few seconds only while no notification comes.
+const (
+	listenCheck = 3 * time.Second
+	listenPing  = 2 * time.Second
+)
+
 // An Option configures New.
 type Option func(*config)
 
@@ -21,11 +29,14 @@ type config struct {
 	// listenURL, when set, is where the listener connects instead of the pool's server.
 	listenURL string
 	log       *slog.Logger
+	// listenCheck is the silence after which the listener pings its server, listenPing how
+	// long that ping may take.
+	listenCheck, listenPing time.Duration
 }
 
 func newConfig(opts []Option) config {
 	c := config{migrate: true, now: time.Now, poll: DefaultPollInterval, listen: true, notify: true,
-		log: slog.New(slog.DiscardHandler)}
+		log: slog.New(slog.DiscardHandler), listenCheck: listenCheck, listenPing: listenPing}
 	for _, o := range opts {
 		o(&c)
 	}
