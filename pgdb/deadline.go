@@ -133,6 +133,7 @@ func (d *deadlines) TracePrepareEnd(ctx context.Context, c *pgx.Conn, data pgx.T
 }
 
 func (d *deadlines) TraceConnectStart(ctx context.Context, data pgx.TraceConnectStartData) context.Context {
+	ctx = context.WithValue(ctx, connectingKey{}, true) // what the dialer tells a connect by
 	if t, ok := d.next.(pgx.ConnectTracer); ok {
 		ctx = t.TraceConnectStart(ctx, data)
 	}

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // hosts orders the hosts of a multi-host URL for each new connection of a pool: the one that
@@ -21,15 +23,23 @@ import (
 // this every new connection after a failover would first wait out ConnectTimeout on the dead or
 // demoted primary; a black-holed host costs that once, not once per connection.
 type hosts struct {
-	mu      sync.Mutex
-	primary string               // "host:port" of the last read-write session
-	silent  map[string]time.Time // "host:port" → when a read there last timed out
+	mu       sync.Mutex
+	primary  string               // "host:port" of the last read-write session
+	silent   map[string]time.Time // "host:port" → when a read there last timed out
+	dropping map[string]bool      // hosts whose idle connections are being closed
+
+	// pool is the pool the connections belong to, once Open made it: when a host goes silent
+	// its idle connections are closed at once, instead of each costing an acquire its liveness
+	// ping (a pool of dead connections would otherwise take one ping timeout per connection).
+	pool atomic.Pointer[pgxpool.Pool]
 }
 
 // suspectFor is how long a host whose connection went silent is tried last.
 const suspectFor = 30 * time.Second
 
-func newHosts() *hosts { return &hosts{silent: make(map[string]time.Time)} }
+func newHosts() *hosts {
+	return &hosts{silent: make(map[string]time.Time), dropping: make(map[string]bool)}
+}
 
 // target is one host of a connection config, in the shape pgconn keeps it.
 type target struct {
@@ -90,16 +100,70 @@ func (h *hosts) wentSilent(addr string) {
 	if h.primary == addr {
 		h.primary = ""
 	}
+	drop := !h.dropping[addr] && h.pool.Load() != nil
+	if drop {
+		h.dropping[addr] = true
+	}
 	h.mu.Unlock()
+	if drop {
+		go h.dropIdle(addr) // the caller is inside a call: do not hold it up
+	}
 }
 
+// dropIdle closes the pool's idle connections to addr. A connection's close sends one message
+// and is given a moment: on a silent host it cannot be acknowledged anyway.
+func (h *hosts) dropIdle(addr string) {
+	defer func() {
+		h.mu.Lock()
+		delete(h.dropping, addr)
+		h.mu.Unlock()
+	}()
+	for _, c := range h.pool.Load().AcquireAllIdle(context.Background()) {
+		if hostOf(c.Conn().PgConn().Conn()) == addr {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			_ = c.Conn().Close(ctx) // released closed, the pool destroys it
+			cancel()
+		}
+		c.Release()
+	}
+}
+
+// connectingKey marks the context of a connect (set by the deadlines tracer at its start). pgx
+// dials outside a connect only to send a cancel request, when a call on a connection ended
+// early.
+type connectingKey struct{}
+
+// cancelBudget bounds a cancel request: a dial, one message, and the server's close. pgx gives
+// it fifteen seconds, during which the connection it cancels still counts against the pool's
+// size; on a silent server all of that would be spent.
+const cancelBudget = time.Second
+
+// errSilentHost refuses a cancel request to a host that just went silent.
+var errSilentHost = errors.New("pgdb: no cancel request to a host that went silent")
+
 // dial wraps a DialFunc so that each connection knows the host it was dialled for and reports
-// a read that timed out.
+// a read that timed out, and so that a cancel request is bounded by cancelBudget (and not sent
+// at all to a host that just went silent).
 func (h *hosts) dial(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		connecting := ctx.Value(connectingKey{}) != nil
+		if !connecting {
+			h.mu.Lock()
+			silent := time.Since(h.silent[addr]) < suspectFor
+			h.mu.Unlock()
+			if silent {
+				return nil, errSilentHost
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, cancelBudget)
+			defer cancel()
+		}
 		c, err := next(ctx, network, addr)
 		if err != nil {
 			return nil, err
+		}
+		if !connecting {
+			_ = c.SetDeadline(time.Now().Add(cancelBudget))
 		}
 		return &hostConn{Conn: c, addr: addr, hosts: h}, nil
 	}
@@ -108,9 +172,29 @@ func (h *hosts) dial(next func(ctx context.Context, network, addr string) (net.C
 // hostConn is a connection that knows the host it was dialled for.
 type hostConn struct {
 	net.Conn
-	addr   string
-	hosts  *hosts
-	spoken bool // the server sent something: the connection got past its silent start
+	addr     string
+	hosts    *hosts
+	spoken   bool        // the server sent something: the connection got past its silent start
+	timedOut atomic.Bool // the last read ended at a deadline
+}
+
+// closeGrace is how long a connection whose last read timed out may still wait on a deadline
+// set after it: pgx drains a connection it closes after a failed call for up to fifteen
+// seconds, during which it still counts against the pool's size. A server that was silent once
+// gets half a second.
+const closeGrace = 500 * time.Millisecond
+
+func (c *hostConn) SetDeadline(t time.Time) error     { return c.Conn.SetDeadline(c.capped(t)) }
+func (c *hostConn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.capped(t)) }
+
+// capped shortens a deadline (never "no deadline") on a connection whose last read timed out.
+func (c *hostConn) capped(t time.Time) time.Time {
+	if !t.IsZero() && c.timedOut.Load() {
+		if limit := time.Now().Add(closeGrace); t.After(limit) {
+			return limit
+		}
+	}
+	return t
 }
 
 // Read reports a host that never answered: a read that hit its deadline before the server sent
@@ -121,8 +205,12 @@ func (c *hostConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.spoken = true
-	} else if err != nil && !c.spoken && errors.Is(err, os.ErrDeadlineExceeded) {
-		c.hosts.wentSilent(c.addr)
+		c.timedOut.Store(false)
+	} else if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.timedOut.Store(true)
+		if !c.spoken {
+			c.hosts.wentSilent(c.addr)
+		}
 	}
 	return n, err
 }

@@ -127,7 +127,7 @@ func Open(ctx context.Context, url string, c Config) (*pgxpool.Pool, error) {
 	if c.PgBouncer {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	c.applyNet(cfg)
+	h := c.applyNet(cfg)
 	attempts, delay := c.ConnectAttempts, c.ConnectDelay
 	if attempts <= 0 {
 		attempts = DefaultConnectAttempts
@@ -139,6 +139,7 @@ func Open(ctx context.Context, url string, c Config) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errs.Invalid, err)
 	}
+	h.pool.Store(pool)
 	var last error
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
@@ -212,7 +213,7 @@ func ping(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error 
 
 // applyNet sets what keeps a silent server from holding a call on cfg's connections (see
 // applyConn), orders several hosts for each new connection, and sets the acquire's liveness ping.
-func (c Config) applyNet(cfg *pgxpool.Config) {
+func (c Config) applyNet(cfg *pgxpool.Config) *hosts {
 	h := newHosts()
 	c.applyConn(cfg.ConnConfig, h)
 	before, after := cfg.BeforeConnect, cfg.AfterConnect
@@ -232,10 +233,30 @@ func (c Config) applyNet(cfg *pgxpool.Config) {
 		h.connected(conn)
 		return nil
 	}
-	cfg.PingTimeout = c.PingTimeout
-	if cfg.PingTimeout == 0 {
-		cfg.PingTimeout = DefaultPingTimeout
+	pingTimeout := c.PingTimeout
+	if pingTimeout == 0 {
+		pingTimeout = DefaultPingTimeout
 	}
+	cfg.PingTimeout = pingTimeout
+	// The acquire's liveness ping of a connection idle for more than a second, sent here rather
+	// than by pgxpool so that one that times out reports its host silent (and the host's other
+	// idle connections are closed at once). A failed ping leaves the connection closed; answering
+	// true then makes pgxpool's own ping fail at once and take the next connection.
+	cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+		if p.IdleDuration <= time.Second {
+			return false
+		}
+		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+		err := p.Conn.Ping(pctx)
+		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			if a := hostOf(p.Conn.PgConn().Conn()); a != "" {
+				h.wentSilent(a)
+			}
+		}
+		return err != nil
+	}
+	return h
 }
 
 // applyConn sets the connect timeout, keepalives and TCP_USER_TIMEOUT, the call deadlines, the

@@ -254,3 +254,37 @@ func TestCallTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentHostDropsIdle: once one call finds its server silent, the pool's idle connections
+// to it are closed at once, so that the calls after it do not each wait out a liveness ping on
+// a dead connection.
+func TestSilentHostDropsIdle(t *testing.T) {
+	t.Parallel()
+	p := proxy(t, server(t))
+	pool, err := pgdb.Open(context.Background(), withHosts(t, []string{p.Addr()}),
+		pgdb.Config{MaxConns: 4, CallTimeout: 300 * time.Millisecond, ConnectAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	warm := make([]*pgxpool.Conn, 4)
+	for i := range warm {
+		if warm[i], err = pool.Acquire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range warm {
+		c.Release()
+	}
+	p.BlackHole()
+	if _, err := pool.Exec(context.Background(), "SELECT 1"); !unavailableOrTimeout(err) {
+		t.Fatalf("a call on a silent server: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for pool.Stat().TotalConns() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections to the silent server kept", pool.Stat().TotalConns())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

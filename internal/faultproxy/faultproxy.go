@@ -74,7 +74,8 @@ func (p *Proxy) Heal() {
 }
 
 // Cut closes every open connection (their clients see the connection end, as when a server
-// dies); the proxy keeps accepting new ones.
+// dies, at once or, while black-holed, when the black hole heals); the proxy keeps accepting
+// new ones.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	for c := range p.conns {
@@ -177,17 +178,18 @@ func (p *Proxy) serve(c net.Conn) {
 }
 
 // copy forwards src to dst, holding each chunk read while the proxy is black-holed, and closes
-// both when either side ends.
+// both when either side ends — that too only once the black hole heals: a server that dies
+// behind a black hole stays silent, not closed, to its clients.
 func (p *Proxy) copy(dst, src net.Conn) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if !p.wait() {
+			return
+		}
 		if n > 0 {
-			if !p.wait() {
-				return
-			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}

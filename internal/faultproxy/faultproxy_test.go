@@ -129,3 +129,46 @@ func TestRefusedTarget(t *testing.T) {
 		t.Fatalf("after SetTarget: %q, %v", l, err)
 	}
 }
+
+// TestServerGoneInBlackHole: a server that closes a connection while the proxy black-holes it
+// stays silent to the client until the heal.
+func TestServerGoneInBlackHole(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	p, err := faultproxy.New(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	p.BlackHole()
+	s.Close()
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read data from a closed server")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("the server's close came through the black hole: %v", err)
+	}
+	p.Heal()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read data from a closed server")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("after the heal the close did not come through")
+	}
+}
