@@ -138,6 +138,10 @@ type connectingKey struct{}
 // size; on a silent server all of that would be spent.
 const cancelBudget = time.Second
 
+// silentConnectBudget bounds a connect to a host that went silent, in place of the connect
+// timeout, until the host answers.
+const silentConnectBudget = time.Second
+
 // errSilentHost refuses a cancel request to a host that just went silent.
 var errSilentHost = errors.New("pgdb: no cancel request to a host that went silent")
 
@@ -147,10 +151,10 @@ var errSilentHost = errors.New("pgdb: no cancel request to a host that went sile
 func (h *hosts) dial(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		connecting := ctx.Value(connectingKey{}) != nil
+		h.mu.Lock()
+		silent := time.Since(h.silent[addr]) < suspectFor
+		h.mu.Unlock()
 		if !connecting {
-			h.mu.Lock()
-			silent := time.Since(h.silent[addr]) < suspectFor
-			h.mu.Unlock()
 			if silent {
 				return nil, errSilentHost
 			}
@@ -162,10 +166,19 @@ func (h *hosts) dial(next func(ctx context.Context, network, addr string) (net.C
 		if err != nil {
 			return nil, err
 		}
-		if !connecting {
+		hc := &hostConn{Conn: c, addr: addr, hosts: h}
+		switch {
+		case !connecting:
 			_ = c.SetDeadline(time.Now().Add(cancelBudget))
+		case silent:
+			// A host that went silent is tried last, and briefly: while a standby is being
+			// promoted, a connect finds it read-only and goes on to the silent host, and the
+			// full connect timeout there would hold the caller past the promotion. Its first
+			// answer lifts the limit.
+			hc.probing = true
+			_ = c.SetDeadline(time.Now().Add(silentConnectBudget))
 		}
-		return &hostConn{Conn: c, addr: addr, hosts: h}, nil
+		return hc, nil
 	}
 }
 
@@ -175,6 +188,7 @@ type hostConn struct {
 	addr     string
 	hosts    *hosts
 	spoken   bool        // the server sent something: the connection got past its silent start
+	probing  bool        // a connect to a silent host, under silentConnectBudget until it answers
 	timedOut atomic.Bool // the last read ended at a deadline
 }
 
@@ -204,6 +218,10 @@ func (c *hostConn) capped(t time.Time) time.Time {
 func (c *hostConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
+		if c.probing {
+			c.probing = false
+			_ = c.Conn.SetDeadline(time.Time{})
+		}
 		c.spoken = true
 		c.timedOut.Store(false)
 	} else if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {

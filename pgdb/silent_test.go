@@ -288,3 +288,39 @@ func TestSilentHostDropsIdle(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSilentHostConnectBudget: a connect to a host that went silent is given about a second
+// instead of the connect timeout, and once the host answers again its connections work past
+// that second.
+func TestSilentHostConnectBudget(t *testing.T) {
+	t.Parallel()
+	p := proxy(t, server(t))
+	pool, err := pgdb.Open(context.Background(), withHosts(t, []string{p.Addr()}),
+		pgdb.Config{MaxConns: 2, CallTimeout: 300 * time.Millisecond, ConnectTimeout: 5 * time.Second, ConnectAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	p.BlackHole()
+	if _, err := pool.Exec(context.Background(), "SELECT 1"); !unavailableOrTimeout(err) {
+		t.Fatalf("a call on a silent server: %v", err)
+	}
+	pool.Reset()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := pool.Exec(ctx, "SELECT 1"); !unavailableOrTimeout(err) {
+		t.Fatalf("a connect to a silent server: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("a connect to a host known silent took %v, want about a second, not the 5s connect timeout", took)
+	}
+	p.Heal()
+	p.Cut()
+	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("after the heal: %v", err)
+	}
+	if _, err := pool.Exec(ctx, "SELECT pg_sleep(1.2)"); err != nil {
+		t.Fatalf("a connection made under the silent budget still has it: %v", err)
+	}
+}
