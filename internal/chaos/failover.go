@@ -32,7 +32,7 @@ func (p Plan) failover() bool { return p.Failovers+p.BlackHoles+p.Partitions > 0
 type Failover struct {
 	Kind      string        // "failover", "black hole" or "partition"
 	Backlog   int           // messages waiting in the queue at the fault
-	FirstStep time.Duration // from the promotion to the first step applied (not for a partition)
+	FirstStep time.Duration // from the promotion to the first step applied (-1: none; not for a partition)
 	Drained   time.Duration // from the promotion (a partition: from its start) to the burst applied
 }
 
@@ -161,6 +161,7 @@ func (d *drill) failover(ctx context.Context, i int, blackHole bool) (Failover, 
 	if err != nil {
 		return f, err
 	}
+	f.FirstStep = -1 // none: a problem
 	if ok {
 		f.FirstStep = first.Sub(promoted)
 	}
@@ -234,7 +235,7 @@ func failoverProblems(fs []Failover, within time.Duration) []string {
 		if f.Kind == "partition" {
 			continue
 		}
-		if f.FirstStep > within || f.FirstStep == 0 {
+		if f.FirstStep > within || f.FirstStep < 0 {
 			out = append(out, fmt.Sprintf("%s %d: first step %v after the promotion, want within %v", f.Kind, i+1, f.FirstStep, within))
 		}
 	}

@@ -84,17 +84,18 @@ func (p *pair) rebuildStandby(ctx context.Context) error {
 
 // promote promotes the standby and makes it the primary; its commits stop waiting for a
 // standby until the old primary is rebuilt as one (what a failover manager does while the pair
-// is down to one node). It returns when the new primary accepts writes, with that moment.
+// is down to one node). It returns the moment pg_ctl reported the promotion done.
 func (p *pair) promote(ctx context.Context) (time.Time, error) {
 	sb := p.standbyNode()
 	if out, err := sb.run(ctx, "pg_ctl", "-D", sb.dir, "-w", "-t", "60", "promote"); err != nil {
 		return time.Time{}, fmt.Errorf("chaos: promote: %w: %s", err, out)
 	}
+	promoted := time.Now() // it takes writes; they wait for no standby once the setting below is in
 	if err := setSync(ctx, sb, ""); err != nil {
 		return time.Time{}, err
 	}
 	p.primary = 1 - p.primary
-	return time.Now(), nil
+	return promoted, nil
 }
 
 func (p *pair) stop() {
