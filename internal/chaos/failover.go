@@ -16,7 +16,7 @@ import (
 // black-holed primary, and a worker partitioned past its lease, in about a minute.
 func ShortFailover() Plan {
 	return Plan{Executions: 40, Workers: 2, Rate: 300, ArmEvery: 10, Visibility: 6 * time.Second,
-		Failovers: 2, BlackHoles: 1, Partitions: 1, Gap: time.Second, Burst: 1000, Settle: 3 * time.Minute}
+		Failovers: 2, BlackHoles: 1, Partitions: 1, Gap: time.Second, Burst: 500, Settle: 3 * time.Minute}
 }
 
 // LongFailover is the full failover drill: five failovers (each the other way) and five black
