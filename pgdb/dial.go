@@ -13,14 +13,11 @@ import (
 // instead of the system's defaults (about two hours of silence before the first keepalive, about
 // fifteen minutes of retransmission before a write gives up).
 func dialer(timeout, keepAlive, userTimeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{
-		Timeout: timeout,
-		KeepAliveConfig: net.KeepAliveConfig{
-			Enable:   true,
-			Idle:     keepAlive,
-			Interval: max(keepAlive/3, time.Second),
-			Count:    3,
-		},
+	d := &net.Dialer{Timeout: timeout, KeepAliveConfig: net.KeepAliveConfig{Enable: true}} // Go's defaults
+	if keepAlive > 0 {
+		d.KeepAliveConfig.Idle = keepAlive
+		d.KeepAliveConfig.Interval = max(keepAlive/3, time.Second)
+		d.KeepAliveConfig.Count = 3
 	}
 	if userTimeout > 0 {
 		d.Control = func(network, address string, c syscall.RawConn) error {

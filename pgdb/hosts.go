@@ -19,9 +19,11 @@ import (
 
 // hosts orders the hosts of a multi-host URL for each new connection of a pool: the one that
 // last accepted a read-write session first, and hosts that recently went silent (a connect that
-// got no answer before its timeout, a call that hit its deadline) last. pgx tries the hosts in the order of the URL, so without
-// this every new connection after a failover would first wait out ConnectTimeout on the dead or
-// demoted primary; a black-holed host costs that once, not once per connection.
+// got no answer before its timeout, a call that hit its deadline) last. pgx tries the hosts in
+// the order of the URL, so without this every new connection after a failover would first wait
+// out ConnectTimeout on the dead or demoted primary; a black-holed host costs that once, not
+// once per connection. It also knows each connection's host (hostConn), which is how a silent
+// host's idle connections are found and closed, and how its cancel requests are bounded.
 type hosts struct {
 	mu       sync.Mutex
 	primary  string               // "host:port" of the last read-write session
