@@ -24,8 +24,7 @@ type noTimeoutKey struct{}
 type cancelKey struct{}
 
 // deadlines is the pgx tracer that gives every call on a pool's connections whose context has no
-// deadline one of timeout: queries, batches, copies, prepares and the pool's acquire (and the
-// liveness ping an acquire makes). Without it a call on a connection whose server went silent
+// deadline one of timeout: queries, batches, copies and prepares. Without it a call on a connection whose server went silent
 // waits for TCP to give up, which a proxy in between, or the kernel's defaults, can make last
 // for minutes; with it the call fails within timeout, as ErrTimeout (the outcome is unknown) or
 // ErrUnavailable (nothing was sent), the connection is closed, and the next call reconnects.
@@ -146,8 +145,11 @@ func (d *deadlines) TraceConnectEnd(ctx context.Context, data pgx.TraceConnectEn
 	}
 }
 
+// TraceAcquireStart adds no deadline: an acquire that waits for a free connection waits on the
+// pool's other calls, which have theirs, and one that connects or pings is bounded by
+// ConnectTimeout and PingTimeout. A deadline here would only fail calls that sent nothing
+// because the pool was busy.
 func (d *deadlines) TraceAcquireStart(ctx context.Context, p *pgxpool.Pool, data pgxpool.TraceAcquireStartData) context.Context {
-	ctx = d.start(ctx)
 	if t, ok := d.next.(pgxpool.AcquireTracer); ok {
 		ctx = t.TraceAcquireStart(ctx, p, data)
 	}
@@ -158,7 +160,6 @@ func (d *deadlines) TraceAcquireEnd(ctx context.Context, p *pgxpool.Pool, data p
 	if t, ok := d.next.(pgxpool.AcquireTracer); ok {
 		t.TraceAcquireEnd(ctx, p, data)
 	}
-	d.end(ctx, nil, nil)
 }
 
 func (d *deadlines) TraceRelease(p *pgxpool.Pool, data pgxpool.TraceReleaseData) {

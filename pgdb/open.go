@@ -35,8 +35,8 @@ type Config struct {
 	// ConnectDelay is the pause between attempts (default 1 s).
 	ConnectDelay time.Duration
 	// CallTimeout is the deadline every call on the pool gets when its context has none:
-	// each query, batch, copy and prepare, and each acquire of a connection (default
-	// DefaultCallTimeout; negative: none). A call whose server goes silent (a dead host, a
+	// each query, batch, copy and prepare (default DefaultCallTimeout; negative: none). An
+	// acquire is bounded by ConnectTimeout and PingTimeout instead. A call whose server goes silent (a dead host, a
 	// partition, a proxy whose server is gone) fails after it with an error wrapping
 	// stead.ErrTimeout (the outcome is unknown) or stead.ErrUnavailable (nothing was sent), and
 	// the connection is dropped, instead of waiting for TCP to give up. A context that has a

@@ -145,7 +145,7 @@ func TestCallsOnSilentServerEnd(t *testing.T) {
 	u.Host = p.Addr()
 	const callTimeout = 400 * time.Millisecond
 	pool, err := pgdb.Open(context.Background(), u.String(), pgdb.Config{MaxConns: 2, ConnectAttempts: 1,
-		CallTimeout: callTimeout, ConnectTimeout: 300 * time.Millisecond})
+		CallTimeout: callTimeout, ConnectTimeout: 300 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
