@@ -109,12 +109,14 @@ func TestRefusedTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	// The proxy resets the connection as soon as it accepted it: the reset may reach the dial
+	// itself or the first round trip, never a timeout.
 	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		defer c.Close()
+		_, err = roundTrip(c, bufio.NewReader(c), time.Second)
 	}
-	defer c.Close()
-	if _, err := roundTrip(c, bufio.NewReader(c), time.Second); err == nil {
+	if err == nil {
 		t.Fatal("a proxy whose target refuses answered")
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatalf("%v: want the connection ended at once", err)
