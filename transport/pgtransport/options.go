@@ -72,7 +72,9 @@ func WithoutListen() Option { return func(c *config) { c.listen = false } }
 // there and every other statement goes through PgBouncer. A url that does not parse makes New
 // fail with an error wrapping stead.ErrInvalid. Without it, a transport on a pool opened in
 // PgBouncer mode (pgdb.Config.PgBouncer) does not listen, logs a warning saying so, and Wait
-// polls.
+// polls. The listener's connection gets what pgdb.Open gives a pool's (pgdb.ParseConnConfig with
+// the defaults): a connect timeout per host, keepalives, and for a url naming several hosts
+// (a primary and its standbys) the one that takes writes.
 func WithListenURL(url string) Option { return func(c *config) { c.listenURL = url } }
 
 // WithLogger sets where the transport writes its warnings (default: discard): a listener that
