@@ -165,6 +165,16 @@ func (b *Backend) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	defer cancel()
 	cfg := b.listenConn.Copy()
 	cfg.RuntimeParams["application_name"] = listenerName
+	if b.cfg.listenURL == "" {
+		// The pool's server: connect as the pool does, in the order of hosts it keeps (pgdb.Open
+		// tries the host that last took writes first and silent hosts last) and with whatever
+		// else the application's BeforeConnect sets, such as a rotated password.
+		if before := b.pool.Config().BeforeConnect; before != nil {
+			if err := before(cctx, cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
 		return nil, err
