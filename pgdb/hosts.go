@@ -29,6 +29,9 @@ type hosts struct {
 	primary  string               // "host:port" of the last read-write session
 	silent   map[string]time.Time // "host:port" → when a read there last timed out
 	dropping map[string]bool      // hosts whose idle connections are being closed
+	// several is true when the config names more than one host: only then is a silent host
+	// given less than the connect timeout, since there is somewhere else to go.
+	several bool
 
 	// pool is the pool the connections belong to, once Open made it: when a host goes silent
 	// its idle connections are closed at once, instead of each costing an acquire its liveness
@@ -80,6 +83,16 @@ func (h *hosts) order(cfg *pgx.ConnConfig) {
 	cfg.Fallbacks = cfg.Fallbacks[:0:0]
 	for _, t := range ts[1:] {
 		cfg.Fallbacks = append(cfg.Fallbacks, &pgconn.FallbackConfig{Host: t.host, Port: t.port, TLSConfig: t.tls})
+	}
+}
+
+// named records the hosts a connection config names.
+func (h *hosts) named(cfg *pgx.ConnConfig) {
+	first := target{cfg.Host, cfg.Port, nil}.addr()
+	for _, f := range cfg.Fallbacks {
+		if (target{f.Host, f.Port, nil}).addr() != first {
+			h.several = true
+		}
 	}
 }
 
@@ -172,7 +185,7 @@ func (h *hosts) dial(next func(ctx context.Context, network, addr string) (net.C
 		switch {
 		case !connecting:
 			_ = c.SetDeadline(time.Now().Add(cancelBudget))
-		case silent:
+		case silent && h.several:
 			// A host that went silent is tried last, and briefly: while a standby is being
 			// promoted, a connect finds it read-only and goes on to the silent host, and the
 			// full connect timeout there would hold the caller past the promotion. Its first

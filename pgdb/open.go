@@ -277,6 +277,7 @@ func (c Config) applyConn(cc *pgx.ConnConfig, h *hosts) {
 	if user == 0 {
 		user = DefaultTCPUserTimeout
 	}
+	h.named(cc)
 	cc.DialFunc = h.dial(dialer(connect, keepAlive, user))
 	if len(cc.Fallbacks) > 0 && cc.ValidateConnect == nil {
 		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite

@@ -290,13 +290,14 @@ func TestSilentHostDropsIdle(t *testing.T) {
 	}
 }
 
-// TestSilentHostConnectBudget: a connect to a host that went silent is given about a second
-// instead of the connect timeout, and once the host answers again its connections work past
-// that second.
+// TestSilentHostConnectBudget: with several hosts, a connect to a host that went silent is given
+// about a second instead of the connect timeout, and once the host answers again its
+// connections work past that second.
 func TestSilentHostConnectBudget(t *testing.T) {
 	t.Parallel()
 	p := proxy(t, server(t))
-	pool, err := pgdb.Open(context.Background(), withHosts(t, []string{p.Addr()}),
+	dead := deadAddr(t) // a second host, refusing: the silent one is not the only place to go
+	pool, err := pgdb.Open(context.Background(), withHosts(t, []string{p.Addr(), dead}),
 		pgdb.Config{MaxConns: 2, CallTimeout: 300 * time.Millisecond, ConnectTimeout: 5 * time.Second, ConnectAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
