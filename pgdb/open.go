@@ -36,12 +36,12 @@ type Config struct {
 	ConnectDelay time.Duration
 	// CallTimeout is the deadline every call on the pool gets when its context has none:
 	// each query, batch, copy and prepare (default DefaultCallTimeout; negative: none). An
-	// acquire is bounded by ConnectTimeout and PingTimeout instead. A call whose server goes silent (a dead host, a
-	// partition, a proxy whose server is gone) fails after it with an error wrapping
-	// stead.ErrTimeout (the outcome is unknown) or stead.ErrUnavailable (nothing was sent), and
-	// the connection is dropped, instead of waiting for TCP to give up. A context that has a
-	// deadline keeps it, longer or shorter; WithoutCallTimeout exempts a call that may rightly
-	// run longer.
+	// acquire is bounded by ConnectTimeout and PingTimeout instead. A call whose server goes
+	// silent (a dead host, a partition, a proxy whose server is gone) fails after it with an
+	// error wrapping stead.ErrTimeout (the outcome is unknown) or stead.ErrUnavailable (nothing
+	// was sent), and the connection is dropped, instead of waiting for TCP to give up. A
+	// context that has a deadline keeps it, longer or shorter; WithoutCallTimeout exempts a
+	// call that may rightly run longer.
 	CallTimeout time.Duration
 	// ConnectTimeout bounds each connect to each host, TCP and TLS handshake, startup,
 	// authentication and the read-write check included (default: the URL's connect_timeout,
@@ -95,9 +95,11 @@ const (
 //
 // Every call on the pool gets a deadline (CallTimeout) when its context has none, every
 // connection TCP keepalives and, on Linux, TCP_USER_TIMEOUT, and every connect ConnectTimeout
-// per host: no call waits on a silent server for longer than those. The pool is the caller's: hand it to pgstore.New,
-// pgtransport.New and pgturn.New, and close it after them. After the last attempt the error wraps
-// stead.ErrUnavailable; a malformed url or a negative setting wraps stead.ErrInvalid at once.
+// per host: no call waits on a silent server for longer than those.
+//
+// The pool is the caller's: hand it to pgstore.New, pgtransport.New and pgturn.New, and close it
+// after them. After the last attempt the error wraps stead.ErrUnavailable; a malformed url or a
+// negative setting wraps stead.ErrInvalid at once.
 func Open(ctx context.Context, url string, c Config) (*pgxpool.Pool, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -279,7 +281,7 @@ func (c Config) applyConn(cc *pgx.ConnConfig, h *hosts) {
 	}
 	h.named(cc)
 	cc.DialFunc = h.dial(dialer(connect, keepAlive, user))
-	if len(cc.Fallbacks) > 0 && cc.ValidateConnect == nil {
+	if h.several && cc.ValidateConnect == nil { // not len(Fallbacks): sslmode=prefer makes one per host
 		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
 	}
 	refuse := cc.OnPgError

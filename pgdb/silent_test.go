@@ -201,8 +201,8 @@ func TestReadOnlyServer(t *testing.T) {
 	t.Parallel()
 	addr := server(t)
 	readOnly := []string{"default_transaction_read_only", "on"}
-	_, err := pgdb.Open(context.Background(), withHosts(t, []string{addr, addr}, readOnly...),
-		pgdb.Config{ConnectAttempts: 1})
+	two := []string{proxy(t, addr).Addr(), proxy(t, addr).Addr()} // two hosts, both read-only
+	_, err := pgdb.Open(context.Background(), withHosts(t, two, readOnly...), pgdb.Config{ConnectAttempts: 1})
 	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "read only") {
 		t.Fatalf("Open on read-only hosts = %v, want ErrUnavailable saying read only", err)
 	}
@@ -325,4 +325,17 @@ func TestSilentHostConnectBudget(t *testing.T) {
 	if _, err := pool.Exec(ctx, "SELECT pg_sleep(1.2)"); err != nil {
 		t.Fatalf("a connection made under the silent budget still has it: %v", err)
 	}
+}
+
+// TestOneHostNoReadWriteCheck: the read-write check is for several hosts; one host, even with
+// sslmode=prefer (which pgx keeps as a second, plain fallback of the same host), connects to a
+// read-only server and is refused at its first write.
+func TestOneHostNoReadWriteCheck(t *testing.T) {
+	t.Parallel()
+	pool, err := pgdb.Open(context.Background(), withHosts(t, []string{server(t)},
+		"sslmode", "prefer", "default_transaction_read_only", "on"), pgdb.Config{ConnectAttempts: 1})
+	if err != nil {
+		t.Fatalf("one read-only host: %v, want a connection", err)
+	}
+	pool.Close()
 }
