@@ -1,5 +1,17 @@
-// Package stead is the vocabulary and the execution store of stead, durable state for Go programs
-// that advance in steps.
+// Package stead keeps the durable state of Go programs that advance in steps — statechart
+// executions (an order, an approval, a device's lifecycle) and assistant conversation turns — so
+// that they survive a crash, never lose an event and never apply one twice.
+//
+// You write a flow as a statechart with package chart (a definition in YAML or Go, and your
+// actions as Go functions), run it with package worker (worker.New runs the steps; a
+// worker.Client creates executions, sends them events and waits for them to finish), and keep
+// its state in a store: sqlitestore on one host, pgstore for many hosts sharing PostgreSQL,
+// memstore in tests, each with its transport (package transport). An assistant's turns go to
+// package turn. examples/firstflow in the repository is a complete program to start from;
+// docs/yaml.md is the reference of a definition.
+//
+// This package is the vocabulary (Execution, Event, Bundle, …) and the execution store (Store)
+// that the worker and the backends share; most programs use it through them.
 //
 // An Execution is one run of a statechart. Each step of it loads the execution (LoadForEvent
 // says in the same round-trip whether the event was already applied), computes the next state

@@ -36,6 +36,14 @@ func (b *Builder) Retry(action string, r Retry) *Builder {
 	return b
 }
 
+// DefaultRetry sets the policy of every action Retry does not name (Definition.DefaultRetry);
+// NoRetry turns retrying off. r.Pos is set to the call site.
+func (b *Builder) DefaultRetry(r Retry) *Builder {
+	r.Pos = caller()
+	b.def.DefaultRetry = &r
+	return b
+}
+
 // Key declares a context key (k.Pos is set to the call site).
 func (b *Builder) Key(k ContextKey) *Builder {
 	k.Pos = caller()

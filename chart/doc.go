@@ -1,6 +1,17 @@
-// Package chart defines hierarchical statecharts and a pure engine that advances an execution
-// by one event, returning the next execution and exactly the stead.Bundle a store commits with
-// it: emitted events, timer operations, spawn intents, a trace step, the processed event id.
+// Package chart is where you write a flow: a statechart definition (YAML, read by LoadFile or
+// Parse — docs/yaml.md in the repository lists every key — or the Go Builder) and the actions
+// and guards it names, registered as Go functions in a Registry. NewEngine checks the two
+// against each other and compiles them; hand the engine to package worker, which runs it
+// durably:
+//
+//	def, err := chart.LoadFile("purchase.yaml")
+//	reg := chart.NewRegistry().Action("notify", notify)
+//	eng, err := chart.NewEngine(def, reg)
+//	machines := worker.Machines{eng.DefinitionID(): eng}
+//
+// The engine is pure: it advances an execution by one event, returning the next execution and
+// exactly the stead.Bundle a store commits with it: emitted events, timer operations, spawn
+// intents, a trace step, the processed event id.
 //
 // # Model
 //
@@ -59,14 +70,18 @@
 // ActionContext (the context, the event, and an idempotency key "<execution id>:<version>:<n>")
 // and returns an ActionResult: context keys to set or delete and events to send. It may also set
 // keys through the ActionContext (Set, SetFloat, SetInt, SetString, SetBool), which costs no map
-// and, for the typed setters, no allocation; those changes apply before the result's. An action error
-// takes the error transition (on_error) of the nearest active state that declares one, starting
-// at the state the action belongs to, or else fails the execution.
+// and, for the typed setters, no allocation; those changes apply before the result's. An action
+// error, once its retries are spent, takes the error transition (on_error) of the nearest active
+// state that declares one, starting at the state the action belongs to, or else fails the
+// execution.
 //
 // # Retries
 //
-// Definition.Retry gives actions a retry policy (Retry: attempts, exponential backoff with a cap
-// and a jitter derived from the execution and event ids). When such an action fails with
+// Every action has a retry policy: its own in Definition.Retry, else the definition's
+// DefaultRetry, else the engine's (WithDefaultRetry), else DefaultRetry() — five attempts over
+// about 15 s; NoRetry ("none" in YAML) turns it off. A policy (Retry: attempts, exponential
+// backoff with a cap and a jitter derived from the execution and event ids) applies wherever the
+// action runs. When such an action fails with
 // attempts left, the step is discarded and a durable timer (RetryTimerPath) applies the event
 // again after the backoff; events arriving meanwhile wait in Execution.Deferred, behind it. Every
 // attempt gives its actions the first attempt's idempotency keys and its number
@@ -85,8 +100,16 @@
 //
 // # Determinism
 //
-// Engine.Step reads no clock, does no I/O and uses no randomness: ids of emitted events, child
-// executions and timers derive from the execution id, its version and the order of actions, and
-// contexts are encoded with sorted keys. Replaying the same events with the same times gives
-// byte-identical executions and bundles. Actions must keep this property.
+// Engine.Step itself reads no clock, does no I/O and uses no randomness: ids of emitted events,
+// child executions and timers derive from the execution id, its version and the order of
+// actions, and contexts are encoded with sorted keys. Replaying the same events with the same
+// times gives byte-identical executions and bundles.
+//
+// Actions are where the I/O goes: calling an API, writing a row, sending a mail is what they
+// are for. But a step can run more than once — a retry, a redelivery after a worker died before
+// its commit, a commit lost to a concurrent one — and only the committed run counts. So give the
+// other side ActionContext.Key(), which is the same on every run of the same step, to drop a
+// repeat; and keep an action well within the worker's lease (worker.Config.Visibility), handing
+// long work to a system that reports back with an event. A failing action is retried by its
+// policy (see Retries), then takes the error transition or fails the execution.
 package chart

@@ -87,9 +87,11 @@ type Engine struct {
 	ttl     time.Duration
 	rearm   bool
 	trace   bool
-	nodes   []node
-	byPath  map[string]int32
-	initial int32
+	// defaultRetry is WithDefaultRetry's policy, nil without the option.
+	defaultRetry *Retry
+	nodes        []node
+	byPath       map[string]int32
+	initial      int32
 	// roomy is set when the definition has actions or invokes, whose steps change the context:
 	// their executions are allocated with room for a small new context (executionWithContext).
 	// Other steps keep the smaller allocation.
@@ -105,6 +107,20 @@ type Option func(*Engine)
 // WithTrace makes every step carry a trace step, whatever the definition says.
 func WithTrace() Option { return func(e *Engine) { e.trace = true } }
 
+// WithDefaultRetry sets the retry policy of the actions that have none of their own, in place of
+// DefaultRetry(), for definitions that do not set Definition.DefaultRetry; nil or NoRetry()
+// turns retrying off for them. A policy out of range (see Retry) makes NewEngine fail with an
+// error wrapping stead.ErrInvalid.
+func WithDefaultRetry(r *Retry) Option {
+	return func(e *Engine) {
+		if r == nil {
+			r = NoRetry()
+		}
+		c := *r
+		e.defaultRetry = &c
+	}
+}
+
 // NewEngine validates def against reg (nil means no actions or guards) and compiles it.
 // The engine keeps its own compiled copy: changing def afterwards does not affect it.
 func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) {
@@ -118,6 +134,11 @@ func NewEngine(def *Definition, reg *Registry, opts ...Option) (*Engine, error) 
 		schema: compileSchema(def.Context), ttl: def.TTL, rearm: def.RearmTTL && def.TTL > 0}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.defaultRetry != nil && def.DefaultRetry == nil {
+		if err := checkRetryPolicy("the engine's default", e.defaultRetry); err != nil {
+			return nil, err
+		}
 	}
 	e.compile(reg)
 	return e, nil
@@ -164,6 +185,25 @@ func (e *Engine) compile(reg *Registry) {
 		c := *r // the engine keeps its own copy
 		retries[name] = &c
 	}
+	fallback := e.defaultRetry
+	switch {
+	case e.def.DefaultRetry != nil:
+		c := *e.def.DefaultRetry
+		fallback = &c
+	case fallback == nil:
+		d := DefaultRetry()
+		fallback = &d
+	}
+	policy := func(name string) *Retry {
+		r, ok := retries[name]
+		if !ok {
+			r = fallback
+		}
+		if r.Attempts < 2 {
+			return nil // NoRetry
+		}
+		return r
+	}
 	acts := func(names []string) []act {
 		if len(names) == 0 {
 			return nil
@@ -171,7 +211,7 @@ func (e *Engine) compile(reg *Registry) {
 		e.roomy = true
 		out := make([]act, len(names))
 		for i, name := range names {
-			out[i] = act{name: name, fn: reg.actions[name], retry: retries[name]}
+			out[i] = act{name: name, fn: reg.actions[name], retry: policy(name)}
 		}
 		return out
 	}
@@ -575,7 +615,11 @@ func (s *stepper) drive(t *trans, ev stead.Event, err error) {
 			h := s.errorHandler(ae.owner)
 			if h == nil {
 				s.failedAt = ae.owner
-				s.fail(ae.Error())
+				msg := ae.Error()
+				if ae.retry != nil && s.attempt > 1 {
+					msg += fmt.Sprintf(" (retries exhausted: %d attempts)", s.attempt)
+				}
+				s.fail(msg)
 				return
 			}
 			recovering = ae

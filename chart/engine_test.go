@@ -99,6 +99,10 @@ func mustEngine(t tb, src string, log *logger, extra map[string]Action, opts ...
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The engine's tests see an action's error at once, as a definition with "retry: none"
+	// does; the default policy has tests of its own (TestDefaultRetry), and an option of the
+	// test's own comes later and wins.
+	opts = append([]Option{WithDefaultRetry(nil)}, opts...)
 	eng, err := NewEngine(def, testRegistry(def, log, extra), opts...)
 	if err != nil {
 		t.Fatal(err)

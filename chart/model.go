@@ -127,8 +127,13 @@ type Definition struct {
 	RearmTTL bool
 	// Retry gives actions, by name, a retry policy: wherever such an action runs, a failure
 	// that has attempts left is retried after a backoff instead of taking the error transition.
+	// A policy of one attempt (NoRetry, "none" in YAML) turns retrying off for that action.
 	Retry map[string]*Retry
-	Pos   Pos
+	// DefaultRetry, when set, is the policy of every action Retry does not name ("retry:
+	// {default: ...}" in YAML; NoRetry, "retry: none", turns the default off). Nil leaves it to
+	// the engine: WithDefaultRetry, else DefaultRetry().
+	DefaultRetry *Retry
+	Pos          Pos
 }
 
 // Retry is an action's retry policy. When the action fails (returns an error or panics) and
@@ -142,7 +147,8 @@ type Definition struct {
 // it: Jitter·u·delay, where u in [0, 1) is derived from the execution id, the event id and n, so
 // that executions retrying together spread out while a replay waits exactly as long.
 type Retry struct {
-	// Attempts counts every run of the action's step, the first included (at least 2).
+	// Attempts counts every run of the action's step, the first included: at least 2, or 1 for
+	// a policy that never retries (NoRetry).
 	Attempts int
 	// Backoff is the delay before the second attempt.
 	Backoff time.Duration
@@ -153,6 +159,22 @@ type Retry struct {
 	// Jitter is the share of each delay, in [0, 1], that may be taken off.
 	Jitter float64
 	Pos    Pos
+}
+
+// NoRetry returns the policy that never retries: a failure takes the error transition, or fails
+// the execution, at once. Give it to an action whose errors are never transient (a refused card,
+// a validation), or as Definition.DefaultRetry to turn the default off.
+func NoRetry() *Retry { return &Retry{Attempts: 1} }
+
+// DefaultRetry returns the policy of every action that has none of its own, unless the
+// definition (Definition.DefaultRetry) or the engine (WithDefaultRetry) says otherwise: five
+// attempts, 1 s, 2 s, 4 s and 8 s apart (less up to a fifth of jitter), so about 15 s in all.
+// That outlasts the blips a remote call meets — a 503 while a service restarts, a dropped
+// connection, a failover of a few seconds — while an error that will not go away (a bug, a
+// refusal) still fails the execution, loudly, within seconds rather than holding it for minutes.
+// The events that arrive meanwhile wait behind the retry, in order.
+func DefaultRetry() Retry {
+	return Retry{Attempts: 5, Backoff: time.Second, Factor: 2, Max: 30 * time.Second, Jitter: 0.2}
 }
 
 // MaxRetryAttempts bounds Retry.Attempts, MaxRetryDelay any one delay.

@@ -32,7 +32,7 @@ func LoadFile(path string) (*Definition, error) {
 // The result is validated structurally (Validate with a nil registry); errors are a
 // *ValidationError whose problems carry "name:line:col" positions.
 //
-// The format:
+// The format, in brief (docs/yaml.md in the repository is the reference of every key):
 //
 //	id: order                # defaults to name
 //	version: 2               # executions record order@2
@@ -76,8 +76,10 @@ func LoadFile(path string) (*Definition, error) {
 //	  expired: {final: timeout}
 //	  broken: {final: failure}
 //	returns: [receipt]       # context keys handed back to an invoking parent
-//	retry:                   # retry policies, by action name (see Retry)
+//	retry:                   # retry policies, by action name (see Retry); "retry: none" retries nothing
 //	  charge: {attempts: 5, backoff: 1s, factor: 2, max: 1m, jitter: 0.5}
+//	  refund: none           # never retried
+//	  default: {attempts: 3, backoff: 2s}   # every action not named (else DefaultRetry)
 func Parse(name string, data []byte) (*Definition, error) {
 	return parse(name, name, data)
 }
@@ -115,7 +117,7 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 		case "states":
 			def.States = p.states(v, 1)
 		case "retry":
-			def.Retry = p.retries(v)
+			def.Retry, def.DefaultRetry = p.retries(v)
 		case "returns":
 			def.Returns = p.names(v)
 		case "context":
@@ -401,48 +403,70 @@ func (p *parser) timeout(n *yaml.Node) *Timeout {
 	return to
 }
 
-func (p *parser) retries(n *yaml.Node) map[string]*Retry {
+// retries parses the retry block: "none" (no action is retried), or policies by action name,
+// each a mapping or "none", and under "default" the policy of the actions it does not name.
+func (p *parser) retries(n *yaml.Node) (map[string]*Retry, *Retry) {
+	if n.Kind == yaml.ScalarNode && n.Value == "none" {
+		r := NoRetry()
+		r.Pos = p.pos(n)
+		return nil, r
+	}
 	out := map[string]*Retry{}
+	var def *Retry
 	p.mapping(n, func(action string, k, v *yaml.Node) {
-		r := &Retry{Pos: p.pos(k)}
-		p.mapping(v, func(key string, kk, vv *yaml.Node) {
-			switch key {
-			case "attempts":
-				if vv.Kind != yaml.ScalarNode || vv.Decode(&r.Attempts) != nil {
-					p.errf(vv, "retry attempts: expected a whole number, found %s", kindName(vv))
-				}
-			case "backoff", "max":
-				d, err := time.ParseDuration(p.str(vv))
-				if err != nil {
-					p.errf(vv, "retry %s %q is not a duration like 1s or 5m", key, vv.Value)
-					return
-				}
-				if key == "backoff" {
-					r.Backoff = d
-				} else {
-					r.Max = d
-				}
-			case "factor", "jitter":
-				var f float64
-				if vv.Kind != yaml.ScalarNode || vv.Decode(&f) != nil {
-					p.errf(vv, "retry %s: expected a number, found %s", key, kindName(vv))
-					return
-				}
-				if key == "factor" {
-					r.Factor = f
-				} else {
-					r.Jitter = f
-				}
-			default:
-				p.errf(kk, "unknown key %q in retry policy (want attempts, backoff, factor, max, jitter)", key)
-			}
-		})
+		r := p.retry(k, v)
+		if action == "default" {
+			def = r
+			return
+		}
 		out[action] = r
 	})
 	if len(out) == 0 {
-		return nil
+		return nil, def
 	}
-	return out
+	return out, def
+}
+
+// retry parses one policy: a mapping, or "none".
+func (p *parser) retry(k, v *yaml.Node) *Retry {
+	r := &Retry{Pos: p.pos(k)}
+	if v.Kind == yaml.ScalarNode && v.Value == "none" {
+		r.Attempts = 1
+		return r
+	}
+	p.mapping(v, func(key string, kk, vv *yaml.Node) {
+		switch key {
+		case "attempts":
+			if vv.Kind != yaml.ScalarNode || vv.Decode(&r.Attempts) != nil {
+				p.errf(vv, "retry attempts: expected a whole number, found %s", kindName(vv))
+			}
+		case "backoff", "max":
+			d, err := time.ParseDuration(p.str(vv))
+			if err != nil {
+				p.errf(vv, "retry %s %q is not a duration like 1s or 5m", key, vv.Value)
+				return
+			}
+			if key == "backoff" {
+				r.Backoff = d
+			} else {
+				r.Max = d
+			}
+		case "factor", "jitter":
+			var f float64
+			if vv.Kind != yaml.ScalarNode || vv.Decode(&f) != nil {
+				p.errf(vv, "retry %s: expected a number, found %s", key, kindName(vv))
+				return
+			}
+			if key == "factor" {
+				r.Factor = f
+			} else {
+				r.Jitter = f
+			}
+		default:
+			p.errf(kk, "unknown key %q in retry policy (want attempts, backoff, factor, max, jitter, or none)", key)
+		}
+	})
+	return r
 }
 
 func (p *parser) selectTable(n *yaml.Node) *Select {

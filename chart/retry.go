@@ -17,7 +17,7 @@ import (
 // action index the first attempt's idempotency keys started from, so that every attempt gives
 // its actions the same keys. Like RetryTimerPath they hold '@', which no state path does.
 const (
-	retryAttemptsKey = "@retry"
+	retryAttemptsKey = RetryTimerPath // the worker reads the count here for its log line
 	retryVersionKey  = "@retry.version"
 	retryIndexKey    = "@retry.index"
 )

@@ -292,7 +292,9 @@ retry:
 		policy string
 		want   string
 	}{
-		{"  work: {attempts: 1, backoff: 1s}", "test.yaml:6:3: retry of \"work\": attempts 1 must be 2..1000"},
+		{"  work: {attempts: 0, backoff: 1s}", "test.yaml:6:3: retry of \"work\": attempts 0 must be 2..1000 (the first run counts), or 1 for none"},
+		{"  default: {attempts: 3}", "test.yaml:6:3: default retry: backoff 0s must be positive"},
+		{"  work: never", "test.yaml:6:9: expected a mapping"},
 		{"  work: {attempts: 3}", "test.yaml:6:3: retry of \"work\": backoff 0s must be positive"},
 		{"  work: {attempts: 3, backoff: 1s, factor: 0.5}", "factor 0.5 must be 1..100"},
 		{"  work: {attempts: 3, backoff: 1m, max: 1s}", "max 1s must be at least the backoff 1m0s"},

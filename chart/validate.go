@@ -166,6 +166,11 @@ func (v *validator) check() {
 // checkRetries checks the retry policies: each names an action the definition runs, and its
 // numbers are in range.
 func (v *validator) checkRetries() {
+	if r := v.def.DefaultRetry; r != nil {
+		for _, msg := range retryProblems(r) {
+			v.addf(r.Pos.or(v.def.Pos), "", "default retry: %s", msg)
+		}
+	}
 	if len(v.def.Retry) == 0 {
 		return
 	}
@@ -213,22 +218,43 @@ func (v *validator) checkRetries() {
 		case v.reg != nil && !v.reg.HasAction(name):
 			v.addf(pos, "", "retry policy for action %q, which is not registered", name)
 		}
-		if r.Attempts < 2 || r.Attempts > MaxRetryAttempts {
-			v.addf(pos, "", "retry of %q: attempts %d must be 2..%d (the first run counts)", name, r.Attempts, MaxRetryAttempts)
-		}
-		if r.Backoff <= 0 || r.Backoff > MaxRetryDelay {
-			v.addf(pos, "", "retry of %q: backoff %s must be positive and at most %s", name, r.Backoff, MaxRetryDelay)
-		}
-		if r.Factor != 0 && (r.Factor < 1 || r.Factor > 100 || math.IsNaN(r.Factor)) {
-			v.addf(pos, "", "retry of %q: factor %g must be 1..100 (0 means 2)", name, r.Factor)
-		}
-		if r.Max != 0 && (r.Max < r.Backoff || r.Max > MaxRetryDelay) {
-			v.addf(pos, "", "retry of %q: max %s must be at least the backoff %s and at most %s", name, r.Max, r.Backoff, MaxRetryDelay)
-		}
-		if !(r.Jitter >= 0 && r.Jitter <= 1) {
-			v.addf(pos, "", "retry of %q: jitter %g must be 0..1", name, r.Jitter)
+		for _, msg := range retryProblems(r) {
+			v.addf(pos, "", "retry of %q: %s", name, msg)
 		}
 	}
+}
+
+// retryProblems lists what is out of range in r. A policy of one attempt (NoRetry) needs
+// nothing else.
+func retryProblems(r *Retry) []string {
+	var out []string
+	if r.Attempts == 1 {
+		return nil
+	}
+	if r.Attempts < 2 || r.Attempts > MaxRetryAttempts {
+		out = append(out, fmt.Sprintf("attempts %d must be 2..%d (the first run counts), or 1 for none", r.Attempts, MaxRetryAttempts))
+	}
+	if r.Backoff <= 0 || r.Backoff > MaxRetryDelay {
+		out = append(out, fmt.Sprintf("backoff %s must be positive and at most %s", r.Backoff, MaxRetryDelay))
+	}
+	if r.Factor != 0 && (r.Factor < 1 || r.Factor > 100 || math.IsNaN(r.Factor)) {
+		out = append(out, fmt.Sprintf("factor %g must be 1..100 (0 means 2)", r.Factor))
+	}
+	if r.Max != 0 && (r.Max < r.Backoff || r.Max > MaxRetryDelay) {
+		out = append(out, fmt.Sprintf("max %s must be at least the backoff %s and at most %s", r.Max, r.Backoff, MaxRetryDelay))
+	}
+	if !(r.Jitter >= 0 && r.Jitter <= 1) {
+		out = append(out, fmt.Sprintf("jitter %g must be 0..1", r.Jitter))
+	}
+	return out
+}
+
+// checkRetryPolicy refuses a policy out of range with an error wrapping stead.ErrInvalid.
+func checkRetryPolicy(what string, r *Retry) error {
+	if p := retryProblems(r); len(p) > 0 {
+		return fmt.Errorf("chart: retry policy of %s: %s: %w", what, strings.Join(p, "; "), stead.ErrInvalid)
+	}
+	return nil
 }
 
 func childNamed(states []*State, name string) *State {

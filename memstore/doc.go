@@ -1,5 +1,7 @@
 // Package memstore is the in-memory execution store, for tests and for programs that need no
-// durability.
+// durability: hand memstore.New() and a memtransport.New() to worker.Config and worker.Client
+// and run your flow in a test with nothing on disk. For durability, sqlitestore (one host) or
+// pgstore (many hosts) take its place without a change to the rest.
 //
 //	store := memstore.New()
 //	defer store.Close()

@@ -30,6 +30,7 @@ type Backend struct {
 	traceCap int64
 	sql      statements
 	closed   atomic.Bool
+	finish   *finishHub
 }
 
 var (
@@ -51,7 +52,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*stead.Store,
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 	}
-	b := &Backend{pool: pool, schema: cfg.schema, traceCap: int64(cfg.traceCap), sql: newStatements(cfg.schema)}
+	b := &Backend{pool: pool, schema: cfg.schema, traceCap: int64(cfg.traceCap), sql: newStatements(cfg.schema),
+		finish: newFinishHub()}
 	var err error
 	if cfg.migrate {
 		err = pgdb.Migrate(ctx, pool, cfg.schema, migrationTable, migrations())
@@ -72,9 +74,10 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 func (b *Backend) Schema() string { return b.schema }
 
 // Close marks the backend closed, so that its transaction methods refuse further calls with
-// stead.ErrClosed. It does not close the pool.
+// stead.ErrClosed, and stops the listener of WatchFinished. It does not close the pool.
 func (b *Backend) Close() error {
 	b.closed.Store(true)
+	b.finish.close()
 	return nil
 }
 

@@ -1,5 +1,7 @@
 // Package pgstore is the PostgreSQL backend of stead's execution store: the one to pick when many
-// worker hosts share one database. New puts it on the application's pgx pool and returns the
+// worker hosts share one database. Open it with pgtransport on the same pool and hand both to
+// worker.Config and worker.Client (worker/pgtx puts a batch in one transaction); worker.Client.Wait
+// is woken by its finish notifications (WatchFinished). New puts it on the application's pgx pool and returns the
 // checked *stead.Store in front of it; it passes the storetest conformance suite against a real
 // server.
 //

@@ -47,14 +47,17 @@ func ExamplePurgeFinished() {
 	// order-2 kept: true
 }
 
-// A tree with a member that has not ended is refused, and nothing is deleted.
+// A tree with a member that has not ended is refused, and nothing is deleted; a failed region
+// child under a finished root does not keep its tree.
 func ExamplePurgeTree() {
 	ctx := context.Background()
 	store := memstore.New()
 	defer store.Close()
 	for _, e := range []*stead.Execution{
 		{ID: "order-1", DefinitionID: "order", Status: stead.StatusDone},
-		{ID: "order-1:fulfilment.packing:0", DefinitionID: "order", Status: stead.StatusFailed, ParentID: "order-1"},
+		{ID: "order-1:fulfilment.packing:0", DefinitionID: "order", Status: stead.StatusRunning, ParentID: "order-1"},
+		{ID: "order-2", DefinitionID: "order", Status: stead.StatusDone},
+		{ID: "order-2:fulfilment.packing:0", DefinitionID: "order", Status: stead.StatusFailed, ParentID: "order-2"},
 	} {
 		if _, err := store.Save(ctx, e); err != nil {
 			panic(err)
@@ -62,6 +65,9 @@ func ExamplePurgeTree() {
 	}
 	_, err := retention.PurgeTree(ctx, store, "order-1", retention.Options{})
 	fmt.Println(err)
+	res, err := retention.PurgeTree(ctx, store, "order-2", retention.Options{})
+	fmt.Println(res.Deleted, err)
 	// Output:
-	// stead: purge "order-1:fulfilment.packing:0": execution is failed: every member of the tree of "order-1" must be done or cancelled
+	// stead: purge "order-1:fulfilment.packing:0": execution is running: the root of "order-1" must be done or cancelled, and every descendant done, cancelled or failed
+	// 2 <nil>
 }

@@ -72,10 +72,10 @@ func PurgeTree(ctx context.Context, s *stead.Store, rootID string, opts Options)
 	if root.ParentID != "" {
 		return res, check.Invalidf("purge %q: it is a child of %q; purge the root of its tree", rootID, root.ParentID)
 	}
-	for _, e := range tree {
-		if e.Status != stead.StatusDone && e.Status != stead.StatusCancelled {
+	for i, e := range tree {
+		if !purgeable(e, i == 0) {
 			return res, &stead.StatusError{ID: e.ID, Op: "purge", Status: e.Status,
-				Reason: fmt.Sprintf("every member of the tree of %q must be done or cancelled", rootID)}
+				Reason: fmt.Sprintf("the root of %q must be done or cancelled, and every descendant done, cancelled or failed", rootID)}
 		}
 	}
 	if opts.Archive != nil {
@@ -117,6 +117,21 @@ func PurgeTree(ctx context.Context, s *stead.Store, rootID string, opts Options)
 	}
 	res.Deleted++
 	return res, nil
+}
+
+// purgeable reports whether a member's status lets its tree be purged. The root must be done or
+// cancelled. A descendant may also be failed: its failure was reported to its parent when it
+// happened, and once the root has finished nothing takes a descendant's result any more — a retry
+// applies to roots only, and the cancel that ends a finishing tree reaches only its unfinished
+// members — so a failed descendant would otherwise keep its tree forever.
+func purgeable(e *stead.Execution, root bool) bool {
+	switch e.Status {
+	case stead.StatusDone, stead.StatusCancelled:
+		return true
+	case stead.StatusFailed:
+		return !root
+	}
+	return false
 }
 
 func purgeOne(ctx context.Context, s *stead.Store, e *stead.Execution) error {

@@ -1,5 +1,7 @@
 // Package sqlitestore is the SQLite execution store of stead: durable on one host with nothing to
-// install, built on modernc.org/sqlite (pure Go, no cgo). New returns a *stead.Store, the checked
+// install, built on modernc.org/sqlite (pure Go, no cgo). Open it with sqlitetransport on the same
+// file and hand both to worker.Config and worker.Client (examples/firstflow in the repository
+// does); move to pgstore when workers on several hosts must share the state. New returns a *stead.Store, the checked
 // front every backend shares, with this package's stead.Backend behind it; it passes the
 // storetest conformance suite on files and in memory.
 //

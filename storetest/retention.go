@@ -17,6 +17,7 @@ import (
 var purgeTreeRules = []rule{
 	{name: "removes_the_whole_tree_and_nothing_else", run: testTreePurge},
 	{name: "refuses_unless_every_member_ended", run: testTreeRefusesLiveMembers},
+	{name: "takes_a_failed_descendant_of_a_finished_root", run: testTreeTakesFailedDescendant},
 	{name: "refuses_a_child_as_root", run: testTreeRefusesChild},
 	{name: "archiver_sees_the_tree_first_and_can_veto", run: testTreeArchiver},
 	{name: "dry_run_deletes_nothing", run: testTreeDryRun},
@@ -145,21 +146,52 @@ func testTreePurge(h *harness) {
 	}
 }
 
+// testTreeRefusesLiveMembers: a descendant that has not ended, or a failed root (which an
+// operator can still retry), keeps the tree.
 func testTreeRefusesLiveMembers(h *harness) {
 	prefix := h.prefix
-	for _, st := range []stead.Status{stead.StatusRunning, stead.StatusFailed, stead.StatusSuspended, stead.StatusCancelling, stead.StatusPending} {
+	cases := []struct {
+		member int // index in tree
+		status stead.Status
+	}{
+		{3, stead.StatusRunning}, // t:a:0:b:1, which only the prefix finds
+		{3, stead.StatusSuspended},
+		{3, stead.StatusCancelling},
+		{3, stead.StatusPending},
+		{0, stead.StatusFailed}, // the root
+	}
+	for _, c := range cases {
 		nodes := slices.Clone(tree[:5])
-		nodes[3].status = st                        // t:a:0:b:1, which only the prefix finds
-		h.prefix = fmt.Sprintf("%s%s/", prefix, st) // a tree of its own per status
+		nodes[c.member].status = c.status
+		h.prefix = fmt.Sprintf("%s%s-%d/", prefix, c.status, c.member) // a tree of its own per case
 		h.seedTree(nodes, base)
 		ids := h.ids(treeNames(nodes)...)
 		before := h.snap(ids)
 		_, err := retention.PurgeTree(h.ctx, h.s, h.id("t"), retention.Options{})
 		var se *stead.StatusError
-		if !errors.As(err, &se) || se.ID != h.id("t:a:0:b:1") || se.Status != st || !errors.Is(err, stead.ErrInvalid) {
-			h.Fatalf("PurgeTree with a %s member: %v, want a status error naming it", st, err)
+		if !errors.As(err, &se) || se.ID != h.id(nodes[c.member].name) || se.Status != c.status || !errors.Is(err, stead.ErrInvalid) {
+			h.Fatalf("PurgeTree with %s %s: %v, want a status error naming it", nodes[c.member].name, c.status, err)
 		}
 		h.unchanged("a refused tree purge", before, ids)
+	}
+}
+
+// testTreeTakesFailedDescendant: a failed descendant (a region child whose failure its parent
+// already took) does not keep a finished root's tree: the purge deletes it with the rest.
+func testTreeTakesFailedDescendant(h *harness) {
+	nodes := slices.Clone(tree[:5])
+	nodes[1].status = stead.StatusFailed // t:a:0, with children of its own
+	nodes[3].status = stead.StatusFailed // t:a:0:b:1, which only the prefix finds
+	h.seedTree(nodes, base)
+	res, err := retention.PurgeTree(h.ctx, h.s, h.id("t"), retention.Options{})
+	if err != nil {
+		h.Fatalf("PurgeTree with failed descendants of a done root: %v", err)
+	}
+	if want := h.ids(treeMembers...); !slices.Equal(res.Members, want) || res.Deleted != len(want) {
+		h.Fatalf("PurgeTree = %+v, want members %q, all deleted", res, want)
+	}
+	if left := h.present(treeMembers...); len(left) != 0 {
+		h.Fatalf("left after the purge: %q", left)
 	}
 }
 

@@ -1,5 +1,8 @@
 // Package transport is the contract for delivering events to executions: a durable queue of
-// messages partitioned into groups, where a group is one execution id.
+// messages partitioned into groups, where a group is one execution id. You open one of its
+// backends beside the store — memtransport, sqlitetransport or pgtransport — and hand it to
+// worker.Config and worker.Client, which do the rest; the contract below matters to those who
+// write a backend.
 //
 // A worker claims a message with a lease of some visibility, steps the execution, then acks the
 // message (it is removed) or nacks it (it returns to its group, at once or after a delay). The

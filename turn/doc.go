@@ -1,4 +1,12 @@
-// Package turn is the persistence contract for assistant conversation turns: the vocabulary
+// Package turn keeps an assistant's conversation turns durable: you store each turn as it
+// arrives, admit the commands it leads to under idempotency keys, and commit everything a step
+// produced (events, cards, outbox messages, the turn's phase) in one bundle, so that a crash or a
+// retried request never acts twice. docs/turns.md in the repository explains the model and walks
+// one turn through it (Example_turnLifecycle in turn/memturn runs the same walk). Pick a backend
+// — turn/memturn in tests, turn/sqliteturn on one host, turn/pgturn on PostgreSQL — and deliver
+// the outbox with turn/dispatch.
+//
+// It is the persistence contract for assistant conversation turns: the vocabulary
 // (conversations, turns and their crash-recovery phase, interactions or "cards", the command
 // journal, the append-only event journal, the outbox, replay records) and seven store
 // interfaces that any backend implements.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -197,7 +198,7 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 		l := leases[k]
 		// A message whose event an earlier step of the chain applied is a duplicate (a timeout
 		// published twice, say): the store could not know it yet, the chain does.
-		processed := loadedAt(loaded, k).Processed || first >= 0 && chainApplied(leases[first].Event.ID, c.events, l.Event.ID)
+		processed := loadedAt(loaded, k).Processed || first >= 0 && chainApplied(&merged, l.Event.ID)
 		if first >= 0 && merged.Trace != nil {
 			break // one trace ring entry a commit: the rest is applied by later batches
 		}
@@ -222,7 +223,8 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 			// The version this step would run at if it committed on its own: the store advances
 			// an execution's version by one per event a commit applies, so the actions' keys
 			// (chart.ActionContext.Key) name the same step however its events are chained.
-			exe.Version = version + int64(1+len(c.events))
+			// merged counts a start the first step applied before its event (Worker.step).
+			exe.Version = version + int64(1+len(merged.AlsoProcessed))
 		}
 		next, b, err := w.step(exe, l.Event)
 		if err != nil {
@@ -265,18 +267,10 @@ func (w *Worker) planChain(p *batchPlan, leases []transport.Lease, loaded []stea
 	p.add(stead.CommitItem{Execution: exe, Bundle: merged}, first, leases[first].Event, cp)
 }
 
-// chainApplied reports whether a chain whose first step applied first and whose later steps
-// applied later has applied the event id.
-func chainApplied(first string, later []stead.Event, id string) bool {
-	if id == first {
-		return true
-	}
-	for _, ev := range later {
-		if ev.ID == id {
-			return true
-		}
-	}
-	return false
+// chainApplied reports whether the steps merged so far in a chain applied the event id (its
+// first step's start included, see Worker.step).
+func chainApplied(merged *stead.Bundle, id string) bool {
+	return id == merged.ProcessedEventID || slices.Contains(merged.AlsoProcessed, id)
 }
 
 // mergeBundles appends the side effects of the step of event id to those of the steps before it

@@ -27,8 +27,12 @@ type Client struct {
 	Known Machines
 	// Clock stamps created executions and events (default time.Now).
 	Clock func() time.Time
-	// Logger receives warnings about deliveries left to the relay (default: discard).
+	// Logger receives warnings about deliveries left to the relay and about executions a
+	// command failed (default: slog.Default()).
 	Logger *slog.Logger
+	// WaitPoll is the longest pause between two loads of Wait on a backend that cannot notify
+	// (default DefaultWaitPoll, a second).
+	WaitPoll time.Duration
 }
 
 // ContextPreparer is a Machine that checks and completes the context an execution is created
@@ -57,20 +61,26 @@ func (c *Client) logger() *slog.Logger {
 	if c.Logger != nil {
 		return c.Logger
 	}
-	return slog.New(slog.DiscardHandler)
+	return slog.Default()
 }
 
 // Create stores a new pending execution and starts it. The start event commits in the outbox
 // together with the record, so it cannot be lost: Create then publishes it and acknowledges the
-// outbox row; if that publish fails, a worker's relay delivers it later (Create still succeeds).
-// An id that is taken is ErrAlreadyExists. The start event carries the trace context of the span
-// in ctx, if any.
+// outbox row.
+//
+// If that publish fails, the execution exists and will start — a worker's relay publishes the
+// start, and a worker that receives another event for the execution first applies the start
+// before it — but Create says so: it returns the execution together with an error wrapping the
+// publish's (see CreateBatch). An id that is taken is ErrAlreadyExists; when the execution under
+// that id has not started yet (a retried Create whose first answer was lost), Create publishes its
+// start again before returning the error, so a retry never leaves the start to the relay. The
+// start event carries the trace context of the span in ctx, if any.
 func (c *Client) Create(ctx context.Context, definitionID, id string, data json.RawMessage) (*stead.Execution, error) {
 	exes, err := c.CreateBatch(ctx, []NewExecution{{DefinitionID: definitionID, ID: id, Context: data}})
-	if err != nil {
+	if len(exes) == 0 {
 		return nil, err
 	}
-	return exes[0], nil
+	return exes[0], err
 }
 
 // CreateBatch is Create for many executions (at most stead.MaxBatch) in one store transaction and
@@ -78,7 +88,13 @@ func (c *Client) Create(ctx context.Context, definitionID, id string, data json.
 // the whole batch and nothing is written. Then each execution is created on its own: one whose id
 // is taken is not created, and CreateBatch returns the executions it did create (in input order)
 // together with an error joining one ErrAlreadyExists per taken id. The created ones are started
-// whatever happened to the others.
+// whatever happened to the others. A taken id whose execution is still pending gets its start
+// published again (its creator's publish may have failed, or its answer been lost).
+//
+// When the publish of the start events fails, CreateBatch returns the executions it created (they
+// are durable and will start: see Create) with an error that wraps the publish's error and
+// ErrStartDeferred, so that a caller treating every error as "not created" retries, and its retry
+// (ErrAlreadyExists) publishes the starts again.
 func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead.Execution, error) {
 	if len(news) == 0 || len(news) > stead.MaxBatch {
 		return nil, check.Invalidf("create batch of %d executions: want 1..%d", len(news), stead.MaxBatch)
@@ -145,15 +161,51 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 		seqs = append(seqs, r.Seqs...)
 		exes = append(exes, exe)
 	}
+	if len(taken) > 0 {
+		// Publishing a start twice is harmless: the worker drops the second as processed.
+		out = append(out, c.pendingStarts(ctx, news, results)...)
+	}
 	if len(out) > 0 {
 		if err := c.Transport.PublishBatch(ctx, out); err != nil {
 			c.logger().Warn("start events left in the outbox for the relay", slog.Int("count", len(out)), slog.Any("err", err))
+			if len(exes) > 0 {
+				taken = append(taken, fmt.Errorf("%w: %d created, their start left to a worker's relay: %w",
+					ErrStartDeferred, len(exes), err))
+			}
 		} else if err := c.Store.AckOutbox(ctx, seqs); err != nil {
 			// A later relay publishes them again; the worker drops the duplicates as processed.
 			c.logger().Warn("ack of start events failed", slog.Any("err", err))
 		}
 	}
 	return exes, errors.Join(taken...)
+}
+
+// ErrStartDeferred is joined to the error of a Create or CreateBatch whose executions were created
+// but whose start events could not be published: they start once a worker's relay publishes them
+// (within Config.RelayInterval of a worker running), or as soon as another event reaches them.
+// Retrying the Create publishes them again.
+var ErrStartDeferred = errors.New("worker: start deferred to the relay")
+
+// pendingStarts returns the start events to publish again for the ids of news that were taken
+// (results[i].Err set) by executions that have not started: a Create retried after its first
+// answer was lost, or after its publish failed. A load that fails leaves that start to the relay.
+func (c *Client) pendingStarts(ctx context.Context, news []NewExecution, results []stead.CommitResult) []transport.Outgoing {
+	var out []transport.Outgoing
+	for i, r := range results {
+		if r.Err == nil {
+			continue
+		}
+		exe, err := c.Store.Load(ctx, news[i].ID)
+		if err != nil || exe.Status != stead.StatusPending {
+			continue
+		}
+		if _, retrying := exe.Timers[chart.RetryTimerPath]; retrying {
+			continue // its start was applied and failed; the retry timer re-applies it
+		}
+		start := Stamp(ctx, stead.Event{ID: StartEventID(exe.ID), Kind: chart.KindStart, CreatedAt: exe.CreatedAt})
+		out = append(out, transport.Outgoing{Group: exe.ID, Event: start, Priority: exe.Priority})
+	}
+	return out
 }
 
 // Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh

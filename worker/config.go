@@ -128,7 +128,9 @@ type Config struct {
 	SharedTx SharedDB
 	// Clock returns the current time (default time.Now). Tests inject one to fire timers.
 	Clock func() time.Time
-	// Logger receives structured logs (default: discard).
+	// Logger receives structured logs (default: slog.Default()). A failed execution is a WARN
+	// line naming its execution, definition, state, event and error, written once, by the worker
+	// that committed the failing step; slog.New(slog.DiscardHandler) silences the worker.
 	Logger *slog.Logger
 	// OnCommit, when set, is called after each step commits (from the worker's goroutines; it must
 	// be fast and safe for concurrent use). Benchmarks use it to measure latency.
@@ -146,6 +148,15 @@ type Config struct {
 	// StatsInterval is how often at most the gauges query the backends (default 30 s); a scrape
 	// in between reads the last answer.
 	StatsInterval time.Duration
+
+	// OnFinish, when set, is called once for each execution that a step this worker committed
+	// finished: done, cancelled or failed (see Client.Wait for why failed counts). Only the
+	// worker that committed the finishing step calls it, after the commit and before what the
+	// step emitted is delivered, from the worker's goroutines: it must be fast and safe for
+	// concurrent use. exe is its own copy. A crash between the commit and the call loses the
+	// call, so OnFinish suits notifications and metrics; what must not be lost reads the store
+	// (Client.Wait, or a listing of finished executions).
+	OnFinish func(exe *stead.Execution)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -211,7 +222,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = time.Now
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	return c, nil
 }

@@ -1,9 +1,20 @@
-// Package worker drives statechart executions durably: it wires an execution store
-// (*stead.Store), an event transport (*transport.Transport) and a step function (a Machine, usually
-// a *chart.Engine) into workers.
+// Package worker runs your flows: a Worker runs the steps of executions, a Client starts them,
+// sends them events, waits for them to finish and operates them. It wires an execution store
+// (*stead.Store: sqlitestore, pgstore, memstore), an event transport (*transport.Transport) and
+// a step function (a Machine, usually the *chart.Engine of your definition and actions).
 //
 //	w, err := worker.New(worker.Config{Store: store, Transport: tr, Machines: machines})
-//	err = w.Run(ctx) // until ctx is done; finishes the steps in flight
+//	go w.Run(ctx) // until ctx is done; finishes the steps in flight
+//
+//	client := &worker.Client{Store: store, Transport: tr, Known: machines}
+//	_, err = client.Create(ctx, "purchase", "p-1", []byte(`{"amount":120}`))
+//	_, err = client.Send(ctx, "p-1", stead.Event{ID: "p-1-delivered", Kind: "delivered"})
+//	exe, err := client.Wait(ctx, "p-1") // done, cancelled or failed
+//
+// A Worker logs to slog.Default() unless Config.Logger says otherwise; an execution that fails
+// is a WARN line naming it, its state, the event and the error, and Config.OnFinish hears of
+// every execution the worker finishes. Package retention deletes finished executions; the
+// examples/firstflow program in the repository puts it all together.
 //
 // A Worker claims messages from the transport (one per execution at a time), loads the execution
 // together with the "already processed?" answer, steps it, commits the new state with every side

@@ -191,11 +191,9 @@ const (
 
 // admit applies the checks that run before a step, in this order: a missing execution or an event
 // it already applied is dropped (that is the dedupe); a cancelled execution drops everything; a
-// suspended one parks the message; a pending one takes only its start event, a cancel and the
-// timeout of a failed start's retry (parking anything else would block the group behind a start
-// that may never come; dropping the cancel would let a region child whose parent already left the
-// parallel state start afterwards and run orphaned); a cancelling one drains its backlog until
-// the cancel event.
+// suspended one parks the message; a cancelling one drains its backlog until the cancel event.
+// A pending one takes every event: step applies its start first when the event is not the start
+// itself (see step), so an event that overtook the start is never dropped.
 func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (verdict, string) {
 	switch {
 	case exe == nil:
@@ -206,19 +204,73 @@ func (w *Worker) admit(exe *stead.Execution, processed bool, ev stead.Event) (ve
 		return doAck, "execution cancelled"
 	case exe.Status == stead.StatusSuspended:
 		return doPark, "execution suspended"
-	case exe.Status == stead.StatusPending && ev.Kind != chart.KindStart && ev.Kind != chart.KindCancel &&
-		(ev.Kind != chart.KindTimeout || exe.Timers[chart.RetryTimerPath].IsZero()):
-		// The one timer a pending execution has is the retry of a start that failed.
-		return doAck, "execution not started"
 	case exe.Status == stead.StatusCancelling && ev.Kind != chart.KindCancel:
 		return doAck, "execution cancelling"
 	}
 	return doStep, ""
 }
 
-// step runs the execution's machine, turning a panic into an error so that one bad definition
-// cannot take the worker down.
-func (w *Worker) step(exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
+// startsFirst reports whether stepping ev on exe must apply exe's start event first: exe is
+// pending, its start was never applied (a start that failed and is being retried leaves the retry
+// timer armed, and the engine holds later events behind that retry), and ev is neither the start
+// nor a cancel (which ends a pending execution as it is).
+//
+// Why the worker starts it instead of waiting for the start: the start event commits in the
+// outbox with the execution and is published after the commit, so an event sent meanwhile — or
+// one sent after a create whose publish failed, which leaves the start to the relay — can reach
+// the execution's queue first. Parking that event would hold the queue's head for ever (the
+// start, queued behind it, could never pass), and acknowledging it unapplied would lose an event
+// the sender was told was accepted. The start carries no data and a fixed id (StartEventID), so
+// the worker can apply exactly the start the sender would have; the published one is then
+// dropped as already processed.
+func startsFirst(exe *stead.Execution, ev stead.Event) bool {
+	if exe.Status != stead.StatusPending || ev.Kind == chart.KindStart || ev.Kind == chart.KindCancel {
+		return false
+	}
+	_, retrying := exe.Timers[chart.RetryTimerPath]
+	return !retrying
+}
+
+// startEvent is the start event of exe as Client.Create and the relay send it, for startsFirst.
+func startEvent(exe *stead.Execution) stead.Event {
+	return stead.Event{ID: StartEventID(exe.ID), Kind: chart.KindStart, CreatedAt: exe.CreatedAt}
+}
+
+// step runs the execution's machine for ev. When ev overtook the execution's start (startsFirst),
+// it applies the start and then ev from the state the start left, as a chain of two: one bundle
+// with the start as ProcessedEventID and ev in AlsoProcessed, each step at the version it would
+// have had alone. An execution that records its trace ring keeps ev's entry (one entry a commit).
+func (w *Worker) step(exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error) {
+	if !startsFirst(exe, ev) {
+		return w.stepOnce(exe, ev)
+	}
+	start := startEvent(exe)
+	started, b, err := w.stepOnce(exe, start)
+	if err != nil {
+		return nil, b, err
+	}
+	if b.ProcessedEventID == "" {
+		b.ProcessedEventID = start.ID // AlsoProcessed below requires it
+	}
+	version := exe.Version
+	started.Version = version + 1
+	next, b2, err := w.stepOnce(started, ev)
+	if err != nil {
+		return nil, b, err
+	}
+	next.Version = version // what the commit expects
+	trace := b.Trace
+	if b2.Trace != nil {
+		trace = b2.Trace
+	}
+	b = mergeBundles(b, b2, ev.ID)
+	b.Trace = trace
+	return next, b, nil
+}
+
+// stepOnce runs the execution's machine, turning a panic into an error so that one bad
+// definition cannot take the worker down.
+func (w *Worker) stepOnce(exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
 	m := w.cfg.Machines[exe.DefinitionID]
 	if m == nil {
 		return nil, b, fmt.Errorf("worker: no machine for definition %q", exe.DefinitionID)
@@ -317,10 +369,11 @@ func (w *Worker) handle(ctx context.Context, l *transport.Lease, o *stepObs) err
 	}
 	next.Version = res.Version
 	o.committed(next)
-	w.committed(next, ev)
+	d := delivery{exe: next, b: &b, seqs: res.Seqs, ev: ev, trace: o.trace}
+	w.committedAll(d)
 	// The step is durable: from here on a failure only delays delivery (the relay retries), so the
 	// message is acknowledged whatever happens.
-	if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: res.Seqs, trace: o.trace}}); err != nil {
+	if err := w.deliver(ctx, []delivery{d}); err != nil {
 		w.logLease(ctx, slog.LevelWarn, l, "delivery deferred to the relay", slog.Any("err", err))
 	}
 	w.ack(ctx, []transport.Lease{*l})
@@ -339,21 +392,49 @@ func (w *Worker) logLease(ctx context.Context, level slog.Level, l *transport.Le
 	w.log.Log(ctx, level, msg, attrs...)
 }
 
-func (w *Worker) committed(exe *stead.Execution, ev stead.Event) {
+// committed is the one place every committed step is reported: OnCommit for each event the
+// commit applied; an INFO line when it scheduled a retry; and, when the commit finished the
+// execution, OnFinish and the log line, once.
+// A commit that applied several events reports them in order with the same execution, so only
+// the last one (last) finishes it.
+func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last ...bool) {
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(exe, ev, time.Now())
 	}
-	if exe.Status.Finished() {
+	if exe.Timers != nil {
+		w.logRetry(exe, ev)
+	}
+	if !exe.Status.Finished() || len(last) > 0 && !last[0] {
+		return
+	}
+	if exe.Status == stead.StatusFailed {
+		// Loud: a failed execution waits for an operator, who must hear of it.
+		state, event, kind := exe.ActivePath, ev.ID, ev.Kind
+		if dl := exe.DeadLetter; dl != nil {
+			state, event, kind = dl.ActivePath, dl.Event.ID, dl.Event.Kind
+		}
+		w.log.Warn("execution failed", slog.String("execution", exe.ID),
+			slog.String("definition", exe.DefinitionID), slog.String("state", state),
+			slog.String("failed_in", exe.ActivePath), slog.String("event", event),
+			slog.String("kind", kind), slog.String("err", exe.Error))
+	} else if w.log.Enabled(context.Background(), slog.LevelDebug) {
 		w.log.Debug("execution finished", slog.String("execution", exe.ID),
 			slog.String("status", string(exe.Status)), slog.String("outcome", exe.Outcome))
 	}
+	if w.cfg.OnFinish != nil {
+		w.cfg.OnFinish(exe.Clone())
+	}
 }
 
-// committedAll reports every event a delivery's commit applied.
+// committedAll reports every event a delivery's commit applied: the start the step applied first
+// when its event overtook the start (step), the event, and the rest of its chain.
 func (w *Worker) committedAll(d delivery) {
-	w.committed(d.exe, d.ev)
-	for _, ev := range d.also {
-		w.committed(d.exe, ev)
+	if d.b != nil && d.b.ProcessedEventID != "" && d.b.ProcessedEventID != d.ev.ID {
+		w.committed(d.exe, startEvent(d.exe), false)
+	}
+	w.committed(d.exe, d.ev, len(d.also) == 0)
+	for i, ev := range d.also {
+		w.committed(d.exe, ev, i == len(d.also)-1)
 	}
 }
 

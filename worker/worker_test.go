@@ -245,7 +245,12 @@ func TestRecoveryDeliversLeftovers(t *testing.T) {
 	failing := transport.New(fp) // h.tr still closes the backend
 	h.client.Transport = failing
 	fp.down.Store(true)
-	h.create("left-a", "left-b") // their starts stay in the outbox
+	// Their starts stay in the outbox, and CreateBatch says so.
+	if _, err := h.client.CreateBatch(context.Background(), []NewExecution{
+		{DefinitionID: "counter", ID: "left-a"}, {DefinitionID: "counter", ID: "left-b"},
+	}); !errors.Is(err, ErrStartDeferred) {
+		t.Fatalf("CreateBatch with the transport down: err = %v, want ErrStartDeferred", err)
+	}
 	fp.down.Store(false)
 	if o, _ := h.store.PendingOutbox(context.Background(), "", 10); len(o) != 2 {
 		t.Fatalf("pending outbox after failed publish: %d entries, want 2", len(o))
@@ -298,7 +303,7 @@ func TestAdmit(t *testing.T) {
 		{"cancelled cancel", exe(stead.StatusCancelled), false, cancel, doAck},
 		{"suspended", exe(stead.StatusSuspended), false, tick, doPark},
 		{"pending start", exe(stead.StatusPending), false, start, doStep},
-		{"pending tick", exe(stead.StatusPending), false, tick, doAck},
+		{"pending tick", exe(stead.StatusPending), false, tick, doStep}, // step starts it first
 		{"pending cancel", exe(stead.StatusPending), false, cancel, doStep},
 		{"cancelling tick", exe(stead.StatusCancelling), false, tick, doAck},
 		{"cancelling cancel", exe(stead.StatusCancelling), false, cancel, doStep},
@@ -307,6 +312,80 @@ func TestAdmit(t *testing.T) {
 	} {
 		if got, why := w.admit(tc.exe, tc.processed, tc.ev); got != tc.want {
 			t.Errorf("%s: verdict %d (%s), want %d", tc.name, got, why, tc.want)
+		}
+	}
+}
+
+// TestStartsFirst is the table of events that make step apply a pending execution's start first.
+func TestStartsFirst(t *testing.T) {
+	t.Parallel()
+	retrying := &stead.Execution{ID: "x", Status: stead.StatusPending,
+		Timers: map[string]time.Time{chart.RetryTimerPath: time.Now()}}
+	for _, tc := range []struct {
+		name string
+		exe  *stead.Execution
+		kind string
+		want bool
+	}{
+		{"pending tick", &stead.Execution{Status: stead.StatusPending}, "tick", true},
+		{"pending timeout", &stead.Execution{Status: stead.StatusPending}, chart.KindTimeout, true},
+		{"pending start", &stead.Execution{Status: stead.StatusPending}, chart.KindStart, false},
+		{"pending cancel", &stead.Execution{Status: stead.StatusPending}, chart.KindCancel, false},
+		{"pending with a start being retried", retrying, "tick", false},
+		{"running tick", &stead.Execution{Status: stead.StatusRunning}, "tick", false},
+	} {
+		if got := startsFirst(tc.exe, stead.Event{ID: "e", Kind: tc.kind}); got != tc.want {
+			t.Errorf("%s: startsFirst = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestStartFirstKeepsKeysAndVersions: an event that overtook the start is applied after it in
+// one bundle — the start processed first, the event after it — and each step runs at the version
+// it would have had alone, so the execution's version counts both.
+func TestStartFirstKeepsKeysAndVersions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	w, err := New(h.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := &stead.Execution{ID: "x", DefinitionID: "counter", Status: stead.StatusPending, Version: 1}
+	next, b, err := w.step(exe, stead.Event{ID: "t1", Kind: "tick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ProcessedEventID != StartEventID("x") || len(b.AlsoProcessed) != 1 || b.AlsoProcessed[0] != "t1" {
+		t.Fatalf("processed %q then %v, want the start then t1", b.ProcessedEventID, b.AlsoProcessed)
+	}
+	if next.Status != stead.StatusRunning || next.Version != 1 || string(next.Context) != `{"n":1,"joined":0}` {
+		t.Fatalf("after start and tick: %s v%d %s", next.Status, next.Version, next.Context)
+	}
+	if exe.Status != stead.StatusPending || exe.Version != 1 {
+		t.Fatalf("step changed its argument: %s v%d", exe.Status, exe.Version)
+	}
+	if _, err := h.store.Commit(context.Background(), &stead.Execution{ID: "x", DefinitionID: "counter",
+		Status: stead.StatusPending}, stead.Bundle{}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := h.store.Load(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, b, err = w.step(loaded, stead.Event{ID: "t1", Kind: "tick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.store.Commit(context.Background(), next, b)
+	if err != nil {
+		t.Fatalf("commit of the start and the tick: %v", err)
+	}
+	if res.Version != loaded.Version+2 {
+		t.Fatalf("version after the start and the tick: %d, want %d", res.Version, loaded.Version+2)
+	}
+	for _, id := range []string{StartEventID("x"), "t1"} {
+		if _, processed, err := h.store.LoadForEvent(context.Background(), "x", id); err != nil || !processed {
+			t.Fatalf("%s processed = %v (%v), want true", id, processed, err)
 		}
 	}
 }

@@ -150,5 +150,6 @@ set-state first (see ARCHITECTURE.md, "Definition versions").`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringArrayVar(&specs, "definition", nil, "definition YAML file, or \"order\" for the bundled sample (repeatable)")
+	cmd.AddCommand(newDefsCheck())
 	return cmd
 }

@@ -72,6 +72,7 @@ which runs a bundled order flow for 2,000 executions on a SQLite file in the cur
 	root.AddCommand(controlCommands()...)
 	root.AddCommand(newPurge(), newDemoOperate())
 	root.AddCommand(newTurns())
+	root.AddCommand(newBulk())
 	root.AddCommand(newDoctor())
 	return root
 }

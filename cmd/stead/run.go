@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/bulk"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cmd/stead/internal/backend"
 	"github.com/steadhq/stead/cmd/stead/internal/telemetry"
@@ -82,6 +83,7 @@ share of trace ids. Metrics count every step whatever the sample.`,
 				return err
 			}
 			defer b.Close()
+			bulk.Register(machines, b.Store, b.Transport, bulk.Options{}) // every worker carries out bulk jobs
 			// The shared transaction is the default on PostgreSQL (it is the faster mode there, and
 			// acks a message if and only if its step lands); elsewhere only an explicit
 			// --shared-tx asks for it, and is refused.

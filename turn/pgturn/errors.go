@@ -10,6 +10,7 @@ import (
 	"github.com/steadhq/stead/internal/errs"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/dbconflict"
 )
 
 // Stable codes of failures the contract has no sentinel for. They are carried by a *turn.Error
@@ -25,7 +26,8 @@ const (
 // sentinels, keeping the driver's error in the chain for errors.As:
 //
 //   - unique, exclusion and foreign-key violations, serialization failures and deadlocks:
-//     ErrConflict (a uniqueness rule or a concurrent writer refused the write);
+//     ErrConflict (a uniqueness rule or a concurrent writer refused the write), worded by the
+//     rule in the contract's terms, never with the server's message (kept in the chain);
 //   - check and not-null violations: turn.CodeInvalidRecord; data exceptions: ErrInvalid (a value
 //     the schema refuses that validation let through);
 //   - query_canceled (what statement_timeout raises) and the caller's deadline: ErrTimeout;
@@ -45,7 +47,11 @@ func classify(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "23503": // foreign_key_violation: the parent row vanished under a concurrent writer
-			return fmt.Errorf("%w: %w", errs.Conflict, err)
+			return dbconflict.Vanished(err)
+		case "23505", "23P01": // unique_violation, exclusion_violation: worded by the rule
+			return dbconflict.Unique(pgErr.TableName, pgErr.ConstraintName, err)
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return dbconflict.Concurrent(err)
 		case "23502", "23514": // not_null_violation, check_violation
 			return fmt.Errorf("%w: %w", turn.InvalidRecord("the schema refused a value"), err)
 		}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/dbconflict"
 )
 
 // Backend is the SQLite backend of every turn role. It is safe for concurrent use, and several
@@ -317,6 +319,8 @@ const (
 
 // SQLite's extended constraint codes this package tells apart (sqlite3.h).
 const (
+	constraintUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
+	constraintPrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
 	constraintCheck      = 275  // SQLITE_CONSTRAINT_CHECK
 	constraintForeignKey = 787  // SQLITE_CONSTRAINT_FOREIGNKEY
 	constraintNotNull    = 1299 // SQLITE_CONSTRAINT_NOTNULL
@@ -326,8 +330,9 @@ const (
 // classify maps an error of a statement to the contract's sentinels, keeping the driver's error
 // in the chain for errors.As, as pgturn does for PostgreSQL:
 //
-//   - unique and primary-key violations (sqlitedb.Classify), and foreign-key violations (the
-//     parent row vanished): ErrConflict;
+//   - unique and primary-key violations, and foreign-key violations (the parent row vanished):
+//     ErrConflict, worded by the rule that refused the write (which record already exists),
+//     never with SQLite's own message, which stays in the chain;
 //   - CHECK, NOT NULL and STRICT type refusals: turn.CodeInvalidRecord;
 //   - a lock held elsewhere past the busy timeout, a file that cannot be opened, read or written:
 //     ErrUnavailable (sqlitedb.Classify); nothing was written;
@@ -341,7 +346,13 @@ func classify(err error) error {
 	}
 	switch sqlitedb.ExtendedCode(err) {
 	case constraintForeignKey:
-		return fmt.Errorf("%w: %w", turn.ErrConflict, err)
+		return dbconflict.Vanished(err)
+	case constraintUnique, constraintPrimaryKey:
+		// "UNIQUE constraint failed: turn_events.account_id, turn_events.event_id": the table
+		// and the columns tell the rule, which the caller gets in the contract's words.
+		_, cols, _ := strings.Cut(err.Error(), "constraint failed: ")
+		table, _, _ := strings.Cut(cols, ".")
+		return dbconflict.Unique(table, cols, err)
 	case constraintCheck, constraintNotNull, constraintDatatype:
 		return fmt.Errorf("%w: %w", turn.InvalidRecord("the schema refused a value"), err)
 	}

@@ -13,6 +13,12 @@
 // Each check is a named subtest. Outside `go test`, RunAll returns a Report with one Outcome per
 // check; it never panics and never stops early.
 //
+// Every conflict a check provokes (a duplicate id, a second blocking card, an outbox key enqueued
+// twice, a lost compare-and-swap) must match turn.ErrConflict and say which rule refused the
+// write in words a caller can show: an error whose message is the bare sentinel, or carries the
+// database's own text ("UNIQUE constraint failed", "duplicate key value violates", a SQLSTATE),
+// fails the check. Keep the driver's error in the chain for errors.As, out of the message.
+//
 // Time: every instant a rule depends on (an expiry sweep, a claim, a reaping cutoff) is passed
 // explicitly, as fixed offsets from the Unix epoch; the suite never reads or advances a
 // backend's clock, and checks the times a backend stamps itself only for presence and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead/turn"
@@ -165,6 +166,32 @@ func (c *C) errIs(err, target error, what string, args ...any) {
 	if !errors.Is(err, target) {
 		c.fatalf("%s: got error %v, want %v", fmt.Sprintf(what, args...), err, target)
 	}
+	if target == turn.ErrConflict {
+		if why := explainedConflict(err); why != "" {
+			c.fatalf("%s: conflict %q %s", fmt.Sprintf(what, args...), err.Error(), why)
+		}
+	}
+}
+
+// sqlText holds fragments of what SQLite and PostgreSQL say about a refused write. A conflict's
+// message is for the caller (and the caller's logs and users): it says which rule refused the
+// write in the contract's words, never the server's.
+var sqlText = []string{"constraint failed", "violates", "duplicate key", "SQLSTATE", "UNIQUE",
+	"FOREIGN KEY", "could not serialize", "deadlock detected", "sqlite", "(SQLITE_"}
+
+// explainedConflict returns why a conflict's message breaks the rule ("" when it keeps it): it
+// must say more than the sentinel, and carry no SQL server text.
+func explainedConflict(err error) string {
+	msg := err.Error()
+	if msg == turn.ErrConflict.Error() {
+		return "says only that there was a conflict, not which rule refused the write"
+	}
+	for _, frag := range sqlText {
+		if strings.Contains(msg, frag) {
+			return "carries the database's own text (" + frag + "): say which rule refused the write instead"
+		}
+	}
+	return ""
 }
 
 func (c *C) errCode(err error, code string, what string, args ...any) {
