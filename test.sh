@@ -113,8 +113,9 @@ if [[ -n $unformatted ]]; then
   exit 1
 fi
 go vet ./...
-# Every package but the chaos drill, then the drill's short form alone: it measures how fast
-# worker processes recover, which a machine busy with every other package at once would blur.
+# Every package but the chaos drills, then their short forms alone (the crash drill and the
+# failover drill): they measure how fast worker processes recover, which a machine busy with
+# every other package at once would blur.
 go test -race -count=1 -timeout 40m $(go list ./... | grep -v /internal/chaos)
 go test -race -count=1 -timeout 10m ./internal/chaos
 

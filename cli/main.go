@@ -140,7 +140,7 @@ Debian, apt-get install postgresql, then pg_ctlcluster <version> main start).`,
 	)
 	root.AddCommand(a.controlCommands()...)
 	root.AddCommand(newPurge())
-	root.AddCommand(newTurns(), newBulk())
+	root.AddCommand(newTurns(), newBulk(), newDoctor())
 	var own []*cobra.Command
 	if cfg.Commands != nil {
 		own = cfg.Commands()

@@ -17,6 +17,8 @@ import (
 //     (nothing was written; safe to retry);
 //   - statement timeout, cancellation or a connection lost mid-statement (including during COMMIT):
 //     Timeout (indeterminate: the write may have landed);
+//   - a statement refused by a read-only server (25006, a standby or a demoted primary):
+//     Unavailable;
 //   - unique, exclusion, serialization and deadlock failures: Conflict;
 //   - other integrity and data exceptions: Invalid (bad input that slipped past validation);
 //   - a prepared statement that already exists or went missing (42P05, 26000), or a startup
@@ -44,6 +46,11 @@ func Classify(err error) error {
 			return errs.Wrap(errs.Conflict, err)
 		case strings.HasPrefix(pgErr.Code, "23") || strings.HasPrefix(pgErr.Code, "22"):
 			return errs.Wrap(errs.Invalid, err)
+		case pgErr.Code == readOnlySQLTransaction:
+			// A read-only server: a standby, or a primary demoted in a switchover. Nothing was
+			// written; a pool opened by Open has dropped the connection, and its next one goes
+			// to the read-write host.
+			return errs.Wrap(errs.Unavailable, err)
 		case strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") ||
 			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03":
 			return errs.Wrap(errs.Unavailable, err)
@@ -76,6 +83,9 @@ func Classify(err error) error {
 	}
 	return err
 }
+
+// readOnlySQLTransaction is SQLSTATE 25006, what a standby or a demoted primary answers a write.
+const readOnlySQLTransaction = "25006"
 
 // Hints of the configuration errors a pooler in transaction mode causes. They are exported in
 // the error text only: callers check errors.Is(err, stead.ErrInvalid).

@@ -42,6 +42,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema, table string, fsys
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", table, err)
 	}
+	// A migration may rightly run long (an index on a big table, the wait for another process's
+	// migration under the lock): no per-call deadline, only the caller's.
+	ctx = WithoutCallTimeout(ctx)
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrateLockKey, schema); err != nil {
 			return err

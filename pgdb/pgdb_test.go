@@ -56,6 +56,7 @@ func TestClassify(t *testing.T) {
 		{"prepared statement missing (PgBouncer)", &pgconn.PgError{Code: "26000"}, errs.Invalid},
 		{"startup parameter refused (PgBouncer)", &pgconn.PgError{Code: "08P01", Message: "unsupported startup parameter: statement_timeout"}, errs.Invalid},
 		{"other protocol violation", &pgconn.PgError{Code: "08P01", Message: "invalid frontend message"}, errs.Unavailable},
+		{"read-only server (standby, demoted primary)", &pgconn.PgError{Code: "25006"}, errs.Unavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,7 +156,8 @@ func TestMigrateConcurrent(t *testing.T) {
 }
 
 func TestOpenRefusesNegativeSettings(t *testing.T) {
-	for _, c := range []pgdb.Config{{MaxConns: -1}, {MinConns: 3, MaxConns: 2}, {StatementTimeout: -time.Second}, {ConnectAttempts: -1}} {
+	for _, c := range []pgdb.Config{{MaxConns: -1}, {MinConns: 3, MaxConns: 2}, {StatementTimeout: -time.Second}, {ConnectAttempts: -1},
+		{ConnectTimeout: -time.Second}, {PingTimeout: -time.Second}} {
 		if _, err := pgdb.Open(context.Background(), pgdbtest.URL(), c); !errors.Is(err, errs.Invalid) {
 			t.Errorf("Open(%+v) = %v, want ErrInvalid", c, err)
 		}

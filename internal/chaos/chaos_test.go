@@ -39,6 +39,24 @@ func TestChaos(t *testing.T) {
 	} else if testing.Short() {
 		t.Skip("the chaos drill takes about a minute; -short skips it")
 	}
+	drill(t, plan)
+}
+
+// TestFailover runs the short failover drill (a primary and a synchronous standby: a clean
+// failover and the fail back, a black-holed primary, a worker partitioned past its lease), or
+// the long one with STEAD_CHAOS=long, and fails on anything lost, doubled, stuck or early, and on
+// a promotion after which the workers took longer than chaos.FailoverWithin to step again.
+func TestFailover(t *testing.T) {
+	plan := chaos.ShortFailover()
+	if os.Getenv("STEAD_CHAOS") == "long" {
+		plan = chaos.LongFailover()
+	} else if testing.Short() {
+		t.Skip("the failover drill takes about a minute; -short skips it")
+	}
+	drill(t, plan)
+}
+
+func drill(t *testing.T, plan chaos.Plan) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
@@ -52,6 +70,9 @@ func TestChaos(t *testing.T) {
 	if rep != nil {
 		t.Logf("report:\n%s", rep.Markdown())
 		if out := os.Getenv("STEAD_CHAOS_REPORT"); out != "" {
+			if plan.Failovers+plan.BlackHoles+plan.Partitions > 0 {
+				out += ".failover"
+			}
 			if werr := os.WriteFile(out, []byte(rep.Markdown()), 0o644); werr != nil {
 				t.Error(werr)
 			}

@@ -30,6 +30,31 @@ type Cluster struct {
 // StartCluster creates a cluster under dir (created if missing; it must hold no cluster yet) and
 // starts its server. Stop it with Stop.
 func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
+	c, err := newCluster(dir)
+	if err != nil {
+		return nil, err
+	}
+	if out, err := c.run(ctx, "initdb", "-D", c.dir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"); err != nil {
+		return nil, fmt.Errorf("chaos: initdb: %w: %s", err, out)
+	}
+	// The drill measures recovery, not the disk: no fsync, since a crash of the server alone
+	// (the OS keeps running) loses nothing that was written either way. Commits stay synchronous:
+	// an asynchronous commit acknowledged before a crash would be lost by design. Connections
+	// enough for every worker process and the drill.
+	conf := fmt.Sprintf("\nlisten_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = ''\n"+
+		"fsync = off\nmax_connections = 200\nshared_buffers = 64MB\n", c.port)
+	if err := c.appendConf(conf); err != nil {
+		return nil, err
+	}
+	if _, err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster prepares dir for a cluster of its own (the data directory inside it, owned by the
+// postgres user when running as root) on a free port; nothing is created in it yet.
+func newCluster(dir string) (*Cluster, error) {
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
@@ -64,31 +89,24 @@ func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
 	if c.port, err = freePort(); err != nil {
 		return nil, err
 	}
-	if out, err := c.run(ctx, "initdb", "-D", c.dir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"); err != nil {
-		return nil, fmt.Errorf("chaos: initdb: %w: %s", err, out)
-	}
-	// The drill measures recovery, not the disk: no fsync, since a crash of the server alone
-	// (the OS keeps running) loses nothing that was written either way. Commits stay synchronous:
-	// an asynchronous commit acknowledged before a crash would be lost by design. Connections
-	// enough for every worker process and the drill.
-	conf := fmt.Sprintf("\nlisten_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = ''\n"+
-		"fsync = off\nmax_connections = 200\nshared_buffers = 64MB\n", c.port)
+	return c, nil
+}
+
+// appendConf appends settings to the cluster's postgresql.conf (a later line wins).
+func (c *Cluster) appendConf(conf string) error {
 	f, err := os.OpenFile(filepath.Join(c.dir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	_, err = f.WriteString(conf)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return err
 }
+
+// Addr is the server's "127.0.0.1:port".
+func (c *Cluster) Addr() string { return fmt.Sprintf("127.0.0.1:%d", c.port) }
 
 // URL is the cluster's connection URL.
 func (c *Cluster) URL() string {

@@ -6,10 +6,16 @@
 // rows and messages left behind, compare-and-swap updates lost; and measures how long the workers
 // took to step again after each restart.
 //
+// The failover drill (failover.go) runs on a primary and a synchronous standby instead, every
+// client through TCP proxies of the drill's own to both: a clean failover and the fail back, a
+// black-holed primary, a worker partitioned past its lease; it also measures the first step after
+// each promotion.
+//
 // The drills run from this package's test:
 //
-//	go test ./internal/chaos                                       # the short form (./test.sh runs it)
-//	STEAD_CHAOS=long go test ./internal/chaos -v -timeout 60m      # the long form (RELIABILITY.md)
+//	go test ./internal/chaos                                       # the short forms (./test.sh runs them)
+//	STEAD_CHAOS=long go test ./internal/chaos -run TestChaos -v -timeout 60m     # the long crash drill
+//	STEAD_CHAOS=long go test ./internal/chaos -run TestFailover -v -timeout 30m  # the long failover drill
 //
 // The cluster is created with initdb on a free loopback port in a temp dir and removed after:
 // the drill never touches another server. Without PostgreSQL's server programs the test skips,

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/faultproxy"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/transport"
@@ -35,6 +36,13 @@ type Plan struct {
 	CASRounds  int           // successful compare-and-swap rounds of the CAS race
 	CASRacers  int           // racers of the CAS race, half on each of two pools
 	Settle     time.Duration // how long the end waits for everything to converge
+
+	// Failover faults, on a primary and a synchronous standby instead of one server (see
+	// failover.go); a plan with any of them runs on the pair and makes no Restarts.
+	Failovers  int           // the primary killed, the standby promoted (each time the other way)
+	BlackHoles int           // the primary's traffic black-holed, the primary killed, the standby promoted
+	Partitions int           // one worker's traffic black-holed for 1.5 × Visibility, then healed
+	Gap        time.Duration // from the primary's death to the promotion (default 1 s)
 }
 
 // Short is the drill ./test.sh runs: every kind of fault once or twice, in about a minute.
@@ -103,6 +111,11 @@ type drill struct {
 	mu    sync.Mutex
 	procs []*process
 	gen   int
+
+	// In a failover drill: the pair, and the proxies of every client (the drill's own, -1, and
+	// each worker slot) to each node, through which the faults are made.
+	pair    *pair
+	proxies map[int]*[2]*faultproxy.Proxy
 }
 
 // Run runs the plan: a cluster of its own, worker processes fed with work, the faults, then the
@@ -116,6 +129,9 @@ func Run(ctx context.Context, plan Plan, env Env) (*Report, error) {
 	d := &drill{plan: plan, env: env, rep: &Report{Plan: plan}}
 	start := time.Now()
 	defer func() { d.rep.Took = time.Since(start) }()
+	if plan.failover() {
+		return d.runFailover(ctx)
+	}
 	var err error
 	if d.cluster, err = StartCluster(ctx, filepath.Join(env.Dir, "pg")); err != nil {
 		return nil, err
@@ -145,7 +161,7 @@ func Run(ctx context.Context, plan Plan, env Env) (*Report, error) {
 
 func (d *drill) open(ctx context.Context) error {
 	var err error
-	if d.pool, err = pgdb.Open(ctx, d.cluster.URL(), pgdb.Config{MaxConns: 8, ConnectAttempts: 120, ConnectDelay: 250 * time.Millisecond}); err != nil {
+	if d.pool, err = pgdb.Open(ctx, d.url(-1), pgdb.Config{MaxConns: 8, ConnectAttempts: 120, ConnectDelay: 250 * time.Millisecond}); err != nil {
 		return err
 	}
 	if d.store, err = pgstore.New(ctx, d.pool, pgstore.WithSchema(schema)); err != nil {
@@ -232,6 +248,9 @@ func (d *drill) run(ctx context.Context) error {
 		}
 		d.rep.Stops++
 	}
+	if err := d.failovers(ctx); err != nil {
+		return err
+	}
 	for i := range p.Restarts {
 		r, err := d.restart(ctx, i)
 		if err != nil {
@@ -253,7 +272,7 @@ func (d *drill) startWorker(k int) error {
 	defer d.mu.Unlock()
 	d.gen++
 	name := fmt.Sprintf("w%d-%d", k, d.gen)
-	cfg := WorkerConfig{URL: d.cluster.URL(), Schema: schema, Ledger: d.ledgers.Path(name),
+	cfg := WorkerConfig{URL: d.url(k), Schema: schema, Ledger: d.ledgers.Path(name),
 		Name: name, Shared: k%2 == 1, Visibility: d.plan.Visibility}
 	p, err := startProcess(d.env.Exe, cfg, filepath.Join(d.env.Dir, "workers.log"))
 	if err != nil {

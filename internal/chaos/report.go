@@ -12,11 +12,12 @@ type Report struct {
 	Plan Plan
 	Took time.Duration
 
-	Kills, Stops   int       // faults injected
-	Restarts       []Restart // one per server crash
-	Published      int       // work events published (and so due to be applied once each)
-	Arms           int       // arm events published
-	PublishRetries int       // publishes sent again after a failure (may deliver twice)
+	Kills, Stops   int        // faults injected
+	Restarts       []Restart  // one per server crash
+	Failovers      []Failover // one per failover, black hole or partition (failover drills)
+	Published      int        // work events published (and so due to be applied once each)
+	Arms           int        // arm events published
+	PublishRetries int        // publishes sent again after a failure (may deliver twice)
 
 	Lost             int // work events published and never applied (or applied and not committed)
 	Doubled          int // events applied twice under different idempotency keys
@@ -52,9 +53,13 @@ type CASResult struct {
 	Took           time.Duration
 }
 
+// FailoverWithin is how soon after a promotion the workers must step on the new primary, for a
+// clean failover and a black-holed primary alike.
+const FailoverWithin = 5 * time.Second
+
 // Problems returns what must not happen and did: lost or doubled events, stuck rows, early or
-// unbalanced timers, workers that did not shut down cleanly, lost updates, and restarts whose
-// recovery took longer than within.
+// unbalanced timers, workers that did not shut down cleanly, lost updates, restarts whose
+// recovery took longer than within, and failovers whose took longer than FailoverWithin.
 func (r *Report) Problems(within time.Duration) []string {
 	var out []string
 	add := func(n int, what string) {
@@ -82,7 +87,7 @@ func (r *Report) Problems(within time.Duration) []string {
 			out = append(out, fmt.Sprintf("restart %d: first step %v after the server was up, want within %v", i+1, s.FirstStep, within))
 		}
 	}
-	return out
+	return append(out, failoverProblems(r.Failovers, FailoverWithin)...)
 }
 
 // Markdown renders the report as the table RELIABILITY.md keeps.
@@ -93,7 +98,12 @@ func (r *Report) Markdown() string {
 	row := func(k string, v any) { fmt.Fprintf(&b, "| %s | %v |\n", k, v) }
 	row("drill", fmt.Sprintf("%d executions, %d worker processes (batched and shared-transaction), %d events/s fed, lease %v",
 		p.Executions, p.Workers, p.Rate, p.Visibility))
-	row("faults", fmt.Sprintf("%d SIGKILLs, %d SIGSTOPs past the lease, %d server crashes (down %v each)", r.Kills, r.Stops, len(r.Restarts), p.Down))
+	if len(r.Failovers) > 0 {
+		row("faults", fmt.Sprintf("%d SIGKILLs, %d SIGSTOPs past the lease; on a primary and a synchronous standby: %s (promotion %v after the primary died; partitions %v)",
+			r.Kills, r.Stops, kindsOf(r.Failovers), p.Gap, p.Visibility*3/2))
+	} else {
+		row("faults", fmt.Sprintf("%d SIGKILLs, %d SIGSTOPs past the lease, %d server crashes (down %v each)", r.Kills, r.Stops, len(r.Restarts), p.Down))
+	}
 	row("work events published (retried publishes)", fmt.Sprintf("%d (%d)", r.Published, r.PublishRetries))
 	row("lost", r.Lost)
 	row("doubled: two keys for one event / counted twice by the execution", fmt.Sprintf("%d / %d", r.Doubled, r.DoubledBeyondKey))
@@ -110,6 +120,22 @@ func (r *Report) Markdown() string {
 	if len(firsts) > 0 {
 		row("worst first step / backlog applied after a restart", fmt.Sprintf("%v / %v",
 			slices.Max(firsts).Round(time.Millisecond), slices.Max(drains).Round(time.Millisecond)))
+	}
+	var ffirst, fdrain []time.Duration
+	for i, f := range r.Failovers {
+		if f.Kind == "partition" {
+			row(fmt.Sprintf("%d: partition: backlog → backlog applied, after the partition began", i+1),
+				fmt.Sprintf("%d → %v", f.Backlog, f.Drained.Round(time.Millisecond)))
+			continue
+		}
+		row(fmt.Sprintf("%d: %s: backlog → first step / backlog applied, after the promotion", i+1, f.Kind),
+			fmt.Sprintf("%d → %v / %v", f.Backlog, f.FirstStep.Round(time.Millisecond), f.Drained.Round(time.Millisecond)))
+		ffirst = append(ffirst, f.FirstStep)
+		fdrain = append(fdrain, f.Drained)
+	}
+	if len(ffirst) > 0 {
+		row("worst first step / backlog applied after a promotion", fmt.Sprintf("%v / %v",
+			slices.Max(ffirst).Round(time.Millisecond), slices.Max(fdrain).Round(time.Millisecond)))
 	}
 	if r.CAS.Rounds > 0 {
 		row("CAS race", fmt.Sprintf("%d rounds × %d racers over two pools in %v: %d conflicts retried, %d other errors, %d lost updates",

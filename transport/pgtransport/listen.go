@@ -2,6 +2,7 @@ package pgtransport
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // listenerConfig returns the connection settings of the listener, or nil (and cfg.listen turned
@@ -21,7 +23,7 @@ func listenerConfig(pool *pgxpool.Pool, cfg *config) (*pgx.ConnConfig, error) {
 		return nil, nil
 	}
 	if cfg.listenURL != "" {
-		c, err := pgx.ParseConfig(cfg.listenURL)
+		c, err := pgdb.ParseConnConfig(cfg.listenURL, pgdb.Config{})
 		if err != nil {
 			return nil, check.Invalidf("pgtransport: listen URL: %v", err)
 		}
@@ -72,9 +74,12 @@ func (b *Backend) Wait(ctx context.Context) error {
 // pg_stat_activity.
 const listenerName = "stead-transport-listener"
 
-// listen holds a LISTEN connection until Close, turning every notification into a wake-up. When
-// the connection fails it wakes every waiter (a notification may have been lost), pauses and
-// connects again: the pause grows from 100 ms to at most a second (never past the poll interval)
+// listen holds a LISTEN connection until Close, turning every notification into a wake-up. A
+// listening connection is silent by design, so after listenCheck without a notification it pings
+// the server (bounded by listenPing): a server that went silent (a dead host, a partition, a
+// black-holed primary whose standby was promoted) costs at most those two, not the minutes TCP
+// takes to notice. When the connection fails it wakes every waiter (a notification may have been
+// lost), pauses and connects again: the pause grows from 100 ms to at most a second (never past the poll interval)
 // while connecting keeps failing, with jitter, so that the listeners of a fleet do not reconnect
 // in step after a restart of the server.
 func (b *Backend) listen() {
@@ -103,10 +108,12 @@ func (b *Backend) listen() {
 			}
 			failures = 0
 			for {
-				if _, err = conn.WaitForNotification(ctx); err != nil {
+				if err = b.waitNotification(ctx, conn); err != nil {
+					if ctx.Err() == nil {
+						b.cfg.log.Warn("pgtransport: listener lost its connection; reconnecting", slog.Any("err", err))
+					}
 					break
 				}
-				b.sig.Notify()
 			}
 			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_ = conn.Close(closeCtx)
@@ -126,6 +133,24 @@ func (b *Backend) listen() {
 	}
 }
 
+// waitNotification waits up to listenCheck for a notification, turning it into a wake-up; when
+// none comes it pings the server, and returns the error that makes the connection unusable.
+func (b *Backend) waitNotification(ctx context.Context, conn *pgx.Conn) error {
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.listenCheck)
+	_, err := conn.WaitForNotification(wctx)
+	cancel()
+	if err == nil {
+		b.sig.Notify()
+		return nil
+	}
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed() {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, b.cfg.listenPing)
+	defer cancel()
+	return conn.Ping(pctx)
+}
+
 // listenPause is how long the listener waits before it connects again, after failures failed
 // attempts in a row (0: the connection it had broke): 100 ms doubled per failure, capped at a
 // second and at the poll interval, then jittered down by up to half.
@@ -140,6 +165,16 @@ func (b *Backend) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	defer cancel()
 	cfg := b.listenConn.Copy()
 	cfg.RuntimeParams["application_name"] = listenerName
+	if b.cfg.listenURL == "" {
+		// The pool's server: connect as the pool does, in the order of hosts it keeps (pgdb.Open
+		// tries the host that last took writes first and silent hosts last) and with whatever
+		// else the application's BeforeConnect sets, such as a rotated password.
+		if before := b.pool.Config().BeforeConnect; before != nil {
+			if err := before(cctx, cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
 		return nil, err

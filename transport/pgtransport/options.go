@@ -8,6 +8,14 @@ import (
 // DefaultPollInterval is how often an idle Wait re-checks without a notification.
 const DefaultPollInterval = 500 * time.Millisecond
 
+// The listener's liveness check: a silent LISTEN connection is pinged after listenCheck, and
+// given listenPing to answer. Between them they bound how long a listener stays on a server that
+// went silent; they cost one round trip every few seconds only while no notification comes.
+const (
+	listenCheck = 3 * time.Second
+	listenPing  = 2 * time.Second
+)
+
 // An Option configures New.
 type Option func(*config)
 
@@ -21,11 +29,14 @@ type config struct {
 	// listenURL, when set, is where the listener connects instead of the pool's server.
 	listenURL string
 	log       *slog.Logger
+	// listenCheck is the silence after which the listener pings its server, listenPing how
+	// long that ping may take.
+	listenCheck, listenPing time.Duration
 }
 
 func newConfig(opts []Option) config {
 	c := config{migrate: true, now: time.Now, poll: DefaultPollInterval, listen: true, notify: true,
-		log: slog.New(slog.DiscardHandler)}
+		log: slog.New(slog.DiscardHandler), listenCheck: listenCheck, listenPing: listenPing}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -61,7 +72,9 @@ func WithoutListen() Option { return func(c *config) { c.listen = false } }
 // there and every other statement goes through PgBouncer. A url that does not parse makes New
 // fail with an error wrapping stead.ErrInvalid. Without it, a transport on a pool opened in
 // PgBouncer mode (pgdb.Config.PgBouncer) does not listen, logs a warning saying so, and Wait
-// polls.
+// polls. The listener's connection gets what pgdb.Open gives a pool's (pgdb.ParseConnConfig with
+// the defaults): a connect timeout per host, keepalives, and for a url naming several hosts
+// (a primary and its standbys) the one that takes writes.
 func WithListenURL(url string) Option { return func(c *config) { c.listenURL = url } }
 
 // WithLogger sets where the transport writes its warnings (default: discard): a listener that
