@@ -455,14 +455,27 @@ func (a *alsoArgs) to(j int) int {
 	return len(a.events)
 }
 
-// queue queues sqlCommitAlso on batch. When the batch is read, found[j] is set for each write j
-// the statement found won, and then runs, if set.
+// queue queues sqlCommitAlso on batch (see queueFound).
 func (a *alsoArgs) queue(batch *pgx.Batch, sql string, found []bool, then func() error) {
-	batch.Queue(sql, a.ids, a.written, a.items, a.events, a.versions).Query(func(rows pgx.Rows) error {
+	queueFound(batch, sql, []any{a.ids, a.written, a.items, a.events, a.versions}, "also processed", found, then)
+}
+
+// check compares what sqlCommitAlso found with the commits' own answers (see checkFound): a
+// write found won that lost had its further processed events recorded.
+func (a *alsoArgs) check(found []bool, won func(int) bool) ([]int, error) {
+	return checkFound(a.at, a.ids, a.written, found, won, "further processed events")
+}
+
+// queueFound queues a statement that follows the commits of a batch (sqlCommitAlso,
+// sqlCommitAttrs) and answers the 1-based positions of the writes it found won in this
+// transaction. When the batch is read, found[j] is set for each such write j, and then runs, if
+// set.
+func queueFound(batch *pgx.Batch, sql string, args []any, what string, found []bool, then func() error) {
+	batch.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		var ord int64
 		_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
 			if ord < 1 || int(ord) > len(found) {
-				return fmt.Errorf("also processed returned position %d of %d", ord, len(found))
+				return fmt.Errorf("%s returned position %d of %d", what, ord, len(found))
 			}
 			found[ord-1] = true
 			return nil
@@ -474,21 +487,21 @@ func (a *alsoArgs) queue(batch *pgx.Batch, sql string, found []bool, then func()
 	})
 }
 
-// check compares what sqlCommitAlso found with the commits' own answers (won, by the index the
-// caller gave add). It returns the writes that won unseen, whose events are not recorded yet. A
-// write found won that lost is an error: this transaction wrote that version of the execution
-// in an earlier commit, and the events of a step that did not land were recorded; only a
-// rollback undoes that.
-func (a *alsoArgs) check(found []bool, won func(int) bool) ([]int, error) {
+// checkFound compares what a statement queued by queueFound found with the commits' own
+// answers (won, by the index the caller gave each write, at[j]). It returns the writes that won
+// unseen, whose rows are not written yet. A write found won that lost is an error: this
+// transaction wrote that version of the execution (versions[j]) in an earlier commit, so the
+// statement wrote the what of a step that did not land; only a rollback undoes that.
+func checkFound(at []int, ids []string, versions []int64, found []bool, won func(int) bool, what string) ([]int, error) {
 	var missed []int
-	for j, at := range a.at {
-		switch w := won(at); {
+	for j, i := range at {
+		switch w := won(i); {
 		case w == found[j]:
 		case w:
 			missed = append(missed, j)
 		default:
 			return nil, fmt.Errorf("commit %q lost its compare-and-swap, but this transaction had written version %d "+
-				"of it before, so its further processed events were recorded: roll back", a.ids[j], a.written[j])
+				"of it before, so its %s were written: roll back", ids[j], versions[j], what)
 		}
 	}
 	return missed, nil
@@ -696,38 +709,12 @@ func (a *attrArgs) values() []any {
 	return []any{a.ids, a.versions, a.items, a.keys, a.kinds, a.s, a.n, a.known}
 }
 
-// queue queues sqlCommitAttrs on batch. When the batch is read, found[j] is set for each write j
-// the statement found won, and then runs, if set.
+// queue queues sqlCommitAttrs on batch (see queueFound).
 func (a *attrArgs) queue(batch *pgx.Batch, sql string, found []bool, then func() error) {
-	batch.Queue(sql, a.values()...).Query(func(rows pgx.Rows) error {
-		var ord int64
-		_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
-			if ord < 1 || int(ord) > len(found) {
-				return fmt.Errorf("attributes returned position %d of %d", ord, len(found))
-			}
-			found[ord-1] = true
-			return nil
-		})
-		if err != nil || then == nil {
-			return err
-		}
-		return then()
-	})
+	queueFound(batch, sql, a.values(), "attributes", found, then)
 }
 
-// check compares what sqlCommitAttrs found with the commits' own answers, as alsoArgs.check
-// does: it returns the writes that won unseen, and an error for a write found won that lost.
+// check compares what sqlCommitAttrs found with the commits' own answers (see checkFound).
 func (a *attrArgs) check(found []bool, won func(int) bool) ([]int, error) {
-	var missed []int
-	for j, at := range a.at {
-		switch w := won(at); {
-		case w == found[j]:
-		case w:
-			missed = append(missed, j)
-		default:
-			return nil, fmt.Errorf("commit %q lost its compare-and-swap, but this transaction had written version %d "+
-				"of it before, so its attributes were written: roll back", a.ids[j], a.versions[j])
-		}
-	}
-	return missed, nil
+	return checkFound(a.at, a.ids, a.versions, found, won, "attributes")
 }
