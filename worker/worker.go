@@ -453,10 +453,13 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last ...bool) {
 		if dl := exe.DeadLetter; dl != nil {
 			state, event, kind = dl.ActivePath, dl.Event.ID, dl.Event.Kind
 		}
-		w.log.Warn("execution failed", slog.String("execution", exe.ID),
-			slog.String("definition", exe.DefinitionID), slog.String("state", state),
-			slog.String("failed_in", exe.ActivePath), slog.String("event", event),
+		attrs := []any{slog.String("execution", exe.ID), slog.String("definition", exe.DefinitionID)}
+		if state != "" { // empty when the event that failed it was its start
+			attrs = append(attrs, slog.String("state", state))
+		}
+		attrs = append(attrs, slog.String("failed_in", exe.ActivePath), slog.String("event", event),
 			slog.String("kind", kind), slog.String("err", exe.Error))
+		w.log.Warn("execution failed", attrs...)
 	} else if w.log.Enabled(context.Background(), slog.LevelDebug) {
 		w.log.Debug("execution finished", slog.String("execution", exe.ID),
 			slog.String("status", string(exe.Status)), slog.String("outcome", exe.Outcome))
