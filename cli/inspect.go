@@ -208,6 +208,9 @@ func showExecution(ctx context.Context, out io.Writer, s *stead.Store, id string
 		}
 	}
 	fmt.Fprintf(out, "\ntrace (%d)\n", len(d.Trace))
+	if len(d.Trace) == 0 {
+		fmt.Fprintln(out, "  "+noTraceHint)
+	}
 	for _, t := range d.Trace {
 		acts := ""
 		if len(t.Actions) > 0 {
@@ -255,3 +258,9 @@ func indent(raw json.RawMessage) string {
 	}
 	return "  " + buf.String()
 }
+
+// noTraceHint is what inspect says of an execution without event history. History is off by
+// default because it costs: a stored row per step, 10–20 % of a batched worker's rate on SQLite
+// in `stead bench --trace` (bench/RESULTS.md).
+const noTraceHint = "no steps recorded: event history is off unless the definition says `trace: true` " +
+	"or the worker runs with `stead run --trace` (chart.WithTrace); it keeps the last steps up to the store's cap"

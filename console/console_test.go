@@ -320,6 +320,20 @@ func TestExecutionPage(t *testing.T) {
 }
 
 // templateEscape is what html/template makes of text in an element.
+
+// TestExecutionPageWithoutHistory: an execution that keeps no event history says how to turn it
+// on where the trace would be.
+func TestExecutionPageWithoutHistory(t *testing.T) {
+	f := newFixture(t, Config{})
+	res, body := f.get("/execution?id=order-3")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	if !strings.Contains(body, "event history is off") || !strings.Contains(body, "stead run --trace") {
+		t.Errorf("the page of an execution without history does not say how to keep it")
+	}
+}
+
 func templateEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
 }

@@ -24,6 +24,7 @@ func newBench() *cobra.Command {
 		limit       time.Duration
 		trickle     int
 		telemetry   bool
+		trace       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [--postgres URL] [--executions N] [--events N] [--concurrency 1,8,32]",
@@ -54,7 +55,7 @@ exporter that drops them, every instrument aggregated), and the table ends with 
 			rows, err := scenario.RunMatrix(cmd.Context(), scenario.Matrix{
 				SQLite: !noSQLite, Postgres: postgres, Executions: executions, EventsPer: eventsPer,
 				Concurrency: cs, Batch: batch, PgbenchFor: pgbenchFor, Progress: out, RunTimeout: limit, Trickle: trickle,
-				Telemetry: telemetry,
+				Telemetry: telemetry, Trace: trace,
 			})
 			fmt.Fprintln(out)
 			fmt.Fprint(out, scenario.Markdown(rows))
@@ -68,6 +69,7 @@ exporter that drops them, every instrument aggregated), and the table ends with 
 	cmd.Flags().StringVar(&concurrency, "concurrency", "1,8,32", "worker claim loops to try, comma-separated")
 	cmd.Flags().IntVar(&batch, "batch", 128, "batch size of the batched rows")
 	cmd.Flags().IntVar(&trickle, "trickle", 200, "single events sent one at a time to an idle worker per backend and mode, for the idle publish→commit latency (0 skips)")
+	cmd.Flags().BoolVar(&trace, "trace", false, "every step records a trace step (event history), as a definition with trace: true does")
 	cmd.Flags().BoolVar(&telemetry, "telemetry", false, "run every row with telemetry off and on, and report the cost of turning it on")
 	cmd.Flags().DurationVar(&limit, "limit", 10*time.Minute, "cut each row's drain after this long and report the rate so far")
 	cmd.Flags().DurationVar(&pgbenchFor, "pgbench-time", 10*time.Second, "how long each pgbench ceiling runs (0 skips it)")

@@ -39,6 +39,8 @@ type Matrix struct {
 	// Telemetry runs every throughput row twice, with telemetry off and on (Config.Telemetry),
 	// one after the other and in alternating order, and Markdown adds their ratios.
 	Telemetry bool
+	// Trace makes every step of every row record a trace step (Config.Trace).
+	Trace bool
 	// Progress receives one line per finished row (may be nil).
 	Progress io.Writer
 	Logger   *slog.Logger
@@ -92,7 +94,7 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 					}
 					res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
 						EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger, Timeout: m.RunTimeout,
-						Telemetry: on})
+						Telemetry: on, Trace: m.Trace})
 					os.RemoveAll(dir)
 					if res.Backend == "" {
 						res.Backend = "sqlite"
@@ -125,7 +127,7 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 					schema := scratchSchema()
 					res, err := Run(ctx, Config{Store: m.Postgres, Schema: schema, Executions: m.Executions,
 						EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger,
-						Timeout: m.RunTimeout, Telemetry: on})
+						Timeout: m.RunTimeout, Telemetry: on, Trace: m.Trace})
 					dropSchema(m.Postgres, schema)
 					if res.Backend == "" {
 						res.Backend = "postgres"

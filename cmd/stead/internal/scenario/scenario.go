@@ -47,7 +47,10 @@ type Config struct {
 	// Telemetry runs the worker with the OpenTelemetry SDK: every span sampled and batched to an
 	// exporter that drops them, every instrument aggregated (see sdk).
 	Telemetry bool
-	Logger    *slog.Logger
+	// Trace makes every step record a trace step (the event history an execution keeps up to the
+	// store's cap), as a definition with `trace: true` does.
+	Trace  bool
+	Logger *slog.Logger
 }
 
 // Result is what one run measured.
@@ -98,7 +101,10 @@ const definitionID = "bench-counter"
 // counter is the benchmark's machine. It is a hand-written Machine rather than a chart so that
 // the figures measure the worker, the store and the transport: the chart engine has its own
 // benchmarks.
-type counter struct{ last int }
+type counter struct {
+	last  int
+	trace bool // every step records a trace step
+}
 
 func (c counter) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Execution, stead.Bundle, error) {
 	next := exe.Clone()
@@ -125,6 +131,10 @@ func (c counter) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*ste
 		return nil, b, err
 	}
 	next.Context, next.UpdatedAt = raw, now
+	if c.trace {
+		b.Trace = &stead.TraceStep{EventID: ev.ID, EventKind: ev.Kind, From: exe.ActivePath,
+			To: next.ActivePath, Context: next.Context, At: now}
+	}
 	return next, b, nil
 }
 
@@ -168,7 +178,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var once sync.Once
 	wcfg := worker.Config{
 		Store: b.Store, Transport: b.Transport,
-		Machines:    worker.Machines{definitionID: counter{last: cfg.EventsPer - 1}},
+		Machines:    worker.Machines{definitionID: counter{last: cfg.EventsPer - 1, trace: cfg.Trace}},
 		Name:        "bench",
 		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, SharedTx: shared,
 		IdleWait: 50 * time.Millisecond, TimerInterval: -1, RelayInterval: -1,
