@@ -37,13 +37,14 @@ import (
 //     context it started with; OpSetState moves it to cmd.State; OpRetry applies a failed
 //     execution's dead letter again from the state it failed in. The machine computes these
 //     (chart.Engine.Control says how), so Known must hold the execution's definition, as a
-//     Controller. They take effect at once: events already queued are applied after them, to the
+//     Controller: without it the command is refused with a *MachineError. They take effect at once: events already queued are applied after them, to the
 //     new configuration. A suspended execution stays suspended.
 //
 // A status the command does not take — any command on a done or cancelled execution, resume of
 // one not suspended, retry of one not failed — is a *stead.StatusError (ErrInvalid), as is bad
-// input (an unknown state, a context that is not an object); nothing is written. A missing
-// execution is ErrNotFound.
+// input (an unknown state, a context that is not an object), as is a *MachineError; nothing is
+// written. A missing execution is ErrNotFound. CheckControl runs the same checks and writes
+// nothing: a dry run.
 func (c *Client) Control(ctx context.Context, id string, cmd Command) (Outcome, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return Outcome{}, err
