@@ -74,7 +74,8 @@ func seedDryFixture(t *testing.T, s *stead.Store) {
 	}
 }
 
-// dryBackends are the stores the agreement runs on: memory and SQLite, a fresh one per case.
+// dryBackends are the stores the agreement runs on: memory, SQLite and PostgreSQL, a fresh one
+// per case.
 var dryBackends = []struct {
 	name string
 	open func(t *testing.T) *testBackend
@@ -90,6 +91,10 @@ var dryBackends = []struct {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
+		return b
+	}},
+	{"postgres", func(t *testing.T) *testBackend { // skipped without STEAD_TEST_DATABASE_URL
+		b, _, _ := openCase(t, backendCase{name: "postgres", spec: pgSpec, batch: 1})
 		return b
 	}},
 }
