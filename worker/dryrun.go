@@ -7,6 +7,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/internal/check"
 )
 
 // MachineError is the refusal of a command that needs the execution's machine (reset, set-state
@@ -81,19 +82,19 @@ func checkSetState(exe *stead.Execution, def *chart.Definition, ev stead.Event) 
 		return err
 	}
 	if def.State(state) == nil {
-		return fmt.Errorf("worker: %w: set-state %q: definition %q has no state %q", stead.ErrInvalid, exe.ID, exe.DefinitionID, state)
+		return check.Invalidf("set-state %q: definition %q has no state %q", exe.ID, exe.DefinitionID, state)
 	}
 	if state == exe.RootPath {
-		return fmt.Errorf("worker: %w: set-state %q: %q is the region the execution runs, not a state inside it", stead.ErrInvalid, exe.ID, state)
+		return check.Invalidf("set-state %q: %q is the region the execution runs, not a state inside it", exe.ID, state)
 	}
 	if exe.RootPath != "" && !strings.HasPrefix(state, exe.RootPath+".") {
-		return fmt.Errorf("worker: %w: set-state %q: %q is outside the region %q the execution runs", stead.ErrInvalid, exe.ID, state, exe.RootPath)
+		return check.Invalidf("set-state %q: %q is outside the region %q the execution runs", exe.ID, state, exe.RootPath)
 	}
 	// Every state between the execution's root and the target must not be parallel.
 	for p := parentPath(state); p != exe.RootPath && p != ""; p = parentPath(p) {
 		if s := def.State(p); s != nil && s.Parallel {
-			return fmt.Errorf("worker: %w: set-state %q: %q is inside a region of parallel state %q, which runs as a child execution",
-				stead.ErrInvalid, exe.ID, state, p)
+			return check.Invalidf("set-state %q: %q is inside a region of parallel state %q, which runs as a child execution",
+				exe.ID, state, p)
 		}
 	}
 	return nil
@@ -103,15 +104,15 @@ func checkSetState(exe *stead.Execution, def *chart.Definition, ev stead.Event) 
 // failure went to its parent), or a failure in a state whose children were cancelled with it.
 func checkRetry(exe *stead.Execution, def *chart.Definition) error {
 	if exe.DeadLetter == nil {
-		return fmt.Errorf("worker: %w: retry %q: it keeps no dead letter to apply again", stead.ErrInvalid, exe.ID)
+		return check.Invalidf("retry %q: it keeps no dead letter to apply again", exe.ID)
 	}
 	if exe.ParentID != "" {
-		return fmt.Errorf("worker: %w: retry %q: a child's failure was reported to its parent %q; reset or set-state the parent",
-			stead.ErrInvalid, exe.ID, exe.ParentID)
+		return check.Invalidf("retry %q: a child's failure was reported to its parent %q; reset or set-state the parent",
+			exe.ID, exe.ParentID)
 	}
 	if s := def.State(exe.DeadLetter.ActivePath); s != nil && (s.Parallel || s.Invoke != nil) {
-		return fmt.Errorf("worker: %w: retry %q: it failed in state %q, whose children were cancelled; reset or set-state it",
-			stead.ErrInvalid, exe.ID, exe.DeadLetter.ActivePath)
+		return check.Invalidf("retry %q: it failed in state %q, whose children were cancelled; reset or set-state it",
+			exe.ID, exe.DeadLetter.ActivePath)
 	}
 	return nil
 }
@@ -129,7 +130,7 @@ func setStateTarget(ev stead.Event) (string, error) {
 		State string `json:"state"`
 	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil || d.State == "" {
-		return "", fmt.Errorf("worker: %w: set-state: data is not {\"state\": \"<path>\"}", stead.ErrInvalid)
+		return "", check.Invalidf("set-state: data is not {\"state\": \"<path>\"}")
 	}
 	return d.State, nil
 }
