@@ -152,7 +152,7 @@ func (a *app) newControl(spec controlSpec) *cobra.Command {
 			}
 			fmt.Fprintf(out, "%s (command %s)\n", batchLine(spec.op, rep), rep.CommandID)
 			for _, r := range rep.Refused {
-				fmt.Fprintf(out, "  refused %s: %s\n", r.ExecutionID, oneLine(gate.explain(ctx, client.Store, r.ExecutionID, r.Err)))
+				fmt.Fprintf(out, "  refused %s: %s\n", r.ExecutionID, oneLine(gate.explain(r.Err)))
 			}
 			if err != nil {
 				return err
@@ -190,12 +190,14 @@ func controlIDs(cmd *cobra.Command, client *worker.Client, gate *catalog, ids []
 			o   worker.Outcome
 			err error
 		)
+		// The dry run is the command's own checks without its commit: both refuse the same
+		// executions for the same reasons.
 		if dryRun {
-			o, err = checkOne(cmd, client, gate, id, c)
+			o, err = client.CheckControl(ctx, id, c)
 		} else {
 			o, err = client.Control(ctx, id, c)
-			err = gate.explain(ctx, client.Store, id, err)
 		}
+		err = gate.explain(err)
 		switch {
 		case errors.Is(err, stead.ErrInvalid) || errors.Is(err, stead.ErrNotFound):
 			refused++
@@ -211,24 +213,6 @@ func controlIDs(cmd *cobra.Command, client *worker.Client, gate *catalog, ids []
 		return refusedf("%s: %d of %d executions refused", c.Op, refused, len(ids))
 	}
 	return nil
-}
-
-func checkOne(cmd *cobra.Command, client *worker.Client, gate *catalog, id string, c worker.Command) (worker.Outcome, error) {
-	exe, processed, err := client.Store.LoadForEvent(cmd.Context(), id, c.ID)
-	if err != nil {
-		return worker.Outcome{}, err
-	}
-	if gate != nil && !processed {
-		// The real command would be refused for want of the machine: so is the dry run.
-		if err := gate.need(exe.DefinitionID); err != nil {
-			return worker.Outcome{}, err
-		}
-	}
-	o := worker.Outcome{ExecutionID: id, CommandID: c.ID, Status: exe.Status, Version: exe.Version, Repeat: processed}
-	if processed {
-		return o, nil
-	}
-	return o, worker.CheckCommand(exe, c.Op)
 }
 
 func printOutcome(out io.Writer, op worker.Op, o worker.Outcome, dryRun bool) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -244,19 +243,16 @@ func (c *catalog) resolve(id string) string {
 	return all.Resolve(id)
 }
 
-// explain replaces the worker's refusal of a command for want of a machine with the reason this
-// binary has: the definition's actions are missing, or its file was not given. Other errors, and
-// any error when c is nil (a command that runs no definition), are returned as they are.
-func (c *catalog) explain(ctx context.Context, s *stead.Store, id string, err error) error {
-	var se *stead.StatusError
-	if c == nil || err == nil || !errors.Is(err, stead.ErrInvalid) || errors.As(err, &se) {
+// explain replaces the worker's refusal of a command for want of a machine (a
+// *worker.MachineError) with the reason this binary has: the definition's actions are missing,
+// or its file was not given. Other errors, and any error when c is nil (a command that runs no
+// definition), are returned as they are.
+func (c *catalog) explain(err error) error {
+	var me *worker.MachineError
+	if c == nil || !errors.As(err, &me) {
 		return err
 	}
-	exe, lerr := s.Load(ctx, id)
-	if lerr != nil {
-		return err
-	}
-	if need := c.need(exe.DefinitionID); need != nil {
+	if need := c.need(me.DefinitionID); need != nil {
 		return need
 	}
 	return err

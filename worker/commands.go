@@ -37,13 +37,14 @@ import (
 //     context it started with; OpSetState moves it to cmd.State; OpRetry applies a failed
 //     execution's dead letter again from the state it failed in. The machine computes these
 //     (chart.Engine.Control says how), so Known must hold the execution's definition, as a
-//     Controller. They take effect at once: events already queued are applied after them, to the
+//     Controller: without it the command is refused with a *MachineError. They take effect at once: events already queued are applied after them, to the
 //     new configuration. A suspended execution stays suspended.
 //
 // A status the command does not take — any command on a done or cancelled execution, resume of
 // one not suspended, retry of one not failed — is a *stead.StatusError (ErrInvalid), as is bad
-// input (an unknown state, a context that is not an object); nothing is written. A missing
-// execution is ErrNotFound.
+// input (an unknown state, a context that is not an object), as is a *MachineError; nothing is
+// written. A missing execution is ErrNotFound. CheckControl runs the same checks and writes
+// nothing: a dry run.
 func (c *Client) Control(ctx context.Context, id string, cmd Command) (Outcome, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return Outcome{}, err
@@ -52,7 +53,23 @@ func (c *Client) Control(ctx context.Context, id string, cmd Command) (Outcome, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	return c.runner().control(ctx, id, ev)
+	return c.runner().control(ctx, id, ev, false)
+}
+
+// CheckControl is the dry run of Control: it loads execution id and runs every check Control
+// runs — the status, the machine reset, set-state and retry need (a *MachineError when Known
+// lacks it), set-state's state, retry's dead letter — and returns the error Control would, or
+// the Outcome as it stands (Repeat when the command id was applied before). It writes nothing
+// and runs no action. Give cmd.ID to check a repeat.
+func (c *Client) CheckControl(ctx context.Context, id string, cmd Command) (Outcome, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return Outcome{}, err
+	}
+	ev, err := cmd.event(c.now())
+	if err != nil {
+		return Outcome{}, err
+	}
+	return c.runner().control(ctx, id, ev, true)
 }
 
 // Suspend is Control with OpSuspend. commandID may be empty (a fresh one); pass the same one to
@@ -98,9 +115,11 @@ func (c *Client) runner() *Worker {
 
 // BatchOptions tunes ControlMatching.
 type BatchOptions struct {
-	// DryRun reports what the command would do to each execution the selection matches, checking
-	// each one's status, and writes nothing. (Set-state's state and retry's dead letter are
-	// checked only when the command is applied.)
+	// DryRun reports what the command would do to each execution the selection matches, and
+	// writes nothing: each one goes through the checks the command applies (its status, the
+	// machine reset, set-state and retry need, set-state's state, retry's dead letter), so an
+	// execution the dry run counts as applied is one the command applies, and one it refuses
+	// is refused with the same error. No action runs.
 	DryRun bool
 	// Concurrency is how many executions are commanded at once (default 8).
 	Concurrency int
@@ -183,7 +202,7 @@ func (c *Client) ControlMatching(ctx context.Context, sel stead.ListFilter, cmd 
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				out, err := c.commandOne(ctx, r, it.ID, cmd.Op, ev, opts.DryRun)
+				out, err := r.control(ctx, it.ID, ev, opts.DryRun)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -215,20 +234,4 @@ func (c *Client) ControlMatching(ctx context.Context, sel stead.ListFilter, cmd 
 		return rep, fmt.Errorf("worker: %s: %w: no execution matches the selection", cmd.Op, stead.ErrNotFound)
 	}
 	return rep, nil
-}
-
-// commandOne applies the command to one execution, or in a dry run checks that it would apply.
-func (c *Client) commandOne(ctx context.Context, r *Worker, id string, op Op, ev stead.Event, dry bool) (Outcome, error) {
-	if !dry {
-		return r.control(ctx, id, ev)
-	}
-	exe, processed, err := c.Store.LoadForEvent(ctx, id, ev.ID)
-	if err != nil {
-		return Outcome{}, err
-	}
-	out := Outcome{ExecutionID: id, CommandID: ev.ID, Status: exe.Status, Version: exe.Version, Repeat: processed}
-	if processed {
-		return out, nil
-	}
-	return out, admitCommand(exe, op)
 }

@@ -142,13 +142,13 @@ func refuse(exe *stead.Execution, op Op, reason string) error {
 }
 
 // CheckCommand reports whether exe's status takes op: nil, or the *stead.StatusError that
-// Client.Control would return, without writing anything (a dry run). Reset, set-state and retry
-// are checked further when applied (the state, the dead letter).
+// Client.Control would return, without writing anything. It checks the status only: reset,
+// set-state and retry are checked further when applied (the machine, the state, the dead
+// letter); Client.CheckControl and a dry run of ControlMatching run every check.
 func CheckCommand(exe *stead.Execution, op Op) error { return admitCommand(exe, op) }
 
 // admitCommand reports whether exe's status takes the command, with the reason when it does not.
-// Client.Control applies exactly this rule (the engine, for reset, set-state and retry); a dry
-// run of ControlMatching reports it without writing.
+// It is the first check of checkCommand, which both a command and its dry run go through.
 func admitCommand(exe *stead.Execution, op Op) error {
 	st := exe.Status
 	switch {
@@ -207,19 +207,12 @@ func applyCommand(exe *stead.Execution, ev stead.Event, m Machine, now time.Time
 	if op == "" {
 		return nil, stead.Bundle{}, check.Invalidf("%q is not a control event", ev.Kind)
 	}
-	if err := admitCommand(exe, op); err != nil {
+	c, err := checkCommand(exe, op, ev, m)
+	if err != nil {
 		return nil, stead.Bundle{}, err
 	}
 	switch op {
 	case OpReset, OpSetState, OpRetry:
-		if m == nil {
-			return nil, stead.Bundle{}, check.Invalidf("%s %q: no machine for definition %q (Client.Known must hold it)", op, exe.ID, exe.DefinitionID)
-		}
-		c, ok := m.(Controller)
-		if !ok {
-			return nil, stead.Bundle{}, check.Invalidf("%s %q: the machine of definition %q does not apply %s (it is not a worker.Controller)",
-				op, exe.ID, exe.DefinitionID, op)
-		}
 		next, b, err := c.Control(exe, ev, now)
 		if err != nil {
 			return nil, stead.Bundle{}, err
@@ -275,7 +268,12 @@ const maxControlAttempts = 32
 // committed first. Then it delivers what the command emitted: control events that cascade to
 // children are applied to them the same way, the rest is published. A repeat (ev applied before)
 // writes nothing and delivers what is left in the execution's outbox.
-func (w *Worker) control(ctx context.Context, id string, ev stead.Event) (Outcome, error) {
+//
+// With dry set it goes as far as the commit and stops there: the same load and the same checks
+// (checkCommand), so that a dry run says "would apply" exactly where the command applies and
+// refuses with the same error; it writes and delivers nothing, and computes nothing that runs an
+// action (reset, set-state and retry run entry and exit actions).
+func (w *Worker) control(ctx context.Context, id string, ev stead.Event, dry bool) (Outcome, error) {
 	for attempt := 1; ; attempt++ {
 		exe, processed, err := w.store.LoadForEvent(ctx, id, ev.ID)
 		if err != nil {
@@ -284,13 +282,25 @@ func (w *Worker) control(ctx context.Context, id string, ev stead.Event) (Outcom
 		out := Outcome{ExecutionID: id, CommandID: ev.ID, Status: exe.Status, Version: exe.Version}
 		if processed {
 			out.Repeat = true
+			if dry {
+				return out, nil
+			}
 			if err := w.flush(ctx, exe); err != nil {
 				w.log.Warn("delivery of a repeated command's leftovers deferred to the relay",
 					slog.String("execution", id), slog.String("command", ev.ID), slog.Any("err", err))
 			}
 			return out, nil
 		}
-		next, b, err := applyCommand(exe, ev, w.cfg.Machines[exe.DefinitionID], w.cfg.Clock())
+		m := w.cfg.Machines[exe.DefinitionID]
+		if dry {
+			op := opOf(ev.Kind)
+			if op == "" {
+				return out, check.Invalidf("%q is not a control event", ev.Kind)
+			}
+			_, err := checkCommand(exe, op, ev, m)
+			return out, err
+		}
+		next, b, err := applyCommand(exe, ev, m, w.cfg.Clock())
 		if err != nil {
 			return out, err
 		}
@@ -337,7 +347,7 @@ func (w *Worker) applyControls(ctx context.Context, cs []controlEmit) ([]int64, 
 		}
 	}
 	for _, c := range cs {
-		_, err := w.control(ctx, c.target, c.ev)
+		_, err := w.control(ctx, c.target, c.ev, false)
 		switch {
 		case err == nil:
 			settle(c)
