@@ -82,8 +82,8 @@ func (f *fixture) seed() {
 	run := &stead.Execution{ID: "order-1", DefinitionID: "order", Status: stead.StatusRunning,
 		ActivePath: "fulfilment", Context: json.RawMessage(`{"amount":42,"customer":"<b>ann</b>"}`),
 		Attributes: map[string]stead.AttrValue{"customer": stead.AttrInt(42), "tier": stead.AttrString("gold & <b>")},
-		Children:  map[string]stead.ChildState{"order-1:fulfilment.packing:0": {RootPath: "fulfilment.packing", Key: "packing"}},
-		CreatedAt: seedAt, UpdatedAt: seedAt}
+		Children:   map[string]stead.ChildState{"order-1:fulfilment.packing:0": {RootPath: "fulfilment.packing", Key: "packing"}},
+		CreatedAt:  seedAt, UpdatedAt: seedAt}
 	commit(run, stead.Bundle{
 		Timers: []stead.TimerOp{{Action: stead.TimerSchedule, Path: "fulfilment", FireAt: seedAt.Add(time.Hour)}},
 		Emits:  []stead.Emit{{Target: "order-9", Event: stead.Event{ID: "ev-note", Kind: "noted", CreatedAt: seedAt}}},
