@@ -153,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /execution", s.handleExecution)
 	s.mux.HandleFunc("GET /events", s.handleEvents)
 	s.mux.HandleFunc("POST /control", s.handleControl)
+	s.mux.HandleFunc("GET /bulk", s.handleBulkConfirm)
+	s.mux.HandleFunc("POST /bulk", s.handleBulkStart)
 	if cfg.Turns != nil {
 		s.mux.HandleFunc("GET /turns", s.handleTurns)
 		s.mux.HandleFunc("GET /turns/conversation", s.handleConversation)

@@ -168,6 +168,9 @@ type listPage struct {
 	FirstURL    string
 	Paged       bool // this is not the first page
 	Definitions []string
+	// Bulk links the confirmation of a bulk job over this filter, per operation; empty when
+	// this console does not start jobs.
+	Bulk []countLink
 }
 
 type countLink struct {
@@ -213,6 +216,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			one := form
 			one.Definition = d
 			lp.ByDef = append(lp.ByDef, countLink{d, c.ByDefinition[d], s.path("/?") + one.query().Encode()})
+		}
+	}
+	if s.bulkClient() != nil {
+		for _, op := range bulkOps {
+			q := form.query("op", string(op))
+			q.Del("limit")
+			lp.Bulk = append(lp.Bulk, countLink{Label: string(op), URL: s.path("/bulk?") + q.Encode()})
 		}
 	}
 	for id := range s.cfg.Definitions {
