@@ -203,3 +203,58 @@ func TestActionSetsAttributes(t *testing.T) {
 		})
 	}
 }
+
+// TestDeferredEventsAttributes: an event kept by a deferral and applied again in a later step
+// adds its actions' attribute changes to that step's, so the step's bundle and execution agree.
+func TestDeferredEventsAttributes(t *testing.T) {
+	b := chart.New("deferring").DefaultRetry(*chart.NoRetry())
+	b.Initial("waiting")
+	b.State("waiting").Defer("pay").On("ready", "open")
+	b.State("open").Entry("mark_open").On("pay", "paid")
+	b.State("paid").Entry("mark_paid")
+	def, err := b.Definition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := chart.NewRegistry().
+		Action("mark_open", func(c chart.ActionContext) (chart.ActionResult, error) {
+			c.SetAttribute("stage", stead.AttrString("open"))
+			c.SetAttribute("opened", stead.AttrBool(true))
+			return chart.ActionResult{}, nil
+		}).
+		Action("mark_paid", func(c chart.ActionContext) (chart.ActionResult, error) {
+			c.SetAttribute("stage", stead.AttrString("paid"))
+			return chart.ActionResult{}, nil
+		})
+	eng, err := chart.NewEngine(def, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	store := memstore.New()
+	exe := &stead.Execution{ID: "e", DefinitionID: "deferring", Status: stead.StatusPending, CreatedAt: now, UpdatedAt: now}
+	for _, ev := range []stead.Event{{ID: "s", Kind: chart.KindStart}, {ID: "p", Kind: "pay"}, {ID: "r", Kind: "ready"}} {
+		out, bundle, err := eng.Step(exe, ev, now)
+		if err != nil {
+			t.Fatalf("%s: %v", ev.Kind, err)
+		}
+		c, err := store.Commit(t.Context(), out, bundle)
+		if err != nil {
+			t.Fatalf("commit %s: %v", ev.Kind, err)
+		}
+		out.Version = c.Version
+		exe = out
+	}
+	want := attrs{"stage": stead.AttrString("paid"), "opened": stead.AttrBool(true)}
+	if exe.ActivePath != "paid" || !maps.Equal(exe.Attributes, want) {
+		t.Fatalf("after ready: %s with %v, want paid with %v", exe.ActivePath, exe.Attributes, want)
+	}
+	stored, err := store.Load(t.Context(), "e")
+	if err != nil || !maps.Equal(stored.Attributes, want) {
+		t.Fatalf("stored %v (%v), want %v", stored.Attributes, err, want)
+	}
+	page, err := store.List(t.Context(), stead.ListFilter{Attributes: []stead.AttrFilter{stead.Where("stage", stead.AttrEq, stead.AttrString("paid"))}})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("List stage=paid: %v, %v", page.Items, err)
+	}
+}
