@@ -2,37 +2,29 @@ package worker_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/memstore"
-	"github.com/steadhq/stead/transport/memtransport"
 	"github.com/steadhq/stead/worker"
 )
 
 // TestActionsSetAttributesEndToEnd: attributes an action sets in a worker's step are found by
-// Store.List's attribute filter once the step committed, on memory and SQLite: set, replaced by a
-// later step, deleted, and combined with the conditions on other attributes.
+// Store.List's attribute filter once the step committed, on memory, SQLite and PostgreSQL (with
+// and without the shared transaction): set, replaced by a later step, deleted, and combined with
+// the conditions on other attributes.
 func TestActionsSetAttributesEndToEnd(t *testing.T) {
-	for _, backend := range []string{"memory", "sqlite"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, c := range []backendCase{
+		{name: "memory", batch: 16},
+		{"sqlite", sqliteSpec, false, 16},
+		{"postgres", pgSpec, false, 16},
+		{"postgres shared-tx", pgSpec, true, 16},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			var b *testBackend
-			if backend == "memory" {
-				s, tr := memstore.New(), memtransport.New()
-				t.Cleanup(func() { tr.Close(); s.Close() })
-				b = &testBackend{Store: s, Transport: tr}
-			} else {
-				var err error
-				if b, err = openBackend(ctx, filepath.Join(t.TempDir(), "stead.db"), ""); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { b.Close() })
-			}
+			b := openControlCase(t, c)
 			def, err := chart.Parse("tagged.yaml", []byte(`
 id: tagged
 context:
@@ -81,7 +73,7 @@ states:
 				}
 			}
 			w, err := worker.New(worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				BatchSize: 16, IdleWait: 10 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+				BatchSize: c.batch, SharedTx: b.shared(t, c.shared), IdleWait: 10 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
