@@ -270,6 +270,17 @@ func CheckAttrKey(key string) error {
 	return nil
 }
 
+// CheckAttribute checks one attribute as a store checks it at create: the key as CheckAttrKey
+// says and a value of some kind that a store keeps (the zero AttrValue, which deletes in
+// Bundle.Attributes, is refused). It lets code that stages attributes for a later commit, such as
+// an action through chart.ActionContext, refuse bad input where it is given.
+func CheckAttribute(key string, v AttrValue) error {
+	if err := CheckAttrKey(key); err != nil {
+		return err
+	}
+	return v.validate("attribute " + key)
+}
+
 // checkAttributes checks an execution's attributes.
 func checkAttributes(attrs map[string]AttrValue) error {
 	if len(attrs) > MaxAttributes {

@@ -270,3 +270,27 @@ func TestCanonicalFilterUnchangedWithoutAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckAttribute: one attribute is checked as at create, the zero value refused.
+func TestCheckAttribute(t *testing.T) {
+	for _, tc := range []struct {
+		key string
+		v   AttrValue
+		ok  bool
+	}{
+		{"customer", AttrInt(42), true},
+		{"due", AttrTime(time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)), true},
+		{"note", AttrString(strings.Repeat("x", MaxAttrStringLen)), true},
+		{"note", AttrString(strings.Repeat("x", MaxAttrStringLen+1)), false},
+		{"note", AttrString("a\x00b"), false},
+		{"due", AttrTime(time.Time{}), false},
+		{"9lives", AttrBool(true), false},
+		{"", AttrBool(true), false},
+		{"gone", AttrValue{}, false},
+	} {
+		err := CheckAttribute(tc.key, tc.v)
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("CheckAttribute(%q, %v) = %v, want ok %v", tc.key, tc.v, err, tc.ok)
+		}
+	}
+}

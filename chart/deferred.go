@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -65,6 +66,15 @@ func mergeBundles(b, next stead.Bundle) stead.Bundle {
 	b.Emits = append(b.Emits, next.Emits...)
 	b.Spawns = append(b.Spawns, next.Spawns...)
 	b.Timers = append(b.Timers, next.Timers...)
+	if len(next.Attributes) > 0 {
+		// The later application's changes win; b's map may be shared with a caller's bundle.
+		m := maps.Clone(b.Attributes)
+		if m == nil {
+			m = make(map[string]stead.AttrValue, len(next.Attributes))
+		}
+		maps.Copy(m, next.Attributes)
+		b.Attributes = m
+	}
 	switch {
 	case b.Trace == nil:
 		b.Trace = next.Trace

@@ -1181,6 +1181,7 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 	if c.err != nil {
 		return c.err // corrupt context: finishStep reports it
 	}
+	c.attrs = s.out.Attributes
 	var res ActionResult
 	func() {
 		defer func() {
@@ -1222,15 +1223,80 @@ func (s *stepper) call(a act, owner int32, ev stead.Event) (err error) {
 		sends = append(sends, stead.Emit{Target: to, Event: stead.Event{
 			ID: key + ":" + strconv.Itoa(j), Kind: m.Kind, Data: data, CreatedAt: s.now}})
 	}
+	attrs, changed, err := s.takeAttributes(c)
+	if err != nil {
+		c.discard()
+		return &actionError{owner: owner, action: a.name, err: err}
+	}
 	if err := c.apply(&res, s.e.schema); err != nil {
 		if c.err != nil {
 			return err
 		}
 		return &actionError{owner: owner, action: a.name, err: err}
 	}
+	if changed {
+		s.setAttributes(attrs)
+	}
 	s.b.Emits = append(s.b.Emits, sends...)
 	s.label = res.Label
 	return nil
+}
+
+// takeAttributes takes what the action that just returned staged with SetAttribute and returns
+// the attributes they make of the execution's, checked as a store checks them, without changing
+// anything yet: the action may still fail.
+func (s *stepper) takeAttributes(c *ctxState) (map[string]stead.AttrValue, bool, error) {
+	staged, err := c.attrStaged, c.attrErr
+	c.attrStaged, c.attrErr, c.attrs = c.attrStaged[:0], nil, nil
+	if err != nil {
+		return nil, false, err
+	}
+	if len(staged) == 0 {
+		return nil, false, nil
+	}
+	next := maps.Clone(s.out.Attributes) // the input's map is shared: never written in place
+	if next == nil {
+		next = make(map[string]stead.AttrValue, len(staged))
+	}
+	for _, ch := range staged {
+		if ch.val.IsZero() {
+			delete(next, ch.key)
+		} else {
+			next[ch.key] = ch.val
+		}
+	}
+	if len(next) > stead.MaxAttributes {
+		return nil, false, fmt.Errorf("%w: %d attributes, more than %d", stead.ErrInvalid, len(next), stead.MaxAttributes)
+	}
+	return next, true, nil
+}
+
+// setAttributes makes attrs the execution's attributes and records in the bundle every key whose
+// value they change (the zero value for a key they drop), so that the commit indexes what the
+// execution it stores carries: a store refuses an execution whose attributes changed alone.
+func (s *stepper) setAttributes(attrs map[string]stead.AttrValue) {
+	cur := s.out.Attributes
+	for k, v := range attrs {
+		if old, ok := cur[k]; !ok || old != v {
+			s.attrChange(k, v)
+		}
+	}
+	for k := range cur {
+		if _, ok := attrs[k]; !ok {
+			s.attrChange(k, stead.AttrValue{})
+		}
+	}
+	if len(attrs) == 0 {
+		attrs = nil
+	}
+	s.out.Attributes = attrs
+}
+
+func (s *stepper) attrChange(k string, v stead.AttrValue) {
+	if s.b.Attributes == nil {
+		s.b.Attributes = make(map[string]stead.AttrValue)
+	}
+	s.b.Attributes[k] = v
 }
 
 func (s *stepper) context() *ctxState {

@@ -337,6 +337,50 @@ func (a ActionContext) SetString(key, s string) {
 	a.Set(key, s)
 }
 
+// SetAttribute sets the execution's attribute key to v (stead.Execution.Attributes), the labels
+// Store.List and Store.Count filter by; the zero AttrValue deletes the key, as DeleteAttribute
+// does. Like Set, the change takes effect when the action returns without an error, and later
+// actions of the step see it (Attribute). The step's commit stores the execution with it and
+// rewrites the backend's index of the execution's attributes in the same transaction. A key or
+// value a store would refuse at create (stead.CheckAttribute), or a change that would leave more
+// than stead.MaxAttributes, fails the action with an error wrapping stead.ErrInvalid, which its
+// error transition or retry policy handles like any other. On a zero ActionContext it does
+// nothing.
+func (a ActionContext) SetAttribute(key string, v stead.AttrValue) {
+	if a.c == nil {
+		return
+	}
+	if !v.IsZero() {
+		if err := stead.CheckAttribute(key, v); err != nil {
+			a.c.stageAttrErr(err)
+			return
+		}
+	} else if err := stead.CheckAttrKey(key); err != nil {
+		a.c.stageAttrErr(err)
+		return
+	}
+	a.c.attrStaged = append(a.c.attrStaged, attrChange{key, v})
+}
+
+// DeleteAttribute removes the execution's attribute key, if it has one, as SetAttribute does
+// with the zero AttrValue.
+func (a ActionContext) DeleteAttribute(key string) { a.SetAttribute(key, stead.AttrValue{}) }
+
+// Attribute returns the execution's attribute key as this action sees it: the value the step
+// started with, changed by the earlier actions of the step and by what this action set so far.
+func (a ActionContext) Attribute(key string) (stead.AttrValue, bool) {
+	if a.c == nil {
+		return stead.AttrValue{}, false
+	}
+	for i := len(a.c.attrStaged) - 1; i >= 0; i-- {
+		if ch := a.c.attrStaged[i]; ch.key == key {
+			return ch.val, !ch.val.IsZero()
+		}
+	}
+	v, ok := a.c.attrs[key]
+	return v, ok
+}
+
 // DecodeEvent decodes the event's data into dst.
 func (a ActionContext) DecodeEvent(dst any) error {
 	if len(a.Event.Data) == 0 {
@@ -358,11 +402,17 @@ type ctxState struct {
 	// apply takes it when the action returns, discard drops it when the action fails.
 	staged    []member
 	stagedErr error
-	stagedIn  [2]member
-	scratch   [64]byte // where the values of those keys are encoded, while they fit
-	used      int
-	checked   bool // raw is known to be valid JSON
-	dirty     bool // m or patch holds changes raw does not have yet
+	// attrs are the execution's attributes as the running action started with them; attrStaged
+	// holds, in call order, what it changed with ActionContext.SetAttribute, and attrErr the
+	// first refusal. The step takes them when the action returns (stepper.takeAttributes).
+	attrs      map[string]stead.AttrValue
+	attrStaged []attrChange
+	attrErr    error
+	stagedIn   [2]member
+	scratch    [64]byte // where the values of those keys are encoded, while they fit
+	used       int
+	checked    bool // raw is known to be valid JSON
+	dirty      bool // m or patch holds changes raw does not have yet
 	// changed records that the context differs from the step's input, even after encode
 	// caught raw up (a spawn encodes the context mid-step).
 	changed bool
@@ -552,7 +602,23 @@ func (c *ctxState) stage(key string, raw json.RawMessage, err error) {
 }
 
 // discard drops what a failed action staged.
-func (c *ctxState) discard() { c.staged, c.stagedErr = c.staged[:0], nil }
+func (c *ctxState) discard() {
+	c.staged, c.stagedErr = c.staged[:0], nil
+	c.attrStaged, c.attrErr = c.attrStaged[:0], nil
+}
+
+// attrChange is one change an action made with ActionContext.SetAttribute: the zero value deletes.
+type attrChange struct {
+	key string
+	val stead.AttrValue
+}
+
+// stageAttrErr records a refused attribute change; the first refusal sticks.
+func (c *ctxState) stageAttrErr(err error) {
+	if c.attrErr == nil {
+		c.attrErr = err
+	}
+}
 
 // space returns the free part of the scratch space, empty with its capacity capped, for a value
 // to be appended to; took claims what was written, or keeps buf if append had to move it.

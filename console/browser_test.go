@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/bulk"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
@@ -80,6 +81,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	machines := worker.Machines{def.ID: engine}
+	bulk.Register(machines, st, tr, bulk.Options{}) // the console's bulk jobs run here
 	w, err := worker.New(worker.Config{Store: st, Transport: tr, Machines: machines})
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +266,46 @@ func TestBrowser(t *testing.T) {
 	)
 	if loc, err := chromedp.Run(bctx, chromedp.Location()); err != nil || !strings.HasSuffix(loc, "/stead/execution?id=order-failed") {
 		t.Errorf("after retry the browser is at %q (%v), want the order's page under the prefix", loc, err)
+	}
+
+	// Attributes: three orders of one batch, found by typing the condition into the filter, and
+	// cancelled by a bulk job started from it after its confirmation, which a worker carries out.
+	var batch []worker.NewExecution
+	for i := range 3 {
+		batch = append(batch, worker.NewExecution{DefinitionID: def.ID, ID: fmt.Sprintf("batch-%d", i),
+			Context:    json.RawMessage(fmt.Sprintf(`{"order_id":"b-%d","amount":120,"outcome":"timeout"}`, i)),
+			Attributes: map[string]stead.AttrValue{"batch": stead.AttrString("b1")}})
+	}
+	if _, err := client.CreateBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	do("open the list again", chromedp.Navigate(ts.URL+"/stead/"), chromedp.WaitVisible(chromedp.CSS("#executions")))
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.body.dataset.old = "1"`)); err != nil {
+		t.Fatal(err)
+	}
+	do("filter by attribute",
+		chromedp.SetValue(chromedp.CSS(`input[name="where"]`), `batch="b1"`),
+		chromedp.Click(chromedp.CSS("#apply")),
+		chromedp.WaitVisible(chromedp.CSS(`body:not([data-old]) #executions`)),
+	)
+	if rows := eval(`[...document.querySelectorAll("a.exe")].map(a => a.textContent)`); !slices.Equal(rows, []string{"batch-0", "batch-1", "batch-2"}) {
+		t.Fatalf("batch=b1 listed %v", rows)
+	}
+	do("confirm a bulk cancel",
+		chromedp.Click(chromedp.CSS("#bulk-cancel")),
+		chromedp.WaitVisible(chromedp.CSS("#bulk-confirm")),
+	)
+	if n := text("#matched"); n != "3" {
+		t.Fatalf("the confirmation counts %s, want 3", n)
+	}
+	do("start the bulk cancel",
+		chromedp.Click(chromedp.CSS("#bulk-confirm")),
+		chromedp.WaitVisible(chromedp.CSS(`#state[data-status="done"]`)), // the job's page, live
+	)
+	for _, b := range batch {
+		if exe, err := st.Load(ctx, b.ID); err != nil || exe.Status != stead.StatusCancelled {
+			t.Errorf("%s after the bulk cancel: %v (%v)", b.ID, exe.Status, err)
+		}
 	}
 }
 

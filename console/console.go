@@ -153,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /execution", s.handleExecution)
 	s.mux.HandleFunc("GET /events", s.handleEvents)
 	s.mux.HandleFunc("POST /control", s.handleControl)
+	s.mux.HandleFunc("GET /bulk", s.handleBulkConfirm)
+	s.mux.HandleFunc("POST /bulk", s.handleBulkStart)
 	if cfg.Turns != nil {
 		s.mux.HandleFunc("GET /turns", s.handleTurns)
 		s.mux.HandleFunc("GET /turns/conversation", s.handleConversation)
@@ -288,7 +290,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, stead.ErrNotFound):
 		e.Status, e.Message = http.StatusNotFound, "no such execution"
 	case errors.Is(err, stead.ErrInvalid) && r.URL.Path == "/":
-		e.Status, e.Message = http.StatusBadRequest, "the store refused the listing: a cursor from another filter, or one it did not produce, or a time window that is empty"
+		e.Status, e.Message = http.StatusBadRequest, "the store refused the listing: a cursor from another filter, or one it did not produce, a time window that is empty, or attribute conditions on a store that does not index attributes"
 	case errors.Is(err, stead.ErrInvalid):
 		e.Status, e.Message = http.StatusBadRequest, "the store refused the request as invalid (the log has the reason under the request id)"
 	case errors.Is(err, context.Canceled):

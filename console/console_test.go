@@ -81,8 +81,9 @@ func (f *fixture) seed() {
 	}
 	run := &stead.Execution{ID: "order-1", DefinitionID: "order", Status: stead.StatusRunning,
 		ActivePath: "fulfilment", Context: json.RawMessage(`{"amount":42,"customer":"<b>ann</b>"}`),
-		Children:  map[string]stead.ChildState{"order-1:fulfilment.packing:0": {RootPath: "fulfilment.packing", Key: "packing"}},
-		CreatedAt: seedAt, UpdatedAt: seedAt}
+		Attributes: map[string]stead.AttrValue{"customer": stead.AttrInt(42), "tier": stead.AttrString("gold & <b>")},
+		Children:   map[string]stead.ChildState{"order-1:fulfilment.packing:0": {RootPath: "fulfilment.packing", Key: "packing"}},
+		CreatedAt:  seedAt, UpdatedAt: seedAt}
 	commit(run, stead.Bundle{
 		Timers: []stead.TimerOp{{Action: stead.TimerSchedule, Path: "fulfilment", FireAt: seedAt.Add(time.Hour)}},
 		Emits:  []stead.Emit{{Target: "order-9", Event: stead.Event{ID: "ev-note", Kind: "noted", CreatedAt: seedAt}}},
@@ -94,11 +95,13 @@ func (f *fixture) seed() {
 	commit(child, stead.Bundle{})
 	failed := &stead.Execution{ID: "order-2", DefinitionID: "order", Status: stead.StatusFailed, ActivePath: "awaiting_payment",
 		Error: "action \"charge\": card declined", CreatedAt: seedAt, UpdatedAt: seedAt, FinishedAt: seedAt,
+		Attributes: map[string]stead.AttrValue{"customer": stead.AttrInt(42)},
 		DeadLetter: &stead.DeadLetter{Event: stead.Event{ID: "ev-pay", Kind: "pay", Data: json.RawMessage(`{"card":"x"}`)},
 			Status: stead.StatusRunning, ActivePath: "awaiting_payment"}}
 	commit(failed, stead.Bundle{})
 	done := &stead.Execution{ID: "order-3", DefinitionID: "order", Status: stead.StatusDone, Outcome: "success",
-		ActivePath: "shipped", CreatedAt: seedAt, UpdatedAt: seedAt, FinishedAt: seedAt}
+		ActivePath: "shipped", CreatedAt: seedAt, UpdatedAt: seedAt, FinishedAt: seedAt,
+		Attributes: map[string]stead.AttrValue{"customer": stead.AttrInt(7)}}
 	commit(done, stead.Bundle{})
 	for i := range 5 {
 		commit(&stead.Execution{ID: fmt.Sprintf("other-%d", i), DefinitionID: "other", Status: stead.StatusRunning,
@@ -163,6 +166,13 @@ func TestListPage(t *testing.T) {
 			[]string{"other-1", "other-2", `id="total">2<`}, []string{"other-0", "other-3"}},
 		{"nothing", "/?definition=none", []string{`id="empty"`, `id="total">0<`}, nil},
 		{"counts link to their filter", "/?definition=order", []string{`href="/?definition=order&amp;status=failed"`}, nil},
+		{"attribute", "/?where=customer%3D42", []string{"order-1", "order-2", `id="total">2<`, `name="where" value="customer=42"`},
+			[]string{"order-3", "other-0"}},
+		{"attributes and", "/?where=customer%3D42&where=tier+%3D+%22gold+%26+%3Cb%3E%22", []string{"order-1", `id="total">1<`}, []string{"order-2"}},
+		{"attribute set", "/?where=customer+in+(7,+42)&where=", []string{"order-1", "order-2", "order-3", `id="total">3<`}, []string{"other-0"}},
+		{"attribute and status", "/?where=customer%3E0&status=done", []string{"order-3", `id="total">1<`}, []string{"order-2"}},
+		{"counts keep the attributes", "/?where=customer%3D42", []string{`href="/?status=failed&amp;where=customer%3D42"`}, nil},
+		{"another kind matches nothing", "/?where=customer%3D%2242%22", []string{`id="empty"`, `id="total">0<`}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, body := f.get(tc.query)
@@ -240,6 +250,11 @@ func TestBadRequests(t *testing.T) {
 		{"garbage cursor", "/?cursor=abc", 400, "cursor"},
 		{"foreign cursor", "/?limit=1&cursor=" + url.QueryEscape(foreign.NextCursor), 400, "cursor"},
 		{"cursor of another filter", "/?limit=1&status=running&cursor=" + url.QueryEscape(page.NextCursor), 400, "cursor"},
+		{"cursor without its attributes", "/?limit=1&where=customer%3D42&cursor=" + url.QueryEscape(page.NextCursor), 400, "cursor"},
+		{"attribute without comparison", "/?where=customer", 400, "attribute condition &#34;customer&#34;"},
+		{"attribute bad key", "/?where=9lives%3D1", 400, "attribute"},
+		{"attribute order on a boolean", "/?where=paid%3Etrue", 400, "attribute condition"},
+		{"too many attribute conditions", "/?" + strings.Repeat("where=a%3D1&", stead.MaxAttributes+1), 400, "at most 16"},
 		{"no id", "/execution", 400, "no execution id"},
 		{"nul in id", "/execution?id=a%00b", 400, "invalid"},
 		{"unknown id", "/execution?id=nope", 404, "no such execution"},
@@ -284,12 +299,14 @@ func TestExecutionPage(t *testing.T) {
 		`<code>paid</code>`, `<code>reserve</code>`, // the trace
 		`href="/execution?id=order-1%3afulfilment.packing%3a0"`, // the child
 		`id="op-suspend"`, `id="op-cancel"`,
+		`<a href="/?where=customer%3D42" title="executions with this value">customer</a></td><td>int</td><td><code>42</code>`,
+		`<td>string</td><td><code>gold &amp; &lt;b&gt;</code>`, // text, not markup
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if strings.Contains(body, "<b>ann") {
+	if strings.Contains(body, "<b>ann") || strings.Contains(body, "gold & <b>") {
 		t.Error("the context is markup, not text")
 	}
 	if strings.Contains(body, `id="op-resume"`) || strings.Contains(body, `id="op-retry"`) {
@@ -730,5 +747,35 @@ func TestPrefix(t *testing.T) {
 	}
 	if _, err := New(Config{Store: f.store, Prefix: "stead"}); !errors.Is(err, stead.ErrInvalid) {
 		t.Errorf("a relative prefix: %v, want ErrInvalid", err)
+	}
+}
+
+// TestListPagingByAttribute: the next page's link carries the attribute conditions, which the
+// cursor is bound to, and pages through exactly the executions they select.
+func TestListPagingByAttribute(t *testing.T) {
+	f := newFixture(t, Config{})
+	var seen []string
+	next := "/?where=customer%3D42&limit=1"
+	for pages := 0; next != ""; pages++ {
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		res, body := f.get(next)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", next, res.StatusCode)
+		}
+		for _, m := range regexp.MustCompile(`class="exe" href="/execution\?id=([^"]+)"`).FindAllStringSubmatch(body, -1) {
+			seen = append(seen, m[1])
+		}
+		next = ""
+		if m := regexp.MustCompile(`href="([^"]+)" id="next"`).FindStringSubmatch(body); m != nil {
+			next = strings.ReplaceAll(m[1], "&amp;", "&")
+			if !strings.Contains(next, "where=customer%3D42") {
+				t.Fatalf("the next page's link drops the condition: %s", next)
+			}
+		}
+	}
+	if got := strings.Join(seen, " "); got != "order-1 order-2" {
+		t.Errorf("pages listed %s", got)
 	}
 }

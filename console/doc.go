@@ -1,7 +1,9 @@
 // Package console is stead's web console as an http.Handler, to mount in a server of one's own
-// (stead serve is one such server): an execution list over any store with its filters, counts
-// and cursor paging, one execution's statechart drawn live with its active states highlighted,
-// and the operator's control buttons.
+// (stead serve is one such server): an execution list over any store with its filters
+// (attribute conditions included, in the syntax of the CLI's --where), counts and cursor paging,
+// one execution's statechart drawn live with its active states highlighted and its attributes,
+// the operator's control buttons, and bulk jobs (package bulk) started from the list's filter
+// after a confirmation that shows the dry run's count.
 //
 // New takes the store, a transport (without one the console is read-only) and the machines it
 // may run: a worker.Client over them applies the buttons. Retry applies a failed event again,

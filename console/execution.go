@@ -3,7 +3,9 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/steadhq/stead"
@@ -22,18 +24,27 @@ const (
 var controlOps = []worker.Op{worker.OpSuspend, worker.OpResume, worker.OpCancel, worker.OpRetry}
 
 type executionPage struct {
-	Exe      *stead.Execution
-	Context  string // pretty JSON
-	Mermaid  string // empty when the definition is not known
-	Active   []string
-	Children []childLink
-	Trace    []stead.TraceStep
-	Timers   []stead.Timer
-	Outbox   []stead.OutboxEntry
-	Dead     *deadLetter
-	Ops      []worker.Op // the commands its status takes
-	NoRetry  string      // why retry is not offered to a failed root, when the console cannot run it
-	Fragment bool        // only the live part, for the script to swap in
+	Exe     *stead.Execution
+	Context string // pretty JSON
+	// Attributes are the execution's attributes by key, each with a link to the executions that
+	// share its value.
+	Attributes []attrRow
+	Mermaid    string // empty when the definition is not known
+	Active     []string
+	Children   []childLink
+	Trace      []stead.TraceStep
+	Timers     []stead.Timer
+	Outbox     []stead.OutboxEntry
+	Dead       *deadLetter
+	Ops        []worker.Op // the commands its status takes
+	NoRetry    string      // why retry is not offered to a failed root, when the console cannot run it
+	Fragment   bool        // only the live part, for the script to swap in
+}
+
+// attrRow is one attribute on an execution's page.
+type attrRow struct {
+	Key, Kind, Value string
+	URL              string // the list filtered by key=value
 }
 
 type childLink struct {
@@ -74,6 +85,12 @@ func (s *Server) execution(r *http.Request, id string) (*executionPage, error) {
 		return nil, err
 	}
 	ep := &executionPage{Exe: exe, Context: pretty(exe.Context)}
+	for _, k := range slices.Sorted(maps.Keys(exe.Attributes)) {
+		v := exe.Attributes[k]
+		where := stead.Where(k, stead.AttrEq, v).String() // read back by the list's where field
+		ep.Attributes = append(ep.Attributes, attrRow{Key: k, Kind: v.Kind().String(), Value: v.String(),
+			URL: s.path("/?") + url.Values{"where": {where}}.Encode()})
+	}
 	if exe.ActivePath != "" {
 		ep.Active = append(ep.Active, exe.ActivePath)
 	}

@@ -26,12 +26,15 @@ type filterForm struct {
 	// Windows by field name (created_from, created_before, …), as typed.
 	Windows map[string]string
 	Limit   string
+	// Where are the attribute conditions, one a field, as typed (blank fields dropped).
+	Where []string
 }
 
 var windowFields = []string{"created_from", "created_before", "updated_from", "updated_before", "finished_from", "finished_before"}
 
 // parseFilter reads the list page's query: definition, status (repeated), roots, prefix, the
-// six window bounds, limit and cursor. What the console cannot read is a badRequest; what the
+// six window bounds, attribute conditions (where, repeated, in the syntax of the CLI's --where:
+// customer=42, amount>100, tier in (gold, silver)), limit and cursor. What the console cannot read is a badRequest; what the
 // store refuses (an empty window, a forged cursor) it refuses itself, as ErrInvalid.
 func parseFilter(q url.Values, now time.Time) (stead.ListFilter, filterForm, error) {
 	var f stead.ListFilter
@@ -74,6 +77,21 @@ func parseFilter(q url.Values, now time.Time) (stead.ListFilter, filterForm, err
 			return f, form, badRequestf("%s %q: %v", strings.ReplaceAll(name, "_", " "), v, err)
 		}
 		*bounds[i] = t
+	}
+	for _, v := range q["where"] {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		// Kept as typed even when refused, so that the form shows what to correct.
+		form.Where = append(form.Where, v)
+		c, err := stead.ParseAttributeFilter(v)
+		if err != nil {
+			return f, form, badRequestf("%s", plain(err))
+		}
+		f.Attributes = append(f.Attributes, c)
+	}
+	if len(f.Attributes) > stead.MaxAttributes {
+		return f, form, badRequestf("%d attribute conditions: at most %d", len(f.Attributes), stead.MaxAttributes)
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -126,6 +144,9 @@ func (f filterForm) query(extra ...string) url.Values {
 			q.Set(name, v)
 		}
 	}
+	for _, w := range f.Where {
+		q.Add("where", w)
+	}
 	if f.Limit != "" {
 		q.Set("limit", f.Limit)
 	}
@@ -147,6 +168,9 @@ type listPage struct {
 	FirstURL    string
 	Paged       bool // this is not the first page
 	Definitions []string
+	// Bulk links the confirmation of a bulk job over this filter, per operation; empty when
+	// this console does not start jobs.
+	Bulk []countLink
 }
 
 type countLink struct {
@@ -192,6 +216,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			one := form
 			one.Definition = d
 			lp.ByDef = append(lp.ByDef, countLink{d, c.ByDefinition[d], s.path("/?") + one.query().Encode()})
+		}
+	}
+	if s.bulkClient() != nil {
+		for _, op := range bulkOps {
+			q := form.query("op", string(op))
+			q.Del("limit")
+			lp.Bulk = append(lp.Bulk, countLink{Label: string(op), URL: s.path("/bulk?") + q.Encode()})
 		}
 	}
 	for id := range s.cfg.Definitions {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -55,5 +56,25 @@ func TestCreateBatchCarriesAttributes(t *testing.T) {
 	}
 	if _, err := h.store.Load(ctx, "c"); !errors.Is(err, stead.ErrNotFound) {
 		t.Fatalf("the valid item of a refused batch was written: %v", err)
+	}
+}
+
+// TestMergeBundlesKeepsAttributeChanges: a chain's commit carries the attribute changes of every
+// step in it, a later step's over an earlier one's, without writing into the earlier bundle's map.
+func TestMergeBundlesKeepsAttributeChanges(t *testing.T) {
+	first := stead.Bundle{ProcessedEventID: "e1", Attributes: map[string]stead.AttrValue{
+		"stage": stead.AttrString("open"), "customer": stead.AttrInt(42)}}
+	kept := maps.Clone(first.Attributes)
+	second := stead.Bundle{Attributes: map[string]stead.AttrValue{"stage": {}, "paid": stead.AttrBool(true)}}
+	got := mergeBundles(first, second, "e2")
+	want := map[string]stead.AttrValue{"stage": {}, "customer": stead.AttrInt(42), "paid": stead.AttrBool(true)}
+	if !maps.Equal(got.Attributes, want) {
+		t.Fatalf("merged attributes %v, want %v", got.Attributes, want)
+	}
+	if !maps.Equal(first.Attributes, kept) {
+		t.Fatalf("the earlier bundle's map was written: %v", first.Attributes)
+	}
+	if got := mergeBundles(first, stead.Bundle{}, "e3"); !maps.Equal(got.Attributes, kept) {
+		t.Fatalf("a step without changes: %v, want %v", got.Attributes, kept)
 	}
 }

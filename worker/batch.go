@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -401,6 +402,16 @@ func mergeBundles(into, b stead.Bundle, id string) stead.Bundle {
 	into.Emits = append(into.Emits, b.Emits...)
 	into.Spawns = append(into.Spawns, b.Spawns...)
 	into.Timers = append(into.Timers, b.Timers...)
+	if len(b.Attributes) > 0 {
+		// A later step's attribute changes win over an earlier one's, as its execution carries
+		// them: the commit stores the last step's execution.
+		m := maps.Clone(into.Attributes)
+		if m == nil {
+			m = make(map[string]stead.AttrValue, len(b.Attributes))
+		}
+		maps.Copy(m, b.Attributes)
+		into.Attributes = m
+	}
 	into.AlsoProcessed = append(into.AlsoProcessed, id)
 	return into
 }
