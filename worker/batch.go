@@ -221,23 +221,19 @@ func (w *Worker) startChains(stop, work context.Context, leases []transport.Leas
 func (r *chainRun) round(all bool) batchPlan {
 	ended := []int{<-r.done}
 	r.left--
-	var timer *time.Timer
+	var expired <-chan time.Time // nil when all is set: waits for every chain
 	if !all && r.left > 0 {
-		timer = time.NewTimer(roundWait)
+		timer := time.NewTimer(roundWait)
 		defer timer.Stop()
+		expired = timer.C
 	}
 wait:
 	for r.left > 0 {
-		if timer == nil {
-			ended = append(ended, <-r.done)
-			r.left--
-			continue
-		}
 		select {
 		case c := <-r.done:
 			ended = append(ended, c)
 			r.left--
-		case <-timer.C:
+		case <-expired:
 			break wait
 		}
 	}

@@ -317,7 +317,7 @@ func (w *Worker) control(ctx context.Context, id string, ev stead.Event, dry boo
 			return out, err
 		}
 		next.Version = done.Version
-		w.committed(next, ev)
+		w.committed(next, ev, true)
 		if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: done.Seqs, ev: ev}}); err != nil {
 			w.log.Warn("delivery of a command deferred to the relay",
 				slog.String("execution", id), slog.String("command", ev.ID), slog.Any("err", err))

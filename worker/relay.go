@@ -221,7 +221,7 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 			switch {
 			case r.Err == nil:
 				items[i].Execution.Version = r.Version
-				w.committed(items[i].Execution, events[i])
+				w.committed(items[i].Execution, events[i], true)
 				kids = append(kids, delivery{exe: items[i].Execution, b: &items[i].Bundle, seqs: r.Seqs, ev: events[i]})
 				done = append(done, seqs[i])
 			case errors.Is(r.Err, stead.ErrConflict):

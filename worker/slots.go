@@ -110,13 +110,6 @@ func (h *heartbeat) drop(ls ...transport.Lease) {
 	h.mu.Unlock()
 }
 
-// len returns how many leases the heartbeat keeps.
-func (h *heartbeat) len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.leases)
-}
-
 // run extends due leases every Visibility/3 until ctx is done.
 func (h *heartbeat) run(ctx context.Context, tr *transport.Transport, log *slog.Logger) {
 	t := time.NewTicker(h.vis / 3)

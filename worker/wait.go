@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/chart"
 )
 
 // FinishWatcher is an optional interface of a stead.Backend that can say when an execution may
@@ -102,25 +99,4 @@ func (c *Client) Wait(ctx context.Context, id string) (*stead.Execution, error) 
 			pause = min(pause*2, limit)
 		}
 	}
-}
-
-// logRetry writes the INFO line of a step that failed an action with attempts left (a retry of
-// chart.Retry): the engine discarded the step and armed the retry's timer. It is the step whose
-// event waits at the head of Deferred, or the retry timer's own event when an attempt failed
-// again; events that merely wait behind a pending retry are not it. The error itself is not in
-// the execution until the last attempt fails it (the WARN line of committed).
-func (w *Worker) logRetry(exe *stead.Execution, ev stead.Event) {
-	at, ok := exe.Timers[chart.RetryTimerPath]
-	if !ok || exe.Status.Finished() || len(exe.Deferred) == 0 {
-		return
-	}
-	held := exe.Deferred[0]
-	if held.ID != ev.ID && !strings.HasPrefix(ev.ID, "timeout:"+exe.ID+":"+chart.RetryTimerPath+":") {
-		return
-	}
-	w.log.Info("action failed; retrying", slog.String("execution", exe.ID),
-		slog.String("definition", exe.DefinitionID), slog.String("state", exe.ActivePath),
-		slog.String("event", held.ID), slog.String("kind", held.Kind),
-		// chart counts the failed attempts under the retry timer's path in InvokeSeq.
-		slog.Int("failed_attempts", exe.InvokeSeq[chart.RetryTimerPath]), slog.Time("retry_at", at))
 }

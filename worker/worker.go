@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -437,14 +438,14 @@ func (w *Worker) logLease(ctx context.Context, level slog.Level, l *transport.Le
 // execution, OnFinish and the log line, once.
 // A commit that applied several events reports them in order with the same execution, so only
 // the last one (last) finishes it.
-func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last ...bool) {
+func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last bool) {
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(exe, ev, time.Now())
 	}
 	if exe.Timers != nil {
 		w.logRetry(exe, ev)
 	}
-	if !exe.Status.Finished() || len(last) > 0 && !last[0] {
+	if !exe.Status.Finished() || !last {
 		return
 	}
 	if exe.Status == stead.StatusFailed {
@@ -479,6 +480,27 @@ func (w *Worker) committedAll(d delivery) {
 	for i, ev := range d.also {
 		w.committed(d.exe, ev, i == len(d.also)-1)
 	}
+}
+
+// logRetry writes the INFO line of a step that failed an action with attempts left (a retry of
+// chart.Retry): the engine discarded the step and armed the retry's timer. It is the step whose
+// event waits at the head of Deferred, or the retry timer's own event when an attempt failed
+// again; events that merely wait behind a pending retry are not it. The error itself is not in
+// the execution until the last attempt fails it (the WARN line of committed).
+func (w *Worker) logRetry(exe *stead.Execution, ev stead.Event) {
+	at, ok := exe.Timers[chart.RetryTimerPath]
+	if !ok || exe.Status.Finished() || len(exe.Deferred) == 0 {
+		return
+	}
+	held := exe.Deferred[0]
+	if held.ID != ev.ID && !strings.HasPrefix(ev.ID, "timeout:"+exe.ID+":"+chart.RetryTimerPath+":") {
+		return
+	}
+	w.log.Info("action failed; retrying", slog.String("execution", exe.ID),
+		slog.String("definition", exe.DefinitionID), slog.String("state", exe.ActivePath),
+		slog.String("event", held.ID), slog.String("kind", held.Kind),
+		// chart counts the failed attempts under the retry timer's path in InvokeSeq.
+		slog.Int("failed_attempts", exe.InvokeSeq[chart.RetryTimerPath]), slog.Time("retry_at", at))
 }
 
 // settle acknowledges or nacks a message that was not stepped.
