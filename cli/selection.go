@@ -143,3 +143,20 @@ func parseWhere(where []string) ([]stead.AttrFilter, error) {
 	}
 	return out, nil
 }
+
+// parseAttrs parses --attr key=value flags into attributes, the value typed as a --where
+// condition's is (an integer, a time, a boolean, else a string; quoted: a string).
+func parseAttrs(flags []string) (map[string]stead.AttrValue, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]stead.AttrValue, len(flags))
+	for _, a := range flags {
+		f, err := stead.ParseAttributeFilter(a)
+		if err != nil || f.Op != stead.AttrEq || len(f.Values) != 1 {
+			return nil, usageError{fmt.Errorf("--attr %q: want key=value", a)}
+		}
+		out[f.Key] = f.Values[0]
+	}
+	return out, nil
+}

@@ -11,11 +11,12 @@ import (
 
 func (a *app) newStart() *cobra.Command {
 	var (
-		sf       storeFlags
-		id       string
-		data     string
-		priority int
-		defs     []string
+		sf        storeFlags
+		id        string
+		data      string
+		priority  int
+		attrFlags []string
+		defs      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "start --store <sqlite path | postgres URL> <definition-id> [--id ID] [--context JSON] [--definition F]...",
@@ -33,6 +34,10 @@ started unchecked, with a note on stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id == "" {
 				id = "exe-" + worker.NewEventID()[3:]
+			}
+			attrs, err := parseAttrs(attrFlags)
+			if err != nil {
+				return err
 			}
 			var raw json.RawMessage
 			if data != "" {
@@ -64,7 +69,7 @@ started unchecked, with a note on stderr.`,
 			if known == nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: definition %q is not compiled into this binary nor given with --definition: its id and context are not checked\n", args[0])
 			}
-			exe, err := c.CreateBatch(ctx, []worker.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority}})
+			exe, err := c.CreateBatch(ctx, []worker.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority, Attributes: attrs}})
 			if err != nil {
 				return err
 			}
@@ -75,6 +80,7 @@ started unchecked, with a note on stderr.`,
 	sf.register(cmd)
 	cmd.Flags().StringVar(&id, "id", "", "execution id (default: a random one)")
 	cmd.Flags().StringVar(&data, "context", "", "initial context, a JSON object")
+	cmd.Flags().StringArrayVar(&attrFlags, "attr", nil, "an attribute of the execution, key=value (repeatable): customer=42, due=2026-12-24T00:00:00Z, vip=true; a quoted value is a string")
 	cmd.Flags().IntVar(&priority, "priority", 0, fmt.Sprintf("claim priority 0..%d", stead.MaxPriority))
 	cmd.Flags().StringArrayVar(&defs, "definition", nil, definitionHelp+": check the id and context against it")
 	return cmd

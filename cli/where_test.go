@@ -65,6 +65,17 @@ func TestWhere(t *testing.T) {
 	if !strings.Contains(out, "1 matched") || !strings.Contains(out, "refused o2") {
 		t.Fatalf("suspend --where --dry-run: stdout %q, stderr %q; want o2 alone matched", out, errOut)
 	}
+	// start --attr sets them, typed as --where reads them.
+	if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--id", "o4", "--attr", "customer=42", "--attr", "amount=700",
+		"--context", `{"order_id":"o4","amount":700,"outcome":"ok"}`); code != 0 {
+		t.Fatalf("start --attr: exit %d: %s", code, errOut)
+	}
+	if _, out, _ := cli(t, ctx, "inspect", "--store", db, "--where", "customer=42", "--where", "amount>600"); !strings.Contains(out, "o4") {
+		t.Fatalf("inspect after start --attr: %q, want o4", out)
+	}
+	if code, _, errOut := cli(t, ctx, "start", "--store", db, "order", "--attr", "amount>600"); code != 2 || !strings.Contains(errOut, "--attr") {
+		t.Fatalf("start --attr amount>600: exit %d, stderr %q; want a usage error naming --attr", code, errOut)
+	}
 	if code, _, errOut := cli(t, ctx, "inspect", "--store", db, "--where", "customer>"); code != 2 || !strings.Contains(errOut, "--where") {
 		t.Fatalf("malformed --where: exit %d, stderr %q; want a usage error naming --where", code, errOut)
 	}
