@@ -46,92 +46,6 @@ func (w *Worker) claimBatch(ctx, work context.Context, max int) ([]transport.Lea
 	return leases, nil
 }
 
-// batch claims a batch and handles it: one LoadForEvents, then the steps of its executions side
-// by side, then, for the steps that have ended, one CommitBatch, one publish of every emit, one
-// AckOutbox and one AckBatch. A lost compare-and-swap redelivers only its own message.
-//
-// A slow step does not hold the others of its batch: the batch commits what has ended roundWait
-// after its first step ended (see chainRun.round), and the steps still running commit in
-// later rounds as they end, on a goroutine of their own, so that the loop claims again at once.
-func (w *Worker) batch(ctx, work context.Context) (int, error) {
-	places := w.slots.take(ctx, w.cfg.BatchSize)
-	if places == 0 {
-		return 0, nil // stopping
-	}
-	start := w.tel.now()
-	leases, err := w.claimBatch(ctx, work, places)
-	w.slots.give(places - len(leases))
-	if err != nil || len(leases) == 0 {
-		return 0, err
-	}
-	w.beats.add(leases)
-	work, obs, span := w.tel.beginBatch(work, leases, start)
-	refs := make([]stead.EventRef, len(leases))
-	for i, l := range leases {
-		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
-	}
-	lctx, lspan := w.tel.store(work, "LoadForEvents", "stead_executions", len(refs))
-	loaded, err := w.store.LoadForEvents(lctx, refs)
-	endSpan(lspan, err)
-	if err != nil {
-		w.slots.give(len(leases))
-		w.log.Warn("batch load failed", slog.Int("size", len(leases)), slog.Any("err", err))
-		obs.setAll(outcomeRetry)
-		for i := range leases {
-			w.nack(work, &leases[i], w.cfg.RetryDelay)
-		}
-		obs.end(span)
-		return len(leases), nil
-	}
-	run := w.startChains(ctx, work, leases, loaded, obs)
-	p := run.round(false)
-	w.commitPlan(work, leases, &p, obs)
-	if run.left == 0 {
-		obs.end(span)
-		return len(leases), nil
-	}
-	w.tails.Go(func() {
-		for run.left > 0 {
-			p := run.round(false)
-			w.commitPlan(work, leases, &p, obs)
-		}
-		obs.end(span)
-	})
-	return len(leases), nil
-}
-
-// commitPlan commits the steps of p, relays what they produced, acknowledges what p acks and
-// settles the rest.
-func (w *Worker) commitPlan(work context.Context, leases []transport.Lease, p *batchPlan, obs stepObsList) {
-	var ds []delivery
-	if len(p.items) > 0 {
-		cctx, cspan := w.tel.store(work, "CommitBatch", "stead_executions", len(p.items))
-		results, err := w.store.CommitBatch(cctx, p.items)
-		endSpan(cspan, err)
-		if err != nil {
-			w.log.Warn("batch commit failed", slog.Int("size", len(p.items)), slog.Any("err", err))
-			for _, i := range p.stepped {
-				obs.at(i).set(outcomeRetry)
-				p.later = append(p.later, pending{leases[i], doRetry})
-			}
-		} else {
-			ds = w.sortResults(leases, p, results)
-		}
-	}
-	for _, d := range ds {
-		w.committedAll(d)
-	}
-	if len(ds) > 0 {
-		if err := w.deliver(work, ds); err != nil {
-			w.log.Warn("delivery deferred to the relay", slog.Any("err", err))
-		}
-	}
-	w.ack(work, p.acks)
-	for _, q := range p.later {
-		w.settle(work, &q.lease, q.v)
-	}
-}
-
 // pending is a message to nack once the batch is done.
 type pending struct {
 	lease transport.Lease
@@ -349,6 +263,7 @@ func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases 
 			p.obs.at(k).loaded(exe, processed, v)
 			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
 			p.obs.at(k).set(outcomeActionError)
+			p.obs.at(k).fail(err)
 			stop(k, doRetry)
 			k++
 			break
@@ -455,6 +370,7 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 		default:
 			w.log.Warn("commit failed", slog.String("execution", leases[i].Group), slog.Any("err", r.Err))
 			p.obs.at(i).set(outcomeRetry)
+			p.obs.at(i).fail(r.Err)
 			p.later = append(p.later, pending{leases[i], doRetry})
 			c.setAll(p.obs, outcomeRetry)
 		}

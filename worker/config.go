@@ -182,7 +182,7 @@ type Config struct {
 	// the steps of one execution run in order. A loop claims no more messages than there are
 	// free places, so a claimed message starts at once instead of waiting behind slow actions,
 	// and what this worker cannot start stays claimable by another. A place is held from the
-	// claim until the message's step has run (unbatched, until it is settled).
+	// claim until the message's step has run.
 	MaxWorkers int
 	// ActionTimeout is the deadline of one event's step: the context its actions get
 	// (chart.ActionContext.Context, through ContextMachine) is cancelled once it passes

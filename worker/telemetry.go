@@ -299,6 +299,7 @@ type stepObs struct {
 	after      int64
 	status     stead.Status
 	trace      string // the Event.Trace to stamp on what the step sends
+	err        error  // what kept the step from committing, for its span (unbatched)
 }
 
 // off reports whether o records nothing (nil, or the telemetry is off).
@@ -380,6 +381,13 @@ func stampBundle(b *stead.Bundle, tr string) {
 		if b.Spawns[i].Trace == "" {
 			b.Spawns[i].Trace = tr
 		}
+	}
+}
+
+// fail records what kept the step from committing, for its span.
+func (o *stepObs) fail(err error) {
+	if !o.off() {
+		o.err = err
 	}
 }
 
@@ -666,12 +674,24 @@ func (s stepObsList) setAll(outcome string) {
 	}
 }
 
+// fail records err on every message of the batch.
+func (s stepObsList) fail(err error) {
+	for i := range s {
+		s[i].fail(err)
+	}
+}
+
 // end counts every step of the batch, links each to the batch's span with its attributes, and
 // ends the span. The links are built only when the span records (a sampler may drop the batch).
 // The steps' counters are added once per definition and outcome, as every step of a batch has
 // the same start and end.
 func (s stepObsList) end(batch trace.Span) {
 	if len(s) == 0 || s[0].off() {
+		return
+	}
+	if s[0].span != nil { // a message claimed alone: its own step span, no batch
+		s[0].end(s[0].err)
+		s[0].t.reuse(s)
 		return
 	}
 	t := s[0].t
@@ -795,9 +815,18 @@ func (t *telemetry) reuse(s stepObsList) {
 // context its event carries (the step that sent it) and holds the step's attributes, and what
 // the steps send carries the batch span's context on. It returns ctx with the batch span, to hang
 // the batch's store and transport calls from. leases must stay as they are until the list ends.
-func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, claimStart time.Time) (context.Context, stepObsList, trace.Span) {
+//
+// A message claimed alone by an unbatched worker (alone) gets a step span of its own instead,
+// a child of the trace context its event carries (begin), with its calls hanging from it.
+func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, claimStart time.Time, alone bool) (context.Context, stepObsList, trace.Span) {
 	if !t.on() {
 		return ctx, nil, nil
+	}
+	if alone && len(leases) == 1 {
+		obs := t.list(1)
+		obs[0] = t.begin(ctx, &leases[0], claimStart)
+		obs[0].claimed()
+		return obs[0].ctx, obs, nil
 	}
 	bctx, span := t.batch(ctx, claimStart, len(leases))
 	carried := ""
@@ -805,12 +834,7 @@ func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, cl
 		carried = inject(bctx)
 	}
 	linked := span != nil && span.IsRecording()
-	var obs stepObsList
-	if p, _ := t.lists.Get().(*stepObsList); p != nil && cap(*p) >= len(leases) {
-		obs = (*p)[:len(leases)]
-	} else {
-		obs = make(stepObsList, len(leases))
-	}
+	obs := t.list(len(leases))
 	for i := range leases {
 		obs[i] = stepObs{t: t, start: claimStart, outcome: outcomeDropped, trace: carried}
 		if linked {
@@ -818,6 +842,14 @@ func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, cl
 		}
 	}
 	return bctx, obs, span
+}
+
+// list returns a list of n observations, reused from an ended batch when one is large enough.
+func (t *telemetry) list(n int) stepObsList {
+	if p, _ := t.lists.Get().(*stepObsList); p != nil && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make(stepObsList, n)
 }
 
 // keepTimerTraces records on next, the execution a step returned, the trace context tr of that

@@ -61,7 +61,7 @@ func benchBatchHooks(b *testing.B, mixed bool) {
 	b.ResetTimer()
 	for range b.N {
 		start := tel.now()
-		_, obs, bspan := tel.beginBatch(ctx, leases, start)
+		_, obs, bspan := tel.beginBatch(ctx, leases, start, false)
 		for i := range leases {
 			o := obs.at(i)
 			duplicate := mixed && i%16 == 15

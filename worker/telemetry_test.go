@@ -586,7 +586,7 @@ func TestBatchLinkAttributes(t *testing.T) {
 		for i, s := range steps {
 			leases[i].Group, leases[i].Event = s.exe, stead.Event{ID: "ev-" + s.exe, Kind: s.kind, Trace: carried}
 		}
-		_, obs, bspan := tel.beginBatch(context.Background(), leases, tel.now())
+		_, obs, bspan := tel.beginBatch(context.Background(), leases, tel.now(), false)
 		for i, s := range steps {
 			o := obs.at(i)
 			exe := &stead.Execution{ID: s.exe, DefinitionID: s.def, Version: s.before, Status: stead.StatusRunning}

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -153,16 +152,7 @@ func (w *Worker) every(ctx context.Context, d time.Duration, f func()) {
 func (w *Worker) loop(ctx, work context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
-		var n int
-		var err error
-		switch {
-		case w.cfg.SharedTx != nil:
-			n, err = w.sharedBatch(ctx, work)
-		case w.cfg.BatchSize > 1:
-			n, err = w.batch(ctx, work)
-		default:
-			n, err = w.one(ctx, work)
-		}
+		n, err := w.batch(ctx, work)
 		if err != nil {
 			failures++
 			w.log.Warn("claim failed", slog.Int("failures", failures), slog.Any("err", err))
@@ -327,28 +317,6 @@ func (w *Worker) stepOnce(ctx context.Context, exe *stead.Execution, ev stead.Ev
 	return next, b, err
 }
 
-// one claims and handles a single message in its own transactions; it returns how many it
-// handled (0 or 1). It claims only once a place is free (MaxWorkers), and holds the place until
-// the message is settled.
-func (w *Worker) one(ctx, work context.Context) (int, error) {
-	if w.slots.take(ctx, 1) == 0 {
-		return 0, nil // stopping
-	}
-	defer w.slots.give(1)
-	start := w.tel.now()
-	ls, err := w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		return w.tr.ClaimBatch(work, w.cfg.Name, w.cfg.Visibility, minPriority, 1)
-	})
-	if err != nil || len(ls) == 0 {
-		return 0, err
-	}
-	w.beats.add(ls)
-	o := w.tel.begin(work, &ls[0], start)
-	o.claimed()
-	o.end(w.handle(o.ctx, &ls[0], &o))
-	return 1, nil
-}
-
 // prioritised runs claim with the minimum priority the PriorityShare policy draws, and once more
 // with none if that found nothing to claim.
 func (w *Worker) prioritised(claim func(minPriority int) ([]transport.Lease, error)) ([]transport.Lease, error) {
@@ -359,66 +327,6 @@ func (w *Worker) prioritised(claim func(minPriority int) ([]transport.Lease, err
 		}
 	}
 	return claim(0)
-}
-
-// handle steps one claimed message; it returns the error that kept it from committing, if any,
-// for the step's span.
-func (w *Worker) handle(ctx context.Context, l *transport.Lease, o *stepObs) error {
-	ev := l.Event
-	lctx, span := w.tel.store(ctx, "LoadForEvent", "stead_executions", 1)
-	exe, processed, err := w.store.LoadForEvent(lctx, l.Group, ev.ID)
-	if errors.Is(err, stead.ErrNotFound) {
-		exe, err = nil, nil
-	}
-	endSpan(span, err)
-	if err != nil {
-		w.logLease(ctx, slog.LevelWarn, l, "load failed", slog.Any("err", err))
-		o.set(outcomeRetry)
-		w.nack(ctx, l, w.cfg.RetryDelay)
-		return err
-	}
-	v, why := w.admit(exe, processed, ev)
-	o.loaded(exe, processed, v)
-	if v != doStep {
-		w.logLease(ctx, slog.LevelDebug, l, "not stepped", slog.String("why", why))
-		w.settle(ctx, l, v)
-		return nil
-	}
-	next, b, err := w.step(ctx, exe, ev)
-	if err != nil {
-		w.logLease(ctx, slog.LevelError, l, "step failed", slog.Any("err", err))
-		o.set(outcomeActionError)
-		w.nack(ctx, l, w.cfg.RetryDelay)
-		return err
-	}
-	o.stepped(&b)
-	keepTimerTraces(next, &b, o.traceOf())
-	cctx, span := w.tel.store(ctx, "Commit", "stead_executions", 1)
-	res, err := w.store.Commit(cctx, next, b)
-	endSpan(span, err)
-	if err != nil {
-		if errors.Is(err, stead.ErrConflict) {
-			w.logLease(ctx, slog.LevelDebug, l, "lost the version race; redelivering", slog.Any("err", err))
-			o.set(outcomeConflict)
-			w.nack(ctx, l, 0)
-			return nil
-		}
-		w.logLease(ctx, slog.LevelWarn, l, "commit failed", slog.Any("err", err))
-		o.set(outcomeRetry)
-		w.nack(ctx, l, w.cfg.RetryDelay)
-		return err
-	}
-	next.Version = res.Version
-	o.committed(next)
-	d := delivery{exe: next, b: &b, seqs: res.Seqs, ev: ev, trace: o.trace}
-	w.committedAll(d)
-	// The step is durable: from here on a failure only delays delivery (the relay retries), so the
-	// message is acknowledged whatever happens.
-	if err := w.deliver(ctx, []delivery{d}); err != nil {
-		w.logLease(ctx, slog.LevelWarn, l, "delivery deferred to the relay", slog.Any("err", err))
-	}
-	w.ack(ctx, []transport.Lease{*l})
-	return nil
 }
 
 // logLease logs msg with the lease's execution, event id and kind. The attributes are built only
