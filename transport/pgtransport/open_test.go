@@ -150,7 +150,7 @@ func TestCloseLeavesPoolOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the test only reads errors
-	if _, err := b.ClaimBatchTx(ctx, tx, "w", transporttest.Visibility, 0, 1); !errors.Is(err, stead.ErrClosed) {
-		t.Fatalf("ClaimBatchTx after Close = %v, want ErrClosed", err)
+	if _, err := b.ClaimHeldGroupsTx(ctx, tx, "w", transporttest.Visibility, 0, 1, 1, nil); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("ClaimHeldGroupsTx after Close = %v, want ErrClosed", err)
 	}
 }
