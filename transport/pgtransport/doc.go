@@ -91,7 +91,8 @@
 //
 // # Schema
 //
-// Migrations are embedded and run by New (unless WithoutMigrate) and Migrate under an advisory
-// lock, so many processes may start at once; transport_migrations records the version. Tables, indexes and functions are prefixed transport_ and
-// live in the WithSchema schema, or else in the connection's search_path.
+// Migrations are embedded and run by New (unless WithoutMigrate) under an advisory lock, so many
+// processes may start at once; transport_migrations records the version. Tables, indexes and
+// functions are prefixed transport_ and live in the WithSchema schema, or else in the
+// connection's search_path.
 package pgtransport

@@ -87,10 +87,12 @@ func TestWithoutMigrate(t *testing.T) {
 		tr.Close()
 		t.Fatal("New without migrate on an empty schema succeeded")
 	}
-	if err := pgtransport.Migrate(ctx, pool, schema); err != nil {
+	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema)) // migrates
+	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
+	tr.Close()
+	tr, err = pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
 	if err != nil {
 		t.Fatalf("New without migrate on a migrated schema: %v", err)
 	}

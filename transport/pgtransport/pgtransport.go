@@ -72,7 +72,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Tr
 		return nil, err
 	}
 	if cfg.migrate {
-		err = Migrate(ctx, pool, cfg.schema)
+		err = migrate(ctx, pool, cfg.schema)
 	} else {
 		err = checkMigrated(ctx, pool, cfg.schema)
 	}
@@ -151,10 +151,10 @@ func migrations() fs.FS {
 	return sub
 }
 
-// Migrate brings the transport's tables and functions in schema ("" for the search_path) to the
+// migrate brings the transport's tables and functions in schema ("" for the search_path) to the
 // version this package expects. It is idempotent and safe to run from many processes at once; New
 // calls it unless WithoutMigrate is given.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err := checkSchema(schema); err != nil {
 		return err
 	}
