@@ -71,9 +71,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*stead.Store,
 // LoadForEventsTx and CommitBatchTx on it.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
-// Schema returns the schema the store's objects live in ("" for the search_path).
-func (b *Backend) Schema() string { return b.schema }
-
 // Close marks the backend closed, so that its transaction methods refuse further calls with
 // stead.ErrClosed, and stops the listener of WatchFinished. It does not close the pool.
 func (b *Backend) Close() error {

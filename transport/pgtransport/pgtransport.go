@@ -115,9 +115,6 @@ func channelName(schema string) string {
 // Pool returns the pool b runs on, for callers that enlist it in their own transactions.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
-// Schema returns the schema b's objects live in ("" for the search_path).
-func (b *Backend) Schema() string { return b.cfg.schema }
-
 // Close stops the listener and the release of lost claims (waiting for their goroutines to
 // return) and wakes every Wait with stead.ErrClosed; the pool stays open. Its methods that run in the caller's transaction fail
 // with stead.ErrClosed from then on.
