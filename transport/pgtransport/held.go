@@ -11,9 +11,9 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// ClaimHeldGroupsTx is the claim of worker/pgtx, which exists for it: inside the caller's
-// transaction, it writes no lease. The transaction's lock on each group row is the only hold,
-// and it ends with the transaction. That saves a row version per message when the caller acks or
+// ClaimHeldGroupsTx claims inside the caller's transaction without writing a lease; it exists for
+// worker/pgtx. The transaction's lock on each group row is the only hold, and it ends with the
+// transaction. That saves a row version per message when the caller acks or
 // nacks every claimed message in the same transaction, and is wrong for anything else: a held
 // group that was neither acked nor nacked is free again the moment the transaction commits, not
 // after the visibility a lease would give it. The leases' Until is when a lease of visibility

@@ -268,13 +268,13 @@ func (b *Backend) nacked(r pgx.Row) error {
 	return nil
 }
 
-// QueuePublish, QueueAck and QueueNack are PublishBatch, AckBatch and Nack queued on q instead
-// of sent, for worker/pgtx, which sends a step's commit (pgstore's QueueCommitGuarded), the events
-// the step emitted, the settling of its messages and COMMIT in one round trip (pgx.Batch). QueueAck
-// and QueueNack are for leases of ClaimBatch; those of ClaimHeldGroupsTx take QueueAckHeld and
-// QueueNackHeld. Each runs the transport's checks now (an invalid input
-// is an error wrapping stead.ErrInvalid, and queues nothing) and queues one statement, or none
-// when there is nothing to do; its outcome is an error of the batch's Close.
+// QueuePublish, QueueAck and QueueNack are PublishBatch, AckBatch and Nack queued on q instead of
+// sent, for worker/pgtx, which sends a step's commit (pgstore's QueueCommitGuarded), the events
+// the step emitted, the settling of its messages and COMMIT in one round trip (pgx.Batch).
+// QueueAck and QueueNack are for leases of ClaimBatch; those of ClaimHeldGroupsTx take
+// QueueAckHeld and QueueNackHeld. Each runs the transport's checks now (an invalid input is an
+// error wrapping stead.ErrInvalid, and queues nothing) and queues one statement, or none when
+// there is nothing to do; its outcome is an error of the batch's Close.
 func (b *Backend) QueuePublish(q *pgx.Batch, msgs []transport.Outgoing) error {
 	if err := b.enterQueue(q); err != nil {
 		return err
