@@ -302,9 +302,10 @@ func TestAlsoProcessedCommitBatchTx(t *testing.T) {
 	}
 }
 
-// TestAlsoProcessedQueueCommit queues commits with AlsoProcessed: the statement that records them
-// goes right behind the commit (and before the guard); a won commit records them all, a lost one
-// none, and a commit queued in a savepoint fails the batch rather than leave them unrecorded.
+// TestAlsoProcessedQueueCommit queues guarded commits with AlsoProcessed: the statement that
+// records them goes right behind the commit (and before the guard); a won commit records them
+// all, a lost one none, and a commit queued in a savepoint fails the batch rather than leave them
+// unrecorded.
 func TestAlsoProcessedQueueCommit(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -315,83 +316,78 @@ func TestAlsoProcessedQueueCommit(t *testing.T) {
 	names := pgstore.Statements(b.Schema())
 	exe.Version = 1
 
-	for _, guarded := range []bool{false, true} {
-		queue, want := b.QueueCommit, []string{"CommitState", "CommitAlso"}
-		if guarded {
-			queue, want = b.QueueCommitGuarded, []string{"CommitState", "CommitAlso", "RequireCommitted"}
+	want := []string{"CommitState", "CommitAlso", "RequireCommitted"}
+	send := func(e *stead.Execution, bd stead.Bundle, res *stead.CommitResult, savepoint bool) error {
+		tx, err := b.Pool().Begin(ctx)
+		if err != nil {
+			return err
 		}
-		send := func(e *stead.Execution, bd stead.Bundle, res *stead.CommitResult, savepoint bool) error {
-			tx, err := b.Pool().Begin(ctx)
-			if err != nil {
+		defer tx.Rollback(ctx) //nolint:errcheck // ends an aborted transaction
+		q := tx
+		if savepoint {
+			if q, err = tx.Begin(ctx); err != nil {
 				return err
 			}
-			defer tx.Rollback(ctx) //nolint:errcheck // ends an aborted transaction
-			q := tx
-			if savepoint {
-				if q, err = tx.Begin(ctx); err != nil {
-					return err
+		}
+		batch := &pgx.Batch{}
+		if err := b.QueueCommitGuarded(batch, e, bd, res); err != nil {
+			return err
+		}
+		var got []string
+		for _, qq := range batch.QueuedQueries {
+			for n, text := range names {
+				if text == qq.SQL {
+					got = append(got, n)
 				}
 			}
-			batch := &pgx.Batch{}
-			if err := queue(batch, e, bd, res); err != nil {
-				return err
-			}
-			var got []string
-			for _, qq := range batch.QueuedQueries {
-				for n, text := range names {
-					if text == qq.SQL {
-						got = append(got, n)
-					}
-				}
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("guarded %v: queued %v, want %v", guarded, got, want)
-			}
-			if err := q.SendBatch(ctx, batch).Close(); err != nil {
-				return err
-			}
-			return tx.Commit(ctx)
 		}
-		tag := fmt.Sprintf("guarded-%v", guarded)
-
-		won := alsoBundle(tag+"-won", 16)
-		var res stead.CommitResult
-		// One version per event applied.
-		if err := send(exe, won, &res, false); err != nil || res.Err != nil || res.Version != exe.Version+16 {
-			t.Fatalf("%s: won commit: %v, %+v", tag, err, res)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("queued %v, want %v", got, want)
 		}
-		if n := processedCount(t, s, "q", won); n != 16 {
-			t.Fatalf("%s: the won commit recorded %d of its 16 events", tag, n)
+		if err := q.SendBatch(ctx, batch).Close(); err != nil {
+			return err
 		}
-		stale := exe.Clone()
-		exe.Version = res.Version
-
-		lost := alsoBundle(tag+"-lost", 4)
-		res = stead.CommitResult{}
-		err := send(stale, lost, &res, false)
-		if !errors.Is(res.Err, stead.ErrConflict) || (guarded != (err != nil)) {
-			t.Fatalf("%s: lost commit: %v, %+v", tag, err, res)
-		}
-		if n := processedCount(t, s, "q", lost); n != 0 {
-			t.Fatalf("%s: the lost commit recorded %d events", tag, n)
-		}
-
-		inSavepoint := alsoBundle(tag+"-savepoint", 2)
-		res = stead.CommitResult{}
-		if err := send(exe, inSavepoint, &res, true); err == nil {
-			t.Fatalf("%s: a commit with AlsoProcessed queued in a savepoint committed: %+v", tag, res)
-		}
-		if n := processedCount(t, s, "q", inSavepoint); n != 0 {
-			t.Fatalf("%s: the refused savepoint commit recorded %d events", tag, n)
-		}
-		if got, err := s.Load(ctx, "q"); err != nil || got.Version != exe.Version {
-			t.Fatalf("%s: after the refused savepoint commit the execution is at %v (%v), want %d", tag, got, err, exe.Version)
-		}
+		return tx.Commit(ctx)
 	}
-	// Without AlsoProcessed a queued commit is one statement, as it always was.
-	batch := &pgx.Batch{}
+	const tag = "guarded"
+
+	won := alsoBundle(tag+"-won", 16)
 	var res stead.CommitResult
-	if err := b.QueueCommit(batch, exe, stead.Bundle{ProcessedEventID: "x"}, &res); err != nil || batch.Len() != 1 {
-		t.Fatalf("QueueCommit without AlsoProcessed queued %d statements (%v), want 1", batch.Len(), err)
+	// One version per event applied.
+	if err := send(exe, won, &res, false); err != nil || res.Err != nil || res.Version != exe.Version+16 {
+		t.Fatalf("%s: won commit: %v, %+v", tag, err, res)
+	}
+	if n := processedCount(t, s, "q", won); n != 16 {
+		t.Fatalf("%s: the won commit recorded %d of its 16 events", tag, n)
+	}
+	stale := exe.Clone()
+	exe.Version = res.Version
+
+	lost := alsoBundle(tag+"-lost", 4)
+	res = stead.CommitResult{}
+	err := send(stale, lost, &res, false)
+	if !errors.Is(res.Err, stead.ErrConflict) || err == nil {
+		t.Fatalf("%s: lost commit: %v, %+v", tag, err, res)
+	}
+	if n := processedCount(t, s, "q", lost); n != 0 {
+		t.Fatalf("%s: the lost commit recorded %d events", tag, n)
+	}
+
+	inSavepoint := alsoBundle(tag+"-savepoint", 2)
+	res = stead.CommitResult{}
+	if err := send(exe, inSavepoint, &res, true); err == nil {
+		t.Fatalf("%s: a commit with AlsoProcessed queued in a savepoint committed: %+v", tag, res)
+	}
+	if n := processedCount(t, s, "q", inSavepoint); n != 0 {
+		t.Fatalf("%s: the refused savepoint commit recorded %d events", tag, n)
+	}
+	if got, err := s.Load(ctx, "q"); err != nil || got.Version != exe.Version {
+		t.Fatalf("%s: after the refused savepoint commit the execution is at %v (%v), want %d", tag, got, err, exe.Version)
+	}
+	// Without AlsoProcessed a queued commit is the commit and its guard.
+	batch := &pgx.Batch{}
+	res = stead.CommitResult{}
+	if err := b.QueueCommitGuarded(batch, exe, stead.Bundle{ProcessedEventID: "x"}, &res); err != nil || batch.Len() != 2 {
+		t.Fatalf("QueueCommitGuarded without AlsoProcessed queued %d statements (%v), want 2", batch.Len(), err)
 	}
 }

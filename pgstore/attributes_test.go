@@ -11,7 +11,7 @@ import (
 
 // TestAttributesCommitBatchTx replaces attributes in the caller's transaction: written when it
 // commits, gone when it rolls back, and written in a savepoint too, where the statement behind
-// the commit cannot see the win and the store writes them with one more. QueueCommit in a
+// the commit cannot see the win and the store writes them with one more. QueueCommitGuarded in a
 // savepoint fails the batch rather than leave them unwritten.
 func TestAttributesCommitBatchTx(t *testing.T) {
 	t.Parallel()
@@ -90,7 +90,7 @@ func TestAttributesCommitBatchTx(t *testing.T) {
 		})
 	}
 
-	// QueueCommit in a savepoint: the win is hidden, so the batch fails and the caller rolls
+	// QueueCommitGuarded in a savepoint: the win is hidden, so the batch fails and the caller rolls
 	// back; nothing is written.
 	cur, err := s.Load(ctx, "stored")
 	if err != nil {
@@ -107,11 +107,11 @@ func TestAttributesCommitBatchTx(t *testing.T) {
 	}
 	batch := &pgx.Batch{}
 	var res stead.CommitResult
-	if err := b.QueueCommit(batch, cur, stead.Bundle{Attributes: map[string]stead.AttrValue{"stage": stead.AttrString("queued")}}, &res); err != nil {
+	if err := b.QueueCommitGuarded(batch, cur, stead.Bundle{Attributes: map[string]stead.AttrValue{"stage": stead.AttrString("queued")}}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if err := sp.SendBatch(ctx, batch).Close(); err == nil {
-		t.Fatal("QueueCommit in a savepoint with attributes: the batch did not fail")
+		t.Fatal("QueueCommitGuarded in a savepoint with attributes: the batch did not fail")
 	}
 	if err := tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestAttributesCommitBatchTx(t *testing.T) {
 		t.Errorf("a rolled-back queued commit left %d rows", got)
 	}
 
-	// QueueCommit outside a savepoint writes them with the commit.
+	// QueueCommitGuarded outside a savepoint writes them with the commit.
 	tx, err = b.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

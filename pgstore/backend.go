@@ -18,9 +18,9 @@ import (
 
 // Backend is the PostgreSQL stead.Backend behind the Store that New returns. Reach it with
 // store.Backend().(*pgstore.Backend) for what only PostgreSQL offers: loading and committing
-// inside the application's transaction (LoadForEventsTx, CommitBatchTx) and queueing a commit on
-// the application's pgx.Batch (QueueCommit). Those check their arguments exactly as the Store
-// does and never change them.
+// inside a transaction shared with pgtransport (LoadForEventsTx, CommitBatchTx) and queueing a
+// commit on its pgx.Batch (QueueCommitGuarded), which exist for worker/pgtx. Those check their
+// arguments exactly as the Store does and never change them.
 //
 // Its stead.Backend methods (Load, Commit, …) are the Store's to call: they assume arguments the
 // Store has checked and normalised. Call the Store's methods instead.
@@ -70,9 +70,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*stead.Store,
 // Pool returns the pool the store runs on, the application's: begin the transactions of
 // LoadForEventsTx and CommitBatchTx on it.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
-
-// Schema returns the schema the store's objects live in ("" for the search_path).
-func (b *Backend) Schema() string { return b.schema }
 
 // Close marks the backend closed, so that its transaction methods refuse further calls with
 // stead.ErrClosed, and stops the listener of WatchFinished. It does not close the pool.

@@ -73,13 +73,9 @@ func scanCommit(w *stead.Write, r pgx.Row) (bool, []int64, error) {
 	return true, seqs, nil
 }
 
-// QueueCommit queues the commit of exe and its step's bundle on batch, for a caller that sends
-// several statements of one transaction in one round trip: typically a runtime that claimed a
-// message in that transaction and queues the commit and the message's acknowledgement together
-// (pgtransport's queue methods), then commits the transaction if the commit won.
-//
-// It checks exe and bundle as Store.Commit does, and neither is changed: invalid input is an
-// error wrapping stead.ErrInvalid and queues nothing. res is filled in when the batch's results
+// queueCommit queues the commit of exe and its step's bundle on batch and returns the write it
+// queued. It checks exe and bundle as Store.Commit does, and neither is changed: invalid input is
+// an error wrapping stead.ErrInvalid and queues nothing. res is filled in when the batch's results
 // are read (pgx.BatchResults.Close): the new version and the emits' seqs, or Err, a
 // *stead.ConflictError with Found -1 (the version found is not looked up inside a batch), when
 // the compare-and-swap was lost. A database error comes from Close.
@@ -88,12 +84,6 @@ func scanCommit(w *stead.Write, r pgx.Row) (bool, []int64, error) {
 // those events if and only if the commit won (sqlCommitAlso). Queued in a savepoint of the
 // caller's, a winning commit cannot be told from a lost one there: Close then returns an error,
 // whatever res says, and the caller must roll back.
-func (b *Backend) QueueCommit(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
-	_, err := b.queueCommit(batch, exe, bundle, res)
-	return err
-}
-
-// queueCommit is QueueCommit, returning the write it queued.
 func (b *Backend) queueCommit(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) (*stead.Write, error) {
 	const op = "queue commit"
 	if batch == nil || res == nil {
@@ -151,12 +141,13 @@ func (b *Backend) queueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 	return w, nil
 }
 
-// QueueCommitGuarded is QueueCommit (with the statement that records AlsoProcessed, if the
-// bundle has it) followed by a guard that aborts the transaction when the compare-and-swap is
-// lost: the guard raises serialization_failure, so the statements queued after it are skipped
-// and the transaction can only roll back (a COMMIT queued behind it rolls back). A caller can
-// so queue the acknowledgement of the step's message and COMMIT in the same round trip. On a
-// lost compare-and-swap res.Err is the *stead.ConflictError, as with QueueCommit, and the
+// QueueCommitGuarded queues the commit of exe and its step's bundle on batch (with the statement
+// that records AlsoProcessed, if the bundle has it; see queueCommit for the checks, res and a
+// savepoint), followed by a guard that aborts the transaction when the compare-and-swap is lost.
+// It exists for worker/pgtx, which sends a step's commit, its emits, the acknowledgement of its
+// messages and COMMIT in one round trip: the guard raises serialization_failure, so the
+// statements queued after it are skipped and the transaction can only roll back (a COMMIT queued
+// behind it rolls back). On a lost compare-and-swap res.Err is the *stead.ConflictError, and the
 // batch's Close returns the guard's error (wrapping stead.ErrConflict).
 func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bundle stead.Bundle, res *stead.CommitResult) error {
 	w, err := b.queueCommit(batch, exe, bundle, res)
@@ -181,7 +172,7 @@ func (b *Backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.W
 	return out, err
 }
 
-// CommitBatchTx is the Store's CommitBatch on the caller's transaction, for a runtime that
+// CommitBatchTx is the Store's CommitBatch on the caller's transaction, for worker/pgtx, which
 // claims work, commits the steps it produced and acknowledges the work in one PostgreSQL
 // transaction. The items are checked as the Store checks them and are not changed: each
 // result carries its item's new version, or its own error. The caller commits or rolls back tx,

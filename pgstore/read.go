@@ -52,7 +52,7 @@ func (b *Backend) LoadForEvents(ctx context.Context, refs []stead.EventRef) ([]s
 	return out, err
 }
 
-// LoadForEventsTx is the Store's LoadForEvents on the caller's transaction, so that a runtime
+// LoadForEventsTx is the Store's LoadForEvents on the caller's transaction, so that worker/pgtx
 // can load, step and commit (CommitBatchTx) in one transaction. Its arguments are checked as the
 // Store checks them. The caller commits or rolls back tx; an error from the database has aborted
 // it.

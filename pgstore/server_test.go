@@ -652,10 +652,10 @@ func TestTraceIndexUnderConcurrency(t *testing.T) {
 	}
 }
 
-// TestQueueCommit runs QueueCommit inside a transaction: a won commit fills in its result when
-// the batch is read, a lost one reports the conflict and writes nothing, and neither changes
-// the execution it was given.
-func TestQueueCommit(t *testing.T) {
+// TestQueueCommitResult runs QueueCommitGuarded inside a transaction: a won commit fills in its
+// result (version and emits' seqs) when the batch is read, a lost one reports the conflict and
+// writes nothing, and neither changes the execution it was given.
+func TestQueueCommitResult(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
@@ -679,11 +679,11 @@ func TestQueueCommit(t *testing.T) {
 			var res stead.CommitResult
 			err := pgx.BeginFunc(ctx, b.Pool(), func(tx pgx.Tx) error {
 				batch := &pgx.Batch{}
-				if err := b.QueueCommit(batch, exe, tt.bundle, &res); err != nil {
+				if err := b.QueueCommitGuarded(batch, exe, tt.bundle, &res); err != nil {
 					return err
 				}
-				if batch.Len() != 1 {
-					t.Fatalf("queued %d statements, want 1", batch.Len())
+				if batch.Len() != 2 {
+					t.Fatalf("queued %d statements, want the commit and its guard", batch.Len())
 				}
 				return tx.SendBatch(ctx, batch).Close()
 			})
@@ -698,13 +698,13 @@ func TestQueueCommit(t *testing.T) {
 			res = stead.CommitResult{}
 			err = pgx.BeginFunc(ctx, b.Pool(), func(tx pgx.Tx) error {
 				batch := &pgx.Batch{}
-				if err := b.QueueCommit(batch, exe, stead.Bundle{ProcessedEventID: "ev2"}, &res); err != nil {
+				if err := b.QueueCommitGuarded(batch, exe, stead.Bundle{ProcessedEventID: "ev2"}, &res); err != nil {
 					return err
 				}
 				return tx.SendBatch(ctx, batch).Close()
 			})
 			var ce *stead.ConflictError
-			if err != nil || !errors.As(res.Err, &ce) || ce.Expected != 1 || res.Version != 0 {
+			if !errors.Is(pgdb.Classify(err), stead.ErrConflict) || !errors.As(res.Err, &ce) || ce.Expected != 1 || res.Version != 0 {
 				t.Fatalf("lost commit: err %v, result %+v", err, res)
 			}
 			if _, processed, _ := s.LoadForEvent(ctx, "q", "ev2"); processed {
@@ -792,9 +792,9 @@ func TestTxEntryPointsRefuseBadInput(t *testing.T) {
 	}
 	for _, tt := range queue {
 		t.Run("queue commit/"+tt.name, func(t *testing.T) {
-			err := b.QueueCommit(tt.b, tt.exe, tt.bundle, tt.res)
+			err := b.QueueCommitGuarded(tt.b, tt.exe, tt.bundle, tt.res)
 			if !errors.Is(err, stead.ErrInvalid) {
-				t.Fatalf("QueueCommit = %v, want ErrInvalid", err)
+				t.Fatalf("QueueCommitGuarded = %v, want ErrInvalid", err)
 			}
 			if tt.b != nil && tt.b.Len() != 0 {
 				t.Fatalf("queued %d statements for invalid input", tt.b.Len())
@@ -969,7 +969,7 @@ func TestSerializationFailureIsConflict(t *testing.T) {
 		{"queue commit", func(tx pgx.Tx, exe *stead.Execution) error {
 			batch := &pgx.Batch{}
 			var res stead.CommitResult
-			if err := b.QueueCommit(batch, exe, stead.Bundle{Emits: []stead.Emit{{Event: stead.Event{ID: "e", Kind: "K"}}}}, &res); err != nil {
+			if err := b.QueueCommitGuarded(batch, exe, stead.Bundle{Emits: []stead.Emit{{Event: stead.Event{ID: "e", Kind: "K"}}}}, &res); err != nil {
 				return err
 			}
 			if err := tx.SendBatch(ctx, batch).Close(); err != nil {

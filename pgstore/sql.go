@@ -89,7 +89,7 @@ const (
 		$21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::int[], $26::text[], $27::bigint)`
 
 	// sqlRequireCommitted aborts the transaction unless the commit queued before it won
-	// (QueueCommit with its guard, migration 004).
+	// (QueueCommitGuarded, migration 004).
 	sqlRequireCommitted = `SELECT {schema}stead_require_committed($1::text, $2::bigint)`
 
 	// sqlCommitAlso finishes the writes that carry further processed events

@@ -96,7 +96,7 @@ func TestStatementsPairByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := sqlitedb.Migrate(t.Context(), db, MigrationsTable, migrations()); err != nil {
+	if err := sqlitedb.Migrate(t.Context(), db, migrationsTable, migrations()); err != nil {
 		t.Fatal(err)
 	}
 	for name, text := range statements {

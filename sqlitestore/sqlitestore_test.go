@@ -143,8 +143,8 @@ func TestReopen(t *testing.T) {
 	}
 	// Each migration is recorded once, whatever number of them this build has.
 	var n, distinct, top int
-	if err := raw(t, path).QueryRow(`SELECT COUNT(*), COUNT(DISTINCT version), MAX(version) FROM `+
-		sqlitestore.MigrationsTable).Scan(&n, &distinct, &top); err != nil || n == 0 || n != distinct || n != top {
+	if err := raw(t, path).QueryRow(`SELECT COUNT(*), COUNT(DISTINCT version), MAX(version) FROM stead_migrations`).
+		Scan(&n, &distinct, &top); err != nil || n == 0 || n != distinct || n != top {
 		t.Fatalf("migrations recorded = %d (%d distinct, newest %d), %v; want each version once", n, distinct, top, err)
 	}
 }
@@ -153,7 +153,7 @@ func TestReopen(t *testing.T) {
 func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
 	_, path := open(t)
-	if _, err := raw(t, path).Exec(`INSERT INTO ` + sqlitestore.MigrationsTable + ` (version, name) VALUES (999, 'future')`); err != nil {
+	if _, err := raw(t, path).Exec(`INSERT INTO stead_migrations (version, name) VALUES (999, 'future')`); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := sqlitestore.New(t.Context(), openDB(t, sqlitedb.Config{Path: path}))

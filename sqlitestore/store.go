@@ -50,8 +50,8 @@ var (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// MigrationsTable records which schema migrations a database has applied.
-const MigrationsTable = "stead_migrations"
+// migrationsTable records which schema migrations a database has applied.
+const migrationsTable = "stead_migrations"
 
 // migrations returns the embedded schema steps in version order.
 func migrations() fs.FS {
@@ -76,7 +76,7 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*stead.Store, er
 	for _, o := range opts {
 		o(b)
 	}
-	if err := sqlitedb.Migrate(ctx, db, MigrationsTable, migrations()); err != nil {
+	if err := sqlitedb.Migrate(ctx, db, migrationsTable, migrations()); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	b.wr = writer{db: db, closed: &b.closed}

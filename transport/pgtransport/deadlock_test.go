@@ -127,14 +127,14 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 		}},
 		{2, func(w int) error { // a step: claim, publish to other groups, ack, in one transaction
 			return inTx(func(tx pgx.Tx) error {
-				ls, err := b.ClaimBatchTx(ctx, tx, fmt.Sprintf("step%d", w), time.Minute, 0, 4)
+				ls, err := claimHeld(b, ctx, tx, fmt.Sprintf("step%d", w), time.Minute, 0, 4, nil)
 				if err != nil || len(ls) == 0 {
 					return err
 				}
 				if err := b.PublishBatchTx(ctx, tx, outgoing(len(ls))); err != nil {
 					return err
 				}
-				if err := b.AckBatchTx(ctx, tx, ls); err != nil {
+				if err := ackHeld(b, ctx, tx, ls); err != nil {
 					return err
 				}
 				if rand.IntN(10) == 0 {
@@ -153,7 +153,7 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 				if err := b.PublishBatchTx(ctx, tx, outgoing(len(ls))); err != nil {
 					return err
 				}
-				if err := b.AckHeldTx(ctx, tx, ls); err != nil {
+				if err := ackHeld(b, ctx, tx, ls); err != nil {
 					return err
 				}
 				if rand.IntN(10) == 0 {
@@ -164,14 +164,14 @@ func TestNoDeadlockUnderContention(t *testing.T) {
 		}},
 		{1, func(w int) error { // a single-message step, the unbatched worker's
 			return inTx(func(tx pgx.Tx) error {
-				ls, err := b.ClaimBatchTx(ctx, tx, fmt.Sprintf("single%d", w), time.Minute, 0, 1)
+				ls, err := claimHeld(b, ctx, tx, fmt.Sprintf("single%d", w), time.Minute, 0, 1, nil)
 				if err != nil || len(ls) == 0 {
 					return err
 				}
 				if err := b.PublishBatchTx(ctx, tx, outgoing(1)); err != nil {
 					return err
 				}
-				return b.AckBatchTx(ctx, tx, ls)
+				return ackHeld(b, ctx, tx, ls)
 			})
 		}},
 	}

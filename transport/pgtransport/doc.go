@@ -55,43 +55,33 @@
 // leasing groups to a token its claimer never learnt. The transport remembers that token and frees
 // the groups still held by it as soon as the database answers again (transport_release, retried
 // with a jittered pause of at most a second until it lands or the lease ends), so an outage does
-// not hold those executions for a whole lease. A claim inside the caller's transaction needs none
-// of this: a transaction that did not commit took its claim with it.
+// not hold those executions for a whole lease. A held claim (ClaimHeldGroupsTx) needs none of
+// this: a transaction that did not commit took its claim with it.
 //
 // # Sharing a transaction with the execution store
 //
-// The Backend's ClaimBatchTx, PublishBatchTx, AckBatchTx and NackTx, reached with
-// tr.Backend().(*pgtransport.Backend), run in a transaction the caller owns and refuse what the
-// Transport's methods refuse, so a worker whose store lives in the same database (pgstore) can
-// claim, commit a step and ack it in one transaction: one commit instead of three, and the ack
-// lands if and only if the step does.
-// QueuePublish, QueueAck and QueueNack put the same statements on a pgx.Batch instead, so that a
-// step's commit (pgstore's QueueCommit), its emits and its ack reach the server in one round trip.
-// A claim inside an open transaction keeps its group rows locked until that transaction ends:
-// other claimers skip them (SKIP LOCKED), so while the step runs no one else can take the group,
-// whatever the lease says; a rollback leaves the groups exactly as they were, the messages
-// claimable again at once. Notifications are sent when the transaction commits. The transaction
-// must be READ COMMITTED (PostgreSQL's default): the claim reads each group's head in a statement
-// of its own so that it sees the ack of the previous holder; under REPEATABLE READ a claim racing
-// such an ack fails with stead.ErrConflict (a serialization failure) instead.
-//
-// ClaimHeldTx is the claim of a caller that acks or nacks everything it claims in the same
-// transaction (worker/pgtx does): it writes no lease at all, since inside the transaction the row
-// lock already keeps every other claimer away and the ack overwrites the lease anyway, and so
-// saves a row version per message. Its leases are acked and nacked with AckHeldTx and NackHeldTx
-// (or QueueAckHeld and QueueNackHeld), which skip the token fence the row lock replaces; a held
-// group that was neither acked nor nacked is free the moment its transaction ends, commit or
-// rollback, and a nack with a delay writes the park as an ordinary lease. ClaimHeldGroupsTx takes
-// up to depth consecutive messages of each group it holds, so that a worker applies a group's
-// queued events in one transaction; AckHeldTx frees a group whose leases it acks together once.
+// worker/pgtx runs a step's claim, load, commit, emits and acks in one transaction on the pool
+// that the transport and pgstore share, with the Backend's methods that take the caller's
+// transaction or pgx.Batch (ClaimHeldGroupsTx, PublishBatchTx, QueuePublish, QueueAckHeld,
+// QueueNackHeld, QueueAck, QueueNack; reached with tr.Backend().(*pgtransport.Backend)). They
+// exist for it, and refuse what the Transport's methods refuse. The held claim writes no lease:
+// inside the transaction the row lock already keeps every other claimer away (SKIP LOCKED) and the
+// ack overwrites the lease anyway, so it saves a row version per message. A held group that was
+// neither acked nor nacked is free the moment its transaction ends, commit or rollback; a
+// rollback leaves the groups exactly as they were, the messages claimable again at once, and a
+// nack with a delay writes the park as an ordinary lease. Notifications are sent when the
+// transaction commits. The transaction must be READ COMMITTED (PostgreSQL's default): the claim
+// reads each group's head in a statement of its own so that it sees the ack of the previous
+// holder; under REPEATABLE READ a claim racing such an ack fails with stead.ErrConflict (a
+// serialization failure) instead.
 //
 // Claims never wait: they lock the group rows they lease FOR NO KEY UPDATE SKIP LOCKED, and no
 // other statement holds a group row in a way that makes PostgreSQL wait there despite SKIP LOCKED
 // (publishers hold a separate anchor row per group, see the migration). Acks and nacks wait only
 // for a claimer that took their group after the lease ran out. A publish waits only for another
 // open transaction that is creating or deleting one of its groups, or that locked one it found
-// created meanwhile: a publish creates a group, an ack of a group's last message deletes it, and a
-// claim outside a transaction deletes an empty group it meets (inside one it frees it instead). A
+// created meanwhile: a publish creates a group, an ack of a group's last message deletes it, and
+// ClaimBatch deletes an empty group it meets (a held claim frees it instead). A
 // publish creates or locks the groups it did not find in one statement in id order (migration
 // 005_publish_order), so two publishes do not deadlock, and steps that claim, publish to each
 // other's groups and ack in shared transactions do not deadlock in the ordinary order (claim,
@@ -101,7 +91,8 @@
 //
 // # Schema
 //
-// Migrations are embedded and run by New (unless WithoutMigrate) and Migrate under an advisory
-// lock, so many processes may start at once; transport_migrations records the version. Tables, indexes and functions are prefixed transport_ and
-// live in the WithSchema schema, or else in the connection's search_path.
+// Migrations are embedded and run by New (unless WithoutMigrate) under an advisory lock, so many
+// processes may start at once; transport_migrations records the version. Tables, indexes and
+// functions are prefixed transport_ and live in the WithSchema schema, or else in the
+// connection's search_path.
 package pgtransport

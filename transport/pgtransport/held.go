@@ -11,38 +11,31 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// ClaimHeldTx claims like ClaimBatchTx, inside the caller's transaction, but writes no lease: the
-// transaction's lock on each group row is the only hold, and it ends with the transaction. That
-// saves a row version per message when the caller acks or nacks every claimed message in the same
-// transaction — a runtime that runs claim, step and ack as one transaction (worker/pgtx) — and is
-// wrong for anything else: a held group that was neither acked nor nacked is free again the moment
-// the transaction commits, not after the visibility a lease would give it.
+// ClaimHeldGroupsTx claims inside the caller's transaction without writing a lease; it exists for
+// worker/pgtx. The transaction's lock on each group row is the only hold, and it ends with the
+// transaction. That saves a row version per message when the caller acks or
+// nacks every claimed message in the same transaction, and is wrong for anything else: a held
+// group that was neither acked nor nacked is free again the moment the transaction commits, not
+// after the visibility a lease would give it. The leases' Until is when a lease of visibility
+// would have ended: the caller's bound on the transaction, not the server's.
 //
-// The leases it returns must be acked and nacked with AckHeldTx and NackHeldTx (or their Queue
-// forms) in the same transaction, which do without the token fence that the row lock makes
-// redundant; AckBatchTx and NackTx would change nothing, as no token holds the group. held names the
-// groups this transaction holds from earlier held claims, which a claim must not return again
-// (PostgreSQL's SKIP LOCKED does not skip the transaction's own locks). Their Until is when a
-// lease of visibility would have ended: the caller's bound on the transaction, not the server's.
-func (b *Backend) ClaimHeldTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max int, held []string) ([]transport.Lease, error) {
-	return b.ClaimHeldGroupsTx(ctx, tx, worker, visibility, minPriority, max, 1, held)
-}
-
-// ClaimHeldGroupsTx is ClaimHeldTx taking up to depth (1..MaxBatch) consecutive messages of each
-// group it locks, from the group's head, and up to max in all: a worker applies a group's queued
-// events in order and commits them once. It locks groups with ClaimHeldTx's walk, as many at a time
-// as the batch still lacks messages divided by depth (rounded up), until the batch is full or
-// nothing more is claimable; every group it locks gives at least its head. The leases of one group
-// are consecutive, oldest first, and the groups come in the order of their heads; with depth 1, or
-// a max of 1 (a group's head), the claim is ClaimHeldTx's, statement and result. held names
-// the groups the transaction holds, each once.
+// It takes up to depth (1..MaxBatch) consecutive messages of each group it locks, from the
+// group's head, and up to max in all: a worker applies a group's queued events in order and
+// commits them once. It locks as many groups at a time as the batch still lacks messages divided
+// by depth (rounded up), until the batch is full or nothing more is claimable; every group it
+// locks gives at least its head. The leases of one group are consecutive, oldest first, and the
+// groups come in the order of their heads. held names the groups this transaction holds from
+// earlier held claims, each once, which a claim must not return again (PostgreSQL's SKIP LOCKED
+// does not skip the transaction's own locks).
 //
-// Ack a prefix of a group's leases with AckHeldTx (in one call: the group is then freed or
-// deleted once), and nack the first lease it leaves, if any, with NackHeldTx: the group goes back
-// to the front (delay 0) or is parked, its remaining messages still queued in order. Leases
-// neither acked nor nacked stay queued, in order, and their group is free when the transaction
-// ends. A message published into a held group meanwhile never comes back ahead of one published
-// before it (see migration 004_held_groups).
+// Ack a prefix of a group's leases with QueueAckHeld (in one call: the group is then freed or
+// deleted once), and nack the first lease it leaves, if any, with QueueNackHeld: the group goes
+// back to the front (delay 0) or is parked, its remaining messages still queued in order. Both
+// do without the token fence that the row lock makes redundant; QueueAck and QueueNack would
+// change nothing, as no token holds the group. Leases neither acked nor nacked stay queued, in
+// order, and their group is free when the transaction ends. A message published into a held
+// group meanwhile never comes back ahead of one published before it (see migration
+// 004_held_groups).
 func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max, depth int, held []string) ([]transport.Lease, error) {
 	if b.closed.Load() {
 		return nil, errClosed
@@ -66,7 +59,7 @@ func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker strin
 	if held == nil {
 		held = []string{}
 	}
-	// A claim of one message per group, or of one message in all, is ClaimHeldTx's: the deeper
+	// A claim of one message per group, or of one message in all, takes the shallow statement: the deeper
 	// claim's second read would cost a statement for nothing (about 110 µs of server CPU a claim,
 	// measured unbatched).
 	deep := depth > 1 && max > 1
@@ -119,35 +112,27 @@ func checkGroups(groups []string) error {
 	return nil
 }
 
-// AckHeldTx acks leases of ClaimHeldTx or ClaimHeldGroupsTx in the transaction that claimed them,
-// with AckBatchTx's checks: the messages are gone, and their groups at the back of the round-robin
-// (or deleted when drained), when it commits. Several leases of one group, a prefix of what the
-// claim took of it, free or delete the group once.
-func (b *Backend) AckHeldTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease) error {
-	return b.ackTx(ctx, tx, ls, true)
-}
-
-// NackHeldTx hands back a lease of ClaimHeldTx or ClaimHeldGroupsTx in the transaction that
-// claimed it, with NackTx's checks: at once (delay 0, at the front of the round-robin), or parked
-// for delay under the lease's token, a lease written to the group row that outlives the
-// transaction. It hands back the group: the lease's message and every later one stay queued in
-// order, whether or not earlier leases of the group were acked before it.
-func (b *Backend) NackHeldTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
-	return b.nackTx(ctx, tx, l, delay, true)
-}
-
-// QueueAckHeld is AckHeldTx queued on q, as QueueAck is AckBatchTx.
+// QueueAckHeld queues an ack of leases of ClaimHeldGroupsTx on q, to be sent in the transaction
+// that claimed them, with AckBatch's checks; it exists for worker/pgtx. The messages are gone,
+// and their groups at the back of the round-robin (or deleted when drained), when it commits.
+// Several leases of one group, a prefix of what the claim took of it, free or delete the group
+// once.
 func (b *Backend) QueueAckHeld(q *pgx.Batch, ls []transport.Lease) error {
 	return b.queueAck(q, ls, true)
 }
 
-// QueueNackHeld is NackHeldTx queued on q, as QueueNack is NackTx.
+// QueueNackHeld queues the hand-back of a lease of ClaimHeldGroupsTx on q, to be sent in the
+// transaction that claimed it, with Nack's checks; it exists for worker/pgtx. The group goes back
+// at once (delay 0, at the front of the round-robin), or is parked for delay under the lease's
+// token, a lease written to the group row that outlives the transaction. It hands back the group:
+// the lease's message and every later one stay queued in order, whether or not earlier leases of
+// the group were acked before it.
 func (b *Backend) QueueNackHeld(q *pgx.Batch, l *transport.Lease, delay time.Duration) error {
 	return b.queueNack(q, l, delay, true)
 }
 
 // ackHeldStatement returns the statement and arguments of a held ack of checked leases (ackArgs
-// without tokens). Leases of distinct groups, as ClaimHeldTx's, go to transport_ack_held as they
+// without tokens). Leases of distinct groups go to transport_ack_held as they
 // are. Several of one group go to transport_ack_held_groups, which deletes all but the last of each
 // group and hands the last ones to transport_ack_held: given a group several times, that would
 // free it once but probe for messages left past each of its acked seqs, and add a statement to

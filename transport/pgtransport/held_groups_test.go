@@ -148,28 +148,6 @@ func TestHeldGroupsClaim(t *testing.T) {
 	}
 }
 
-// TestHeldGroupsDepthOne checks that a claim of one message per group is ClaimHeldTx's, on two
-// schemas filled alike, on both of its paths.
-func TestHeldGroupsDepthOne(t *testing.T) {
-	t.Parallel()
-	published := []string{"g1", "h1", "g2", "k1", "h2"}
-	for _, max := range []int{1, 2, 10} {
-		t.Run(fmt.Sprint(max), func(t *testing.T) {
-			t.Parallel()
-			a, b := newGroupsRig(t, published...), newGroupsRig(t, published...)
-			ctx := context.Background()
-			held, err := a.b.ClaimHeldTx(ctx, a.begin(t), "w", time.Minute, 0, max, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			grouped := b.claim(t, b.begin(t), max, 1)
-			if ids(held) != ids(grouped) || len(held) != max && len(held) != 3 {
-				t.Fatalf("depth 1 = %s; ClaimHeldTx = %s", ids(grouped), ids(held))
-			}
-		})
-	}
-}
-
 // TestHeldGroupsSkipHeld checks that a claim skips the groups the transaction holds from earlier
 // claims, and that a group it skips is not locked again by it.
 func TestHeldGroupsSkipHeld(t *testing.T) {
@@ -187,8 +165,8 @@ func TestHeldGroupsSkipHeld(t *testing.T) {
 	}
 }
 
-// TestHeldGroupsAckAndNack checks the acks and nacks of several leases of one group, sent and
-// queued: all of them or a prefix acked in one call, a nack of the lease after the prefix (at once
+// TestHeldGroupsAckAndNack checks the acks and nacks of several leases of one group, in separate
+// batches and in one: all of them or a prefix acked in one call, a nack of the lease after the prefix (at once
 // or parked), leases left alone, with commit and rollback. What stays is queued in order and
 // delivered next; the group is freed (or deleted) once.
 func TestHeldGroupsAckAndNack(t *testing.T) {
@@ -216,9 +194,9 @@ func TestHeldGroupsAckAndNack(t *testing.T) {
 		{"ack prefix, park next, rollback", 2, time.Minute, true, "rollback", outcome{"G:front H:front", false, "g1 g2 g3 g4 g5 h1"}},
 	} {
 		for _, queued := range []bool{false, true} {
-			name := c.name + "/sent"
+			name := c.name + "/separate batches"
 			if queued {
-				name = c.name + "/queued"
+				name = c.name + "/one batch"
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -236,8 +214,8 @@ func TestHeldGroupsAckAndNack(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-					} else if err := r.b.AckHeldTx(ctx, tx, ls[:c.ack]); err != nil {
-						t.Fatalf("AckHeldTx: %v", err)
+					} else if err := ackHeld(r.b, ctx, tx, ls[:c.ack]); err != nil {
+						t.Fatalf("ackHeld: %v", err)
 					}
 				}
 				if c.doNak {
@@ -245,8 +223,8 @@ func TestHeldGroupsAckAndNack(t *testing.T) {
 						if err := r.b.QueueNackHeld(b, &ls[c.ack], c.nack); err != nil {
 							t.Fatal(err)
 						}
-					} else if err := r.b.NackHeldTx(ctx, tx, &ls[c.ack], c.nack); err != nil {
-						t.Fatalf("NackHeldTx: %v", err)
+					} else if err := nackHeld(r.b, ctx, tx, &ls[c.ack], c.nack); err != nil {
+						t.Fatalf("nackHeld: %v", err)
 					}
 				}
 				if b.Len() > 0 {
@@ -317,7 +295,7 @@ func TestHeldGroupsAckDrains(t *testing.T) {
 			ctx := context.Background()
 			tx := r.begin(t)
 			ls := r.claim(t, tx, 10, 2)
-			if err := r.b.AckHeldTx(ctx, tx, ls); err != nil {
+			if err := ackHeld(r.b, ctx, tx, ls); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {
@@ -372,7 +350,7 @@ func TestHeldGroupsOrderAcrossLateCommit(t *testing.T) {
 	if got := ids(ls); got != "g1 g2" {
 		t.Fatalf("claim = %s; want g1 g2", got)
 	}
-	if err := r.b.AckHeldTx(ctx, tx, ls); err != nil {
+	if err := ackHeld(r.b, ctx, tx, ls); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -500,7 +478,7 @@ func TestHeldGroupsConcurrent(t *testing.T) {
 					}
 					continue
 				}
-				if err := b.AckHeldTx(ctx, tx, ls); err != nil {
+				if err := ackHeld(b, ctx, tx, ls); err != nil {
 					_ = tx.Rollback(ctx)
 					return err
 				}

@@ -85,9 +85,9 @@ func TestHeldClaimWritesNoLease(t *testing.T) {
 				r := newHeldRig(t)
 				ctx := context.Background()
 				tx := r.begin(t)
-				ls, err := r.b.ClaimHeldTx(ctx, tx, "w1", time.Second, 0, form.max, nil)
+				ls, err := claimHeld(r.b, ctx, tx, "w1", time.Second, 0, form.max, nil)
 				if err != nil || len(ls) != len(form.want) {
-					t.Fatalf("ClaimHeldTx = %v, %v; want %v", ls, err, form.want)
+					t.Fatalf("claimHeld = %v, %v; want %v", ls, err, form.want)
 				}
 				for i, l := range ls {
 					if l.Event.ID != form.want[i] || l.Token == "" || !l.Until.Equal(r.clock.Now().Add(time.Second)) {
@@ -127,96 +127,71 @@ func TestHeldClaimWritesNoLease(t *testing.T) {
 	}
 }
 
-// TestHeldAckAndNack checks the held acks and nacks, sent and queued: an ack removes the message
-// and sends the group on (deleting a drained one), a nack without delay hands the group back at
-// once, and a nack with a delay parks it past the transaction, under the lease's token.
+// TestHeldAckAndNack checks the held acks and nacks: an ack removes the message and sends the
+// group on (deleting a drained one), a nack without delay hands the group back at once, and a
+// nack with a delay parks it past the transaction, under the lease's token.
 func TestHeldAckAndNack(t *testing.T) {
 	t.Parallel()
-	for _, queued := range []bool{false, true} {
-		name := "sent"
-		if queued {
-			name = "queued"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			r := newHeldRig(t)
-			ctx := context.Background()
-			ack := func(tx pgx.Tx, ls []transport.Lease) error {
-				if !queued {
-					return r.b.AckHeldTx(ctx, tx, ls)
-				}
-				b := &pgx.Batch{}
-				if err := r.b.QueueAckHeld(b, ls); err != nil {
-					return err
-				}
-				return tx.SendBatch(ctx, b).Close()
-			}
-			nack := func(tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
-				if !queued {
-					return r.b.NackHeldTx(ctx, tx, l, delay)
-				}
-				b := &pgx.Batch{}
-				if err := r.b.QueueNackHeld(b, l, delay); err != nil {
-					return err
-				}
-				return tx.SendBatch(ctx, b).Close()
-			}
+	r := newHeldRig(t)
+	ctx := context.Background()
+	ack := func(tx pgx.Tx, ls []transport.Lease) error { return ackHeld(r.b, ctx, tx, ls) }
+	nack := func(tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
+		return nackHeld(r.b, ctx, tx, l, delay)
+	}
 
-			// Ack both heads: G goes on to g2, H is drained and deleted.
-			tx := r.begin(t)
-			ls, err := r.b.ClaimHeldTx(ctx, tx, "w1", time.Minute, 0, 10, nil)
-			if err != nil || len(ls) != 2 {
-				t.Fatalf("ClaimHeldTx = %v, %v", ls, err)
-			}
-			if err := ack(tx, ls); err != nil {
-				t.Fatalf("ack: %v", err)
-			}
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if n := countRows(t, r.tr, "transport_groups"); n != 1 {
-				t.Fatalf("%d group rows after acking G's head and H's only message; want 1 (G)", n)
-			}
+	// Ack both heads: G goes on to g2, H is drained and deleted.
+	tx := r.begin(t)
+	ls, err := claimHeld(r.b, ctx, tx, "w1", time.Minute, 0, 10, nil)
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("claimHeld = %v, %v", ls, err)
+	}
+	if err := ack(tx, ls); err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, r.tr, "transport_groups"); n != 1 {
+		t.Fatalf("%d group rows after acking G's head and H's only message; want 1 (G)", n)
+	}
 
-			// Park g2 for a minute: it outlives the transaction.
-			tx = r.begin(t)
-			ls, err = r.b.ClaimHeldTx(ctx, tx, "w1", time.Minute, 0, 1, nil)
-			if err != nil || len(ls) != 1 || ls[0].Event.ID != "g2" {
-				t.Fatalf("ClaimHeldTx = %v, %v; want g2", ls, err)
-			}
-			if err := nack(tx, &ls[0], time.Minute); err != nil {
-				t.Fatalf("nack with delay: %v", err)
-			}
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if l, err := r.other.Claim(ctx, "w2", time.Second, 0); err != nil || l != nil {
-				t.Fatalf("Claim of a parked group = %v, %v; want nothing", l, err)
-			}
-			// The park is an ordinary lease of the held lease's token: the fenced nack ends it.
-			if err := r.tr.Nack(ctx, &ls[0], 0); err != nil {
-				t.Fatal(err)
-			}
+	// Park g2 for a minute: it outlives the transaction.
+	tx = r.begin(t)
+	ls, err = claimHeld(r.b, ctx, tx, "w1", time.Minute, 0, 1, nil)
+	if err != nil || len(ls) != 1 || ls[0].Event.ID != "g2" {
+		t.Fatalf("claimHeld = %v, %v; want g2", ls, err)
+	}
+	if err := nack(tx, &ls[0], time.Minute); err != nil {
+		t.Fatalf("nack with delay: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := r.other.Claim(ctx, "w2", time.Second, 0); err != nil || l != nil {
+		t.Fatalf("Claim of a parked group = %v, %v; want nothing", l, err)
+	}
+	// The park is an ordinary lease of the held lease's token: the fenced nack ends it.
+	if err := r.tr.Nack(ctx, &ls[0], 0); err != nil {
+		t.Fatal(err)
+	}
 
-			// Hand g2 back at once, then take it in the ordinary way.
-			tx = r.begin(t)
-			ls, err = r.b.ClaimHeldTx(ctx, tx, "w1", time.Minute, 0, 1, nil)
-			if err != nil || len(ls) != 1 || ls[0].Event.ID != "g2" {
-				t.Fatalf("ClaimHeldTx after the park ended = %v, %v; want g2", ls, err)
-			}
-			if err := nack(tx, &ls[0], 0); err != nil {
-				t.Fatalf("nack: %v", err)
-			}
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := drain(t, r.other, "w3", time.Second); len(got) != 1 || got[0] != "g2" {
-				t.Fatalf("after the nack: drained %v; want g2", got)
-			}
-			if n := countRows(t, r.tr, "transport_groups"); n != 0 {
-				t.Fatalf("%d group rows left after every message was acked", n)
-			}
-		})
+	// Hand g2 back at once, then take it in the ordinary way.
+	tx = r.begin(t)
+	ls, err = claimHeld(r.b, ctx, tx, "w1", time.Minute, 0, 1, nil)
+	if err != nil || len(ls) != 1 || ls[0].Event.ID != "g2" {
+		t.Fatalf("claimHeld after the park ended = %v, %v; want g2", ls, err)
+	}
+	if err := nack(tx, &ls[0], 0); err != nil {
+		t.Fatalf("nack: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, r.other, "w3", time.Second); len(got) != 1 || got[0] != "g2" {
+		t.Fatalf("after the nack: drained %v; want g2", got)
+	}
+	if n := countRows(t, r.tr, "transport_groups"); n != 0 {
+		t.Fatalf("%d group rows left after every message was acked", n)
 	}
 }
 
@@ -228,17 +203,17 @@ func TestHeldClaimSkipsItsOwnGroups(t *testing.T) {
 	r := newHeldRig(t)
 	ctx := context.Background()
 	tx := r.begin(t)
-	first, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 1, nil)
+	first, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 1, nil)
 	if err != nil || len(first) != 1 || first[0].Group != "G" {
-		t.Fatalf("first ClaimHeldTx = %v, %v; want G's head", first, err)
+		t.Fatalf("first claimHeld = %v, %v; want G's head", first, err)
 	}
-	second, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 10, []string{"G"})
+	second, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 10, []string{"G"})
 	if err != nil || len(second) != 1 || second[0].Group != "H" {
-		t.Fatalf("second ClaimHeldTx = %v, %v; want only H's head", second, err)
+		t.Fatalf("second claimHeld = %v, %v; want only H's head", second, err)
 	}
-	third, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 1, []string{"G", "H"})
+	third, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 1, []string{"G", "H"})
 	if err != nil || len(third) != 0 {
-		t.Fatalf("third ClaimHeldTx = %v, %v; want nothing", third, err)
+		t.Fatalf("third claimHeld = %v, %v; want nothing", third, err)
 	}
 }
 
@@ -250,17 +225,17 @@ func TestHeldInvalid(t *testing.T) {
 	ctx := context.Background()
 	tx := r.begin(t)
 	for name, call := range map[string]func() error{
-		"empty worker": func() error { _, err := r.b.ClaimHeldTx(ctx, tx, "", time.Minute, 0, 1, nil); return err },
-		"no max":       func() error { _, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 0, nil); return err },
-		"empty held":   func() error { _, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 1, []string{""}); return err },
+		"empty worker": func() error { _, err := claimHeld(r.b, ctx, tx, "", time.Minute, 0, 1, nil); return err },
+		"no max":       func() error { _, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 0, nil); return err },
+		"empty held":   func() error { _, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 1, []string{""}); return err },
 		"NUL in held": func() error {
-			_, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 1, []string{"G\x00"})
+			_, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 1, []string{"G\x00"})
 			return err
 		},
 		"ack without token": func() error {
-			return r.b.AckHeldTx(ctx, tx, []transport.Lease{{Message: transport.Message{Group: "G", Seq: 1}}})
+			return ackHeld(r.b, ctx, tx, []transport.Lease{{Message: transport.Message{Group: "G", Seq: 1}}})
 		},
-		"nack of nil": func() error { return r.b.NackHeldTx(ctx, tx, nil, 0) },
+		"nack of nil": func() error { return nackHeld(r.b, ctx, tx, nil, 0) },
 		"negative delay": func() error {
 			return r.b.QueueNackHeld(&pgx.Batch{}, &transport.Lease{Message: transport.Message{Group: "G"}, Token: "t"}, -time.Second)
 		},
@@ -270,7 +245,7 @@ func TestHeldInvalid(t *testing.T) {
 			t.Errorf("%s: %v; want ErrInvalid", name, err)
 		}
 	}
-	if ls, err := r.b.ClaimHeldTx(ctx, tx, "w", time.Minute, 0, 10, nil); err != nil || len(ls) != 2 {
-		t.Fatalf("ClaimHeldTx after the refusals = %v, %v; want both heads", ls, err)
+	if ls, err := claimHeld(r.b, ctx, tx, "w", time.Minute, 0, 10, nil); err != nil || len(ls) != 2 {
+		t.Fatalf("claimHeld after the refusals = %v, %v; want both heads", ls, err)
 	}
 }

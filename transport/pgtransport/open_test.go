@@ -87,10 +87,12 @@ func TestWithoutMigrate(t *testing.T) {
 		tr.Close()
 		t.Fatal("New without migrate on an empty schema succeeded")
 	}
-	if err := pgtransport.Migrate(ctx, pool, schema); err != nil {
+	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema)) // migrates
+	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
+	tr.Close()
+	tr, err = pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutMigrate())
 	if err != nil {
 		t.Fatalf("New without migrate on a migrated schema: %v", err)
 	}
@@ -150,7 +152,7 @@ func TestCloseLeavesPoolOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the test only reads errors
-	if _, err := b.ClaimBatchTx(ctx, tx, "w", transporttest.Visibility, 0, 1); !errors.Is(err, stead.ErrClosed) {
-		t.Fatalf("ClaimBatchTx after Close = %v, want ErrClosed", err)
+	if _, err := b.ClaimHeldGroupsTx(ctx, tx, "w", transporttest.Visibility, 0, 1, 1, nil); !errors.Is(err, stead.ErrClosed) {
+		t.Fatalf("ClaimHeldGroupsTx after Close = %v, want ErrClosed", err)
 	}
 }

@@ -55,12 +55,6 @@ func newStatements(schema string) statements {
 	return s
 }
 
-// querier is what a pool and a transaction have in common.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // now reads the clock in UTC at the precision PostgreSQL keeps, so that what a lease reports is
 // what the database compares.
 func (b *Backend) now() time.Time { return b.cfg.now().UTC().Truncate(time.Microsecond) }
@@ -83,7 +77,7 @@ func (b *Backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 
 // PublishBatchTx is the transport's PublishBatch inside the caller's transaction, with the same
 // checks: the messages become visible (and waiters are notified) when it commits, and vanish if
-// it rolls back.
+// it rolls back. It exists for worker/pgtx.
 func (b *Backend) PublishBatchTx(ctx context.Context, tx pgx.Tx, msgs []transport.Outgoing) error {
 	if b.closed.Load() {
 		return errClosed
@@ -137,43 +131,25 @@ func (b *Backend) published(r pgx.Row) error {
 
 // ClaimBatch implements transport.Backend in one round trip.
 func (b *Backend) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	return b.claim(ctx, b.pool, worker, visibility, minPriority, max, true)
+	return b.claim(ctx, worker, visibility, minPriority, max)
 }
 
-// ClaimBatchTx is the transport's ClaimBatch inside the caller's transaction, with the same
-// checks. The claimed group rows stay locked until the transaction ends, so no other claimer can
-// take them meanwhile even if the lease runs out; acking them with AckBatchTx in the same
-// transaction makes the claim, the step and the ack one atomic commit. A rollback undoes the
-// claim: the messages are claimable again at once.
-func (b *Backend) ClaimBatchTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
-	if b.closed.Load() {
-		return nil, errClosed
-	}
-	if err := transport.CheckClaim(worker, visibility, minPriority, max); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return b.claim(ctx, tx, worker, visibility, minPriority, max, false)
-}
-
-// claim leases up to max groups. deleteEmpty lets it delete an empty group it meets: never inside
-// the caller's transaction, where the deletion would hold publishers to that group until the
-// caller commits.
-func (b *Backend) claim(ctx context.Context, q querier, worker string, visibility time.Duration, minPriority, max int, deleteEmpty bool) ([]transport.Lease, error) {
+// claim leases up to max groups, deleting an empty group it meets (transport_claim's
+// p_delete_empty stays for the leased claim inside a caller's transaction that this package no
+// longer offers: held claims took its place).
+func (b *Backend) claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
 	gen := b.sig.Gen()
 	now := b.now()
 	until := now.Add(visibility)
 	token := transport.NewToken(worker)
 	after := b.cursor.from()
-	rows, err := q.Query(ctx, b.sql.claim, now, until, token, minPriority, max, after.key, after.group, deleteEmpty)
+	rows, err := b.pool.Query(ctx, b.sql.claim, now, until, token, minPriority, max, after.key, after.group, true)
 	if err != nil {
-		return nil, b.claimFailed(q, token, until, err)
+		return nil, b.claimFailed(token, until, err)
 	}
 	out, err := b.leases(rows, gen, token, until, minPriority)
 	if err != nil {
-		return nil, b.claimFailed(q, token, until, err)
+		return nil, b.claimFailed(token, until, err)
 	}
 	return out, nil
 }
@@ -221,28 +197,6 @@ func (b *Backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	return b.acked(b.pool.QueryRow(ctx, b.sql.ack, b.ackArgs(ls)...))
 }
 
-// AckBatchTx is the transport's AckBatch inside the caller's transaction, with the same checks:
-// the messages are gone, and their groups free, when it commits.
-func (b *Backend) AckBatchTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease) error {
-	return b.ackTx(ctx, tx, ls, false)
-}
-
-// ackTx sends an ack in tx after the transport's checks: the fenced form, or the held one for the
-// leases of ClaimHeldTx.
-func (b *Backend) ackTx(ctx context.Context, tx pgx.Tx, ls []transport.Lease, held bool) error {
-	if b.closed.Load() {
-		return errClosed
-	}
-	if err := transport.CheckAck(ls); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil || len(ls) == 0 {
-		return err
-	}
-	sql, args := b.ackStatement(ls, held)
-	return b.acked(tx.QueryRow(ctx, sql, args...))
-}
-
 // ackStatement is the statement and arguments of an ack of checked leases, fenced or held.
 func (b *Backend) ackStatement(ls []transport.Lease, held bool) (string, []any) {
 	if held {
@@ -284,25 +238,6 @@ func (b *Backend) Nack(ctx context.Context, l *transport.Lease, delay time.Durat
 	return b.nacked(b.pool.QueryRow(ctx, b.sql.nack, b.nackArgs(l, delay)...))
 }
 
-// NackTx is the transport's Nack inside the caller's transaction, with the same checks.
-func (b *Backend) NackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration) error {
-	return b.nackTx(ctx, tx, l, delay, false)
-}
-
-// nackTx sends a nack in tx after the transport's checks, fenced or held (as ackTx).
-func (b *Backend) nackTx(ctx context.Context, tx pgx.Tx, l *transport.Lease, delay time.Duration, held bool) error {
-	if b.closed.Load() {
-		return errClosed
-	}
-	if err := transport.CheckNack(l, delay); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return b.nacked(tx.QueryRow(ctx, b.nackStatement(held), b.nackArgs(l, delay)...))
-}
-
 // nackStatement is the statement of a nack, fenced or held; both take nackArgs.
 func (b *Backend) nackStatement(held bool) string {
 	if held {
@@ -333,13 +268,13 @@ func (b *Backend) nacked(r pgx.Row) error {
 	return nil
 }
 
-// QueuePublish, QueueAck and QueueNack are PublishBatchTx, AckBatchTx and NackTx queued on q
-// instead of sent, for a caller that sends several statements of one transaction in one round
-// trip (pgx.Batch): typically a runtime that queues a step's commit (pgstore's QueueCommit), the
-// events the step emitted and the acknowledgement of the message it claimed in the transaction,
-// then commits if the step's commit won. Each runs the transport's checks now (an invalid input
-// is an error wrapping stead.ErrInvalid, and queues nothing) and queues one statement, or none
-// when there is nothing to do; its outcome is an error of the batch's Close.
+// QueuePublish, QueueAck and QueueNack are PublishBatch, AckBatch and Nack queued on q instead of
+// sent, for worker/pgtx, which sends a step's commit (pgstore's QueueCommitGuarded), the events
+// the step emitted, the settling of its messages and COMMIT in one round trip (pgx.Batch).
+// QueueAck and QueueNack are for leases of ClaimBatch; those of ClaimHeldGroupsTx take
+// QueueAckHeld and QueueNackHeld. Each runs the transport's checks now (an invalid input is an
+// error wrapping stead.ErrInvalid, and queues nothing) and queues one statement, or none when
+// there is nothing to do; its outcome is an error of the batch's Close.
 func (b *Backend) QueuePublish(q *pgx.Batch, msgs []transport.Outgoing) error {
 	if err := b.enterQueue(q); err != nil {
 		return err
@@ -357,7 +292,8 @@ func (b *Backend) QueueAck(q *pgx.Batch, ls []transport.Lease) error {
 	return b.queueAck(q, ls, false)
 }
 
-// queueAck queues an ack on q after the transport's checks, fenced or held (as ackTx).
+// queueAck queues an ack on q after the transport's checks: the fenced form, or the held one for
+// the leases of ClaimHeldGroupsTx.
 func (b *Backend) queueAck(q *pgx.Batch, ls []transport.Lease, held bool) error {
 	if err := b.enterQueue(q); err != nil {
 		return err
@@ -375,7 +311,7 @@ func (b *Backend) QueueNack(q *pgx.Batch, l *transport.Lease, delay time.Duratio
 	return b.queueNack(q, l, delay, false)
 }
 
-// queueNack queues a nack on q after the transport's checks, fenced or held (as ackTx).
+// queueNack queues a nack on q after the transport's checks, fenced or held (as queueAck).
 func (b *Backend) queueNack(q *pgx.Batch, l *transport.Lease, delay time.Duration, held bool) error {
 	if err := b.enterQueue(q); err != nil {
 		return err

@@ -93,7 +93,7 @@ func WithLogger(l *slog.Logger) Option {
 // wake-up latency of waiters in other processes (then the poll interval) for that.
 func WithoutNotify() Option { return func(c *config) { c.notify = false } }
 
-// WithoutMigrate makes New skip the migration, for deployments that run it separately (Migrate,
-// or the stead CLI). New then checks that the schema is at the version this package expects and
+// WithoutMigrate makes New skip the migration, for deployments that run it separately (a New
+// without it, or the stead CLI). New then checks that the schema is at the version this package expects and
 // fails otherwise.
 func WithoutMigrate() Option { return func(c *config) { c.migrate = false } }

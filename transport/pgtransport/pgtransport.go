@@ -72,7 +72,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Tr
 		return nil, err
 	}
 	if cfg.migrate {
-		err = Migrate(ctx, pool, cfg.schema)
+		err = migrate(ctx, pool, cfg.schema)
 	} else {
 		err = checkMigrated(ctx, pool, cfg.schema)
 	}
@@ -115,9 +115,6 @@ func channelName(schema string) string {
 // Pool returns the pool b runs on, for callers that enlist it in their own transactions.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
-// Schema returns the schema b's objects live in ("" for the search_path).
-func (b *Backend) Schema() string { return b.cfg.schema }
-
 // Close stops the listener and the release of lost claims (waiting for their goroutines to
 // return) and wakes every Wait with stead.ErrClosed; the pool stays open. Its methods that run in the caller's transaction fail
 // with stead.ErrClosed from then on.
@@ -151,10 +148,10 @@ func migrations() fs.FS {
 	return sub
 }
 
-// Migrate brings the transport's tables and functions in schema ("" for the search_path) to the
+// migrate brings the transport's tables and functions in schema ("" for the search_path) to the
 // version this package expects. It is idempotent and safe to run from many processes at once; New
 // calls it unless WithoutMigrate is given.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err := checkSchema(schema); err != nil {
 		return err
 	}

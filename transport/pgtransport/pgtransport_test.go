@@ -57,9 +57,10 @@ func TestTwoPoolsNeverShareAMessage(t *testing.T) {
 	transporttest.Shared(t, 20, 10, claimers...)
 }
 
-// TestClaimInTransactionHoldsGroup checks the shared-transaction mode: a claim made inside an open
-// transaction keeps the group from every other claimer, even after the lease ran out, until the
-// transaction ends; a rollback leaves the message claimable, a commit with the ack removes it.
+// TestClaimInTransactionHoldsGroup checks the shared-transaction mode: a held claim made inside an
+// open transaction keeps the group from every other claimer, even after the visibility ran out,
+// until the transaction ends; a rollback leaves the message claimable, a commit with the ack
+// removes it.
 func TestClaimInTransactionHoldsGroup(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
@@ -81,11 +82,11 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w1", time.Second, 0, 10)
+		ls, err := claimHeld(backendOf(tr), ctx, tx, "w1", time.Second, 0, 10, nil)
 		if err != nil || len(ls) != 1 || ls[0].Event.ID != "e1" {
-			t.Fatalf("%s: ClaimBatchTx = %v, %v; want e1", outcome, ls, err)
+			t.Fatalf("%s: claimHeld = %v, %v; want e1", outcome, ls, err)
 		}
-		clock.Advance(time.Minute) // the lease is long over, but the transaction still holds the row
+		clock.Advance(time.Minute) // the visibility is long over, but the transaction still holds the row
 		if l, err := other.Claim(ctx, "w2", time.Second, 0); err != nil || l != nil {
 			t.Fatalf("%s: Claim beside an open claim = %v, %v; want nothing", outcome, l, err)
 		}
@@ -98,8 +99,8 @@ func TestClaimInTransactionHoldsGroup(t *testing.T) {
 		if err := backendOf(tr).PublishBatchTx(ctx, tx, []transport.Outgoing{{Group: "H", Event: event("h1")}}); err != nil {
 			t.Fatalf("PublishBatchTx: %v", err)
 		}
-		if err := backendOf(tr).AckBatchTx(ctx, tx, ls); err != nil {
-			t.Fatalf("AckBatchTx: %v", err)
+		if err := ackHeld(backendOf(tr), ctx, tx, ls); err != nil {
+			t.Fatalf("ackHeld: %v", err)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
@@ -200,7 +201,7 @@ func TestEmptyGroupLeftByAbortedPublish(t *testing.T) {
 	}
 }
 
-// TestEmptyGroupMetInTransactionKeepsPublishersFree checks that a claim inside a caller's
+// TestEmptyGroupMetInTransactionKeepsPublishersFree checks that a held claim inside a caller's
 // transaction that meets an empty group frees it rather than deleting it: a deletion would make a
 // publish to the group from another transaction wait until the caller's transaction ends, and two
 // such transactions publishing to each other's groups would deadlock.
@@ -217,8 +218,8 @@ func TestEmptyGroupMetInTransactionKeepsPublishersFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // rolled back below
-	if ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1); err != nil || len(ls) != 0 {
-		t.Fatalf("ClaimBatchTx = %v, %v; want nothing (the group is empty)", ls, err)
+	if ls, err := claimHeld(backendOf(tr), ctx, tx, "w", time.Minute, 0, 1, nil); err != nil || len(ls) != 0 {
+		t.Fatalf("claimHeld = %v, %v; want nothing (the group is empty)", ls, err)
 	}
 	if n := countRows(t, tr, "transport_groups"); n != 1 {
 		t.Fatalf("%d group rows while the claiming transaction is open, want the empty one kept", n)
@@ -233,51 +234,6 @@ func TestEmptyGroupMetInTransactionKeepsPublishersFree(t *testing.T) {
 	}
 	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "e3" {
 		t.Fatalf("Claim = %v, %v; want e3", l, err)
-	}
-}
-
-// TestClaimUpdatesInPlace checks that a claim (and a park) changes only
-// columns no index covers, so PostgreSQL rewrites the group row in place (a HOT update) without
-// new index entries; only the ack, which moves the group in the round-robin, touches the index.
-// pg_stat_xact_user_tables counts the current transaction's updates as they happen.
-func TestClaimUpdatesInPlace(t *testing.T) {
-	t.Parallel()
-	for _, form := range []struct {
-		name string
-		max  int
-	}{{"single", 1}, {"batch", 3}} {
-		t.Run(form.name, func(t *testing.T) {
-			t.Parallel()
-			schema := pgdbtest.Schema(t)
-			tr := open(t, schema)
-			defer tr.Close()
-			ctx := context.Background()
-			for _, g := range []string{"A", "B", "C"} {
-				if err := tr.Publish(ctx, g, event(g+"1"), 0); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tx, err := backendOf(tr).Pool().Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx) //nolint:errcheck // the test only reads counters
-			ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, form.max)
-			if err != nil || len(ls) != form.max {
-				t.Fatalf("ClaimBatchTx = %d leases, %v; want %d", len(ls), err, form.max)
-			}
-			if err := backendOf(tr).NackTx(ctx, tx, &ls[0], time.Hour); err != nil { // a park
-				t.Fatal(err)
-			}
-			var upd, hot int64
-			if err := tx.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
-				WHERE schemaname = $1 AND relname = 'transport_groups'`, schema).Scan(&upd, &hot); err != nil {
-				t.Fatal(err)
-			}
-			if want := int64(form.max + 1); upd != want || hot != want {
-				t.Fatalf("%d updates of which %d in place, want %d and %d", upd, hot, want, want)
-			}
-		})
 	}
 }
 
@@ -300,32 +256,12 @@ func TestPublishCommittedDuringAck(t *testing.T) {
 
 // TestSharedTransactionsCrossPublishing runs steps that each claim a group, publish to other
 // groups and ack, all in one transaction, concurrently: every message is delivered once, and no
-// transaction fails (in that order, claim, publish, ack, no lock cycle can form). It runs with
-// leased claims (ClaimBatchTx, AckBatchTx) and with held ones (ClaimHeldTx, AckHeldTx).
+// transaction fails (in that order, claim, publish, ack, no lock cycle can form).
 func TestSharedTransactionsCrossPublishing(t *testing.T) {
 	t.Parallel()
-	forms := []struct {
-		name  string
-		claim func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error)
-		ack   func(b *pgtransport.Backend, ctx context.Context, tx pgx.Tx, ls []transport.Lease) error
-	}{
-		{"leased",
-			func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error) {
-				return b.ClaimBatchTx(ctx, tx, worker, time.Minute, 0, 2)
-			},
-			(*pgtransport.Backend).AckBatchTx},
-		{"held",
-			func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error) {
-				return b.ClaimHeldTx(ctx, tx, worker, time.Minute, 0, 2, nil)
-			},
-			(*pgtransport.Backend).AckHeldTx},
-	}
-	for _, form := range forms {
-		t.Run(form.name, func(t *testing.T) {
-			t.Parallel()
-			crossPublish(t, form.claim, form.ack)
-		})
-	}
+	crossPublish(t, func(ctx context.Context, b *pgtransport.Backend, tx pgx.Tx, worker string) ([]transport.Lease, error) {
+		return claimHeld(b, ctx, tx, worker, time.Minute, 0, 2, nil)
+	}, ackHeld)
 }
 
 func crossPublish(t *testing.T,
@@ -490,8 +426,8 @@ func dump(tr *transport.Transport, table string) string {
 	return fmt.Sprint(out)
 }
 
-// TestQueueInTransaction sends a claimed message's ack, a publish and a nack queued in pgx
-// batches inside the claiming transactions, the way the runtime's shared-transaction mode does.
+// TestQueueInTransaction sends a leased message's ack, a publish and a nack queued in pgx batches
+// inside a transaction, the way worker/pgtx settles a lease it did not claim in that transaction.
 func TestQueueInTransaction(t *testing.T) {
 	t.Parallel()
 	schema := pgdbtest.Schema(t)
@@ -507,9 +443,9 @@ func TestQueueInTransaction(t *testing.T) {
 		t.Helper()
 		var id string
 		err := pgx.BeginFunc(ctx, backendOf(tr).Pool(), func(tx pgx.Tx) error {
-			ls, err := backendOf(tr).ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+			ls, err := backendOf(tr).ClaimBatch(ctx, "w", time.Minute, 0, 1)
 			if err != nil || len(ls) != 1 {
-				return fmt.Errorf("claim in tx: %d leases, %v", len(ls), err)
+				return fmt.Errorf("claim: %d leases, %v", len(ls), err)
 			}
 			id = ls[0].Event.ID
 			b := &pgx.Batch{}
@@ -646,9 +582,9 @@ func TestGroupsBehindCursorAreServed(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ls, err := b.ClaimBatchTx(ctx, tx, "w", time.Minute, 0, 1)
+					ls, err := claimHeld(b, ctx, tx, "w", time.Minute, 0, 1, nil)
 					if err != nil || len(ls) != 1 {
-						t.Fatalf("ClaimBatchTx = %v, %v", ls, err)
+						t.Fatalf("claimHeld = %v, %v", ls, err)
 					}
 					back[ls[0].Event.ID] = true
 					if err := tx.Rollback(ctx); err != nil {

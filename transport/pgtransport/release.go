@@ -32,9 +32,9 @@ type lostClaims struct {
 
 // claimFailed classifies the error of a claim through the pool and, unless the claim certainly
 // never ran (nothing was sent, or the transport is closed), has its groups released.
-func (b *Backend) claimFailed(q querier, token string, until time.Time, err error) error {
+func (b *Backend) claimFailed(token string, until time.Time, err error) error {
 	err = fail("claim", err)
-	if q != querier(b.pool) || errors.Is(err, stead.ErrUnavailable) || errors.Is(err, stead.ErrClosed) {
+	if errors.Is(err, stead.ErrUnavailable) || errors.Is(err, stead.ErrClosed) {
 		return err
 	}
 	b.lost.mu.Lock()

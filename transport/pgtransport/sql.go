@@ -8,25 +8,25 @@ package pgtransport
 const (
 	// sqlPublish is sent by PublishBatch, PublishBatchTx and QueuePublish.
 	sqlPublish = `SELECT {schema}transport_publish($1::text[], $2::text[], $3::int[], $4::text)`
-	// sqlClaim is sent by ClaimBatch and ClaimBatchTx.
+	// sqlClaim is sent by ClaimBatch.
 	sqlClaim = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim(` +
 		`$1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text, $8::boolean)`
-	// sqlAck is sent by AckBatch, AckBatchTx and QueueAck.
+	// sqlAck is sent by AckBatch and QueueAck.
 	sqlAck = `SELECT {schema}transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`
-	// sqlNack is sent by Nack, NackTx and QueueNack.
+	// sqlNack is sent by Nack and QueueNack.
 	sqlNack = `SELECT {schema}transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`
-	// sqlClaimHeld is sent by ClaimHeldTx.
+	// sqlClaimHeld is sent by ClaimHeldGroupsTx for one message per group.
 	sqlClaimHeld = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim_held(` +
 		`$1::timestamptz, $2::int, $3::int, $4::timestamptz, $5::text, $6::text[])`
 	// sqlClaimHeldGroups is sent by ClaimHeldGroupsTx for more than one message per group.
 	sqlClaimHeldGroups = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim_held_groups(` +
 		`$1::timestamptz, $2::int, $3::int, $4::int, $5::timestamptz, $6::text, $7::text[])`
-	// sqlAckHeld is sent by AckHeldTx and QueueAckHeld.
+	// sqlAckHeld is sent by QueueAckHeld.
 	sqlAckHeld = `SELECT {schema}transport_ack_held($1::text[], $2::bigint[], $3::timestamptz, $4::text)`
-	// sqlAckHeldGroups is sent by AckHeldTx and QueueAckHeld for several leases of one group.
+	// sqlAckHeldGroups is sent by QueueAckHeld for several leases of one group.
 	sqlAckHeldGroups = `SELECT {schema}transport_ack_held_groups(` +
 		`$1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::timestamptz, $6::text)`
-	// sqlNackHeld is sent by NackHeldTx and QueueNackHeld.
+	// sqlNackHeld is sent by QueueNackHeld.
 	sqlNackHeld = `SELECT {schema}transport_nack_held($1::text, $2::text, $3::timestamptz, $4::text)`
 	// sqlRelease is sent by release, for claims whose answer was lost.
 	sqlRelease = `SELECT {schema}transport_release($1::text[], $2::text)`

@@ -19,7 +19,7 @@
 // whose compare-and-swap is lost aborts the transaction before its ack (pgstore's guarded
 // commit), so the pipelined COMMIT rolls back.
 //
-// Writes: the claim writes no lease (pgtransport's ClaimHeldTx): the transaction's row locks hold
+// Writes: the claim writes no lease (pgtransport's ClaimHeldGroupsTx): the transaction's row locks hold
 // the groups, and every message it claims is acked or nacked in it, so a lease row version would
 // be written only to be overwritten by the ack. A Tx acks and nacks the leases of its own claims
 // in the held form and any other lease (claimed outside it) through the token fence. With a
@@ -104,7 +104,7 @@ type Tx struct {
 	c       *connTx
 	pending *pgx.Batch // acks and nacks queued for the COMMIT
 	// The groups this transaction holds from its claims and the tokens of those claims: a
-	// claim in the transaction writes no lease (pgtransport's ClaimHeldTx), the row lock is the
+	// claim in the transaction writes no lease (pgtransport's ClaimHeldGroupsTx), the row lock is the
 	// hold, and the acks and nacks of its leases take the held forms.
 	held   []string
 	tokens map[string]bool
@@ -126,7 +126,7 @@ func (t *Tx) flush(ctx context.Context) error {
 }
 
 // Claim implements worker.Tx: a held claim of up to depth messages of each group
-// (pgtransport's ClaimHeldGroupsTx, which is ClaimHeldTx for a depth of 1).
+// (pgtransport's ClaimHeldGroupsTx).
 func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) ([]transport.Lease, error) {
 	if err := t.flush(ctx); err != nil {
 		return nil, err

@@ -1,0 +1,5 @@
+package pgtransport
+
+// Schema returns the schema b's objects live in ("" for the search_path), for the package's
+// external tests, which query those objects directly.
+func (b *Backend) Schema() string { return b.cfg.schema }
