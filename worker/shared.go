@@ -40,7 +40,8 @@ type Tx interface {
 	CommitBatch(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error)
 	// Publish is transport.Transport.PublishBatch in the transaction.
 	Publish(ctx context.Context, msgs []transport.Outgoing) error
-	// Ack is transport.Transport.AckBatch in the transaction. It may only check the leases and
+	// Ack is transport.Transport.AckBatch in the transaction, for leases of its own claims (the
+	// only ones the worker settles in it; pgtx refuses any other). It may only check the leases and
 	// queue the ack for Commit (pgtx does, to send it with the COMMIT): an ack that fails there
 	// fails the Commit, and nothing of the transaction commits.
 	Ack(ctx context.Context, ls []transport.Lease) error

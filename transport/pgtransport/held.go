@@ -31,7 +31,7 @@ import (
 // Ack a prefix of a group's leases with QueueAckHeld (in one call: the group is then freed or
 // deleted once), and nack the first lease it leaves, if any, with QueueNackHeld: the group goes
 // back to the front (delay 0) or is parked, its remaining messages still queued in order. Both
-// do without the token fence that the row lock makes redundant; QueueAck and QueueNack would
+// do without the token fence that the row lock makes redundant; queueFencedAck and queueFencedNack would
 // change nothing, as no token holds the group. Leases neither acked nor nacked stay queued, in
 // order, and their group is free when the transaction ends. A message published into a held
 // group meanwhile never comes back ahead of one published before it (see migration

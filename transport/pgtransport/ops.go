@@ -268,11 +268,10 @@ func (b *Backend) nacked(r pgx.Row) error {
 	return nil
 }
 
-// QueuePublish, QueueAck and QueueNack are PublishBatch, AckBatch and Nack queued on q instead of
-// sent, for worker/pgtx, which sends a step's commit (pgstore's QueueCommitGuarded), the events
-// the step emitted, the settling of its messages and COMMIT in one round trip (pgx.Batch).
-// QueueAck and QueueNack are for leases of ClaimBatch; those of ClaimHeldGroupsTx take
-// QueueAckHeld and QueueNackHeld. Each runs the transport's checks now (an invalid input is an
+// QueuePublish, QueueAckHeld and QueueNackHeld are PublishBatch, AckBatch and Nack queued on q
+// instead of sent, for worker/pgtx, which sends a step's commit (pgstore's QueueCommitGuarded),
+// the events the step emitted, the settling of its messages and COMMIT in one round trip
+// (pgx.Batch); the acks and nacks are those of the leases of ClaimHeldGroupsTx. Each runs the transport's checks now (an invalid input is an
 // error wrapping stead.ErrInvalid, and queues nothing) and queues one statement, or none when
 // there is nothing to do; its outcome is an error of the batch's Close.
 func (b *Backend) QueuePublish(q *pgx.Batch, msgs []transport.Outgoing) error {
@@ -287,8 +286,9 @@ func (b *Backend) QueuePublish(q *pgx.Batch, msgs []transport.Outgoing) error {
 	return nil
 }
 
-// QueueAck: see QueuePublish.
-func (b *Backend) QueueAck(q *pgx.Batch, ls []transport.Lease) error {
+// queueFencedAck queues the fenced ack of leases claimed outside the transaction. Only the
+// package's tests use it: pgtx settles nothing but its own held claims.
+func (b *Backend) queueFencedAck(q *pgx.Batch, ls []transport.Lease) error {
 	return b.queueAck(q, ls, false)
 }
 
@@ -306,8 +306,8 @@ func (b *Backend) queueAck(q *pgx.Batch, ls []transport.Lease, held bool) error 
 	return nil
 }
 
-// QueueNack: see QueuePublish.
-func (b *Backend) QueueNack(q *pgx.Batch, l *transport.Lease, delay time.Duration) error {
+// queueFencedNack: see queueFencedAck.
+func (b *Backend) queueFencedNack(q *pgx.Batch, l *transport.Lease, delay time.Duration) error {
 	return b.queueNack(q, l, delay, false)
 }
 

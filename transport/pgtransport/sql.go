@@ -11,9 +11,9 @@ const (
 	// sqlClaim is sent by ClaimBatch.
 	sqlClaim = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim(` +
 		`$1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text, $8::boolean)`
-	// sqlAck is sent by AckBatch and QueueAck.
+	// sqlAck is sent by AckBatch and queueFencedAck.
 	sqlAck = `SELECT {schema}transport_ack($1::text[], $2::bigint[], $3::text[], $4::timestamptz, $5::text)`
-	// sqlNack is sent by Nack and QueueNack.
+	// sqlNack is sent by Nack and queueFencedNack.
 	sqlNack = `SELECT {schema}transport_nack($1::text, $2::text, $3::timestamptz, $4::text)`
 	// sqlClaimHeld is sent by ClaimHeldGroupsTx for one message per group.
 	sqlClaimHeld = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim_held(` +

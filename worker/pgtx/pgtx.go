@@ -21,8 +21,8 @@
 //
 // Writes: the claim writes no lease (pgtransport's ClaimHeldGroupsTx): the transaction's row locks hold
 // the groups, and every message it claims is acked or nacked in it, so a lease row version would
-// be written only to be overwritten by the ack. A Tx acks and nacks the leases of its own claims
-// in the held form and any other lease (claimed outside it) through the token fence. With a
+// be written only to be overwritten by the ack. A Tx settles only the leases of its own claims,
+// in the held form (a lease claimed outside it is refused). With a
 // depth above 1 a claim takes several consecutive messages of each group
 // (pgtransport's ClaimHeldGroupsTx), which the worker applies as one chain and acks together.
 package pgtx
@@ -141,35 +141,16 @@ func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration,
 	return ls, err
 }
 
-// queueAck queues the ack of ls: the held form for the leases of this transaction's claims, the
-// fenced one for any other.
+// queueAck queues the ack of ls, which must be leases of this transaction's claims: held claims
+// are settled without the token fence their row lock replaces, so a lease from anywhere else
+// would be acked unfenced.
 func (t *Tx) queueAck(b *pgx.Batch, ls []transport.Lease) error {
-	own, other := t.split(ls)
-	if err := t.db.tr.QueueAckHeld(b, own); err != nil {
-		return err
-	}
-	return t.db.tr.QueueAck(b, other)
-}
-
-// split parts ls into the leases of this transaction's claims and the others, keeping the order.
-func (t *Tx) split(ls []transport.Lease) (own, other []transport.Lease) {
-	n := 0
 	for i := range ls {
-		if t.tokens[ls[i].Token] {
-			n++
+		if !t.tokens[ls[i].Token] {
+			return fmt.Errorf("%w: pgtx: the lease of %q was not claimed in this transaction", stead.ErrInvalid, ls[i].Group)
 		}
 	}
-	if n == len(ls) {
-		return ls, nil
-	}
-	for _, l := range ls {
-		if t.tokens[l.Token] {
-			own = append(own, l)
-		} else {
-			other = append(other, l)
-		}
-	}
-	return own, other
+	return t.db.tr.QueueAckHeld(b, ls)
 }
 
 // Load implements worker.Tx.
@@ -210,10 +191,10 @@ func (t *Tx) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if l != nil && t.tokens[l.Token] {
-		return t.db.tr.QueueNackHeld(t.pending, l, delay)
+	if l != nil && !t.tokens[l.Token] {
+		return fmt.Errorf("%w: pgtx: the lease of %q was not claimed in this transaction", stead.ErrInvalid, l.Group)
 	}
-	return t.db.tr.QueueNack(t.pending, l, delay)
+	return t.db.tr.QueueNackHeld(t.pending, l, delay)
 }
 
 // Step sends the commit, its guard, the publish, the ack and COMMIT in one round trip (with

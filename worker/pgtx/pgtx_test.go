@@ -249,10 +249,11 @@ func TestHungTransactionEnds(t *testing.T) {
 	}
 }
 
-// TestAckOfOwnAndOtherLeases checks that one Ack takes the leases of the transaction's own claims
-// (held: the row lock is their lease) and leases claimed elsewhere (fenced by their token) together,
-// and that a Nack with a delay parks the group past the commit.
-func TestAckOfOwnAndOtherLeases(t *testing.T) {
+// TestSettlesOnlyItsOwnClaims checks that a transaction acks and nacks the leases of its own
+// claims (held: the row lock is their lease), refuses a lease claimed elsewhere (which its held
+// ack would settle without the token fence) with nothing queued, and that a Nack with a delay
+// parks the group past the commit.
+func TestSettlesOnlyItsOwnClaims(t *testing.T) {
 	ctx := context.Background()
 	db, _, tr, _ := setup(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -275,7 +276,13 @@ func TestAckOfOwnAndOtherLeases(t *testing.T) {
 	if err != nil || len(own) != 2 || own[0].Group != "e2" || own[1].Group != "e3" {
 		t.Fatalf("claim in the transaction: %v %v; want e2 and e3 (e1 is leased)", own, err)
 	}
-	if err := tx.Ack(ctx, []transport.Lease{outside[0], own[0]}); err != nil {
+	if err := tx.Ack(ctx, []transport.Lease{own[0], outside[0]}); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("ack of a lease claimed outside: %v, want ErrInvalid", err)
+	}
+	if err := tx.Nack(ctx, &outside[0], 0); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("nack of a lease claimed outside: %v, want ErrInvalid", err)
+	}
+	if err := tx.Ack(ctx, own[:1]); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Nack(ctx, &own[1], time.Minute); err != nil {
@@ -284,9 +291,12 @@ func TestAckOfOwnAndOtherLeases(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// e1 and e2 are acked; e3 is parked for a minute by the nack.
+	// e2 is acked and e3 parked for a minute by the nack; e1 is still leased outside.
 	if ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8); err != nil || len(ls) != 0 {
 		t.Fatalf("claimable after the commit: %v %v; want nothing", ls, err)
+	}
+	if err := tr.AckBatch(ctx, outside); err != nil { // its own lease still holds it
+		t.Fatalf("ack of the outside lease by its owner: %v", err)
 	}
 	if err := tr.Nack(ctx, &own[1], 0); err != nil { // the park is an ordinary lease of own[1]'s token
 		t.Fatal(err)
