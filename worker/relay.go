@@ -33,8 +33,9 @@ type relay struct {
 	committed func(exe *stead.Execution, ev stead.Event, last bool)
 }
 
-// relay returns the worker's relay. It is cheap to make, and made per call so that the Worker
-// keeps a single source of truth for its store, transport and machines.
+// relay returns the worker's relay, made per call from the worker's own fields (a few small
+// allocations a delivery) while the Worker's struct is being reshaped; a field that New sets
+// can take its place.
 func (w *Worker) relay() *relay {
 	return &relay{store: w.store, tr: w.tr, machines: w.cfg.Machines, clock: w.cfg.Clock, log: w.log,
 		tel: w.tel, step: w.step, committed: w.committed}
