@@ -49,6 +49,8 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"too many args", []string{"inspect", "--store", db, "a", "b"}, 2, "at most one"},
 		{"missing execution", []string{"inspect", "--store", db, "ghost"}, 1, "not found"},
 		{"send to missing", []string{"send", "--store", db, "ghost", "tick"}, 1, "not found"},
+		// On PostgreSQL the publish itself checks that the execution exists.
+		{"send to missing on postgres", []string{"send", "--store", pgdbtest.URL(), "--schema", pgdbtest.Schema(t), "ghost", "tick"}, 1, "not found"},
 		{"bad context", []string{"start", "--store", db, "order", "--context", "[1]"}, 1, "not a JSON object"},
 		{"bad definition file", []string{"diagram", "--definition", filepath.Join(t.TempDir(), "nope.yaml")}, 1, "nope.yaml"},
 		{"bad status", []string{"inspect", "--store", db, "--status", "sleeping"}, 2, "--status"},

@@ -60,6 +60,19 @@ note on stderr: its kind is not checked.`,
 				}
 			}
 			c := &worker.Client{Store: b.Store, Transport: b.Transport}
+			if b.Kind == "postgres" {
+				// The publish checks that the execution exists, in its own statement.
+				shared, err := b.SharedTx(true)
+				if err != nil {
+					return err
+				}
+				c.Sender = shared.(worker.Sender)
+			} else if cat == nil {
+				// Send alone cannot tell a typo'd id here: a person typing it must hear of it.
+				if _, err := b.Store.Load(ctx, id); err != nil {
+					return err
+				}
+			}
 			ev := stead.Event{ID: eventID, Kind: kind}
 			if data != "" {
 				ev.Data = json.RawMessage(data)

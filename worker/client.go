@@ -31,6 +31,10 @@ type Client struct {
 	// Logger receives warnings about deliveries left to the relay and about executions a
 	// command failed (default: slog.Default()).
 	Logger *slog.Logger
+	// Sender, when set, is what Send publishes through: pgtx.New of Store and Transport checks
+	// that the execution exists and takes its priority in the publish's own statement. Without
+	// it Send cannot tell a missing execution (see Send).
+	Sender Sender
 	// WaitPoll is the longest pause between two loads of Wait on a backend that cannot notify
 	// (default DefaultWaitPoll, a second).
 	WaitPoll time.Duration
@@ -213,12 +217,36 @@ func (c *Client) pendingStarts(ctx context.Context, news []NewExecution, results
 	return out
 }
 
-// Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a fresh
-// random one; reuse an id to make a retried send idempotent. The start event is not sent this way
-// (Create sends it), nor are the control kinds (Control applies them). A missing execution is
-// ErrNotFound. The event carries the trace context of the span in ctx, if any (see Stamp), unless
-// it carries one already: the step it causes joins the caller's trace.
+// Sender publishes an event to an execution at the execution's own priority, and refuses an
+// execution that does not exist, in one round trip: a backend whose transport can read the
+// store's records (the same database) does both in the publish's statement. pgtx.DB is one.
+type Sender interface {
+	// Send publishes ev to execution id's queue at the execution's priority, or publishes
+	// nothing and returns an error wrapping stead.ErrNotFound when the execution does not exist.
+	// ev is checked as Transport.Publish checks it.
+	Send(ctx context.Context, id string, ev stead.Event) error
+}
+
+// Send publishes ev to the execution id; it never loads the execution. An empty ev.ID gets a
+// fresh random one; reuse an id to make a retried send idempotent. The start event is not sent
+// this way (Create sends it), nor are the control kinds (Control applies them). The event carries
+// the trace context of the span in ctx, if any (see Stamp), unless it carries one already: the
+// step it causes joins the caller's trace.
+//
+// With Sender set (pgtx on PostgreSQL), the publish itself checks that the execution exists and
+// takes its priority, in one round trip: a missing execution is ErrNotFound and nothing is
+// published. Without it Send cannot tell, and the event is published whatever the id:
+//   - an event sent to an execution that does not exist is not an error here; the worker that
+//     claims it finds no execution and drops it, logging that at DEBUG level only. Check the id first
+//     (Store.Load, or the id Create returned) where a typo must be caught at the call;
+//   - the event takes the priority of the execution's queue while that queue holds messages
+//     (the priority its first message gave it, which is the execution's); sent to an idle
+//     execution, whose queue the transport no longer holds, it opens the queue at priority 0,
+//     and the events queued behind it until the queue drains go at 0 too.
 func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Event, error) {
+	if err := check.ID("execution id", id); err != nil {
+		return ev, err
+	}
 	if ev.Kind == chart.KindStart {
 		return ev, check.Invalidf("send %q: the start event is sent by Create", id)
 	}
@@ -236,11 +264,11 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 		ev.CreatedAt = c.now()
 	}
 	ev = Stamp(ctx, ev)
-	exe, err := c.Store.Load(ctx, id)
-	if err != nil {
-		return ev, err
+	if c.Sender != nil {
+		return ev, c.Sender.Send(ctx, id, ev)
 	}
-	return ev, c.Transport.Publish(ctx, id, ev, exe.Priority)
+	// Priority 0 is no claim on the queue's priority: a queue that exists keeps its own.
+	return ev, c.Transport.Publish(ctx, id, ev, 0)
 }
 
 // NewEventID returns a random event id.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ func (c *Client) Control(ctx context.Context, id string, cmd Command) (Outcome, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	return c.runner().control(ctx, id, ev, false)
+	return c.relay().control(ctx, id, ev, false)
 }
 
 // CheckControl is the dry run of Control: it loads execution id and runs every check Control
@@ -69,7 +70,7 @@ func (c *Client) CheckControl(ctx context.Context, id string, cmd Command) (Outc
 	if err != nil {
 		return Outcome{}, err
 	}
-	return c.runner().control(ctx, id, ev, true)
+	return c.relay().control(ctx, id, ev, true)
 }
 
 // Suspend is Control with OpSuspend. commandID may be empty (a fresh one); pass the same one to
@@ -103,14 +104,23 @@ func (c *Client) Retry(ctx context.Context, id, commandID string) (Outcome, erro
 	return c.Control(ctx, id, Command{Op: OpRetry, ID: commandID})
 }
 
-// runner is a worker that applies commands and relays what they emit with the client's store,
-// transport, machines and clock. It never claims; it is made per call and holds nothing.
-func (c *Client) runner() *Worker {
+// relay applies commands and delivers what they emit with the client's store, transport,
+// machines and clock. It never claims and holds nothing: one is made per call.
+func (c *Client) relay() *relay {
 	log := c.logger()
-	return &Worker{
-		cfg:   Config{Store: c.Store, Transport: c.Transport, Machines: c.Known, Clock: c.now, Logger: log},
-		store: c.Store, tr: c.Transport, log: log, tel: &telemetry{},
+	return &relay{store: c.Store, tr: c.Transport, machines: c.Known, clock: c.now, log: log, tel: untraced,
+		committed: func(exe *stead.Execution, ev stead.Event, last bool) { logFailed(log, exe, ev, last) }}
+}
+
+// logFailed warns of an execution that a command (a retry, a reset whose entry action failed) or
+// the start of a child it spawned left failed: it waits for an operator, who must hear of it.
+func logFailed(log *slog.Logger, exe *stead.Execution, ev stead.Event, last bool) {
+	if !last || exe.Status != stead.StatusFailed {
+		return
 	}
+	log.Warn("execution failed", slog.String("execution", exe.ID), slog.String("definition", exe.DefinitionID),
+		slog.String("failed_in", exe.ActivePath), slog.String("event", ev.ID), slog.String("kind", ev.Kind),
+		slog.String("err", exe.Error))
 }
 
 // BatchOptions tunes ControlMatching.
@@ -187,7 +197,7 @@ func (c *Client) ControlMatching(ctx context.Context, sel stead.ListFilter, cmd 
 		workers = 8
 	}
 	rep := BatchReport{CommandID: ev.ID, DryRun: opts.DryRun}
-	r := c.runner()
+	r := c.relay()
 	var mu sync.Mutex
 	var fatal error
 	for {

@@ -273,9 +273,9 @@ const maxControlAttempts = 32
 // (checkCommand), so that a dry run says "would apply" exactly where the command applies and
 // refuses with the same error; it writes and delivers nothing, and computes nothing that runs an
 // action (reset, set-state and retry run entry and exit actions).
-func (w *Worker) control(ctx context.Context, id string, ev stead.Event, dry bool) (Outcome, error) {
+func (r *relay) control(ctx context.Context, id string, ev stead.Event, dry bool) (Outcome, error) {
 	for attempt := 1; ; attempt++ {
-		exe, processed, err := w.store.LoadForEvent(ctx, id, ev.ID)
+		exe, processed, err := r.store.LoadForEvent(ctx, id, ev.ID)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -285,13 +285,13 @@ func (w *Worker) control(ctx context.Context, id string, ev stead.Event, dry boo
 			if dry {
 				return out, nil
 			}
-			if err := w.flush(ctx, exe); err != nil {
-				w.log.Warn("delivery of a repeated command's leftovers deferred to the relay",
+			if err := r.flush(ctx, exe); err != nil {
+				r.log.Warn("delivery of a repeated command's leftovers deferred to the relay",
 					slog.String("execution", id), slog.String("command", ev.ID), slog.Any("err", err))
 			}
 			return out, nil
 		}
-		m := w.cfg.Machines[exe.DefinitionID]
+		m := r.machines[exe.DefinitionID]
 		if dry {
 			op := opOf(ev.Kind)
 			if op == "" {
@@ -300,11 +300,11 @@ func (w *Worker) control(ctx context.Context, id string, ev stead.Event, dry boo
 			_, err := checkCommand(exe, op, ev, m)
 			return out, err
 		}
-		next, b, err := applyCommand(exe, ev, m, w.cfg.Clock())
+		next, b, err := applyCommand(exe, ev, m, r.clock())
 		if err != nil {
 			return out, err
 		}
-		done, err := w.store.Commit(ctx, next, b)
+		done, err := r.store.Commit(ctx, next, b)
 		if errors.Is(err, stead.ErrConflict) && attempt < maxControlAttempts {
 			// A step (or another command) committed first: compute the command again on what it
 			// left, after a pause that grows, so that two commands racing do not meet again.
@@ -317,9 +317,9 @@ func (w *Worker) control(ctx context.Context, id string, ev stead.Event, dry boo
 			return out, err
 		}
 		next.Version = done.Version
-		w.committed(next, ev, true)
-		if err := w.deliver(ctx, []delivery{{exe: next, b: &b, seqs: done.Seqs, ev: ev}}); err != nil {
-			w.log.Warn("delivery of a command deferred to the relay",
+		r.report(next, ev, true)
+		if err := r.deliver(ctx, []delivery{{exe: next, b: &b, seqs: done.Seqs, ev: ev}}); err != nil {
+			r.log.Warn("delivery of a command deferred to the relay",
 				slog.String("execution", id), slog.String("command", ev.ID), slog.Any("err", err))
 		}
 		out.Status, out.Version = next.Status, next.Version
@@ -338,7 +338,7 @@ type controlEmit struct {
 // that are settled: applied, or refused by a target that has ended (nothing to do), or addressed
 // to an execution that does not exist and will not (no spawn intent of its parent names it). A
 // target not created yet keeps its row, for the relay to apply once the child exists.
-func (w *Worker) applyControls(ctx context.Context, cs []controlEmit) ([]int64, error) {
+func (r *relay) applyControls(ctx context.Context, cs []controlEmit) ([]int64, error) {
 	var done []int64
 	var errs []error
 	settle := func(c controlEmit) {
@@ -347,16 +347,16 @@ func (w *Worker) applyControls(ctx context.Context, cs []controlEmit) ([]int64, 
 		}
 	}
 	for _, c := range cs {
-		_, err := w.control(ctx, c.target, c.ev, false)
+		_, err := r.control(ctx, c.target, c.ev, false)
 		switch {
 		case err == nil:
 			settle(c)
 		case errors.Is(err, stead.ErrInvalid):
 			// The child's status does not take it (it ended, or a cancel drains it already).
-			w.log.Debug("cascaded command refused", slog.String("execution", c.target), slog.String("command", c.ev.ID), slog.Any("err", err))
+			r.log.Debug("cascaded command refused", slog.String("execution", c.target), slog.String("command", c.ev.ID), slog.Any("err", err))
 			settle(c)
 		case errors.Is(err, stead.ErrNotFound):
-			pending, perr := w.spawnPending(ctx, c.source, c.target)
+			pending, perr := r.spawnPending(ctx, c.source, c.target)
 			switch {
 			case perr != nil:
 				errs = append(errs, perr)
@@ -371,8 +371,8 @@ func (w *Worker) applyControls(ctx context.Context, cs []controlEmit) ([]int64, 
 }
 
 // spawnPending reports whether parent still has a spawn intent for child.
-func (w *Worker) spawnPending(ctx context.Context, parent, child string) (bool, error) {
-	es, err := w.store.PendingSpawns(ctx, parent, stead.MaxListLimit)
+func (r *relay) spawnPending(ctx context.Context, parent, child string) (bool, error) {
+	es, err := r.store.PendingSpawns(ctx, parent, stead.MaxListLimit)
 	if err != nil {
 		return false, fmt.Errorf("pending spawns of %q: %w", parent, err)
 	}
@@ -382,22 +382,22 @@ func (w *Worker) spawnPending(ctx context.Context, parent, child string) (bool, 
 // flush delivers what exe left in the store: its spawn intents and outbox rows, which a command
 // applied by a process that died before delivering them leaves behind. The relay of any worker
 // delivers them too, later; a row delivered twice is absorbed by dedupe.
-func (w *Worker) flush(ctx context.Context, exe *stead.Execution) error {
-	kids, err := w.spawnChildren(ctx, []delivery{{exe: exe, trace: inject(ctx)}})
+func (r *relay) flush(ctx context.Context, exe *stead.Execution) error {
+	kids, err := r.spawnChildren(ctx, []delivery{{exe: exe, trace: inject(ctx)}})
 	if len(kids) > 0 {
-		err = errors.Join(err, w.deliver(ctx, kids))
+		err = errors.Join(err, r.deliver(ctx, kids))
 	}
-	entries, perr := w.store.PendingOutbox(ctx, exe.ID, stead.MaxListLimit)
+	entries, perr := r.store.PendingOutbox(ctx, exe.ID, stead.MaxListLimit)
 	if perr != nil {
 		return errors.Join(err, perr)
 	}
-	_, rerr := w.relayEntries(ctx, entries, map[string]int{exe.ID: exe.Priority})
+	_, rerr := r.relayEntries(ctx, entries, map[string]int{exe.ID: exe.Priority})
 	return errors.Join(err, rerr)
 }
 
 // relayEntries delivers outbox rows: a control event is applied to its target, every other event
 // published; it acknowledges the rows that are settled and returns how many.
-func (w *Worker) relayEntries(ctx context.Context, entries []stead.OutboxEntry, priority map[string]int) (int, error) {
+func (r *relay) relayEntries(ctx context.Context, entries []stead.OutboxEntry, priority map[string]int) (int, error) {
 	out := make([]transport.Outgoing, 0, len(entries))
 	seqs := make([]int64, 0, len(entries))
 	var controls []controlEmit
@@ -410,22 +410,22 @@ func (w *Worker) relayEntries(ctx context.Context, entries []stead.OutboxEntry, 
 		if e.Target == "" {
 			continue
 		}
-		p, err := w.priorityOf(ctx, priority, e.Target)
+		p, err := r.priorityOf(ctx, priority, e.Target)
 		if err != nil {
 			return 0, err
 		}
 		out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p})
 	}
-	applied, cerr := w.applyControls(ctx, controls)
+	applied, cerr := r.applyControls(ctx, controls)
 	if len(out) > 0 {
-		if err := w.tr.PublishBatch(ctx, out); err != nil {
+		if err := r.tr.PublishBatch(ctx, out); err != nil {
 			seqs = nil // left for a later pass
 			cerr = errors.Join(cerr, fmt.Errorf("publish: %w", err))
 		}
 	}
 	seqs = append(seqs, applied...)
 	if len(seqs) > 0 {
-		if err := w.store.AckOutbox(ctx, seqs); err != nil {
+		if err := r.store.AckOutbox(ctx, seqs); err != nil {
 			return 0, errors.Join(cerr, fmt.Errorf("ack outbox: %w", err))
 		}
 	}

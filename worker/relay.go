@@ -5,11 +5,81 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
 )
+
+// relay applies operators' commands and delivers what committed steps and commands left to
+// deliver: it creates spawned children, publishes emits, applies commands cascading to children,
+// and relays outbox rows. A Worker and a Client each run it with their own store, transport,
+// machines and clock: a command applied by a Client and one cascading from a worker's step take
+// the same path. It holds no state of its own between calls.
+type relay struct {
+	store    *stead.Store
+	tr       *transport.Transport
+	machines Machines
+	clock    func() time.Time
+	log      *slog.Logger
+	// tel traces the relay's store and transport calls (a Client's traces nothing: untraced).
+	tel *telemetry
+	// step runs a child's start event (a Worker's step, bounded by its ActionTimeout); nil runs
+	// the machine with no bound of its own.
+	step func(ctx context.Context, exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error)
+	// committed reports each execution the relay committed (a command's target, a child it
+	// created), as a Worker reports its steps; nil reports nothing.
+	committed func(exe *stead.Execution, ev stead.Event, last bool)
+}
+
+// relay returns the worker's relay, made per call from the worker's own fields (a few small
+// allocations a delivery) while the Worker's struct is being reshaped; a field that New sets
+// can take its place.
+func (w *Worker) relay() *relay {
+	return &relay{store: w.store, tr: w.tr, machines: w.cfg.Machines, clock: w.cfg.Clock, log: w.log,
+		tel: w.tel, step: w.step, committed: w.committed}
+}
+
+// deliver is the worker's way into relay.deliver, for the step paths.
+func (w *Worker) deliver(ctx context.Context, ds []delivery) error { return w.relay().deliver(ctx, ds) }
+
+// untraced is the telemetry of a relay that records nothing.
+var untraced = &telemetry{}
+
+// report calls the committed hook, if any.
+func (r *relay) report(exe *stead.Execution, ev stead.Event, last bool) {
+	if r.committed != nil {
+		r.committed(exe, ev, last)
+	}
+}
+
+// runStep runs a child's start: through the step hook when set, else through the machine alone,
+// with a panic turned into an error so that one bad definition cannot take the caller down.
+func (r *relay) runStep(ctx context.Context, exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
+	if r.step != nil {
+		return r.step(ctx, exe, ev)
+	}
+	m := r.machines[exe.DefinitionID]
+	if m == nil {
+		return nil, b, fmt.Errorf("worker: no machine for definition %q", exe.DefinitionID)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("worker: step of %q panicked: %v", exe.ID, p)
+		}
+	}()
+	now := r.clock()
+	if cm, ok := m.(ContextMachine); ok {
+		next, b, err = cm.StepContext(ctx, exe, ev, now)
+	} else {
+		next, b, err = m.Step(exe, ev, now)
+	}
+	if err == nil && next == nil {
+		err = fmt.Errorf("worker: step of %q returned no execution", exe.ID)
+	}
+	return next, b, err
+}
 
 // delivery is one committed step whose spawns and emits are still to be relayed.
 type delivery struct {
@@ -28,7 +98,7 @@ type delivery struct {
 // addresses to a child must not overtake the child's creation), generation by generation, then
 // publishes the emits of the steps and of the children in one batch and acknowledges exactly
 // those outbox rows. On error the rows stay in the store and the relay delivers them later.
-func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
+func (r *relay) deliver(ctx context.Context, ds []delivery) error {
 	var errs []error
 	all := ds
 	for gen := ds; len(gen) > 0; {
@@ -41,7 +111,7 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 		if len(spawning) == 0 {
 			break
 		}
-		kids, err := w.spawnChildren(ctx, spawning)
+		kids, err := r.spawnChildren(ctx, spawning)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -71,20 +141,20 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 		}
 	}
 	if len(controls) > 0 {
-		applied, err := w.applyControls(ctx, controls)
+		applied, err := r.applyControls(ctx, controls)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if len(applied) > 0 {
-			if err := w.store.AckOutbox(ctx, applied); err != nil {
+			if err := r.store.AckOutbox(ctx, applied); err != nil {
 				errs = append(errs, fmt.Errorf("ack outbox: %w", err))
 			}
 		}
 	}
 	for len(out) > 0 {
 		n := min(len(out), transport.MaxBatch)
-		pctx, span := w.tel.transport(ctx, "PublishBatch", n)
-		err := w.tr.PublishBatch(pctx, out[:n])
+		pctx, span := r.tel.transport(ctx, "PublishBatch", n)
+		err := r.tr.PublishBatch(pctx, out[:n])
 		endSpan(span, err)
 		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("publish: %w", err))...)
@@ -92,8 +162,8 @@ func (w *Worker) deliver(ctx context.Context, ds []delivery) error {
 		out = out[n:]
 	}
 	if len(seqs) > 0 {
-		actx, span := w.tel.store(ctx, "AckOutbox", "stead_outbox", len(seqs))
-		err := w.store.AckOutbox(actx, seqs)
+		actx, span := r.tel.store(ctx, "AckOutbox", "stead_outbox", len(seqs))
+		err := r.store.AckOutbox(actx, seqs)
 		endSpan(span, err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ack outbox: %w", err))
@@ -118,13 +188,13 @@ func addressed(out []transport.Outgoing, emits []stead.Emit, priority int) []tra
 
 // spawnChildren creates the children the parents' steps asked for, acknowledges the intents, and
 // returns the children's own committed starts for relaying.
-func (w *Worker) spawnChildren(ctx context.Context, parents []delivery) ([]delivery, error) {
+func (r *relay) spawnChildren(ctx context.Context, parents []delivery) ([]delivery, error) {
 	var entries []stead.SpawnEntry
 	byID := make(map[string]*stead.Execution, len(parents))
 	var traces map[string]string
 	for _, d := range parents {
 		p := d.exe
-		es, err := w.store.PendingSpawns(ctx, p.ID, stead.MaxListLimit)
+		es, err := r.store.PendingSpawns(ctx, p.ID, stead.MaxListLimit)
 		if err != nil {
 			return nil, fmt.Errorf("pending spawns of %q: %w", p.ID, err)
 		}
@@ -137,9 +207,9 @@ func (w *Worker) spawnChildren(ctx context.Context, parents []delivery) ([]deliv
 			traces[p.ID] = d.trace
 		}
 	}
-	kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return byID[id] }, traces)
+	kids, done, err := r.startChildren(ctx, entries, func(id string) *stead.Execution { return byID[id] }, traces)
 	if len(done) > 0 {
-		if aerr := w.store.AckSpawns(ctx, done); aerr != nil {
+		if aerr := r.store.AckSpawns(ctx, done); aerr != nil {
 			err = errors.Join(err, fmt.Errorf("ack spawns: %w", aerr))
 		}
 	}
@@ -158,7 +228,7 @@ func StartEventID(executionID string) string { return "start:" + executionID }
 // so the child's first step joins the parent's trace whoever creates it; traces, by parent id
 // (nil for none), stands in for an intent that keeps none (one a command left behind). The start
 // step's own emits and spawns carry the same context on.
-func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, parentOf func(string) *stead.Execution, traces map[string]string) ([]delivery, []int64, error) {
+func (r *relay) startChildren(ctx context.Context, entries []stead.SpawnEntry, parentOf func(string) *stead.Execution, traces map[string]string) ([]delivery, []int64, error) {
 	var errs []error
 	var done []int64
 	var items []stead.CommitItem
@@ -168,20 +238,20 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 		parent := parentOf(s.ParentID)
 		if parent == nil {
 			// The parent was purged: nobody is left to join the child.
-			w.log.Warn("dropping the spawn of a missing parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
+			r.log.Warn("dropping the spawn of a missing parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
 			done = append(done, s.Seq)
 			continue
 		}
 		if parent.Status == stead.StatusCancelling || parent.Status == stead.StatusCancelled {
 			// Cancelled before its child was created: the child would only be cancelled in turn.
-			w.log.Debug("dropping the spawn of a cancelled parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
+			r.log.Debug("dropping the spawn of a cancelled parent", slog.String("parent", s.ParentID), slog.String("child", s.ChildID))
 			done = append(done, s.Seq)
 			continue
 		}
 		// A region child runs its parent's definition from its region; an invoked one runs the
 		// definition its spawn names, from the top.
 		def, root := chart.SpawnTarget(parent.DefinitionID, s.RootPath)
-		def = w.cfg.Machines.Resolve(def) // an invoke without a version runs the newest
+		def = r.machines.Resolve(def) // an invoke without a version runs the newest
 		child := &stead.Execution{
 			ID: s.ChildID, DefinitionID: def, Status: stead.StatusPending,
 			Context: s.Context, ParentID: s.ParentID, ChildID: s.ChildID, RootPath: root,
@@ -191,8 +261,8 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 		if tr == "" {
 			tr = traces[s.ParentID]
 		}
-		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: w.cfg.Clock(), Trace: tr}
-		next, b, err := w.step(ctx, child, ev)
+		ev := stead.Event{ID: StartEventID(child.ID), Kind: chart.KindStart, CreatedAt: r.clock(), Trace: tr}
+		next, b, err := r.runStep(ctx, child, ev)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("start child %q: %w", child.ID, err))
 			continue
@@ -211,23 +281,23 @@ func (w *Worker) startChildren(ctx context.Context, entries []stead.SpawnEntry, 
 	var kids []delivery
 	for lo := 0; lo < len(items); lo += stead.MaxBatch {
 		hi := min(lo+stead.MaxBatch, len(items))
-		results, err := w.store.CommitBatch(ctx, items[lo:hi])
+		results, err := r.store.CommitBatch(ctx, items[lo:hi])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create children: %w", err))
 			continue
 		}
-		for k, r := range results {
+		for k, res := range results {
 			i := lo + k
 			switch {
-			case r.Err == nil:
-				items[i].Execution.Version = r.Version
-				w.committed(items[i].Execution, events[i], true)
-				kids = append(kids, delivery{exe: items[i].Execution, b: &items[i].Bundle, seqs: r.Seqs, ev: events[i]})
+			case res.Err == nil:
+				items[i].Execution.Version = res.Version
+				r.report(items[i].Execution, events[i], true)
+				kids = append(kids, delivery{exe: items[i].Execution, b: &items[i].Bundle, seqs: res.Seqs, ev: events[i]})
 				done = append(done, seqs[i])
-			case errors.Is(r.Err, stead.ErrConflict):
+			case errors.Is(res.Err, stead.ErrConflict):
 				done = append(done, seqs[i]) // it exists: an earlier delivery created it
 			default:
-				errs = append(errs, fmt.Errorf("create child %q: %w", items[i].Execution.ID, r.Err))
+				errs = append(errs, fmt.Errorf("create child %q: %w", items[i].Execution.ID, res.Err))
 			}
 		}
 	}
@@ -245,6 +315,7 @@ func (w *Worker) Recover(ctx context.Context) (int, error) {
 }
 
 func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
+	r := w.relay()
 	total := 0
 	parents := map[string]*stead.Execution{}
 	for ctx.Err() == nil {
@@ -266,12 +337,12 @@ func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
 			}
 			parents[s.ParentID] = parent
 		}
-		kids, done, err := w.startChildren(ctx, entries, func(id string) *stead.Execution { return parents[id] }, nil)
+		kids, done, err := r.startChildren(ctx, entries, func(id string) *stead.Execution { return parents[id] }, nil)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if len(kids) > 0 {
-			if err := w.deliver(ctx, kids); err != nil {
+			if err := r.deliver(ctx, kids); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -292,6 +363,7 @@ func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
 }
 
 func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
+	r := w.relay()
 	total := 0
 	priority := map[string]int{}
 	for ctx.Err() == nil {
@@ -302,7 +374,7 @@ func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
 		if len(entries) == 0 {
 			break
 		}
-		n, err := w.relayEntries(ctx, entries, priority)
+		n, err := r.relayEntries(ctx, entries, priority)
 		total += n
 		if err != nil {
 			return total, err
@@ -317,12 +389,12 @@ func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
 // priorityOf returns the priority to publish to execution id with: its own, or 0 when it no
 // longer exists. known holds the priorities already looked up in this pass, so that a page with
 // many rows for one execution loads it once.
-func (w *Worker) priorityOf(ctx context.Context, known map[string]int, id string) (int, error) {
+func (r *relay) priorityOf(ctx context.Context, known map[string]int, id string) (int, error) {
 	if p, ok := known[id]; ok {
 		return p, nil
 	}
 	p := 0
-	exe, err := w.store.Load(ctx, id)
+	exe, err := r.store.Load(ctx, id)
 	switch {
 	case err == nil:
 		p = exe.Priority
@@ -335,11 +407,11 @@ func (w *Worker) priorityOf(ctx context.Context, known map[string]int, id string
 
 // targetOf returns execution id (nil when it no longer exists), loading it once per pass: known
 // holds those already loaded.
-func (w *Worker) targetOf(ctx context.Context, known map[string]*stead.Execution, id string) (*stead.Execution, error) {
+func (r *relay) targetOf(ctx context.Context, known map[string]*stead.Execution, id string) (*stead.Execution, error) {
 	if exe, ok := known[id]; ok {
 		return exe, nil
 	}
-	exe, err := w.store.Load(ctx, id)
+	exe, err := r.store.Load(ctx, id)
 	switch {
 	case errors.Is(err, stead.ErrNotFound):
 		exe = nil
@@ -355,6 +427,7 @@ func (w *Worker) targetOf(ctx context.Context, known map[string]*stead.Execution
 // is stable, so two workers sweeping the same timer publish one effect. Run calls it every
 // TimerInterval; it returns how many timers fired.
 func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
+	r := w.relay()
 	total := 0
 	targets := map[string]*stead.Execution{}
 	for ctx.Err() == nil {
@@ -369,7 +442,7 @@ func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 		now := w.cfg.Clock()
 		for _, t := range due {
 			w.tel.timerFired(now, t.FireAt)
-			exe, err := w.targetOf(ctx, targets, t.ExecutionID)
+			exe, err := r.targetOf(ctx, targets, t.ExecutionID)
 			if err != nil {
 				return total, err
 			}

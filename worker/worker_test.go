@@ -464,7 +464,9 @@ func TestClient(t *testing.T) {
 			_, err := h.client.Send(ctx, "c1", stead.Event{Kind: "tick", Data: []byte("{")})
 			return err
 		}, stead.ErrInvalid},
-		{"send to missing", func() error { _, err := h.client.Send(ctx, "ghost", stead.Event{Kind: "tick"}); return err }, stead.ErrNotFound},
+		{"send to an invalid id", func() error { _, err := h.client.Send(ctx, "gh\x00st", stead.Event{Kind: "tick"}); return err }, stead.ErrInvalid},
+		// Without a Sender, Send does not load the execution: a missing one is not its error.
+		{"send to missing", func() error { _, err := h.client.Send(ctx, "ghost", stead.Event{Kind: "tick"}); return err }, nil},
 	} {
 		if err := tc.do(); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

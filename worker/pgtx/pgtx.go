@@ -51,7 +51,10 @@ type DB struct {
 	tr    *pgtransport.Backend
 }
 
-var _ worker.SharedDB = (*DB)(nil)
+var (
+	_ worker.SharedDB = (*DB)(nil)
+	_ worker.Sender   = (*DB)(nil)
+)
 
 // New returns the shared database of store and tr. It refuses (stead.ErrInvalid) a store that is
 // not pgstore, a transport that is not pgtransport, or two that do not share one pool.
@@ -263,3 +266,20 @@ func (t *Tx) Rollback(ctx context.Context) error {
 // DBSystemName names the database in the worker's spans (the semantic conventions'
 // db.system.name).
 func (d *DB) DBSystemName() string { return "postgresql" }
+
+// Send implements worker.Sender: one statement reads the execution's priority from the store's
+// table and publishes ev at it, or publishes nothing when the execution does not exist (an error
+// wrapping stead.ErrNotFound). The priority is read from the execution's stored document: the
+// store keeps no column of its own for it, and an execution's priority never changes.
+func (d *DB) Send(ctx context.Context, id string, ev stead.Event) error {
+	prio := `SELECT COALESCE((e.data::json->>'priority')::int, 0) FROM ` + pgdb.Qualifier(d.store.Schema()) +
+		`stead_executions e WHERE e.id = $4::text`
+	ok, err := d.tr.PublishPriced(ctx, id, ev, prio, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("pgtx: send to %q: %w", id, stead.ErrNotFound)
+	}
+	return nil
+}

@@ -65,7 +65,7 @@ func TestNewRefuses(t *testing.T) {
 
 // setup opens a store and a transport on one pool in a fresh schema, with one execution at
 // version 1 and one message for it.
-func setup(t *testing.T) (*pgtx.DB, *stead.Store, *transport.Transport, *stead.Execution) {
+func setup(t testing.TB) (*pgtx.DB, *stead.Store, *transport.Transport, *stead.Execution) {
 	t.Helper()
 	ctx := context.Background()
 	schema := pgdbtest.Schema(t)
@@ -303,5 +303,42 @@ func TestSettlesOnlyItsOwnClaims(t *testing.T) {
 	}
 	if ls, err := tr.ClaimBatch(ctx, "other", time.Minute, 0, 8); err != nil || len(ls) != 1 || ls[0].Event.ID != "ev3" {
 		t.Fatalf("after ending the park: %v %v; want ev3", ls, err)
+	}
+}
+
+// TestClientSendThroughSender checks worker.Client.Send with pgtx as its Sender: one statement
+// refuses an execution that does not exist (ErrNotFound, nothing published) and publishes to an
+// idle execution, whose queue the transport no longer holds, at the execution's own priority.
+func TestClientSendThroughSender(t *testing.T) {
+	ctx := context.Background()
+	db, s, tr, exe := setup(t)
+	hi := &stead.Execution{ID: "hi", DefinitionID: "d", Status: stead.StatusRunning, Priority: 5,
+		CreatedAt: exe.CreatedAt, UpdatedAt: exe.UpdatedAt}
+	if _, err := s.Commit(ctx, hi, stead.Bundle{}); err != nil {
+		t.Fatal(err)
+	}
+	c := &worker.Client{Store: s, Transport: tr, Sender: db}
+	if _, err := c.Send(ctx, "ghost", stead.Event{Kind: "tick"}); !errors.Is(err, stead.ErrNotFound) {
+		t.Fatalf("send to a missing execution: %v, want ErrNotFound", err)
+	}
+	if _, err := c.Send(ctx, "hi", stead.Event{Kind: "tick", Data: []byte("{")}); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("send of bad data: %v, want ErrInvalid", err)
+	}
+	ev, err := c.Send(ctx, "hi", stead.Event{Kind: "tick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := tr.ClaimBatch(ctx, "w", time.Minute, 5, 10)
+	if err != nil || len(ls) != 1 || ls[0].Group != "hi" || ls[0].Priority != 5 || ls[0].Event.ID != ev.ID {
+		t.Fatalf("claim at priority 5: %+v %v, want the send to hi at 5", ls, err)
+	}
+	// What is left is e1's own message: the send to ghost published nothing, and e1 (whose
+	// stored document has no priority) is at 0.
+	ls, err = tr.ClaimBatch(ctx, "w", time.Minute, 0, 10)
+	if err != nil || len(ls) != 1 || ls[0].Group != "e1" || ls[0].Priority != 0 {
+		t.Fatalf("claim of the rest: %+v %v, want e1's one message", ls, err)
+	}
+	if _, err := c.Send(ctx, "e1", stead.Event{Kind: "tick"}); err != nil {
+		t.Fatalf("send to e1: %v", err)
 	}
 }
