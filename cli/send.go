@@ -67,11 +67,6 @@ note on stderr: its kind is not checked.`,
 					return err
 				}
 				c.Sender = shared.(worker.Sender)
-			} else if cat == nil {
-				// Send alone cannot tell a typo'd id here: a person typing it must hear of it.
-				if _, err := b.Store.Load(ctx, id); err != nil {
-					return err
-				}
 			}
 			ev := stead.Event{ID: eventID, Kind: kind}
 			if data != "" {

@@ -71,6 +71,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*stead.Store,
 // LoadForEventsTx and CommitBatchTx on it.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
+// PriorityQuery is a scalar SQL query for the priority of the execution whose id is its
+// parameter $4 (NULL when there is none), for worker/pgtx, which sends an event at its
+// execution's priority in the publish's own statement (pgtransport's PublishPriced numbers the
+// parameters it is given from $4). The store keeps no column for the priority: it is read from
+// the execution's document, and an execution's priority never changes.
+func (b *Backend) PriorityQuery() string {
+	return `SELECT COALESCE((e.data::json->>'priority')::int, 0) FROM ` + pgdb.Qualifier(b.schema) +
+		`stead_executions e WHERE e.id = $4::text`
+}
+
 // Close marks the backend closed, so that its transaction methods refuse further calls with
 // stead.ErrClosed, and stops the listener of WatchFinished. It does not close the pool.
 func (b *Backend) Close() error {

@@ -33,7 +33,7 @@ type Client struct {
 	Logger *slog.Logger
 	// Sender, when set, is what Send publishes through: pgtx.New of Store and Transport checks
 	// that the execution exists and takes its priority in the publish's own statement. Without
-	// it Send cannot tell a missing execution (see Send).
+	// it Send loads the execution first (see Send).
 	Sender Sender
 	// WaitPoll is the longest pause between two loads of Wait on a backend that cannot notify
 	// (default DefaultWaitPoll, a second).
@@ -227,22 +227,17 @@ type Sender interface {
 	Send(ctx context.Context, id string, ev stead.Event) error
 }
 
-// Send publishes ev to the execution id; it never loads the execution. An empty ev.ID gets a
+// Send publishes ev to the execution id, at the execution's priority. An empty ev.ID gets a
 // fresh random one; reuse an id to make a retried send idempotent. The start event is not sent
-// this way (Create sends it), nor are the control kinds (Control applies them). The event carries
-// the trace context of the span in ctx, if any (see Stamp), unless it carries one already: the
-// step it causes joins the caller's trace.
+// this way (Create sends it), nor are the control kinds (Control applies them). A missing
+// execution is ErrNotFound, and nothing is published. The event carries the trace context of
+// the span in ctx, if any (see Stamp), unless it carries one already: the step it causes joins
+// the caller's trace.
 //
-// With Sender set (pgtx on PostgreSQL), the publish itself checks that the execution exists and
-// takes its priority, in one round trip: a missing execution is ErrNotFound and nothing is
-// published. Without it Send cannot tell, and the event is published whatever the id:
-//   - an event sent to an execution that does not exist is not an error here; the worker that
-//     claims it finds no execution and drops it, logging that at DEBUG level only. Check the id first
-//     (Store.Load, or the id Create returned) where a typo must be caught at the call;
-//   - the event takes the priority of the execution's queue while that queue holds messages
-//     (the priority its first message gave it, which is the execution's); sent to an idle
-//     execution, whose queue the transport no longer holds, it opens the queue at priority 0,
-//     and the events queued behind it until the queue drains go at 0 too.
+// With Sender set (pgtx on PostgreSQL, store and transport on one pool), the publish itself checks
+// that the execution exists and takes its priority, in one round trip. Without it, Send loads
+// the execution first, for its priority (a transport knows a queue's priority only while the
+// queue holds messages) and to refuse a missing one: a second call, cheap on SQLite and memory.
 func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Event, error) {
 	if err := check.ID("execution id", id); err != nil {
 		return ev, err
@@ -267,8 +262,11 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 	if c.Sender != nil {
 		return ev, c.Sender.Send(ctx, id, ev)
 	}
-	// Priority 0 is no claim on the queue's priority: a queue that exists keeps its own.
-	return ev, c.Transport.Publish(ctx, id, ev, 0)
+	exe, err := c.Store.Load(ctx, id)
+	if err != nil {
+		return ev, err
+	}
+	return ev, c.Transport.Publish(ctx, id, ev, exe.Priority)
 }
 
 // NewEventID returns a random event id.

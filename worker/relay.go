@@ -33,16 +33,8 @@ type relay struct {
 	committed func(exe *stead.Execution, ev stead.Event, last bool)
 }
 
-// relay returns the worker's relay, made per call from the worker's own fields (a few small
-// allocations a delivery) while the Worker's struct is being reshaped; a field that New sets
-// can take its place.
-func (w *Worker) relay() *relay {
-	return &relay{store: w.store, tr: w.tr, machines: w.cfg.Machines, clock: w.cfg.Clock, log: w.log,
-		tel: w.tel, step: w.step, committed: w.committed}
-}
-
 // deliver is the worker's way into relay.deliver, for the step paths.
-func (w *Worker) deliver(ctx context.Context, ds []delivery) error { return w.relay().deliver(ctx, ds) }
+func (w *Worker) deliver(ctx context.Context, ds []delivery) error { return w.relay.deliver(ctx, ds) }
 
 // untraced is the telemetry of a relay that records nothing.
 var untraced = &telemetry{}
@@ -315,7 +307,7 @@ func (w *Worker) Recover(ctx context.Context) (int, error) {
 }
 
 func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
-	r := w.relay()
+	r := w.relay
 	total := 0
 	parents := map[string]*stead.Execution{}
 	for ctx.Err() == nil {
@@ -363,7 +355,7 @@ func (w *Worker) recoverSpawns(ctx context.Context) (int, error) {
 }
 
 func (w *Worker) recoverOutbox(ctx context.Context) (int, error) {
-	r := w.relay()
+	r := w.relay
 	total := 0
 	priority := map[string]int{}
 	for ctx.Err() == nil {
@@ -427,7 +419,7 @@ func (r *relay) targetOf(ctx context.Context, known map[string]*stead.Execution,
 // is stable, so two workers sweeping the same timer publish one effect. Run calls it every
 // TimerInterval; it returns how many timers fired.
 func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
-	r := w.relay()
+	r := w.relay
 	total := 0
 	targets := map[string]*stead.Execution{}
 	for ctx.Err() == nil {

@@ -26,6 +26,7 @@ type Worker struct {
 	tel     *telemetry
 	slots   slots      // places for steps running at once (MaxWorkers), shared by the loops
 	beats   *heartbeat // the leases of running steps; nil when the transport cannot extend
+	relay   *relay     // delivers what steps and commands produce, shared with Client's way
 	tails   sync.WaitGroup
 }
 
@@ -42,6 +43,8 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
 		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), tel: tel,
 		slots: newSlots(cfg.MaxWorkers)}
+	w.relay = &relay{store: w.store, tr: w.tr, machines: cfg.Machines, clock: cfg.Clock, log: w.log,
+		tel: tel, step: w.step, committed: w.committed}
 	if cfg.Transport.CanExtend() {
 		var maxAge time.Duration
 		if cfg.ActionTimeout > 0 {

@@ -465,8 +465,8 @@ func TestClient(t *testing.T) {
 			return err
 		}, stead.ErrInvalid},
 		{"send to an invalid id", func() error { _, err := h.client.Send(ctx, "gh\x00st", stead.Event{Kind: "tick"}); return err }, stead.ErrInvalid},
-		// Without a Sender, Send does not load the execution: a missing one is not its error.
-		{"send to missing", func() error { _, err := h.client.Send(ctx, "ghost", stead.Event{Kind: "tick"}); return err }, nil},
+		// Without a Sender, Send loads the execution: a missing one is ErrNotFound, nothing published.
+		{"send to missing", func() error { _, err := h.client.Send(ctx, "ghost", stead.Event{Kind: "tick"}); return err }, stead.ErrNotFound},
 	} {
 		if err := tc.do(); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

@@ -272,9 +272,7 @@ func (d *DB) DBSystemName() string { return "postgresql" }
 // wrapping stead.ErrNotFound). The priority is read from the execution's stored document: the
 // store keeps no column of its own for it, and an execution's priority never changes.
 func (d *DB) Send(ctx context.Context, id string, ev stead.Event) error {
-	prio := `SELECT COALESCE((e.data::json->>'priority')::int, 0) FROM ` + pgdb.Qualifier(d.store.Schema()) +
-		`stead_executions e WHERE e.id = $4::text`
-	ok, err := d.tr.PublishPriced(ctx, id, ev, prio, id)
+	ok, err := d.tr.PublishPriced(ctx, id, ev, d.store.PriorityQuery(), id)
 	if err != nil {
 		return err
 	}
