@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/bulk"
 )
 
 // allStatuses are the statuses in lifecycle order, for the filter's checkboxes and the counts.
@@ -177,7 +178,13 @@ type listPage struct {
 	Definitions []string
 	// Bulk links the confirmation of a bulk job over this filter, per operation; empty when
 	// this console does not start jobs.
-	Bulk []countLink
+	Bulk []bulkLink
+}
+
+// bulkLink is the list's link to the confirmation of one operation over its filter.
+type bulkLink struct {
+	Op        bulk.Op
+	Text, URL string
 }
 
 // listRow is one execution of the list with its attribute cells.
@@ -256,7 +263,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		for _, op := range bulkOps {
 			q := form.query("op", string(op))
 			q.Del("limit")
-			lp.Bulk = append(lp.Bulk, countLink{Label: string(op), URL: s.path("/bulk?") + q.Encode()})
+			lp.Bulk = append(lp.Bulk, bulkLink{Op: op, Text: bulkText[op], URL: s.path("/bulk?") + q.Encode()})
 		}
 	}
 	for id := range s.cfg.Definitions {
