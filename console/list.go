@@ -212,7 +212,8 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	_, attrs := s.cfg.Store.Backend().(stead.AttributeBackend)
+	ab, attrs := s.cfg.Store.Backend().(stead.AttributeBackend)
+	attrs = attrs && ab.FiltersAttributes()
 	f.WithAttributes = attrs
 	p, err := s.cfg.Store.List(r.Context(), f)
 	if err != nil {
