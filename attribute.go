@@ -128,6 +128,21 @@ func (v AttrValue) Num() int64 {
 	return v.n
 }
 
+// AttrFromColumns is the inverse of how the SQL backends store a value: its kind, its string
+// column (strings) and its numeric column (Num, for every other kind). A kind it does not know
+// is an error wrapping ErrInvalid: a row no store of this version wrote.
+func AttrFromColumns(kind AttrKind, s string, n int64) (AttrValue, error) {
+	switch kind {
+	case AttrKindString:
+		return AttrString(s), nil
+	case AttrKindInt, AttrKindTime:
+		return AttrValue{kind: kind, n: n}, nil
+	case AttrKindBool:
+		return AttrBool(n != 0), nil
+	}
+	return AttrValue{}, check.Invalidf("attribute of unknown kind %d", kind)
+}
+
 // String formats v as text, the way ParseAttributeFilter reads it back for every kind but a
 // string that looks like another kind (ParseAttributeFilter takes a quoted string as a string).
 func (v AttrValue) String() string {

@@ -294,3 +294,17 @@ func TestCheckAttribute(t *testing.T) {
 		}
 	}
 }
+
+// TestAttrFromColumns reads back every kind from the columns the SQL backends store it in.
+func TestAttrFromColumns(t *testing.T) {
+	for _, v := range []AttrValue{AttrString("eu"), AttrInt(-7), AttrBool(true),
+		AttrBool(false), AttrTime(time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC))} {
+		got, err := AttrFromColumns(v.Kind(), v.Str(), v.Num())
+		if err != nil || got != v {
+			t.Errorf("AttrFromColumns(%s) = %v, %v", v.Kind(), got, err)
+		}
+	}
+	if _, err := AttrFromColumns(9, "", 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown kind: %v, want ErrInvalid", err)
+	}
+}

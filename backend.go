@@ -159,6 +159,10 @@ type ListQuery struct {
 	// each with 1 value (MaxAttrIn for AttrIn, sorted and distinct) of one kind, sorted by key.
 	// An execution matches a condition only if it carries the key with a value of that kind.
 	Attributes []AttrFilter
+	// WithAttributes asks for each Summary's Attributes: every attribute the execution carries
+	// (nil or empty for none). Without it they must be left nil, and a SQL backend should not
+	// touch its attribute table for them. Only an AttributeBackend is asked.
+	WithAttributes bool
 	// After, when set, keeps only ids byte-wise greater than it.
 	After string
 	// Limit is how many summaries to return at most (1 to MaxListLimit+1).

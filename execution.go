@@ -179,9 +179,13 @@ type Summary struct {
 	CreatedAt    time.Time `json:"created_at,omitzero"`
 	UpdatedAt    time.Time `json:"updated_at,omitzero"`
 	FinishedAt   time.Time `json:"finished_at,omitzero"`
+	// Attributes are the execution's attributes when the listing asked for them
+	// (ListFilter.WithAttributes), and nil otherwise or when it has none.
+	Attributes map[string]AttrValue `json:"attributes,omitempty"`
 }
 
-// Summarize returns the listing view of e.
+// Summarize returns the listing view of e, without its attributes (a listing carries them only
+// when asked).
 func (e *Execution) Summarize() Summary {
 	return Summary{
 		ID: e.ID, DefinitionID: e.DefinitionID, Status: e.Status, Outcome: e.Outcome,

@@ -179,6 +179,12 @@ func (s *Store) List(ctx context.Context, f ListFilter) (Page, error) {
 	if err := s.canFilter(q.query); err != nil {
 		return Page{}, err
 	}
+	if f.WithAttributes {
+		if ab, ok := s.b.(AttributeBackend); !ok || !ab.FiltersAttributes() {
+			return Page{}, check.Invalidf("this store's backend (%T) does not index attributes to list them", s.b)
+		}
+		q.query.WithAttributes = true
+	}
 	if err := s.enter(ctx, "list"); err != nil {
 		return Page{}, err
 	}
@@ -208,6 +214,9 @@ func (s *Store) List(ctx context.Context, f ListFilter) (Page, error) {
 	}
 	for i := range p.Items {
 		p.Items[i].normalize()
+		if !f.WithAttributes || len(p.Items[i].Attributes) == 0 {
+			p.Items[i].Attributes = nil
+		}
 	}
 	return p, nil
 }
@@ -536,6 +545,12 @@ type ListFilter struct {
 	// AttrFilter and ParseAttributeFilter). A backend that does not index attributes (one that is
 	// not an AttributeBackend) refuses them with ErrInvalid rather than ignore them.
 	Attributes []AttrFilter
+	// WithAttributes fills each listed Summary's Attributes. It selects nothing, so a cursor
+	// pages with or without it; a backend reads its attributes only when asked (PostgreSQL and
+	// SQLite join their side table to the page, in the same statement). A backend that does not
+	// index attributes refuses it with ErrInvalid. It is not part of a filter's JSON: a stored
+	// filter (a bulk job's) selects, it does not display.
+	WithAttributes bool `json:"-"`
 	// Limit is the page size: 0 means DefaultListLimit; negative or above MaxListLimit is invalid.
 	Limit int
 	// Cursor continues from a previous page's NextCursor, with the same filter. A cursor that was

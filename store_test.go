@@ -102,3 +102,28 @@ func TestCountPagesWithoutCounter(t *testing.T) {
 		t.Errorf("count of everything = %+v, want %d in all", c, n)
 	}
 }
+
+// TestListWithAttributesNeedsAnAttributeBackend: a backend that does not index attributes cannot
+// list them, and says so rather than list none.
+func TestListWithAttributesNeedsAnAttributeBackend(t *testing.T) {
+	ctx := t.Context()
+	mem := memstore.New()
+	defer mem.Close()
+	exe := &stead.Execution{ID: "a", DefinitionID: "d", Status: stead.StatusRunning,
+		Attributes: map[string]stead.AttrValue{"customer": stead.AttrInt(42)}}
+	if _, err := mem.Save(ctx, exe); err != nil {
+		t.Fatal(err)
+	}
+	plain := stead.NewStore(noCounter{mem.Backend()})
+	if _, err := plain.List(ctx, stead.ListFilter{WithAttributes: true}); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("List with attributes on a backend without an index = %v, want ErrInvalid", err)
+	}
+	p, err := plain.List(ctx, stead.ListFilter{})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Attributes != nil {
+		t.Fatalf("List without them = %+v, %v; want one item without attributes", p, err)
+	}
+	p, err = mem.List(ctx, stead.ListFilter{WithAttributes: true})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Attributes["customer"] != stead.AttrInt(42) {
+		t.Fatalf("memstore List with attributes = %+v, %v", p, err)
+	}
+}

@@ -1,11 +1,14 @@
 package console
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -13,12 +16,20 @@ import (
 	"github.com/steadhq/stead/worker"
 )
 
-// bulkOps are the operations the console starts as bulk jobs: its own buttons, minus retry,
-// which runs definitions' actions a job's worker may lack.
-var bulkOps = []bulk.Op{bulk.OpSuspend, bulk.OpResume, bulk.OpCancel}
+// bulkOps are the operations the console starts as bulk jobs. Reset and set-state stay on the
+// command line, as for one execution. Retry is offered although the console may lack the
+// definitions' machines: the job's worker applies it, and refuses, with the reason counted, a
+// target whose definition it does not run.
+var bulkOps = []bulk.Op{bulk.OpSuspend, bulk.OpResume, bulk.OpCancel, bulk.OpRetry, bulk.OpSend, bulk.OpPurge}
+
+// bulkText is what the list's link to each operation says.
+var bulkText = map[bulk.Op]string{
+	bulk.OpSuspend: "suspend all…", bulk.OpResume: "resume all…", bulk.OpCancel: "cancel all…",
+	bulk.OpRetry: "retry all failed…", bulk.OpSend: "send an event to all…", bulk.OpPurge: "purge all finished…",
+}
 
 // bulkPage is the confirmation of a bulk job: what it would do, to how many, and the form that
-// starts it.
+// starts it. A send first asks for its event (AskEvent), then confirms it.
 type bulkPage struct {
 	Op       bulk.Op
 	Filter   string // the list's query the job's filter comes from, sent back by the form
@@ -26,11 +37,16 @@ type bulkPage struct {
 	Estimate bulk.Estimate
 	ByStatus []countLink
 	Form     filterForm
+	// EventKind and EventData are a send's event, as typed.
+	EventKind, EventData string
+	AskEvent             bool
+	Hidden               []attrCell // the filter's fields, carried by the event's form
 }
 
-// bulkSpec reads a job's spec from a list query and an operation: the filter the list shows,
-// without its page (a job pages itself).
-func bulkSpec(query, op string) (bulk.Spec, filterForm, error) {
+// bulkSpec reads a job's spec from a list query, an operation and, for a send, the event's kind
+// and data (a JSON document, empty for none): the filter the list shows, without its page (a job
+// pages itself). What bulk refuses in the event, it refuses itself.
+func bulkSpec(query, op, kind, data string) (bulk.Spec, filterForm, error) {
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return bulk.Spec{}, filterForm{}, badRequestf("filter: %v", err)
@@ -43,9 +59,21 @@ func bulkSpec(query, op string) (bulk.Spec, filterForm, error) {
 	}
 	form.Limit = ""
 	if !slices.Contains(bulkOps, bulk.Op(op)) {
-		return bulk.Spec{}, form, badRequestf("unknown bulk operation %q: want suspend, resume or cancel", op)
+		return bulk.Spec{}, form, badRequestf("unknown bulk operation %q: want suspend, resume, cancel, retry, send or purge", op)
 	}
-	return bulk.Spec{Op: bulk.Op(op), Filter: f}, form, nil
+	spec := bulk.Spec{Op: bulk.Op(op), Filter: f}
+	if spec.Op == bulk.OpSend {
+		spec.EventKind = strings.TrimSpace(kind)
+		if data = strings.TrimSpace(data); data != "" {
+			if !json.Valid([]byte(data)) {
+				return spec, form, badRequestf("event data is not JSON: %.80q", data)
+			}
+			spec.EventData = json.RawMessage(data)
+		}
+	} else if kind != "" || data != "" {
+		return spec, form, badRequestf("%s sends no event: drop its kind and data", op)
+	}
+	return spec, form, nil
 }
 
 // bulkClient is the client that starts jobs, or nil when this console cannot: it is read-only,
@@ -71,11 +99,26 @@ func (s *Server) handleBulkConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	op := q.Get("op")
-	q.Del("op")
-	spec, form, err := bulkSpec(q.Encode(), op)
+	op, kind, data := q.Get("op"), q.Get("kind"), q.Get("data")
+	for _, k := range []string{"op", "kind", "data"} {
+		q.Del(k)
+	}
+	spec, form, err := bulkSpec(q.Encode(), op, kind, data)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if spec.Op == bulk.OpSend && spec.EventKind == "" {
+		// The count comes with the event: the confirmation is of the job exactly as it starts.
+		bp := bulkPage{Op: spec.Op, Filter: form.query().Encode(), ListURL: s.path("/?") + form.query().Encode(),
+			Form: form, AskEvent: true}
+		q := form.query()
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			for _, v := range q[k] {
+				bp.Hidden = append(bp.Hidden, attrCell{Key: k, Value: v})
+			}
+		}
+		s.render(w, http.StatusOK, "bulk", s.page(w, r, "Bulk send", bp))
 		return
 	}
 	est, err := bulk.DryRun(r.Context(), s.cfg.Store, spec)
@@ -84,7 +127,7 @@ func (s *Server) handleBulkConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bp := bulkPage{Op: spec.Op, Filter: form.query().Encode(), ListURL: s.path("/?") + form.query().Encode(),
-		Estimate: est, Form: form}
+		Estimate: est, Form: form, EventKind: spec.EventKind, EventData: string(spec.EventData)}
 	for _, st := range allStatuses {
 		if n := est.ByStatus[st]; n > 0 {
 			bp.ByStatus = append(bp.ByStatus, countLink{Label: string(st), N: n})
@@ -107,7 +150,7 @@ func (s *Server) handleBulkStart(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: missing or bad CSRF token, or a cross-site request", http.StatusForbidden)
 		return
 	}
-	spec, _, err := bulkSpec(r.PostFormValue("filter"), r.PostFormValue("op"))
+	spec, _, err := bulkSpec(r.PostFormValue("filter"), r.PostFormValue("op"), r.PostFormValue("kind"), r.PostFormValue("data"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -779,3 +779,85 @@ func TestListPagingByAttribute(t *testing.T) {
 		t.Errorf("pages listed %s", got)
 	}
 }
+
+// listRowOf returns the list's table row of execution id.
+func listRowOf(t *testing.T, body, id string) string {
+	t.Helper()
+	for _, row := range strings.Split(body, "<tr>") {
+		if strings.Contains(row, `class="exe"`) && strings.Contains(row, `">`+id+`</a></td>`) {
+			return row
+		}
+	}
+	t.Fatalf("no row of %s in the list", id)
+	return ""
+}
+
+// TestListAttributeColumns: the list shows each execution's attributes, escaped, each a link
+// to the list narrowed by its value; the keys of the filter's conditions get columns of their
+// own, in their order, and leave the compact cell.
+func TestListAttributeColumns(t *testing.T) {
+	f := newFixture(t, Config{})
+	_, body := f.get("/?definition=order")
+	if !strings.Contains(body, "<th>Attributes</th>") || strings.Contains(body, `<th class="attr-col">`) {
+		t.Fatal("without conditions the list should have the attributes cell and no attribute column")
+	}
+	row := listRowOf(t, body, "order-1")
+	for _, want := range []string{
+		`href="/?definition=order&amp;where=customer%3D42" title="int">customer=42</a>`,
+		`>tier=gold &amp; &lt;b&gt;</a>`,
+	} {
+		if !strings.Contains(row, want) {
+			t.Errorf("order-1's row lacks %q:\n%s", want, row)
+		}
+	}
+	if row := listRowOf(t, body, "order-1:fulfilment.packing:0"); strings.Contains(row, `class="attr"`) {
+		t.Errorf("an execution without attributes shows some:\n%s", row)
+	}
+
+	_, body = f.get("/?where=tier+%3D+%22gold+%26+%3Cb%3E%22&where=customer%3E0")
+	if !strings.Contains(body, `<th class="attr-col">tier</th><th class="attr-col">customer</th><th>Attributes</th>`) {
+		t.Fatalf("the conditions' keys are not columns in their order:\n%s", body)
+	}
+	row = listRowOf(t, body, "order-1")
+	if !strings.Contains(row, `title="string">gold &amp; &lt;b&gt;</a></td>`) || !strings.Contains(row, `title="int">42</a></td>`) {
+		t.Errorf("order-1's columns:\n%s", row)
+	}
+	if strings.Contains(row, `class="attr"`) {
+		t.Errorf("a column's attribute is also in the compact cell:\n%s", row)
+	}
+	// A cell's link keeps the conditions and adds none it already has.
+	if n := strings.Count(row, "where=customer%3D42"); n != 1 {
+		t.Errorf("the customer cell's link: %d conditions customer=42, want 1:\n%s", n, row)
+	}
+
+	// A column for a key an execution lacks is an empty cell.
+	_, body = f.get("/?where=customer%3D7&where=customer%3E0")
+	row = listRowOf(t, body, "order-3")
+	if strings.Count(body, `<th class="attr-col">customer</th>`) != 1 || !strings.Contains(row, `title="int">7</a></td>`) {
+		t.Errorf("one column per key:\n%s", body)
+	}
+}
+
+// TestListWithoutAttributeIndex: on a store whose backend does not index attributes the list
+// still lists, without the attributes cell.
+func TestListWithoutAttributeIndex(t *testing.T) {
+	f := newFixture(t, Config{})
+	// Not closed: the fixture closes the backend.
+	plain := stead.NewStore(plainBackend{f.store.Backend()})
+	srv, err := New(Config{Store: plain, ReadOnly: true, Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	f.srv = srv
+	res, body := f.get("/?definition=order")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	if !strings.Contains(body, "order-1") || strings.Contains(body, "<th>Attributes</th>") || strings.Contains(body, `class="attr"`) {
+		t.Errorf("the list on a backend without an attribute index:\n%s", body)
+	}
+}
+
+// plainBackend hides a backend's attribute index, as a backend written elsewhere may lack one.
+type plainBackend struct{ stead.Backend }

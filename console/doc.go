@@ -2,8 +2,9 @@
 // (stead serve is one such server): an execution list over any store with its filters
 // (attribute conditions included, in the syntax of the CLI's --where), counts and cursor paging,
 // one execution's statechart drawn live with its active states highlighted and its attributes,
-// the operator's control buttons, and bulk jobs (package bulk) started from the list's filter
-// after a confirmation that shows the dry run's count.
+// the operator's control buttons, and bulk jobs (package bulk: suspend, resume, cancel, retry,
+// send an event, purge) started from the list's filter after a confirmation that shows the dry
+// run's count.
 //
 // New takes the store, a transport (without one the console is read-only) and the machines it
 // may run: a worker.Client over them applies the buttons. Retry applies a failed event again,

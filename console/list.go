@@ -1,6 +1,7 @@
 package console
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/bulk"
 )
 
 // allStatuses are the statuses in lifecycle order, for the filter's checkboxes and the counts.
@@ -157,9 +159,15 @@ func (f filterForm) query(extra ...string) url.Values {
 }
 
 type listPage struct {
-	Form        filterForm
-	Statuses    []stead.Status
-	Items       []stead.Summary
+	Form     filterForm
+	Statuses []stead.Status
+	Items    []listRow
+	// Attrs is set when the store lists attributes (a stead.AttributeBackend): the rows carry
+	// them, AttrKeys (the keys the filter's conditions name, in their order) each in a column
+	// of its own, and every other attribute in a compact cell.
+	Attrs       bool
+	AttrKeys    []string
+	Columns     int // the table's, for the empty row's span
 	Counts      stead.Counts
 	CountsOK    bool
 	ByStatus    []countLink
@@ -170,7 +178,26 @@ type listPage struct {
 	Definitions []string
 	// Bulk links the confirmation of a bulk job over this filter, per operation; empty when
 	// this console does not start jobs.
-	Bulk []countLink
+	Bulk []bulkLink
+}
+
+// bulkLink is the list's link to the confirmation of one operation over its filter.
+type bulkLink struct {
+	Op        bulk.Op
+	Text, URL string
+}
+
+// listRow is one execution of the list with its attribute cells.
+type listRow struct {
+	stead.Summary
+	Cols   []attrCell // one per listPage.AttrKeys, empty where it has none
+	Others []attrCell // its other attributes, by key
+}
+
+// attrCell is one attribute of a row, linking the list narrowed to its value.
+type attrCell struct {
+	Key, Value, Kind string
+	URL              string
 }
 
 type countLink struct {
@@ -185,12 +212,27 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	ab, attrs := s.cfg.Store.Backend().(stead.AttributeBackend)
+	attrs = attrs && ab.FiltersAttributes()
+	f.WithAttributes = attrs
 	p, err := s.cfg.Store.List(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	lp := listPage{Form: form, Statuses: allStatuses, Items: p.Items, Paged: f.Cursor != ""}
+	lp := listPage{Form: form, Statuses: allStatuses, Paged: f.Cursor != "", Attrs: attrs, Columns: 8}
+	if attrs {
+		for _, c := range f.Attributes {
+			if !slices.Contains(lp.AttrKeys, c.Key) {
+				lp.AttrKeys = append(lp.AttrKeys, c.Key)
+			}
+		}
+		lp.Columns += len(lp.AttrKeys) + 1
+	}
+	lp.Items = make([]listRow, len(p.Items))
+	for i, sm := range p.Items {
+		lp.Items[i] = s.listRow(sm, form, lp.AttrKeys)
+	}
 	if p.NextCursor != "" {
 		lp.NextURL = s.path("/?") + form.query("cursor", p.NextCursor).Encode()
 	}
@@ -222,7 +264,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		for _, op := range bulkOps {
 			q := form.query("op", string(op))
 			q.Del("limit")
-			lp.Bulk = append(lp.Bulk, countLink{Label: string(op), URL: s.path("/bulk?") + q.Encode()})
+			lp.Bulk = append(lp.Bulk, bulkLink{Op: op, Text: bulkText[op], URL: s.path("/bulk?") + q.Encode()})
 		}
 	}
 	for id := range s.cfg.Definitions {
@@ -230,4 +272,30 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(lp.Definitions)
 	s.render(w, http.StatusOK, "list", s.page(w, r, "Executions", lp))
+}
+
+// listRow puts an execution's attributes in the cells of the list: the keys of the filter's
+// columns in their order, the others sorted by key. Each links the list narrowed by its value
+// (the filter as shown, plus key=value, from the first page).
+func (s *Server) listRow(sm stead.Summary, form filterForm, keys []string) listRow {
+	row := listRow{Summary: sm, Cols: make([]attrCell, len(keys))}
+	cell := func(k string, v stead.AttrValue) attrCell {
+		where := stead.Where(k, stead.AttrEq, v).String() // read back by the list's where field
+		narrowed := form
+		if !slices.Contains(form.Where, where) {
+			narrowed.Where = append(slices.Clip(form.Where), where)
+		}
+		return attrCell{Key: k, Value: v.String(), Kind: v.Kind().String(), URL: s.path("/?") + narrowed.query().Encode()}
+	}
+	for i, k := range keys {
+		if v, ok := sm.Attributes[k]; ok {
+			row.Cols[i] = cell(k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(sm.Attributes)) {
+		if !slices.Contains(keys, k) {
+			row.Others = append(row.Others, cell(k, sm.Attributes[k]))
+		}
+	}
+	return row
 }

@@ -189,7 +189,11 @@ func (s *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 		if (q.After != "" && id <= q.After) || !q.Matches(&r.summary) || !q.MatchesAttributes(r.attrs) {
 			continue
 		}
-		items = append(items, r.summary)
+		sm := r.summary
+		if q.WithAttributes {
+			sm.Attributes = maps.Clone(r.attrs) // the caller owns what it is given
+		}
+		items = append(items, sm)
 	}
 	slices.SortFunc(items, func(a, b stead.Summary) int { return strings.Compare(a.ID, b.ID) })
 	if len(items) > q.Limit {

@@ -179,7 +179,11 @@ func (b *Backend) CursorKey(ctx context.Context) ([]byte, error) {
 // query (id > the cursor's id) on an index that matches the filter, so a deep page costs what
 // the first one does.
 func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary, error) {
-	sql, args := listSQL(b.sql.list, &b.sql, lq)
+	list := b.sql.list
+	if lq.WithAttributes {
+		list = b.sql.listWithAttrs
+	}
+	sql, args := listSQL(list, &b.sql, lq)
 	items := make([]stead.Summary, 0, min(lq.Limit, 64))
 	err := b.with(ctx, "list", func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
@@ -190,12 +194,34 @@ func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary
 		var status string
 		var outcome, active, parent pgtype.Text
 		var created, updated, finished pgtype.Timestamptz
+		var keys []string
+		var kinds []int16
+		var ss []pgtype.Text
+		var ns []pgtype.Int8
+		dest := []any{&sm.ID, &sm.DefinitionID, &status, &outcome, &active,
+			&parent, &sm.Version, &created, &updated, &finished}
+		if lq.WithAttributes {
+			dest = append(dest, &keys, &kinds, &ss, &ns)
+		}
 		items = items[:0]
-		_, err = pgx.ForEachRow(rows, []any{&sm.ID, &sm.DefinitionID, &status, &outcome, &active,
-			&parent, &sm.Version, &created, &updated, &finished}, func() error {
+		_, err = pgx.ForEachRow(rows, dest, func() error {
 			sm.Status = stead.Status(status)
 			sm.Outcome, sm.ActivePath, sm.ParentID = outcome.String, active.String, parent.String
 			sm.CreatedAt, sm.UpdatedAt, sm.FinishedAt = created.Time, updated.Time, finished.Time
+			sm.Attributes = nil
+			if len(keys) > 0 {
+				if len(kinds) != len(keys) || len(ss) != len(keys) || len(ns) != len(keys) {
+					return fmt.Errorf("attributes of %q: %d keys, %d kinds, %d strings, %d numbers", sm.ID, len(keys), len(kinds), len(ss), len(ns))
+				}
+				sm.Attributes = make(map[string]stead.AttrValue, len(keys))
+				for i, k := range keys {
+					v, err := stead.AttrFromColumns(stead.AttrKind(kinds[i]), ss[i].String, ns[i].Int64)
+					if err != nil {
+						return fmt.Errorf("attribute %q of %q: %w", k, sm.ID, err)
+					}
+					sm.Attributes[k] = v
+				}
+			}
 			items = append(items, sm)
 			return nil
 		})

@@ -37,6 +37,18 @@ const (
 		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
 		ORDER BY id LIMIT {limit}`
 
+	// List with the attributes of each row (stead.ListQuery.WithAttributes): the page as sqlList
+	// makes it, then, for its rows only, their attributes aggregated from the index on
+	// execution_id, still one statement. The four arrays come from one scan of the same rows, so
+	// they are aligned; an execution without attributes has NULL arrays.
+	sqlListWithAttrs = `SELECT p.*, a.keys, a.kinds, a.ss, a.ns FROM (
+		SELECT id, definition_id, status, outcome, active_path, parent_id, version,
+		created_at, updated_at, finished_at FROM {schema}stead_executions{where}
+		ORDER BY id LIMIT {limit}) p
+		CROSS JOIN LATERAL (SELECT array_agg(key) AS keys, array_agg(kind) AS kinds, array_agg(s) AS ss,
+		array_agg(n) AS ns FROM {schema}stead_attributes WHERE execution_id = p.id) a
+		ORDER BY p.id`
+
 	// An attribute condition of List and Count (listSQL): a semi-join on one of
 	// stead_attributes' partial indexes, by key, then (numeric kinds) kind, then the comparison
 	// or the set (= ANY of an array) on s or n, which also says the column is not NULL, so the
@@ -230,6 +242,7 @@ const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox)
 // statements are the texts of one store, {schema} expanded.
 type statements struct {
 	load, loadForEvent, loadForEvents, loadForEventsOnce, isProcessed, list, count string
+	listWithAttrs                                                                  string
 	readTrace, timers                                                              string
 	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
 	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
@@ -248,6 +261,7 @@ func newStatements(schema string) statements {
 		loadForEventsOnce:     x(sqlLoadForEventsOnce),
 		isProcessed:           x(sqlIsProcessed),
 		list:                  x(sqlList),
+		listWithAttrs:         x(sqlListWithAttrs),
 		count:                 x(sqlCount),
 		readTrace:             x(sqlReadTrace),
 		timers:                x(sqlTimers),
@@ -286,6 +300,7 @@ var sqlByName = map[string]string{
 	"LoadForEvents":         sqlLoadForEvents,
 	"IsProcessed":           sqlIsProcessed,
 	"List":                  sqlList,
+	"ListWithAttrs":         sqlListWithAttrs,
 	"Count":                 sqlCount,
 	"ReadTrace":             sqlReadTrace,
 	"Timers":                sqlTimers,

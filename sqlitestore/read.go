@@ -149,10 +149,20 @@ func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 				sm                         stead.Summary
 				status                     string
 				created, updated, finished sql.NullInt64
+				attrs                      []byte
 			)
-			if err := rows.Scan(&sm.ID, &sm.DefinitionID, &status, &sm.Outcome, &sm.ActivePath, &sm.ParentID,
-				&sm.Version, &created, &updated, &finished); err != nil {
+			dest := []any{&sm.ID, &sm.DefinitionID, &status, &sm.Outcome, &sm.ActivePath, &sm.ParentID,
+				&sm.Version, &created, &updated, &finished}
+			if q.WithAttributes {
+				dest = append(dest, &attrs)
+			}
+			if err := rows.Scan(dest...); err != nil {
 				return err
+			}
+			if q.WithAttributes {
+				if sm.Attributes, err = decodeAttrs(attrs); err != nil {
+					return fmt.Errorf("attributes of %q: %w", sm.ID, err)
+				}
 			}
 			sm.Status = stead.Status(status)
 			sm.CreatedAt, sm.UpdatedAt, sm.FinishedAt = fromMicros(created), fromMicros(updated), fromMicros(finished)
@@ -166,12 +176,48 @@ func (b *backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 // FiltersAttributes implements stead.AttributeBackend.
 func (b *backend) FiltersAttributes() bool { return true }
 
+// decodeAttrs reads the JSON array of [key, kind, s, n] rows a listing with attributes returns.
+func decodeAttrs(raw []byte) (map[string]stead.AttrValue, error) {
+	var rows [][4]json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	out := make(map[string]stead.AttrValue, len(rows))
+	for _, r := range rows {
+		var (
+			key  string
+			kind stead.AttrKind
+			s    *string
+			n    *int64
+		)
+		for i, dst := range []any{&key, &kind, &s, &n} {
+			if err := json.Unmarshal(r[i], dst); err != nil {
+				return nil, err
+			}
+		}
+		var sv string
+		var nv int64
+		if s != nil {
+			sv = *s
+		}
+		if n != nil {
+			nv = *n
+		}
+		v, err := stead.AttrFromColumns(kind, sv, nv)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = v
+	}
+	return out, nil
+}
+
 // Count implements stead.Counter with List's filter under a GROUP BY.
 func (b *backend) Count(ctx context.Context, q stead.ListQuery) ([]stead.CountRow, error) {
 	var out []stead.CountRow
 	err := b.read(ctx, func(r *readStmts) error {
 		sh := shapeOf(q)
-		sh.count = true
+		sh.count, sh.attrs = true, false
 		st, err := b.shapeStmt(ctx, sh)
 		if err != nil {
 			return err
@@ -353,6 +399,7 @@ func shapeOf(q stead.ListQuery) listShape {
 		sh.bounds[i] = !t.IsZero()
 	}
 	sh.attrParts = attrParts(q.Attributes)
+	sh.attrs = q.WithAttributes
 	return sh
 }
 

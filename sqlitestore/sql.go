@@ -173,6 +173,14 @@ const (
 	// (an id range would steer SQLite to the primary key instead of stead_executions_counts).
 	sqlListCount      = `SELECT definition_id, status, count(*) FROM stead_executions WHERE 1`
 	sqlListCountGroup = ` GROUP BY definition_id, status`
+
+	// A listing that asks for attributes (stead.ListQuery.WithAttributes) is the page, made
+	// first (MATERIALIZED: flattened, SQLite could compute the column for every row the filter
+	// keeps before it sorts and cuts the page), then each row's attributes as a JSON array of
+	// [key, kind, s, n] by the primary key (execution_id, key).
+	sqlListAttrsHead = `WITH page AS MATERIALIZED (`
+	sqlListAttrsTail = `) SELECT page.*, (SELECT json_group_array(json_array(a.key, a.kind, a.s, a.n))
+		FROM stead_attributes a WHERE a.execution_id = page.id) FROM page ORDER BY page.id`
 )
 
 // listShape is which parts a listing uses: its statement's text and its cache key.
@@ -187,6 +195,8 @@ type listShape struct {
 	// attrParts is the text of the attribute conditions (attrParts in read.go): it depends only
 	// on each condition's column, comparison and set size, the values being parameters.
 	attrParts string
+	// attrs is a listing that returns each row's attributes (List only).
+	attrs bool
 }
 
 var boundParts = [6]string{sqlListCreated, sqlListCreatedEnd, sqlListUpdated, sqlListUpdatedEnd, sqlListFinished, sqlListFinishedEnd}
@@ -195,6 +205,9 @@ var boundParts = [6]string{sqlListCreated, sqlListCreatedEnd, sqlListUpdated, sq
 // cursor on (keyset paging), so a deep page costs what the first does.
 func listSQL(sh listShape) string {
 	var b strings.Builder
+	if sh.attrs {
+		b.WriteString(sqlListAttrsHead)
+	}
 	if sh.count {
 		b.WriteString(sqlListCount)
 	} else {
@@ -225,6 +238,9 @@ func listSQL(sh listShape) string {
 		b.WriteString(sqlListCountGroup)
 	} else {
 		b.WriteString(sqlListOrder)
+	}
+	if sh.attrs {
+		b.WriteString(sqlListAttrsTail)
 	}
 	return b.String()
 }

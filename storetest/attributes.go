@@ -25,6 +25,7 @@ var attributeRules = []rule{
 	{name: "cursor_bound_to_conditions", run: testAttrsCursorBound},
 	{name: "purge_removes_them", run: testAttrsPurge},
 	{name: "bad_input_writes_nothing", run: testAttrsBadInput},
+	{name: "listed_when_asked", run: testAttrsListed},
 }
 
 // attrT0 is the time the attribute matrix's times are counted from.
@@ -425,4 +426,72 @@ func testAttrsBadInput(h *harness) {
 		_, err = h.s.Count(h.ctx, stead.ListFilter{Attributes: []stead.AttrFilter{f}})
 		h.wantErr("count: "+what, err, stead.ErrInvalid)
 	}
+}
+
+// testAttrsListed holds a listing's Summary.Attributes to what each execution carries when the
+// listing asks (ListFilter.WithAttributes), on every page size and under attribute conditions,
+// and to nil when it does not; asking selects nothing, so cursors page across it.
+func testAttrsListed(h *harness) {
+	exes, attrs := h.seedAttrs()
+	byID := map[string]map[string]stead.AttrValue{}
+	for name, exe := range exes {
+		byID[exe.ID] = attrs[name]
+	}
+	want := func(what string, items []stead.Summary, asked bool) {
+		h.Helper()
+		for _, it := range items {
+			w := byID[it.ID]
+			if !asked {
+				w = nil
+			}
+			if len(w) == 0 && it.Attributes != nil {
+				h.Fatalf("%s: %s listed attributes %v, want nil", what, it.ID, it.Attributes)
+			}
+			if !maps.Equal(it.Attributes, w) {
+				h.Fatalf("%s: %s listed attributes %v, want %v", what, it.ID, it.Attributes, w)
+			}
+		}
+	}
+	for _, limit := range []int{1, 3, 0} {
+		f := stead.ListFilter{IDPrefix: h.prefix, Limit: limit, WithAttributes: true}
+		items := h.collect(f)
+		if len(items) != len(exes) {
+			h.Fatalf("page size %d: listed %d executions, want %d", limit, len(items), len(exes))
+		}
+		want(fmt.Sprintf("page size %d", limit), items, true)
+		f.WithAttributes = false
+		want(fmt.Sprintf("page size %d, not asked", limit), h.collect(f), false)
+	}
+	cond := []stead.AttrFilter{stead.Where("region", stead.AttrEq, stead.AttrString("eu"))}
+	items := h.collect(stead.ListFilter{IDPrefix: h.prefix, Attributes: cond, WithAttributes: true, Limit: 2})
+	if got, w := len(items), len(reference(attrs, cond...)); got != w {
+		h.Fatalf("under region=eu: listed %d, want %d", got, w)
+	}
+	want("under region=eu", items, true)
+
+	// A cursor of a page without them continues a listing with them, and back.
+	p, err := h.s.List(h.ctx, stead.ListFilter{IDPrefix: h.prefix, Limit: 4})
+	if err != nil {
+		h.Fatalf("List: %v", err)
+	}
+	next, err := h.s.List(h.ctx, stead.ListFilter{IDPrefix: h.prefix, Limit: 4, Cursor: p.NextCursor, WithAttributes: true})
+	if err != nil {
+		h.Fatalf("List with attributes from a cursor without: %v", err)
+	}
+	if len(next.Items) != 4 || next.Items[0].ID <= p.Items[3].ID {
+		h.Fatalf("the cursor without attributes led to %q", summaryIDs(next.Items))
+	}
+	want("from a cursor without", next.Items, true)
+
+	// A commit that changes them shows in the next listing; the caller's copy is its own.
+	exe := exes["e01"]
+	h.commit(exe, stead.Bundle{Attributes: map[string]stead.AttrValue{"region": {}, "stage": stead.AttrString("payment")}})
+	changed := maps.Clone(byID[exe.ID])
+	delete(changed, "region")
+	changed["stage"] = stead.AttrString("payment")
+	byID[exe.ID] = changed
+	items = h.collect(stead.ListFilter{IDPrefix: exe.ID, WithAttributes: true})
+	want("after a change", items, true)
+	items[0].Attributes["stage"] = stead.AttrString("changed by the caller")
+	want("after the caller changed its copy", h.collect(stead.ListFilter{IDPrefix: exe.ID, WithAttributes: true}), true)
 }

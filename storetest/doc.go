@@ -32,6 +32,7 @@
 //     stead.MaxListLimit, times are UTC microseconds. Return what you stored; the Store puts
 //     times in UTC and nil slices as empty ones. List gets a stead.ListQuery (filters, an After
 //     key and a Limit) and returns rows in byte-wise id order; the Store builds pages and cursors.
+//     With ListQuery.WithAttributes set, each row carries the execution's attributes.
 //     ListQuery.Matches says what the filters mean: call it if you filter in Go; in SQL, select
 //     the id prefix as the range id >= IDPrefix AND id < IDPrefixEnd (never LIKE, whose %, _ and
 //     \ are patterns and which ignores ASCII case on SQLite), and an unset time is in no window.

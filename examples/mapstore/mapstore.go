@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -127,6 +128,9 @@ func (b *Backend) List(ctx context.Context, q stead.ListQuery) ([]stead.Summary,
 			continue
 		}
 		if s := r.exe.Summarize(); q.Matches(&s) && q.MatchesAttributes(r.exe.Attributes) {
+			if q.WithAttributes {
+				s.Attributes = maps.Clone(r.exe.Attributes)
+			}
 			out = append(out, s)
 		}
 	}
