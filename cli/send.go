@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/worker"
 )
 
 func (a *app) newSend() *cobra.Command {
@@ -59,14 +58,9 @@ note on stderr: its kind is not checked.`,
 						exe.DefinitionID, kind)
 				}
 			}
-			c := &worker.Client{Store: b.Store, Transport: b.Transport}
-			if b.Kind == "postgres" {
-				// The publish checks that the execution exists, in its own statement.
-				shared, err := b.SharedTx(true)
-				if err != nil {
-					return err
-				}
-				c.Sender = shared.(worker.Sender)
+			c, err := b.Client(nil)
+			if err != nil {
+				return err
 			}
 			ev := stead.Event{ID: eventID, Kind: kind}
 			if data != "" {

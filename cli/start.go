@@ -65,7 +65,10 @@ started unchecked, with a note on stderr.`,
 				return err
 			}
 			defer b.Close()
-			c := &worker.Client{Store: b.Store, Transport: b.Transport, Known: known}
+			c, err := b.Client(known)
+			if err != nil {
+				return err
+			}
 			if known == nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: definition %q is not compiled into this binary nor given with --definition: its id and context are not checked\n", args[0])
 			}

@@ -33,7 +33,8 @@ type Client struct {
 	Logger *slog.Logger
 	// Sender, when set, is what Send publishes through: pgtx.New of Store and Transport checks
 	// that the execution exists and takes its priority in the publish's own statement. Without
-	// it Send loads the execution first (see Send).
+	// it Send loads the execution first (see Send). A Sender that is also a Creator (pgtx.DB is)
+	// commits Create's executions and publishes their starts in one transaction.
 	Sender Sender
 	// WaitPoll is the longest pause between two loads of Wait on a backend that cannot notify
 	// (default DefaultWaitPoll, a second).
@@ -139,8 +140,14 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 			return nil, fmt.Errorf("create %q: %w", n.ID, err)
 		}
 	}
+	creator, together := c.Sender.(Creator)
 	var results []stead.CommitResult
-	if len(items) == 1 {
+	if together {
+		var err error
+		if results, err = creator.Create(ctx, items); err != nil {
+			return nil, err
+		}
+	} else if len(items) == 1 {
 		done, err := c.Store.Commit(ctx, items[0].Execution, items[0].Bundle)
 		if err != nil && !errors.Is(err, stead.ErrConflict) {
 			return nil, err
@@ -166,9 +173,12 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 		}
 		exe := items[i].Execution
 		exe.Version = r.Version
+		exes = append(exes, exe)
+		if together {
+			continue // its start was published with it
+		}
 		out = append(out, transport.Outgoing{Group: exe.ID, Event: items[i].Bundle.Emits[0].Event, Priority: exe.Priority})
 		seqs = append(seqs, r.Seqs...)
-		exes = append(exes, exe)
 	}
 	if len(taken) > 0 {
 		// Publishing a start twice is harmless: the worker drops the second as processed.
@@ -181,6 +191,8 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 				taken = append(taken, fmt.Errorf("%w: %d created, their start left to a worker's relay: %w",
 					ErrStartDeferred, len(exes), err))
 			}
+		} else if len(seqs) == 0 {
+			// Only the pending starts of taken ids: their outbox rows are the relay's to ack.
 		} else if err := c.Store.AckOutbox(ctx, seqs); err != nil {
 			// A later relay publishes them again; the worker drops the duplicates as processed.
 			c.logger().Warn("ack of start events failed", slog.Any("err", err))
@@ -215,6 +227,16 @@ func (c *Client) pendingStarts(ctx context.Context, news []NewExecution, results
 		out = append(out, transport.Outgoing{Group: exe.ID, Event: start, Priority: exe.Priority})
 	}
 	return out
+}
+
+// Creator commits new executions and publishes their start events in one transaction of the
+// database that holds both the store and the transport: the items are those CreateBatch builds
+// (a pending execution, its start event as its one emit), and the results are CommitBatch's,
+// an id already taken being its result's ErrConflict. A Client whose Sender is also a Creator
+// (pgtx.DB) creates through it: one commit a batch instead of three (the commit, the publish of
+// the starts, the outbox's ack), and no execution exists without its start queued.
+type Creator interface {
+	Create(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error)
 }
 
 // Sender publishes an event to an execution at the execution's own priority, and refuses an

@@ -66,7 +66,7 @@ const (
 	DefaultIdleWait       = time.Second
 	DefaultShutdown       = 30 * time.Second
 	DefaultStatsInterval  = 30 * time.Second
-	DefaultActionTimeout = time.Minute
+	DefaultActionTimeout  = time.Minute
 	// relayPage is how many outbox rows, spawn intents or timers one relay claim takes.
 	relayPage = 256
 )

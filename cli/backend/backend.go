@@ -203,6 +203,22 @@ func (b *Backend) SharedTx(on bool) (worker.SharedDB, error) {
 	return pgtx.New(b.Store, b.Transport)
 }
 
+// Client returns a client of the store and the transport that knows the machines of known
+// (nil: none). On PostgreSQL its Sender is the shared database of the two (pgtx), so that Send
+// checks the execution and takes its priority in the publish's statement, and Create commits
+// the executions and queues their starts in one transaction.
+func (b *Backend) Client(known worker.Machines) (*worker.Client, error) {
+	c := &worker.Client{Store: b.Store, Transport: b.Transport, Known: known}
+	if b.Kind == "postgres" {
+		shared, err := pgtx.New(b.Store, b.Transport)
+		if err != nil {
+			return nil, err
+		}
+		c.Sender = shared
+	}
+	return c, nil
+}
+
 // Redact hides the password of a PostgreSQL URL for logs and summaries.
 func Redact(dsn string) string {
 	u, err := url.Parse(dsn)

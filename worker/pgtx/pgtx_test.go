@@ -342,3 +342,40 @@ func TestClientSendThroughSender(t *testing.T) {
 		t.Fatalf("send to e1: %v", err)
 	}
 }
+
+// TestClientCreatesInOneTransaction checks that a Client whose Sender is a pgtx.DB creates
+// through it: the executions and their queued starts land together, no outbox row is left for
+// the relay, a taken id is ErrAlreadyExists with nothing published for it, and bad input writes
+// nothing.
+func TestClientCreatesInOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	db, store, tr, _ := setup(t) // e1 exists already, without a start
+	client := &worker.Client{Store: store, Transport: tr, Sender: db}
+	exes, err := client.CreateBatch(ctx, []worker.NewExecution{
+		{DefinitionID: "d", ID: "n1", Priority: 3}, {DefinitionID: "d", ID: "n2"},
+	})
+	if err != nil || len(exes) != 2 {
+		t.Fatalf("create: %v %v", exes, err)
+	}
+	if es, err := store.PendingOutbox(ctx, "", 100); err != nil || len(es) != 0 {
+		t.Fatalf("outbox after create: %v %v; want nothing left for the relay", es, err)
+	}
+	ls, err := tr.ClaimBatch(ctx, "w", time.Minute, 3, 8)
+	if err != nil || len(ls) != 1 || ls[0].Group != "n1" || ls[0].Event.ID != worker.StartEventID("n1") {
+		t.Fatalf("claim at priority 3: %v %v; want n1's start", ls, err)
+	}
+	ls, err = tr.ClaimBatch(ctx, "w", time.Minute, 0, 8)
+	if err != nil || len(ls) != 2 || ls[1].Group != "n2" || ls[1].Event.ID != worker.StartEventID("n2") {
+		t.Fatalf("claim: %v %v; want setup's e1 and n2's start", ls, err)
+	}
+	_, err = client.Create(ctx, "d", "n1", nil)
+	if !errors.Is(err, stead.ErrAlreadyExists) {
+		t.Fatalf("create of a taken id: %v, want ErrAlreadyExists", err)
+	}
+	if _, err := client.Create(ctx, "d", "bad\x00id", nil); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("create of a bad id: %v, want ErrInvalid", err)
+	}
+	if _, err := store.Load(ctx, "bad\x00id"); !errors.Is(err, stead.ErrInvalid) && !errors.Is(err, stead.ErrNotFound) {
+		t.Fatalf("load of the bad id: %v", err)
+	}
+}
