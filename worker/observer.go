@@ -141,7 +141,7 @@ func (w *watch) store(ctx context.Context, op, collection string, n int) (contex
 	if w == nil {
 		return ctx, nil
 	}
-	return w.o.Call(ctx, Call{Op: op, Collection: collection, N: n, DB: w.storeDB})
+	return w.call(ctx, op, collection, n, w.storeDB)
 }
 
 // transport begins a transport call; done ends it.
@@ -149,7 +149,12 @@ func (w *watch) transport(ctx context.Context, op string, n int) (context.Contex
 	if w == nil {
 		return ctx, nil
 	}
-	return w.o.Call(ctx, Call{Op: op, Collection: "transport_messages", N: n, DB: w.transportDB})
+	return w.call(ctx, op, "transport_messages", n, w.transportDB)
+}
+
+// call is the observed half of store and transport.
+func (w *watch) call(ctx context.Context, op, collection string, n int, db string) (context.Context, func(error)) {
+	return w.o.Call(ctx, Call{Op: op, Collection: collection, N: n, DB: db})
 }
 
 // done ends a call that store or transport began.
@@ -186,6 +191,11 @@ func (w *watch) batch(ctx context.Context, leases []transport.Lease, claimStart 
 	if w == nil {
 		return ctx, nil
 	}
+	return w.begin(ctx, leases, claimStart, alone)
+}
+
+// begin is the observed half of batch, apart so that batch's nil check inlines.
+func (w *watch) begin(ctx context.Context, leases []transport.Lease, claimStart time.Time, alone bool) (context.Context, *batchWatch) {
 	ctx, b := w.o.Batch(ctx, Claim{Leases: leases, Start: claimStart, Alone: alone, DB: w.transportDB})
 	return ctx, &batchWatch{b: b, traces: make([]string, len(leases))}
 }
@@ -199,9 +209,13 @@ type batchWatch struct {
 
 // loaded tells the observer what the store returned for message i and what admit made of it.
 func (s *batchWatch) loaded(i int, exe *stead.Execution, processed bool, v verdict) {
-	if s == nil {
-		return
+	if s != nil {
+		s.load(i, exe, processed, v)
 	}
+}
+
+// load is the observed half of loaded, apart so that loaded's nil check inlines.
+func (s *batchWatch) load(i int, exe *stead.Execution, processed bool, v verdict) {
 	s.b.Loaded(i, exe)
 	switch {
 	case processed:
@@ -225,6 +239,11 @@ func (s *batchWatch) stepped(i int, b *stead.Bundle) string {
 	if s == nil {
 		return ""
 	}
+	return s.step(i, b)
+}
+
+// step is the observed half of stepped, apart so that stepped's nil check inlines.
+func (s *batchWatch) step(i int, b *stead.Bundle) string {
 	tr := s.b.Stepped(i, b)
 	s.traces[i] = tr
 	stampBundle(b, tr)
