@@ -13,6 +13,7 @@ import (
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/cli/internal/telemetry"
+	"github.com/steadhq/stead/otelstead"
 	"github.com/steadhq/stead/worker"
 )
 
@@ -123,13 +124,21 @@ share of trace ids. Metrics count every step whatever the sample.`,
 			} else if reg != nil {
 				defer func() { _ = reg.Unregister() }()
 			}
-			w, err := worker.New(worker.Config{
+			wcfg := worker.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, GroupDepth: depth, SharedTx: shared,
 				PriorityShare: prioShare, PriorityThreshold: prioMin,
-				Logger:         log,
-				TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider,
-			})
+				Logger: log,
+			}
+			if tel.TracerProvider != nil || tel.MeterProvider != nil {
+				// Without either flag the worker has no Observer at all: nothing on its step path.
+				obs, err := otelstead.New(otelstead.Config{TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+				if err != nil {
+					return err
+				}
+				wcfg.Observer = obs
+			}
+			w, err := worker.New(wcfg)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,7 @@ type batchPlan struct {
 	chains []*chain
 	acks   []transport.Lease
 	later  []pending
-	obs    stepObsList // aligned with the leases; nil when telemetry is off
+	obs    *batchWatch // aligned with the leases; nil when telemetry is off
 }
 
 // chain is the rest of an item that applies consecutive messages of one execution in one
@@ -92,13 +92,13 @@ type chainRun struct {
 	parts []batchPlan // by chain
 	done  chan int    // the chains that ended; buffered for all of them, so no sender blocks
 	left  int         // chains not yet returned by round
-	obs   stepObsList
+	obs   *batchWatch
 }
 
 // startChains starts planning and stepping every chain of a batch. A batch of one chain runs on
 // the caller's goroutine. stop is the worker's run context: a chain that has not started when it
 // is done hands its messages back at once (planChain).
-func (w *Worker) startChains(stop, work context.Context, leases []transport.Lease, loaded []stead.Loaded, obs stepObsList) *chainRun {
+func (w *Worker) startChains(stop, work context.Context, leases []transport.Lease, loaded []stead.Loaded, obs *batchWatch) *chainRun {
 	var bounds []int // chain c is leases[bounds[c]:bounds[c+1]]
 	for i := 0; i < len(leases); {
 		bounds = append(bounds, i)
@@ -229,14 +229,14 @@ func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases 
 			break // one trace ring entry a commit: the rest is applied by later batches
 		}
 		if stopping.Err() != nil {
-			p.obs.at(k).set(outcomeDeferred)
+			p.obs.outcome(k, StepDeferred, nil)
 			stop(k, doResend)
 			k++
 			break
 		}
 		v, why := w.admit(exe, processed, l.Event)
 		if v == doAck {
-			p.obs.at(k).loaded(exe, processed, v)
+			p.obs.loaded(k, exe, processed, v)
 			w.log.Debug("not stepped", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.String("why", why))
 			if first < 0 {
 				p.acks = append(p.acks, l) // dropped before the first step: whatever happens
@@ -246,7 +246,7 @@ func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases 
 			continue
 		}
 		if v != doStep {
-			p.obs.at(k).loaded(exe, processed, v)
+			p.obs.loaded(k, exe, processed, v)
 			stop(k, v)
 			k++
 			break
@@ -260,10 +260,9 @@ func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases 
 		}
 		next, b, err := w.step(work, exe, l.Event)
 		if err != nil {
-			p.obs.at(k).loaded(exe, processed, v)
+			p.obs.loaded(k, exe, processed, v)
 			w.log.Error("step failed", slog.String("execution", l.Group), slog.String("event", l.Event.ID), slog.Any("err", err))
-			p.obs.at(k).set(outcomeActionError)
-			p.obs.at(k).fail(err)
+			p.obs.outcome(k, StepActionError, err)
 			stop(k, doRetry)
 			k++
 			break
@@ -271,9 +270,8 @@ func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases 
 		if first >= 0 && b.Trace != nil {
 			break // as above, found only now: this message is left for a later batch
 		}
-		p.obs.at(k).loaded(exe, processed, v)
-		p.obs.at(k).stepped(&b)
-		keepTimerTraces(next, &b, p.obs.at(k).traceOf())
+		p.obs.loaded(k, exe, processed, v)
+		keepTimerTraces(next, &b, p.obs.stepped(k, &b))
 		if first < 0 {
 			first, merged = k, b
 		} else {
@@ -284,7 +282,7 @@ func (w *Worker) planChain(stopping, work context.Context, p *batchPlan, leases 
 		exe = next
 	}
 	for ; k < j; k++ {
-		p.obs.at(k).set(outcomeDeferred)
+		p.obs.outcome(k, StepDeferred, nil)
 	}
 	if first < 0 {
 		return
@@ -345,13 +343,12 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 		switch {
 		case r.Err == nil:
 			it.Execution.Version = r.Version // the worker's own copy, from the engine
-			o := p.obs.at(i)
-			o.committed(it.Execution)
+			p.obs.committed(i, it.Execution)
 			p.acks = append(p.acks, leases[i])
-			d := delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k], trace: o.traceOf()}
+			d := delivery{exe: it.Execution, b: &p.items[k].Bundle, seqs: r.Seqs, ev: p.events[k], trace: p.obs.traceOf(i)}
 			if c != nil {
 				for _, m := range c.more {
-					p.obs.at(m).committed(it.Execution)
+					p.obs.committed(m, it.Execution)
 					p.acks = append(p.acks, leases[m])
 				}
 				if c.then != nil {
@@ -359,35 +356,34 @@ func (w *Worker) sortResults(leases []transport.Lease, p *batchPlan, results []s
 				}
 				d.also = c.events
 				if n := len(c.more); n > 0 {
-					d.trace = p.obs.at(c.more[n-1]).traceOf()
+					d.trace = p.obs.traceOf(c.more[n-1])
 				}
 			}
 			ds = append(ds, d)
 		case errors.Is(r.Err, stead.ErrConflict):
-			p.obs.at(i).set(outcomeConflict)
+			p.obs.outcome(i, StepConflict, nil)
 			p.later = append(p.later, pending{leases[i], doResend})
-			c.setAll(p.obs, outcomeConflict)
+			c.setAll(p.obs, StepConflict)
 		default:
 			w.log.Warn("commit failed", slog.String("execution", leases[i].Group), slog.Any("err", r.Err))
-			p.obs.at(i).set(outcomeRetry)
-			p.obs.at(i).fail(r.Err)
+			p.obs.outcome(i, StepRetry, r.Err)
 			p.later = append(p.later, pending{leases[i], doRetry})
-			c.setAll(p.obs, outcomeRetry)
+			c.setAll(p.obs, StepRetry)
 		}
 	}
 	return ds
 }
 
 // setAll records outcome for every message of c (a nil chain has none).
-func (c *chain) setAll(obs stepObsList, outcome string) {
+func (c *chain) setAll(obs *batchWatch, outcome StepOutcome) {
 	if c == nil {
 		return
 	}
 	for _, m := range c.more {
-		obs.at(m).set(outcome)
+		obs.outcome(m, outcome, nil)
 	}
 	if c.then != nil {
 		// Not settled: its nack would contradict the chain's. It is handed back with the group.
-		obs.at(c.thenAt).set(outcomeDeferred)
+		obs.outcome(c.thenAt, StepDeferred, nil)
 	}
 }

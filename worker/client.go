@@ -36,6 +36,10 @@ type Client struct {
 	// it Send loads the execution first (see Send). A Sender that is also a Creator (pgtx.DB is)
 	// commits Create's executions and publishes their starts in one transaction.
 	Sender Sender
+	// Stamper, when set, gives what Send and Create send the trace context of their ctx
+	// (otelstead.New's Observer is one): the steps they cause join the caller's trace. Nil: an
+	// event carries only the Trace it is given.
+	Stamper Stamper
 	// WaitPoll is the longest pause between two loads of Wait on a backend that cannot notify
 	// (default DefaultWaitPoll, a second).
 	WaitPoll time.Duration
@@ -134,7 +138,7 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 			Context: n.Context, Priority: n.Priority, CreatedAt: now, UpdatedAt: now,
 			Attributes: maps.Clone(n.Attributes),
 		}
-		start := Stamp(ctx, stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now})
+		start := c.stamp(ctx, stead.Event{ID: StartEventID(n.ID), Kind: chart.KindStart, CreatedAt: now})
 		items[i] = stead.CommitItem{Execution: exe, Bundle: stead.Bundle{Emits: []stead.Emit{{Target: n.ID, Event: start}}}}
 		if _, err := stead.PrepareWrite(exe, items[i].Bundle); err != nil {
 			return nil, fmt.Errorf("create %q: %w", n.ID, err)
@@ -223,7 +227,7 @@ func (c *Client) pendingStarts(ctx context.Context, news []NewExecution, results
 		if _, retrying := exe.Timers[chart.RetryTimerPath]; retrying {
 			continue // its start was applied and failed; the retry timer re-applies it
 		}
-		start := Stamp(ctx, stead.Event{ID: StartEventID(exe.ID), Kind: chart.KindStart, CreatedAt: exe.CreatedAt})
+		start := c.stamp(ctx, stead.Event{ID: StartEventID(exe.ID), Kind: chart.KindStart, CreatedAt: exe.CreatedAt})
 		out = append(out, transport.Outgoing{Group: exe.ID, Event: start, Priority: exe.Priority})
 	}
 	return out
@@ -253,7 +257,7 @@ type Sender interface {
 // fresh random one; reuse an id to make a retried send idempotent. The start event is not sent
 // this way (Create sends it), nor are the control kinds (Control applies them). A missing
 // execution is ErrNotFound, and nothing is published. The event carries the trace context of
-// the span in ctx, if any (see Stamp), unless it carries one already: the step it causes joins
+// ctx, if any (see Stamper), unless it carries one already: the step it causes joins
 // the caller's trace.
 //
 // With Sender set (pgtx on PostgreSQL, store and transport on one pool), the publish itself checks
@@ -280,7 +284,7 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 	if ev.CreatedAt.IsZero() {
 		ev.CreatedAt = c.now()
 	}
-	ev = Stamp(ctx, ev)
+	ev = c.stamp(ctx, ev)
 	if c.Sender != nil {
 		return ev, c.Sender.Send(ctx, id, ev)
 	}
@@ -296,4 +300,12 @@ func NewEventID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "ev-" + hex.EncodeToString(b[:])
+}
+
+// stamp returns ev carrying the trace context of ctx, unless it carries one already.
+func (c *Client) stamp(ctx context.Context, ev stead.Event) stead.Event {
+	if ev.Trace == "" && c.Stamper != nil {
+		ev.Trace = c.Stamper.Trace(ctx)
+	}
+	return ev
 }

@@ -108,7 +108,7 @@ func (c *Client) Retry(ctx context.Context, id, commandID string) (Outcome, erro
 // machines and clock. It never claims and holds nothing: one is made per call.
 func (c *Client) relay() *relay {
 	log := c.logger()
-	return &relay{store: c.Store, tr: c.Transport, machines: c.Known, clock: c.now, log: log, tel: untraced,
+	return &relay{store: c.Store, tr: c.Transport, machines: c.Known, clock: c.now, log: log, stamper: c.Stamper,
 		committed: func(exe *stead.Execution, ev stead.Event, last bool) { logFailed(log, exe, ev, last) }}
 }
 

@@ -8,9 +8,6 @@ import (
 	"os"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
@@ -65,7 +62,6 @@ const (
 	DefaultRelayLease     = 30 * time.Second
 	DefaultIdleWait       = time.Second
 	DefaultShutdown       = 30 * time.Second
-	DefaultStatsInterval  = 30 * time.Second
 	DefaultActionTimeout  = time.Minute
 	// relayPage is how many outbox rows, spawn intents or timers one relay claim takes.
 	relayPage = 256
@@ -150,18 +146,10 @@ type Config struct {
 	// be fast and safe for concurrent use). Benchmarks use it to measure latency.
 	OnCommit func(exe *stead.Execution, ev stead.Event, committedAt time.Time)
 
-	// TracerProvider, when set, traces every claimed message as a "stead.step" span, a child of
-	// the trace context its event carries (Event.Trace), with the store and transport calls as
-	// client spans under it; what the step emits carries the step's context on. Nil: no spans,
-	// and nothing is paid for them.
-	TracerProvider trace.TracerProvider
-	// MeterProvider, when set, records the stead.* step, conflict, redelivery, action error and
-	// timer lateness metrics, and the gauges of queue depth, backlog and execution counts that
-	// the backends can report (see StatsBackend). Nil: no metrics.
-	MeterProvider metric.MeterProvider
-	// StatsInterval is how often at most the gauges query the backends (default 30 s); a scrape
-	// in between reads the last answer.
-	StatsInterval time.Duration
+	// Observer, when set, watches the worker's batches, steps, calls and timers: otelstead.New
+	// makes the OpenTelemetry one (spans, metrics and gauges). Nil: nothing is watched, and
+	// nothing is paid for it.
+	Observer Observer
 
 	// OnFinish, when set, is called once for each execution that a step this worker committed
 	// finished: done, cancelled or failed (see Client.Wait for why failed counts). Only the
@@ -249,7 +237,6 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.RelayLease, DefaultRelayLease)
 	def(&c.IdleWait, DefaultIdleWait)
 	def(&c.ShutdownTimeout, DefaultShutdown)
-	def(&c.StatsInterval, DefaultStatsInterval)
 	if c.MaxWorkers < 0 {
 		return c, fmt.Errorf("worker: max workers %d is negative", c.MaxWorkers)
 	}

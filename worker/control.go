@@ -383,7 +383,7 @@ func (r *relay) spawnPending(ctx context.Context, parent, child string) (bool, e
 // applied by a process that died before delivering them leaves behind. The relay of any worker
 // delivers them too, later; a row delivered twice is absorbed by dedupe.
 func (r *relay) flush(ctx context.Context, exe *stead.Execution) error {
-	kids, err := r.spawnChildren(ctx, []delivery{{exe: exe, trace: inject(ctx)}})
+	kids, err := r.spawnChildren(ctx, []delivery{{exe: exe, trace: r.trace(ctx)}})
 	if len(kids) > 0 {
 		err = errors.Join(err, r.deliver(ctx, kids))
 	}

@@ -62,25 +62,8 @@
 // With Config.SharedTx (pgtx.New, for pgstore and pgtransport on one pool) a batch's claim, load,
 // commit, publish and acknowledgement run in one database transaction instead.
 //
-// Config.TracerProvider and Config.MeterProvider, any OpenTelemetry providers, turn on spans and
-// metrics; nil means none, at the cost of a branch. A message claimed alone is a "stead.step"
-// span, a child of the W3C trace context its event carries (stead.Event.Trace, written by
-// Client.Send and Client.Create from their ctx and by a step on what it emits: see Stamp); a
-// batch is one "stead.batch" span (with stead.batch.size) linking each of its messages to that
-// context, the step's attributes on its link. Store and transport calls are client spans with the
-// db.* attributes of the semantic conventions.
-//
-// A step's attributes are stead.execution.id, stead.event.id and stead.event.kind,
-// stead.definition.id (and stead.definition.version for a versioned id, "order@3"),
-// stead.step.outcome, stead.execution.version.before, and, left off where they would only repeat
-// what a reader can tell:
-//
-//   - stead.execution.version.after and stead.execution.status only on a committed step, and the
-//     version after only when it is not the version before + 1: a committed step without it
-//     committed at version.before + 1, which is what every store commits (stead.Store.Commit);
-//   - stead.step.conflict and stead.step.redelivery only when true (outcome conflict, duplicate);
-//   - on a batch, whatever every step of the batch shares — the definition and its version, the
-//     event kind, the outcome with its flag, the committed status — is set once on the
-//     stead.batch span instead of on each link. A link always carries its execution, its event
-//     id and its version before; a step's attributes are its link's, then its batch span's.
+// Config.Observer watches the worker at work (its batches, steps, calls and timers); nil watches
+// nothing, at the cost of a nil check a hook. Package otelstead is the OpenTelemetry Observer:
+// spans, metrics and the W3C trace context that events carry (stead.Event.Trace), which
+// Client.Stamper stamps on what Send and Create send and a step passes on to what it emits.
 package worker

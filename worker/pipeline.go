@@ -54,7 +54,7 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 	if places == 0 {
 		return 0, nil // stopping
 	}
-	start := w.tel.now()
+	start := w.obs.now()
 	e, work, cancel := w.open(ctx, work)
 	leases, err := e.claim(ctx, places)
 	w.slots.give(places - len(leases))
@@ -63,16 +63,15 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 		cancel()
 		return 0, err
 	}
-	work, obs, span := w.tel.beginBatch(work, leases, start, w.cfg.BatchSize == 1 && w.cfg.SharedTx == nil)
+	work, obs := w.obs.batch(work, leases, start, w.cfg.BatchSize == 1 && w.cfg.SharedTx == nil)
 	loaded, err := e.load(work, leases)
 	if err != nil {
 		w.slots.give(len(leases))
 		w.log.Warn("batch load failed", slog.Int("size", len(leases)), slog.Any("err", err))
-		obs.setAll(outcomeRetry)
-		obs.fail(err)
+		obs.setAll(StepRetry, err)
 		e.abandon(work, leases)
 		e.close()
-		obs.end(span)
+		obs.end()
 		cancel()
 		return len(leases), nil
 	}
@@ -81,14 +80,14 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 		p := run.round(true)
 		e.finish(work, leases, &p)
 		e.close()
-		obs.end(span)
+		obs.end()
 		cancel()
 		return len(leases), nil
 	}
 	p := run.round(false)
 	e.finish(work, leases, &p)
 	if run.left == 0 {
-		obs.end(span)
+		obs.end()
 		cancel()
 		return len(leases), nil
 	}
@@ -98,7 +97,7 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 			p := run.round(false)
 			e.finish(work, leases, &p)
 		}
-		obs.end(span)
+		obs.end()
 	})
 	return len(leases), nil
 }
@@ -136,21 +135,21 @@ func (a *apart) load(ctx context.Context, leases []transport.Lease) ([]stead.Loa
 	w := a.w
 	if w.cfg.BatchSize == 1 {
 		l := &leases[0]
-		lctx, span := w.tel.store(ctx, "LoadForEvent", "stead_executions", 1)
+		lctx, end := w.obs.store(ctx, "LoadForEvent", "stead_executions", 1)
 		exe, processed, err := w.store.LoadForEvent(lctx, l.Group, l.Event.ID)
 		if errors.Is(err, stead.ErrNotFound) {
 			exe, err = nil, nil
 		}
-		endSpan(span, err)
+		done(end, err)
 		return []stead.Loaded{{Execution: exe, Processed: processed}}, err
 	}
 	refs := make([]stead.EventRef, len(leases))
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
 	}
-	lctx, span := w.tel.store(ctx, "LoadForEvents", "stead_executions", len(refs))
+	lctx, end := w.obs.store(ctx, "LoadForEvents", "stead_executions", len(refs))
 	loaded, err := w.store.LoadForEvents(lctx, refs)
-	endSpan(span, err)
+	done(end, err)
 	return loaded, err
 }
 
@@ -170,8 +169,7 @@ func (a *apart) finish(work context.Context, leases []transport.Lease, p *batchP
 		if err != nil {
 			w.log.Warn("commit failed", slog.Int("size", len(p.items)), slog.Any("err", err))
 			for _, i := range p.stepped {
-				p.obs.at(i).set(outcomeRetry)
-				p.obs.at(i).fail(err)
+				p.obs.outcome(i, StepRetry, err)
 				p.later = append(p.later, pending{leases[i], doRetry})
 			}
 		} else {
@@ -200,17 +198,17 @@ func (a *apart) commit(ctx context.Context, items []stead.CommitItem) ([]stead.C
 	w := a.w
 	if w.cfg.BatchSize == 1 {
 		it := &items[0]
-		cctx, span := w.tel.store(ctx, "Commit", "stead_executions", 1)
+		cctx, end := w.obs.store(ctx, "Commit", "stead_executions", 1)
 		res, err := w.store.Commit(cctx, it.Execution, it.Bundle)
-		endSpan(span, err)
+		done(end, err)
 		if errors.Is(err, stead.ErrConflict) {
 			return []stead.CommitResult{{Err: err}}, nil
 		}
 		return []stead.CommitResult{{Committed: res}}, err
 	}
-	cctx, span := w.tel.store(ctx, "CommitBatch", "stead_executions", len(items))
+	cctx, end := w.obs.store(ctx, "CommitBatch", "stead_executions", len(items))
 	results, err := w.store.CommitBatch(cctx, items)
-	endSpan(span, err)
+	done(end, err)
 	return results, err
 }
 
@@ -264,9 +262,9 @@ func (t *together) load(ctx context.Context, leases []transport.Lease) ([]stead.
 	for i, l := range leases {
 		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
 	}
-	lctx, span := w.tel.store(ctx, "LoadForEvents", "stead_executions", len(refs))
+	lctx, end := w.obs.store(ctx, "LoadForEvents", "stead_executions", len(refs))
 	loaded, err := t.tx.Load(lctx, refs)
-	endSpan(span, err)
+	done(end, err)
 	return loaded, err
 }
 
@@ -281,7 +279,7 @@ func (t *together) abandon(context.Context, []transport.Lease) {
 // rolls back, which hands every message back, and records them all as retries.
 func (t *together) finish(ctx context.Context, leases []transport.Lease, p *batchPlan) {
 	w := t.w
-	t.work = ctx // the transaction's deadline, with the batch's span
+	t.work = ctx // the transaction's deadline, with what the observer hangs the batch's calls from
 	var ds []delivery
 	var err error
 	if len(leases) == 1 {
@@ -290,20 +288,18 @@ func (t *together) finish(ctx context.Context, leases []transport.Lease, p *batc
 		ds, err = t.many(leases, p)
 	}
 	if err == nil {
-		cctx, span := w.tel.store(t.work, "COMMIT", "stead_executions", 0)
+		cctx, end := w.obs.store(t.work, "COMMIT", "stead_executions", 0)
 		err = t.tx.Commit(cctx)
-		endSpan(span, err)
+		done(end, err)
 		if err != nil {
 			// With a lost connection the outcome is unknown; either way redelivery is safe (dedupe).
 			w.log.Warn("commit failed", slog.Any("err", err))
-			p.obs.setAll(outcomeRetry)
-			p.obs.fail(err)
+			p.obs.setAll(StepRetry, err)
 			return
 		}
 	} else if !errors.Is(err, errRolledBack) {
 		w.log.Warn("batch transaction failed", slog.Any("err", err))
-		p.obs.setAll(outcomeRetry)
-		p.obs.fail(err)
+		p.obs.setAll(StepRetry, err)
 		sleep(t.stop, w.cfg.RetryDelay)
 		return
 	}
@@ -317,7 +313,7 @@ func (t *together) finish(ctx context.Context, leases []transport.Lease, p *batc
 		}
 	}
 	if len(spawning) > 0 {
-		if err := w.deliver(w.tel.carry(t.outer, t.work), spawning); err != nil {
+		if err := w.deliver(w.obs.carry(t.outer, t.work), spawning); err != nil {
 			w.log.Warn("child creation deferred to the relay", slog.Any("err", err))
 		}
 	}
@@ -337,9 +333,9 @@ func (t *together) many(leases []transport.Lease, p *batchPlan) ([]delivery, err
 			emits[k] = p.items[k].Bundle.Emits
 			p.items[k].Bundle.Emits = nil
 		}
-		cctx, span := w.tel.store(t.work, "CommitBatch", "stead_executions", len(p.items))
+		cctx, end := w.obs.store(t.work, "CommitBatch", "stead_executions", len(p.items))
 		results, err := tx.CommitBatch(cctx, p.items)
-		endSpan(span, err)
+		done(end, err)
 		if err != nil {
 			return nil, fmt.Errorf("commit: %w", err)
 		}
@@ -380,28 +376,28 @@ func (t *together) one(lease transport.Lease, p *batchPlan) ([]delivery, error) 
 		it := &p.items[0]
 		out := addressed(nil, it.Bundle.Emits, it.Execution.Priority)
 		it.Bundle.Emits = nil
-		sctx, span := w.tel.store(t.work, "Step", "stead_executions", 1)
+		sctx, end := w.obs.store(t.work, "Step", "stead_executions", 1)
 		res, err := tx.Step(sctx, *it, out, &lease)
-		endSpan(span, err)
+		done(end, err)
 		switch {
 		case errors.Is(err, stead.ErrInvalid):
 			// An invalid step (the store refused it, or its emits do not encode): nothing was
 			// sent; hand the message back for a retry.
 			w.log.Warn("commit failed", slog.String("execution", lease.Group), slog.Any("err", err))
-			p.obs.at(0).set(outcomeRetry)
+			p.obs.outcome(0, StepRetry, nil)
 			return nil, tx.Nack(t.work, &lease, w.cfg.RetryDelay)
 		case err != nil:
 			return nil, err
 		case errors.Is(res.Err, stead.ErrConflict):
 			w.log.Debug("lost the version race; redelivering", slog.Any("err", res.Err))
-			p.obs.at(0).set(outcomeConflict)
+			p.obs.outcome(0, StepConflict, nil)
 			return nil, errRolledBack
 		case res.Err != nil:
 			return nil, res.Err
 		}
 		it.Execution.Version = res.Version
-		p.obs.at(0).committed(it.Execution)
-		return []delivery{{exe: it.Execution, b: &it.Bundle, ev: p.events[0], trace: p.obs.at(0).traceOf()}}, nil
+		p.obs.committed(0, it.Execution)
+		return []delivery{{exe: it.Execution, b: &it.Bundle, ev: p.events[0], trace: p.obs.traceOf(0)}}, nil
 	case len(p.acks) == 1:
 		return nil, tx.Ack(t.work, p.acks)
 	case len(p.later) == 1:

@@ -23,8 +23,10 @@ type relay struct {
 	machines Machines
 	clock    func() time.Time
 	log      *slog.Logger
-	// tel traces the relay's store and transport calls (a Client's traces nothing: untraced).
-	tel *telemetry
+	// obs watches the relay's store and transport calls (nil: a Client's, watched by nobody).
+	obs *watch
+	// stamper names the trace of a command's ctx, for the children it spawns; nil: none.
+	stamper Stamper
 	// step runs a child's start event (a Worker's step, bounded by its ActionTimeout); nil runs
 	// the machine with no bound of its own.
 	step func(ctx context.Context, exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error)
@@ -36,8 +38,13 @@ type relay struct {
 // deliver is the worker's way into relay.deliver, for the step paths.
 func (w *Worker) deliver(ctx context.Context, ds []delivery) error { return w.relay.deliver(ctx, ds) }
 
-// untraced is the telemetry of a relay that records nothing.
-var untraced = &telemetry{}
+// trace returns the Event.Trace of ctx, "" without a stamper.
+func (r *relay) trace(ctx context.Context) string {
+	if r.stamper == nil {
+		return ""
+	}
+	return r.stamper.Trace(ctx)
+}
 
 // report calls the committed hook, if any.
 func (r *relay) report(exe *stead.Execution, ev stead.Event, last bool) {
@@ -145,18 +152,18 @@ func (r *relay) deliver(ctx context.Context, ds []delivery) error {
 	}
 	for len(out) > 0 {
 		n := min(len(out), transport.MaxBatch)
-		pctx, span := r.tel.transport(ctx, "PublishBatch", n)
+		pctx, end := r.obs.transport(ctx, "PublishBatch", n)
 		err := r.tr.PublishBatch(pctx, out[:n])
-		endSpan(span, err)
+		done(end, err)
 		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("publish: %w", err))...)
 		}
 		out = out[n:]
 	}
 	if len(seqs) > 0 {
-		actx, span := r.tel.store(ctx, "AckOutbox", "stead_outbox", len(seqs))
+		actx, end := r.obs.store(ctx, "AckOutbox", "stead_outbox", len(seqs))
 		err := r.store.AckOutbox(actx, seqs)
-		endSpan(span, err)
+		done(end, err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ack outbox: %w", err))
 		}
@@ -433,7 +440,7 @@ func (w *Worker) SweepTimers(ctx context.Context) (int, error) {
 		out := make([]transport.Outgoing, 0, len(due))
 		now := w.cfg.Clock()
 		for _, t := range due {
-			w.tel.timerFired(now, t.FireAt)
+			w.obs.timerFired(now, t.FireAt)
 			exe, err := r.targetOf(ctx, targets, t.ExecutionID)
 			if err != nil {
 				return total, err

@@ -145,9 +145,9 @@ func (w *Worker) ack(ctx context.Context, ls []transport.Lease) {
 		return
 	}
 	w.beats.drop(ls...)
-	actx, span := w.tel.transport(ctx, "AckBatch", len(ls))
+	actx, end := w.obs.transport(ctx, "AckBatch", len(ls))
 	err := w.tr.AckBatch(actx, ls)
-	endSpan(span, err)
+	done(end, err)
 	if err != nil {
 		w.log.Warn("ack failed; retrying until the lease ends", slog.Int("messages", len(ls)),
 			slog.String("execution", ls[0].Group), slog.Any("err", err))
@@ -159,9 +159,9 @@ func (w *Worker) ack(ctx context.Context, ls []transport.Lease) {
 // settler.
 func (w *Worker) nack(ctx context.Context, l *transport.Lease, delay time.Duration) {
 	w.beats.drop(*l)
-	nctx, span := w.tel.transport(ctx, "Nack", 1)
+	nctx, end := w.obs.transport(ctx, "Nack", 1)
 	err := w.tr.Nack(nctx, l, delay)
-	endSpan(span, err)
+	done(end, err)
 	if err != nil {
 		w.log.Warn("nack failed; retrying until the lease ends", slog.String("execution", l.Group), slog.Any("err", err))
 		w.retries.add(&settlement{leases: []transport.Lease{*l}, nack: true, delay: delay}, w.cfg.RetryDelay)

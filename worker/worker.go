@@ -22,8 +22,8 @@ type Worker struct {
 	store   *stead.Store
 	tr      *transport.Transport
 	log     *slog.Logger
-	retries *settler // acks and nacks that failed, retried until their lease ends
-	tel     *telemetry
+	retries *settler   // acks and nacks that failed, retried until their lease ends
+	obs     *watch     // nil: no Observer
 	slots   slots      // places for steps running at once (MaxWorkers), shared by the loops
 	beats   *heartbeat // the leases of running steps; nil when the transport cannot extend
 	relay   *relay     // delivers what steps and commands produce, shared with Client's way
@@ -36,15 +36,13 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	tel, err := newTelemetry(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("worker: telemetry: %w", err)
-	}
+	obs := newWatch(cfg)
 	w := &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
-		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), tel: tel,
+		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), obs: obs,
 		slots: newSlots(cfg.MaxWorkers)}
 	w.relay = &relay{store: w.store, tr: w.tr, machines: cfg.Machines, clock: cfg.Clock, log: w.log,
-		tel: tel, step: w.step, committed: w.committed}
+		obs: obs, step: w.step, committed: w.committed}
+	w.relay.stamper, _ = cfg.Observer.(Stamper)
 	if cfg.Transport.CanExtend() {
 		var maxAge time.Duration
 		if cfg.ActionTimeout > 0 {
@@ -80,10 +78,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		graceMu.Unlock()
 	}()
 
-	if reg, err := w.registerGauges(); err != nil {
-		w.log.Warn("gauges not registered", slog.Any("err", err))
-	} else if reg != nil {
-		defer func() { _ = reg.Unregister() }()
+	if w.obs != nil {
+		if stop, err := w.obs.o.Run(w.store, w.tr); err != nil {
+			w.log.Warn("observer not running", slog.Any("err", err))
+		} else if stop != nil {
+			defer stop()
+		}
 	}
 	w.log.Info("worker starting", slog.Int("concurrency", w.cfg.Concurrency),
 		slog.Int("batch", w.cfg.BatchSize), slog.Bool("shared_tx", w.cfg.SharedTx != nil))

@@ -16,6 +16,7 @@ import (
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/internal/benchutil"
+	"github.com/steadhq/stead/otelstead"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/worker"
 )
@@ -198,7 +199,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		},
 	}
 	if tel != nil {
-		wcfg.TracerProvider, wcfg.MeterProvider = tel.tp, tel.mp
+		obs, err := otelstead.New(otelstead.Config{TracerProvider: tel.tp, MeterProvider: tel.mp})
+		if err != nil {
+			return Result{}, err
+		}
+		wcfg.Observer = obs
 	}
 	w, err := worker.New(wcfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package worker
+package otelstead
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -19,9 +20,8 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
-	"github.com/steadhq/stead/memstore"
 	"github.com/steadhq/stead/transport"
-	"github.com/steadhq/stead/transport/memtransport"
+	"github.com/steadhq/stead/worker"
 )
 
 // tracer is one host's tracing: its own provider and in-memory exporter, as two processes would
@@ -29,6 +29,16 @@ import (
 type tracer struct {
 	exp *tracetest.InMemoryExporter
 	tp  *sdktrace.TracerProvider
+}
+
+// observe returns the Observer of tp and mp (either may be nil).
+func observe(t *testing.T, tp trace.TracerProvider, mp metric.MeterProvider) *Observer {
+	t.Helper()
+	o, err := New(Config{TracerProvider: tp, MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 func newTracer(t *testing.T) *tracer {
@@ -95,13 +105,13 @@ func TestTraceCrossesWorkers(t *testing.T) {
 	// one message at a time, so b's tick is left for worker B.
 	runA, stopA := context.WithCancel(context.Background())
 	cfgA := h.config()
-	cfgA.Name, cfgA.Concurrency, cfgA.TracerProvider = "A", 1, a.tp
+	cfgA.Name, cfgA.Concurrency, cfgA.Observer = "A", 1, observe(t, a.tp, nil)
 	cfgA.OnCommit = func(exe *stead.Execution, ev stead.Event, _ time.Time) {
 		if exe.ID == "a" && ev.Kind == "emit" {
 			stopA()
 		}
 	}
-	wA, err := New(cfgA)
+	wA, err := worker.New(cfgA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +134,7 @@ func TestTraceCrossesWorkers(t *testing.T) {
 	}
 
 	cfgB := h.config()
-	cfgB.Name, cfgB.BatchSize, cfgB.TracerProvider = "B", 8, b.tp
+	cfgB.Name, cfgB.BatchSize, cfgB.Observer = "B", 8, observe(t, b.tp, nil)
 	h.start(cfgB)
 	eventually(t, 5*time.Second, "b counted the tick", func() bool {
 		c, _ := h.counts("b")
@@ -219,7 +229,7 @@ func TestTimeoutJoinsTheArmingTrace(t *testing.T) {
 	h := newHarness(t)
 	tr := newTracer(t)
 	cfg := h.config()
-	cfg.TracerProvider = tr.tp
+	cfg.Observer = observe(t, tr.tp, nil)
 	h.start(cfg)
 	h.create("t")
 	ctx, client := tr.tp.Tracer("test").Start(context.Background(), "arm it")
@@ -273,7 +283,7 @@ func TestRelayedChildJoinsTheParentTrace(t *testing.T) {
 	forked := make(chan struct{})
 	var once sync.Once
 	cfgA := h.config()
-	cfgA.Name, cfgA.TracerProvider, cfgA.RelayInterval = "A", a.tp, -1
+	cfgA.Name, cfgA.Observer, cfgA.RelayInterval = "A", observe(t, a.tp, nil), -1
 	cfgA.Store = stead.NewStore(noSpawns{h.store.Backend()})
 	cfgA.OnCommit = func(exe *stead.Execution, ev stead.Event, _ time.Time) {
 		if exe.ID == "p" && ev.Kind == "fork" {
@@ -304,7 +314,7 @@ func TestRelayedChildJoinsTheParentTrace(t *testing.T) {
 	var mu sync.Mutex
 	starts := map[string]string{} // child → the trace its start event carried
 	cfgB := h.config()
-	cfgB.Name, cfgB.TracerProvider = "B", b.tp
+	cfgB.Name, cfgB.Observer = "B", observe(t, b.tp, nil)
 	cfgB.OnCommit = func(exe *stead.Execution, ev stead.Event, _ time.Time) {
 		if ev.Kind == chart.KindStart && exe.ParentID == "p" {
 			mu.Lock()
@@ -405,7 +415,7 @@ func TestStepMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	cfg := h.config()
-	cfg.MeterProvider = mp
+	cfg.Observer = observe(t, nil, mp)
 	h.start(cfg)
 	h.create("m")
 	h.send("m", "tick", "t1")
@@ -443,7 +453,7 @@ func TestBatchMetricsCountEveryStep(t *testing.T) {
 		}
 	}
 	cfg := h.config()
-	cfg.BatchSize, cfg.MeterProvider, cfg.TracerProvider = 64, mp, tr.tp
+	cfg.BatchSize, cfg.Observer = 64, observe(t, tr.tp, mp)
 	h.start(cfg)
 	const steps = executions * (1 + ticks) // a start and the ticks each
 	var rm metricdata.ResourceMetrics
@@ -568,7 +578,7 @@ func TestRemoteReadsAsThePropagator(t *testing.T) {
 // before + 1; read back as the package doc says, every step has all of its values.
 func TestBatchLinkAttributes(t *testing.T) {
 	tr := newTracer(t)
-	tel, err := newTelemetry(Config{Store: memstore.New(), Transport: memtransport.New(), TracerProvider: tr.tp})
+	tel, err := New(Config{TracerProvider: tr.tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,22 +596,22 @@ func TestBatchLinkAttributes(t *testing.T) {
 		for i, s := range steps {
 			leases[i].Group, leases[i].Event = s.exe, stead.Event{ID: "ev-" + s.exe, Kind: s.kind, Trace: carried}
 		}
-		_, obs, bspan := tel.beginBatch(context.Background(), leases, tel.now(), false)
+		_, obs := tel.Batch(context.Background(), worker.Claim{Leases: leases, Start: time.Now()})
 		for i, s := range steps {
-			o := obs.at(i)
 			exe := &stead.Execution{ID: s.exe, DefinitionID: s.def, Version: s.before, Status: stead.StatusRunning}
-			o.loaded(exe, s.outcome == outcomeDuplicate, doStep)
+			obs.Loaded(i, exe)
 			switch s.outcome {
 			case outcomeCommitted:
-				o.stepped(&stead.Bundle{})
-				o.committed(&stead.Execution{ID: s.exe, DefinitionID: s.def, Version: s.after, Status: s.status})
+				obs.Stepped(i, &stead.Bundle{})
+				obs.Committed(i, &stead.Execution{ID: s.exe, DefinitionID: s.def, Version: s.after, Status: s.status})
 			case outcomeDuplicate:
+				obs.Outcome(i, worker.StepDuplicate, nil)
 			default:
-				o.stepped(&stead.Bundle{})
-				o.set(s.outcome)
+				obs.Stepped(i, &stead.Bundle{})
+				obs.Outcome(i, worker.StepOutcome(s.outcome), nil)
 			}
 		}
-		obs.end(bspan)
+		obs.End()
 		for _, sp := range tr.exp.GetSpans() {
 			if sp.Name == "stead.batch" {
 				return sp, sp.Links

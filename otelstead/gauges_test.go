@@ -1,4 +1,4 @@
-package worker_test
+package otelstead_test
 
 import (
 	"context"
@@ -11,7 +11,15 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/otelstead"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
+	"github.com/steadhq/stead/pgstore"
+	"github.com/steadhq/stead/sqlitedb"
+	"github.com/steadhq/stead/sqlitestore"
+	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/transport/pgtransport"
+	"github.com/steadhq/stead/transport/sqlitetransport"
 	"github.com/steadhq/stead/worker"
 )
 
@@ -28,20 +36,14 @@ func (idle) Step(exe *stead.Execution, ev stead.Event, now time.Time) (*stead.Ex
 func TestGauges(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		spec func(t *testing.T) (string, string)
+		open func(t *testing.T) (*stead.Store, *transport.Transport)
 	}{
-		{"sqlite", func(t *testing.T) (string, string) { return filepath.Join(t.TempDir(), "stead.db"), "" }},
-		{"postgres", func(t *testing.T) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(t) }},
+		{"sqlite", openSQLite}, {"postgres", openPostgres},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			spec, schema := c.spec(t)
-			b, err := openBackend(ctx, spec, schema)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			client := &worker.Client{Store: b.Store, Transport: b.Transport}
+			store, tr := c.open(t)
+			client := &worker.Client{Store: store, Transport: tr}
 			if _, err := client.CreateBatch(ctx, []worker.NewExecution{
 				{DefinitionID: "parked", ID: "g1"}, {DefinitionID: "parked", ID: "g2"},
 				{DefinitionID: "parked", ID: "g3", Priority: 2},
@@ -51,9 +53,13 @@ func TestGauges(t *testing.T) {
 			reader := sdkmetric.NewManualReader()
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 			t.Cleanup(func() { _ = mp.Shutdown(ctx) })
-			w, err := worker.New(worker.Config{Store: b.Store, Transport: b.Transport,
-				Machines: worker.Machines{"other": idle{}}, MeterProvider: mp, Concurrency: 1,
-				RetryDelay: time.Hour, StatsInterval: time.Millisecond, IdleWait: 10 * time.Millisecond})
+			obs, err := otelstead.New(otelstead.Config{MeterProvider: mp, StatsInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := worker.New(worker.Config{Store: store, Transport: tr,
+				Machines: worker.Machines{"other": idle{}}, Observer: obs, Concurrency: 1,
+				RetryDelay: time.Hour, IdleWait: 10 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,3 +139,44 @@ func matches(got, want map[string]int64) bool {
 }
 
 func hasKey(m map[string]int64, k string) bool { _, ok := m[k]; return ok }
+
+// openSQLite opens a store and a transport on one SQLite file, closed when the test ends.
+func openSQLite(t *testing.T) (*stead.Store, *transport.Transport) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: filepath.Join(t.TempDir(), "stead.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := sqlitestore.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sqlitetransport.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close(); _ = store.Close() })
+	return store, tr
+}
+
+// openPostgres opens a store and a transport on one pool, in a schema of the test's own.
+func openPostgres(t *testing.T) (*stead.Store, *transport.Transport) {
+	ctx := context.Background()
+	schema := pgdbtest.Schema(t)
+	pool, err := pgdb.Open(ctx, pgdbtest.URL(), pgdb.Config{MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	store, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close(); _ = store.Close() })
+	return store, tr
+}

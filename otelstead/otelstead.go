@@ -1,8 +1,7 @@
-package worker
+package otelstead
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -18,9 +17,11 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/transport"
+	"github.com/steadhq/stead/worker"
 )
 
-// scope is the instrumentation scope of every span and instrument the worker makes.
+// scope is the instrumentation scope of every span and instrument: the worker's package, where
+// they were made before this package held them, so that what reads them by scope still finds them.
 const scope = "github.com/steadhq/stead/worker"
 
 // The attributes of a step span and of the step metrics. Names follow the OpenTelemetry semantic
@@ -43,21 +44,16 @@ const (
 
 // The outcomes of a claimed message, the values of stead.step.outcome.
 const (
-	outcomeCommitted   = "committed"    // the step committed
-	outcomeConflict    = "conflict"     // it lost the compare-and-swap and is redelivered at once
-	outcomeDuplicate   = "duplicate"    // the execution had applied the event already (a redelivery)
-	outcomeDropped     = "dropped"      // nothing to do: no such execution, cancelled, not started …
-	outcomeParked      = "parked"       // the execution is suspended
-	outcomeActionError = "action_error" // the machine failed; retried after RetryDelay
-	outcomeRetry       = "retry"        // the store failed; retried after RetryDelay
-	// outcomeDeferred: claimed behind a message of its execution that was not applied in this
-	// batch, and handed back with it, in order
-	outcomeDeferred = "deferred"
+	outcomeCommitted   = string(worker.StepCommitted)
+	outcomeConflict    = string(worker.StepConflict)
+	outcomeDuplicate   = string(worker.StepDuplicate)
+	outcomeDropped     = string(worker.StepDropped)
+	outcomeActionError = string(worker.StepActionError)
 )
 
-// telemetry is the worker's instrumentation: nothing at all unless Config gives a provider.
-// Every method is safe on a telemetry with neither, and then costs a branch.
-type telemetry struct {
+// Observer is the OpenTelemetry worker.Observer: give it to worker.Config.Observer, and to
+// worker.Client.Stamper. It records nothing of what Config gives no provider for.
+type Observer struct {
 	tracing, metering bool
 	tracer            trace.Tracer
 	meter             metric.Meter
@@ -69,33 +65,49 @@ type telemetry struct {
 	actionErrors metric.Int64Counter
 	lateness     metric.Float64Histogram
 
-	storeDB, transportDB attribute.KeyValue // db.system.name of each, when the backend tells
+	statsInterval time.Duration
 
 	sets  sync.Map  // stepKey → *stepSet: one attribute set per definition and outcome
 	calls sync.Map  // callKey → *callSpan
-	lists sync.Pool // *stepObsList: the observations of ended batches, for the next ones
+	lists sync.Pool // *batchObs: the observations of ended batches, for the next ones
 }
 
 type stepKey struct{ definition, outcome string }
 
-// DBSystemNamer is what a backend implements to name its database in spans (the semantic
-// conventions' db.system.name: "postgresql", "sqlite"). It is optional: without it the worker's
-// store and transport spans carry no db.system.name.
-type DBSystemNamer interface {
-	DBSystemName() string
+var (
+	_ worker.Observer = (*Observer)(nil)
+	_ worker.Stamper  = (*Observer)(nil)
+)
+
+// Config is what an Observer records to.
+type Config struct {
+	// TracerProvider, when set, traces every claimed message: claimed alone (an unbatched
+	// worker), as a "stead.step" span, a child of the trace context its event carries
+	// (Event.Trace); in a batch, as a link of the batch's "stead.batch" span to that context.
+	// The store and transport calls are client spans under them; what a step emits carries the
+	// step's context on. Nil: no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records the stead.* step, conflict, redelivery, action error and
+	// timer lateness metrics, and the gauges of queue depth, backlog and execution counts that
+	// the backends can report (stead.StatsBackend, transport.StatsBackend). Nil: no metrics.
+	MeterProvider metric.MeterProvider
+	// StatsInterval is how often at most the gauges query the backends (default
+	// DefaultStatsInterval); a scrape in between reads the last answer.
+	StatsInterval time.Duration
 }
 
-func newTelemetry(cfg Config) (*telemetry, error) {
-	t := &telemetry{}
+// DefaultStatsInterval is Config.StatsInterval's default.
+const DefaultStatsInterval = 30 * time.Second
+
+// New returns the Observer of cfg's providers.
+func New(cfg Config) (*Observer, error) {
+	t := &Observer{statsInterval: cfg.StatsInterval}
+	if t.statsInterval <= 0 {
+		t.statsInterval = DefaultStatsInterval
+	}
 	if cfg.TracerProvider != nil {
 		t.tracing = true
 		t.tracer = cfg.TracerProvider.Tracer(scope)
-	}
-	t.storeDB = dbSystem(cfg.Store.Backend())
-	t.transportDB = dbSystem(cfg.Transport.Backend())
-	if cfg.SharedTx != nil {
-		t.storeDB = dbSystem(cfg.SharedTx)
-		t.transportDB = t.storeDB
 	}
 	if cfg.MeterProvider == nil {
 		return t, nil
@@ -133,23 +145,8 @@ func newTelemetry(cfg Config) (*telemetry, error) {
 	return t, nil
 }
 
-func dbSystem(v any) attribute.KeyValue {
-	if n, ok := v.(DBSystemNamer); ok && n.DBSystemName() != "" {
-		return semconv.DBSystemNameKey.String(n.DBSystemName())
-	}
-	return attribute.KeyValue{}
-}
-
 // on reports whether anything is recorded at all.
-func (t *telemetry) on() bool { return t.tracing || t.metering }
-
-// now is the start of a claim, read only when something will use it.
-func (t *telemetry) now() time.Time {
-	if t.on() {
-		return time.Now()
-	}
-	return time.Time{}
-}
+func (t *Observer) on() bool { return t.tracing || t.metering }
 
 // ---- trace context carried by events ----
 
@@ -268,8 +265,8 @@ func inject(ctx context.Context) string {
 }
 
 // Stamp returns ev carrying the trace context of the span in ctx, unless it carries one already
-// or ctx holds no span. Client.Send and Client.Create stamp what they send; a worker stamps what
-// its steps emit.
+// or ctx holds no span: for an event sent other than through a worker.Client whose Stamper is an
+// Observer (which stamps what Send and Create send the same way).
 func Stamp(ctx context.Context, ev stead.Event) stead.Event {
 	if ev.Trace == "" {
 		ev.Trace = inject(ctx)
@@ -277,10 +274,13 @@ func Stamp(ctx context.Context, ev stead.Event) stead.Event {
 	return ev
 }
 
+// Trace returns the Event.Trace of the span in ctx, "" when there is none: an Observer is the
+// worker.Stamper of a Client.
+func (t *Observer) Trace(ctx context.Context) string { return inject(ctx) }
+
 // ---- a step ----
 
-// stepObs follows one claimed message from its claim to its settlement. The zero value (the
-// telemetry is off) records nothing.
+// stepObs follows one claimed message from its claim to its settlement.
 //
 // Unbatched, a message is a "stead.step" span of its own, a child of the trace context its event
 // carries. Batched, it is a link of its batch's span to that context, with the step's attributes
@@ -288,7 +288,7 @@ func Stamp(ctx context.Context, ev stead.Event) stead.Event {
 // SDK, measured with sdk/trace's batcher); bench/results/telemetry.md has what either costs a
 // worker.
 type stepObs struct {
-	t          *telemetry
+	t          *Observer
 	ctx        context.Context  // the step span's context (unbatched), for the step's calls
 	span       trace.Span       // unbatched only
 	lease      *transport.Lease // batched and recorded: the message, for its link
@@ -302,16 +302,10 @@ type stepObs struct {
 	err        error  // what kept the step from committing, for its span (unbatched)
 }
 
-// off reports whether o records nothing (nil, or the telemetry is off).
-func (o *stepObs) off() bool { return o == nil || o.t == nil }
-
 // begin starts the observation of a message claimed alone: its step span is a child of the trace
 // context the event carries (so that one order's life is one trace across hosts) and starts at
 // the claim.
-func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart time.Time) stepObs {
-	if !t.on() {
-		return stepObs{ctx: ctx}
-	}
+func (t *Observer) begin(ctx context.Context, l *transport.Lease, claimStart time.Time) stepObs {
 	o := stepObs{t: t, ctx: ctx, start: claimStart, outcome: outcomeDropped}
 	if !t.tracing {
 		return o
@@ -325,92 +319,37 @@ func (t *telemetry) begin(ctx context.Context, l *transport.Lease, claimStart ti
 
 // claimed records the claim that handed out this message alone (unbatched) as a child span,
 // ending now.
-func (o *stepObs) claimed() {
-	if o.off() || o.span == nil {
+func (o *stepObs) claimed(db string) {
+	if o.span == nil {
 		return
 	}
-	o.t.dbSpan(o.ctx, "ClaimBatch", "transport_messages", o.t.transportDB, 1, o.start, time.Now())
+	o.t.dbSpan(o.ctx, "ClaimBatch", "transport_messages", db, 1, o.start, time.Now())
 }
 
-// loaded records what the store returned for the message.
-func (o *stepObs) loaded(exe *stead.Execution, processed bool, v verdict) {
-	if o.off() {
-		return
-	}
-	switch {
-	case processed:
-		o.outcome = outcomeDuplicate
-	case v == doPark:
-		o.outcome = outcomeParked
-	case v == doAck:
-		o.outcome = outcomeDropped
-	}
+// loaded records the execution the message was loaded to.
+func (o *stepObs) loaded(exe *stead.Execution) {
 	if exe != nil {
 		o.definition, o.before, o.status = exe.DefinitionID, exe.Version, exe.Status
 	}
 }
 
-// stepped records a successful step and stamps what it emits and spawns with the step's trace
-// context (keepTimerTraces gives the same context to the timers it arms).
-func (o *stepObs) stepped(b *stead.Bundle) {
-	if o.off() {
-		return
-	}
+// stepped records a successful step and returns the trace context to stamp on what it emits and
+// spawns and keep for the timers it arms: an unbatched step's own, a batched one's the batch's.
+func (o *stepObs) stepped(b *stead.Bundle) string {
 	o.outcome = outcomeCommitted // until the commit says otherwise
-	if !o.t.tracing || len(b.Emits) == 0 && len(b.Spawns) == 0 && len(b.Timers) == 0 {
-		return
-	}
-	if o.span != nil {
+	if o.span != nil && o.trace == "" && (len(b.Emits) > 0 || len(b.Spawns) > 0 || len(b.Timers) > 0) {
 		o.trace = inject(o.ctx)
 	}
-	stampBundle(b, o.trace)
-}
-
-// stampBundle gives the trace context tr to every emit and spawn of b that carries none: the
-// spawn intent keeps it, so that the child's start event carries it whoever creates the child.
-func stampBundle(b *stead.Bundle, tr string) {
-	if tr == "" {
-		return
-	}
-	for i := range b.Emits {
-		if b.Emits[i].Event.Trace == "" {
-			b.Emits[i].Event.Trace = tr
-		}
-	}
-	for i := range b.Spawns {
-		if b.Spawns[i].Trace == "" {
-			b.Spawns[i].Trace = tr
-		}
-	}
-}
-
-// fail records what kept the step from committing, for its span.
-func (o *stepObs) fail(err error) {
-	if !o.off() {
-		o.err = err
-	}
-}
-
-// set records the outcome of the message.
-func (o *stepObs) set(outcome string) {
-	if !o.off() {
-		o.outcome = outcome
-	}
+	return o.trace
 }
 
 // committed records the version and status the step committed.
 func (o *stepObs) committed(exe *stead.Execution) {
-	if o.off() {
-		return
-	}
 	o.outcome, o.after, o.status = outcomeCommitted, exe.Version, exe.Status
 }
 
 // end closes the step span and counts the step.
 func (o *stepObs) end(err error) {
-	if o.off() {
-		return
-	}
 	now := time.Now()
 	if o.span != nil {
 		var buf [8]attribute.KeyValue
@@ -495,7 +434,7 @@ func (o *stepObs) count(now time.Time) {
 }
 
 // record counts n steps of one definition and outcome that each took d seconds.
-func (t *telemetry) record(definition, outcome string, n int, d float64) {
+func (t *Observer) record(definition, outcome string, n int, d float64) {
 	set := t.attrs(definition, outcome)
 	ctx := context.Background()
 	t.steps.Add(ctx, int64(n), set.add...)
@@ -521,7 +460,7 @@ type stepSet struct {
 
 // attrs returns the measurement options of a definition and an outcome, made once: building an
 // attribute set per step would cost an allocation and a sort on every step.
-func (t *telemetry) attrs(definition, outcome string) *stepSet {
+func (t *Observer) attrs(definition, outcome string) *stepSet {
 	k := stepKey{definition, outcome}
 	if v, ok := t.sets.Load(k); ok {
 		return v.(*stepSet)
@@ -546,23 +485,23 @@ func appendDefinition(kvs []attribute.KeyValue, definitionID string) []attribute
 
 // batch starts the span of one batch (its claim, load, commit, relay and acks are its children)
 // and records its claim. It returns ctx unchanged and a nil span when tracing is off.
-func (t *telemetry) batch(ctx context.Context, claimStart time.Time, n int) (context.Context, trace.Span) {
+func (t *Observer) batch(ctx context.Context, claimStart time.Time, n int, db string) (context.Context, trace.Span) {
 	if !t.tracing {
 		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, "stead.batch", trace.WithTimestamp(claimStart),
 		trace.WithAttributes(attrBatchSize.Int(n)))
-	t.dbSpan(ctx, "ClaimBatch", "transport_messages", t.transportDB, n, claimStart, time.Now())
+	t.dbSpan(ctx, "ClaimBatch", "transport_messages", db, n, claimStart, time.Now())
 	return ctx, span
 }
 
 // dbSpan records a finished database call as a client span.
-func (t *telemetry) dbSpan(ctx context.Context, op, collection string, system attribute.KeyValue, n int, start, end time.Time) {
+func (t *Observer) dbSpan(ctx context.Context, op, collection string, system string, n int, start, end time.Time) {
 	_, span := t.startDB(ctx, op, collection, system, n, start)
 	span.End(trace.WithTimestamp(end))
 }
 
-func (t *telemetry) startDB(ctx context.Context, op, collection string, system attribute.KeyValue, n int, start time.Time) (context.Context, trace.Span) {
+func (t *Observer) startDB(ctx context.Context, op, collection string, system string, n int, start time.Time) (context.Context, trace.Span) {
 	c := t.call(op, collection, system)
 	opts := c.opts
 	if n > 1 || !start.IsZero() {
@@ -587,14 +526,14 @@ type callSpan struct {
 	opts []trace.SpanStartOption
 }
 
-func (t *telemetry) call(op, collection string, system attribute.KeyValue) *callSpan {
-	k := callKey{op, collection, system.Value.AsString()}
+func (t *Observer) call(op, collection string, system string) *callSpan {
+	k := callKey{op, collection, system}
 	if v, ok := t.calls.Load(k); ok {
 		return v.(*callSpan)
 	}
 	attrs := []attribute.KeyValue{semconv.DBOperationName(op), semconv.DBCollectionName(collection)}
-	if system.Valid() {
-		attrs = append(attrs, system)
+	if system != "" {
+		attrs = append(attrs, semconv.DBSystemNameKey.String(system))
 	}
 	c := &callSpan{name: op + " " + collection,
 		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}}
@@ -602,20 +541,13 @@ func (t *telemetry) call(op, collection string, system attribute.KeyValue) *call
 	return v.(*callSpan)
 }
 
-// store starts the span of a store call; done ends it. Off, it returns ctx and a nil span.
-func (t *telemetry) store(ctx context.Context, op, collection string, n int) (context.Context, trace.Span) {
+// Call starts the span of a store or transport call; end ends it with the call's error.
+func (t *Observer) Call(ctx context.Context, c worker.Call) (context.Context, func(error)) {
 	if !t.tracing {
 		return ctx, nil
 	}
-	return t.startDB(ctx, op, collection, t.storeDB, n, time.Time{})
-}
-
-// transport is store for a transport call.
-func (t *telemetry) transport(ctx context.Context, op string, n int) (context.Context, trace.Span) {
-	if !t.tracing {
-		return ctx, nil
-	}
-	return t.startDB(ctx, op, "transport_messages", t.transportDB, n, time.Time{})
+	ctx, span := t.startDB(ctx, c.Op, c.Collection, c.DB, c.N, time.Time{})
+	return ctx, func(err error) { endSpan(span, err) }
 }
 
 // endSpan ends a span that store or transport started, with the call's error.
@@ -631,54 +563,40 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// carry returns to with the span of from, so that work done on to's deadline (after a
-// transaction's own has passed) still hangs off from's span.
-func (t *telemetry) carry(to, from context.Context) context.Context {
-	if !t.tracing {
-		return to
-	}
-	return trace.ContextWithSpan(to, trace.SpanFromContext(from))
-}
-
-// timerFired records how late a due timer was published.
-func (t *telemetry) timerFired(now, fireAt time.Time) {
+// TimerFired records how late a due timer was published.
+func (t *Observer) TimerFired(late time.Duration) {
 	if t.metering {
-		t.lateness.Record(context.Background(), max(now.Sub(fireAt), 0).Seconds())
+		t.lateness.Record(context.Background(), late.Seconds())
 	}
 }
 
-// traceOf returns the Event.Trace of the step span ("" untraced), nil-safe.
-func (o *stepObs) traceOf() string {
-	if o == nil {
-		return ""
-	}
-	return o.trace
-}
-
-// stepObsList is the observations of a batch's messages, aligned with its leases; nil when the
-// telemetry is off, and then every method records nothing.
+// stepObsList is the observations of a batch's messages, aligned with its leases.
 type stepObsList []stepObs
 
-// at returns the observation of lease i, or nil.
-func (s stepObsList) at(i int) *stepObs {
-	if i < 0 || i >= len(s) {
-		return nil
-	}
-	return &s[i]
+// batchObs is the worker.BatchObserver of one batch: its messages' observations and its span
+// (nil for a message claimed alone, or untraced). Ended, it is kept for a later batch.
+type batchObs struct {
+	t    *Observer
+	list stepObsList
+	span trace.Span
 }
 
-// setAll records one outcome for every message of the batch.
-func (s stepObsList) setAll(outcome string) {
-	for i := range s {
-		s[i].set(outcome)
+func (b *batchObs) Loaded(i int, exe *stead.Execution) { b.list[i].loaded(exe) }
+
+func (b *batchObs) Outcome(i int, o worker.StepOutcome, err error) {
+	b.list[i].outcome = string(o)
+	if err != nil {
+		b.list[i].err = err
 	}
 }
 
-// fail records err on every message of the batch.
-func (s stepObsList) fail(err error) {
-	for i := range s {
-		s[i].fail(err)
-	}
+func (b *batchObs) Stepped(i int, bundle *stead.Bundle) string { return b.list[i].stepped(bundle) }
+
+func (b *batchObs) Committed(i int, exe *stead.Execution) { b.list[i].committed(exe) }
+
+func (b *batchObs) End() {
+	b.list.end(b.span)
+	b.t.reuse(b)
 }
 
 // end counts every step of the batch, links each to the batch's span with its attributes, and
@@ -686,12 +604,11 @@ func (s stepObsList) fail(err error) {
 // The steps' counters are added once per definition and outcome, as every step of a batch has
 // the same start and end.
 func (s stepObsList) end(batch trace.Span) {
-	if len(s) == 0 || s[0].off() {
+	if len(s) == 0 {
 		return
 	}
 	if s[0].span != nil { // a message claimed alone: its own step span, no batch
 		s[0].end(s[0].err)
-		s[0].t.reuse(s)
 		return
 	}
 	t := s[0].t
@@ -705,7 +622,6 @@ func (s stepObsList) end(batch trace.Span) {
 	if t.metering {
 		s.count(now)
 	}
-	t.reuse(s)
 }
 
 // link adds a link per step to the batch span: to the trace context its event carries (the step
@@ -806,89 +722,66 @@ func (s stepObsList) count(now time.Time) {
 
 // reuse keeps the observations of an ended batch for a later one: a batch of 64 holds about
 // 10 KB of them, which the next batch would otherwise allocate and the collector sweep again.
-func (t *telemetry) reuse(s stepObsList) {
-	clear(s) // drop the references to the leases and strings of the batch
-	t.lists.Put(&s)
+func (t *Observer) reuse(b *batchObs) {
+	clear(b.list) // drop the references to the leases and strings of the batch
+	b.span = nil
+	t.lists.Put(b)
 }
 
-// beginBatch starts the batch span, a root whose links are its messages: each links the trace
+// Batch starts the batch span, a root whose links are its messages: each links the trace
 // context its event carries (the step that sent it) and holds the step's attributes, and what
 // the steps send carries the batch span's context on. It returns ctx with the batch span, to hang
-// the batch's store and transport calls from. leases must stay as they are until the list ends.
+// the batch's store and transport calls from.
 //
-// A message claimed alone by an unbatched worker (alone) gets a step span of its own instead,
-// a child of the trace context its event carries (begin), with its calls hanging from it.
-func (t *telemetry) beginBatch(ctx context.Context, leases []transport.Lease, claimStart time.Time, alone bool) (context.Context, stepObsList, trace.Span) {
+// A message claimed alone by an unbatched worker (Claim.Alone) gets a step span of its own
+// instead, a child of the trace context its event carries (begin), with its calls hanging from
+// it.
+func (t *Observer) Batch(ctx context.Context, c worker.Claim) (context.Context, worker.BatchObserver) {
 	if !t.on() {
-		return ctx, nil, nil
+		return ctx, unwatched{}
 	}
-	if alone && len(leases) == 1 {
-		obs := t.list(1)
-		obs[0] = t.begin(ctx, &leases[0], claimStart)
-		obs[0].claimed()
-		return obs[0].ctx, obs, nil
+	leases := c.Leases
+	if c.Alone && len(leases) == 1 {
+		b := t.list(1)
+		b.list[0] = t.begin(ctx, &leases[0], c.Start)
+		b.list[0].claimed(c.DB)
+		return b.list[0].ctx, b
 	}
-	bctx, span := t.batch(ctx, claimStart, len(leases))
+	bctx, span := t.batch(ctx, c.Start, len(leases), c.DB)
 	carried := ""
 	if span != nil {
 		carried = inject(bctx)
 	}
 	linked := span != nil && span.IsRecording()
-	obs := t.list(len(leases))
+	b := t.list(len(leases))
+	b.span = span
 	for i := range leases {
-		obs[i] = stepObs{t: t, start: claimStart, outcome: outcomeDropped, trace: carried}
+		b.list[i] = stepObs{t: t, start: c.Start, outcome: outcomeDropped, trace: carried}
 		if linked {
-			obs[i].lease = &leases[i]
+			b.list[i].lease = &leases[i]
 		}
 	}
-	return bctx, obs, span
+	return bctx, b
 }
 
-// list returns a list of n observations, reused from an ended batch when one is large enough.
-func (t *telemetry) list(n int) stepObsList {
-	if p, _ := t.lists.Get().(*stepObsList); p != nil && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make(stepObsList, n)
-}
+// unwatched is the BatchObserver of an Observer given no provider.
+type unwatched struct{}
 
-// keepTimerTraces records on next, the execution a step returned, the trace context tr of that
-// step (empty when untraced) for each timer the step arms, and forgets it for each timer the
-// step disarms and for all of them once the execution is finished, so that a timeout joins the
-// trace of the step that armed it. It follows the bundle's timer ops, which every Machine
-// returns, not Execution.Timers, which a Machine need not keep. The map is copied before it
-// changes: a machine may share it with the execution it was given.
-func keepTimerTraces(next *stead.Execution, b *stead.Bundle, tr string) {
-	if tr == "" && len(next.TimerTraces) == 0 {
-		return
+func (unwatched) Loaded(int, *stead.Execution)           {}
+func (unwatched) Outcome(int, worker.StepOutcome, error) {}
+func (unwatched) Stepped(int, *stead.Bundle) string      { return "" }
+func (unwatched) Committed(int, *stead.Execution)        {}
+func (unwatched) End()                                   {}
+
+// list returns the observer of a batch of n, reused from an ended batch when one is large enough.
+func (t *Observer) list(n int) *batchObs {
+	b, _ := t.lists.Get().(*batchObs)
+	if b == nil {
+		b = &batchObs{t: t}
 	}
-	if next.Status.Finished() {
-		next.TimerTraces = nil
-		return
+	if cap(b.list) < n {
+		b.list = make(stepObsList, n)
 	}
-	var m map[string]string
-	edit := func() map[string]string {
-		if m == nil {
-			m = maps.Clone(next.TimerTraces)
-			if m == nil {
-				m = map[string]string{}
-			}
-		}
-		return m
-	}
-	for _, op := range b.Timers {
-		_, had := next.TimerTraces[op.Path]
-		switch {
-		case op.Action == stead.TimerSchedule && tr != "":
-			edit()[op.Path] = tr
-		case had || m != nil:
-			delete(edit(), op.Path) // disarmed, or re-armed by an untraced step
-		}
-	}
-	if m != nil {
-		if len(m) == 0 {
-			m = nil
-		}
-		next.TimerTraces = m
-	}
+	b.list = b.list[:n]
+	return b
 }

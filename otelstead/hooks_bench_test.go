@@ -1,18 +1,18 @@
-package worker
+package otelstead
 
 import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/steadhq/stead"
-	"github.com/steadhq/stead/memstore"
 	"github.com/steadhq/stead/transport"
-	"github.com/steadhq/stead/transport/memtransport"
+	"github.com/steadhq/stead/worker"
 )
 
 // BenchmarkBatchHooks measures the telemetry hooks of one batch of 64 steps alone, with the SDK
@@ -32,7 +32,7 @@ func benchBatchHooks(b *testing.B, mixed bool) {
 		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
-	tel, err := newTelemetry(Config{Store: memstore.New(), Transport: memtransport.New(), TracerProvider: tp, MeterProvider: mp})
+	tel, err := New(Config{TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,23 +60,22 @@ func benchBatchHooks(b *testing.B, mixed bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		start := tel.now()
-		_, obs, bspan := tel.beginBatch(ctx, leases, start, false)
+		_, obs := tel.Batch(ctx, worker.Claim{Leases: leases, Start: time.Now()})
 		for i := range leases {
-			o := obs.at(i)
 			duplicate := mixed && i%16 == 15
-			o.loaded(exes[i], duplicate, doStep)
+			obs.Loaded(i, exes[i])
 			switch {
 			case duplicate:
+				obs.Outcome(i, worker.StepDuplicate, nil)
 			case mixed && i%8 == 3:
-				o.stepped(&bundle)
-				o.set(outcomeConflict)
+				obs.Stepped(i, &bundle)
+				obs.Outcome(i, worker.StepConflict, nil)
 			default:
-				o.stepped(&bundle)
-				o.committed(nexts[i])
+				obs.Stepped(i, &bundle)
+				obs.Committed(i, nexts[i])
 			}
 		}
-		obs.end(bspan)
+		obs.End()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")

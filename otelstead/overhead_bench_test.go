@@ -1,4 +1,4 @@
-package worker_test
+package otelstead_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/otelstead"
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/pgstore"
@@ -68,7 +69,7 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, sample float6
 		b.Fatalf("no backend %q", backend)
 	}
 	b.Cleanup(func() { _ = r.tr.Close(); _ = r.store.Close() })
-	cfg := worker.Config{Store: r.store, Transport: r.tr, Machines: worker.Machines{"counter": worker.Counter}, Name: "bench",
+	cfg := worker.Config{Store: r.store, Transport: r.tr, Machines: worker.Machines{"counter": otelstead.Counter}, Name: "bench",
 		BatchSize: batch, SharedTx: shared,
 		OnCommit: func(*stead.Execution, stead.Event, time.Time) { r.committed.Add(1) }}
 	if on {
@@ -82,7 +83,11 @@ func newBenchRig(b *testing.B, backend string, batch int, on bool, sample float6
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
-		cfg.TracerProvider, cfg.MeterProvider = tp, mp
+		obs, err := otelstead.New(otelstead.Config{TracerProvider: tp, MeterProvider: mp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Observer = obs
 		r.flush = func() { _ = tp.ForceFlush(ctx) }
 	}
 	w, err := worker.New(cfg)

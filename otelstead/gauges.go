@@ -1,4 +1,4 @@
-package worker
+package otelstead
 
 import (
 	"context"
@@ -39,23 +39,32 @@ type sample struct {
 	okS, okC, okQ bool
 }
 
-// registerGauges registers the gauges the backends can answer; the registration ends with
-// Run. It registers nothing when metrics are off or neither backend reports statistics.
-func (w *Worker) registerGauges() (metric.Registration, error) {
-	if !w.tel.metering {
+// Run registers the gauges that the backends of a running worker can answer, until stop: the
+// worker calls it as its Run starts and stop as it returns. It registers nothing when metrics
+// are off or neither backend reports statistics.
+func (t *Observer) Run(store *stead.Store, tr *transport.Transport) (stop func(), err error) {
+	reg, err := t.registerGauges(store, tr)
+	if err != nil || reg == nil {
+		return nil, err
+	}
+	return func() { _ = reg.Unregister() }, nil
+}
+
+func (t *Observer) registerGauges(store *stead.Store, tr *transport.Transport) (metric.Registration, error) {
+	if !t.metering {
 		return nil, nil
 	}
-	s := &sampler{interval: w.cfg.StatsInterval, clock: w.cfg.Clock}
-	s.store, _ = w.store.Backend().(stead.StatsBackend)
-	s.tr, _ = w.tr.Backend().(transport.StatsBackend)
-	if _, ok := w.store.Backend().(stead.Counter); ok {
+	s := &sampler{interval: t.statsInterval, clock: time.Now}
+	s.store, _ = store.Backend().(stead.StatsBackend)
+	s.tr, _ = tr.Backend().(transport.StatsBackend)
+	if _, ok := store.Backend().(stead.Counter); ok {
 		// Another backend would be paged through whole at every sample: no gauge is worth that.
-		s.counter = w.store
+		s.counter = store
 	}
 	if s.store == nil && s.tr == nil && s.counter == nil {
 		return nil, nil
 	}
-	m := w.tel.meter
+	m := t.meter
 	var insts []metric.Observable
 	var depth, outbox, spawns, executions metric.Int64ObservableGauge
 	var age metric.Float64ObservableGauge
