@@ -244,16 +244,18 @@ var rules = []rule{
 	}},
 	{"bad_input_writes_nothing", func(t *testing.T, s *schedule.Store) {
 		bad := map[string]func(*schedule.Schedule){
-			"empty id":          func(sc *schedule.Schedule) { sc.ID = "" },
-			"nul id":            func(sc *schedule.Schedule) { sc.ID = "a\x00b" },
-			"invalid utf-8 id":  func(sc *schedule.Schedule) { sc.ID = "a\xffb" },
-			"long id":           func(sc *schedule.Schedule) { sc.ID = strings.Repeat("x", schedule.MaxIDLen+1) },
-			"empty definition":  func(sc *schedule.Schedule) { sc.DefinitionID = "" },
-			"nul definition":    func(sc *schedule.Schedule) { sc.DefinitionID = "d\x00" },
-			"context not json":  func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`{`) },
-			"context array":     func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`[1]`) },
-			"context \\u0000":   func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`{"a":"\u0000"}`) },
-			"oversized context": func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`{"a":"` + strings.Repeat("x", schedule.MaxContext) + `"}`) },
+			"empty id":         func(sc *schedule.Schedule) { sc.ID = "" },
+			"nul id":           func(sc *schedule.Schedule) { sc.ID = "a\x00b" },
+			"invalid utf-8 id": func(sc *schedule.Schedule) { sc.ID = "a\xffb" },
+			"long id":          func(sc *schedule.Schedule) { sc.ID = strings.Repeat("x", schedule.MaxIDLen+1) },
+			"empty definition": func(sc *schedule.Schedule) { sc.DefinitionID = "" },
+			"nul definition":   func(sc *schedule.Schedule) { sc.DefinitionID = "d\x00" },
+			"context not json": func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`{`) },
+			"context array":    func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`[1]`) },
+			"context \\u0000":  func(sc *schedule.Schedule) { sc.Context = json.RawMessage(`{"a":"\u0000"}`) },
+			"oversized context": func(sc *schedule.Schedule) {
+				sc.Context = json.RawMessage(`{"a":"` + strings.Repeat("x", schedule.MaxContext) + `"}`)
+			},
 			"no timing":         func(sc *schedule.Schedule) { sc.Every = 0 },
 			"both timings":      func(sc *schedule.Schedule) { sc.Cron = "* * * * *" },
 			"short interval":    func(sc *schedule.Schedule) { sc.Every = time.Millisecond },
