@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -23,6 +25,9 @@ type Starter interface {
 type Loader interface {
 	Load(ctx context.Context, id string) (*stead.Execution, error)
 }
+
+// DefaultConcurrency is how many due schedules a Runner fires at once unless told otherwise.
+const DefaultConcurrency = 8
 
 // DefaultPoll is how often a Runner looks for due schedules unless told otherwise.
 const DefaultPoll = time.Second
@@ -47,6 +52,10 @@ type Runner struct {
 	Poll time.Duration
 	// Logger receives the ticks that failed to start (default slog.Default()).
 	Logger *slog.Logger
+	// Concurrency is how many due schedules a runner fires at once (default
+	// DefaultConcurrency): a tick's start is a few round-trips, so one at a time would bound a
+	// runner to a few hundred ticks a second.
+	Concurrency int
 	// Wait, when set, replaces the pause between two looks (a test's virtual clock).
 	Wait func(ctx context.Context, d time.Duration) error
 }
@@ -110,19 +119,44 @@ func (r *Runner) RunOnce(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	var soonest time.Time
-	var errs []error
+	// Runners that read the same due schedules at once would otherwise go down the list in step,
+	// each starting the same tick only to find it taken: in a random order they mostly part.
+	rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
+	conc := r.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	var (
+		mu      sync.Mutex
+		soonest time.Time
+		errs    []error
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, conc)
+	)
 	for _, sc := range due {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
 		if ctx.Err() != nil {
-			return soonest, ctx.Err()
+			break
 		}
-		at, err := r.fire(ctx, sc, now)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if !at.IsZero() && (soonest.IsZero() || at.Before(soonest)) {
-			soonest = at
-		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			at, err := r.fire(ctx, sc, now)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if !at.IsZero() && (soonest.IsZero() || at.Before(soonest)) {
+				soonest = at
+			}
+		})
+	}
+	wg.Wait() // every fire has returned: RunOnce leaves nothing running
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
 	}
 	return soonest, errors.Join(errs...)
 }
@@ -132,6 +166,20 @@ func (r *Runner) RunOnce(ctx context.Context) (time.Time, error) {
 // makes a crash between the two harmless: the runner that replays the tick finds its execution
 // (ErrAlreadyExists) and only claims. It returns when the schedule should be looked at again.
 func (r *Runner) fire(ctx context.Context, sc *Schedule, now time.Time) (time.Time, error) {
+	// The due list may be stale by now: a racing runner may have claimed the tick. One read by
+	// key is cheaper than a create that finds the id taken (which republishes the start of an
+	// execution that has not begun), and correctness does not hang on it: the claim decides.
+	cur, err := r.Schedules.Get(ctx, sc.ID)
+	if errors.Is(err, stead.ErrNotFound) {
+		return time.Time{}, nil // deleted meanwhile
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if cur.Paused || !cur.NextTick.Equal(sc.NextTick) {
+		return cur.NextTick, nil
+	}
+	sc = cur
 	sp, err := parseSpec(sc)
 	if err != nil {
 		return time.Time{}, err
