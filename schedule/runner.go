@@ -156,7 +156,15 @@ func (r *Runner) RunOnce(ctx context.Context) (time.Time, error) {
 	}
 	wg.Wait() // every fire has returned: RunOnce leaves nothing running
 	if err := ctx.Err(); err != nil {
+		return soonest, errors.Join(append(errs, err)...)
+	}
+	// A schedule this round did not fire (created, resumed or fired elsewhere since) may fall due
+	// before the next poll: look ahead for the earliest, so that it is not a poll late.
+	ahead, err := r.Schedules.Due(ctx, now.Add(r.pollOr()), 1)
+	if err != nil {
 		errs = append(errs, err)
+	} else if len(ahead) == 1 && ahead[0].NextTick.After(now) && (soonest.IsZero() || ahead[0].NextTick.Before(soonest)) {
+		soonest = ahead[0].NextTick
 	}
 	return soonest, errors.Join(errs...)
 }

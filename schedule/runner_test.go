@@ -383,3 +383,15 @@ func TestRunReturnsOnCancel(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+// TestRunOnceLooksAhead: a schedule due before the next poll is looked at when it is due, not a
+// poll late.
+func TestRunOnceLooksAhead(t *testing.T) {
+	f := newFixture(t)
+	f.runner.Poll = time.Hour
+	f.create(t, schedule.Schedule{ID: "s", Every: time.Minute})
+	soonest, err := f.runner.RunOnce(context.Background())
+	if err != nil || !soonest.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("RunOnce: come back at %v (%v), want the tick at 1m", soonest, err)
+	}
+}
