@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/steadhq/stead/cli/backend"
 	"github.com/steadhq/stead/schedule"
+	"github.com/steadhq/stead/schedule/schedworker"
 	"github.com/steadhq/stead/worker"
 )
 
@@ -208,15 +209,9 @@ func newScheduleDelete() *cobra.Command {
 }
 
 // runnerOn is a Runner on the schedules of b that starts and cancels executions through a
-// worker.Client.
+// worker.Client, a round's ticks in one batch.
 func runnerOn(b *backend.Backend, s *schedule.Store, log *slog.Logger) *schedule.Runner {
-	c := &worker.Client{Store: b.Store, Transport: b.Transport, Logger: log}
-	return &schedule.Runner{Schedules: s, Starter: c, Executions: b.Store, Logger: log,
-		Cancel: func(ctx context.Context, id string) error {
-			// The command id is the execution's: a cancel retried after a lost answer is one.
-			_, err := c.Cancel(ctx, id, "schedule-cancel:"+id)
-			return err
-		}}
+	return schedworker.Runner(s, &worker.Client{Store: b.Store, Transport: b.Transport, Logger: log})
 }
 
 func newScheduleTrigger() *cobra.Command {

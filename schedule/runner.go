@@ -21,6 +21,26 @@ type Starter interface {
 	Create(ctx context.Context, definitionID, id string, data json.RawMessage) (*stead.Execution, error)
 }
 
+// Start is one execution a BatchStarter creates.
+type Start struct {
+	DefinitionID string
+	ID           string
+	Context      json.RawMessage
+}
+
+// BatchStarter is a Starter that creates many executions in one store transaction
+// (schedule/schedworker makes one of a worker.Client). A Runner whose Starter is one starts the
+// ticks of a round together. StartBatch reports, for each start in order, whether its
+// execution exists now (created, or its id taken: the tick fired already); an error means
+// none can be counted on.
+type BatchStarter interface {
+	Starter
+	StartBatch(ctx context.Context, starts []Start) ([]bool, error)
+}
+
+// MaxStartBatch bounds the starts of one StartBatch (stead.MaxBatch).
+const MaxStartBatch = stead.MaxBatch
+
 // Loader loads an execution: *stead.Store is one.
 type Loader interface {
 	Load(ctx context.Context, id string) (*stead.Execution, error)
@@ -122,39 +142,65 @@ func (r *Runner) RunOnce(ctx context.Context) (time.Time, error) {
 	// Runners that read the same due schedules at once would otherwise go down the list in step,
 	// each starting the same tick only to find it taken: in a random order they mostly part.
 	rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
-	conc := r.Concurrency
-	if conc <= 0 {
-		conc = DefaultConcurrency
-	}
 	var (
 		mu      sync.Mutex
 		soonest time.Time
 		errs    []error
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, conc)
 	)
-	for _, sc := range due {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	note := func(at time.Time, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
 		}
-		if ctx.Err() != nil {
-			break
+		if !at.IsZero() && (soonest.IsZero() || at.Before(soonest)) {
+			soonest = at
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			at, err := r.fire(ctx, sc, now)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
+	}
+	bs, batched := r.Starter.(BatchStarter)
+	if !batched {
+		r.each(ctx, len(due), func(i int) { note(r.fire(ctx, due[i], now)) })
+	} else {
+		// Plan every schedule, start the ticks of the round in batches, then claim: the claim of
+		// a tick still follows its start, and a start that failed is not claimed.
+		plans := make([]plan, len(due))
+		failed := make([]bool, len(due))
+		r.each(ctx, len(due), func(i int) {
+			var err error
+			if plans[i], err = r.plan(ctx, due[i], now); err != nil {
+				failed[i] = true
+				note(time.Time{}, err)
 			}
-			if !at.IsZero() && (soonest.IsZero() || at.Before(soonest)) {
-				soonest = at
+		})
+		var idx []int
+		for i, p := range plans {
+			if !failed[i] && p.start {
+				idx = append(idx, i)
+			}
+		}
+		for len(idx) > 0 && ctx.Err() == nil {
+			chunk := idx[:min(len(idx), MaxStartBatch)]
+			idx = idx[len(chunk):]
+			starts := make([]Start, len(chunk))
+			for j, i := range chunk {
+				starts[j] = Start{DefinitionID: plans[i].sc.DefinitionID, ID: plans[i].id, Context: plans[i].sc.Context}
+			}
+			exist, err := bs.StartBatch(ctx, starts)
+			for j, i := range chunk {
+				if err != nil || j >= len(exist) || !exist[j] {
+					failed[i] = true
+				}
+			}
+			if err != nil {
+				note(time.Time{}, fmt.Errorf("schedule: start %d ticks: %w", len(chunk), err))
+			}
+		}
+		r.each(ctx, len(due), func(i int) {
+			if !failed[i] {
+				note(r.claim(ctx, plans[i]))
 			}
 		})
 	}
-	wg.Wait() // every fire has returned: RunOnce leaves nothing running
 	if err := ctx.Err(); err != nil {
 		return soonest, errors.Join(append(errs, err)...)
 	}
@@ -169,28 +215,78 @@ func (r *Runner) RunOnce(ctx context.Context) (time.Time, error) {
 	return soonest, errors.Join(errs...)
 }
 
-// fire handles one due schedule: it picks the tick the catch-up policy starts, applies the
-// overlap policy, starts the execution, then claims the tick. Starting before claiming is what
-// makes a crash between the two harmless: the runner that replays the tick finds its execution
-// (ErrAlreadyExists) and only claims. It returns when the schedule should be looked at again.
+// each runs fn(0..n-1), up to Concurrency at once, and returns when every call has returned.
+func (r *Runner) each(ctx context.Context, n int, fn func(i int)) {
+	conc := r.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// plan is what a runner does with one due schedule: start the execution id (when start is
+// set), then claim the tick with a (when claim is set); again is when to look at it next.
+type plan struct {
+	sc    *Schedule
+	start bool
+	id    string
+	claim bool
+	a     Advance
+	again time.Time
+}
+
+// fire handles one due schedule: it plans, starts the execution, then claims the tick. Starting
+// before claiming is what makes a crash between the two harmless: the runner that replays the
+// tick finds its execution (ErrAlreadyExists) and only claims. It returns when the schedule
+// should be looked at again.
 func (r *Runner) fire(ctx context.Context, sc *Schedule, now time.Time) (time.Time, error) {
+	p, err := r.plan(ctx, sc, now)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if p.start {
+		exe, err := r.Starter.Create(ctx, p.sc.DefinitionID, p.id, p.sc.Context)
+		if err != nil && exe == nil && !errors.Is(err, stead.ErrAlreadyExists) {
+			return time.Time{}, fmt.Errorf("schedule %q: start tick %s: %w", p.sc.ID, p.a.LastTick.Format(time.RFC3339Nano), err)
+		}
+	}
+	return r.claim(ctx, p)
+}
+
+// plan picks the tick of sc the catch-up policy starts and applies the overlap policy to it.
+func (r *Runner) plan(ctx context.Context, sc *Schedule, now time.Time) (plan, error) {
 	// The due list may be stale by now: a racing runner may have claimed the tick. One read by
 	// key is cheaper than a create that finds the id taken (which republishes the start of an
 	// execution that has not begun), and correctness does not hang on it: the claim decides.
 	cur, err := r.Schedules.Get(ctx, sc.ID)
 	if errors.Is(err, stead.ErrNotFound) {
-		return time.Time{}, nil // deleted meanwhile
+		return plan{sc: sc}, nil // deleted meanwhile
 	}
 	if err != nil {
-		return time.Time{}, err
+		return plan{}, err
 	}
 	if cur.Paused || !cur.NextTick.Equal(sc.NextTick) {
-		return cur.NextTick, nil
+		return plan{sc: cur, again: cur.NextTick}, nil
 	}
 	sc = cur
 	sp, err := parseSpec(sc)
 	if err != nil {
-		return time.Time{}, err
+		return plan{}, err
 	}
 	tick := pick(sc, sp, now)
 	var advanceTo time.Time
@@ -198,36 +294,40 @@ func (r *Runner) fire(ctx context.Context, sc *Schedule, now time.Time) (time.Ti
 		advanceTo = sp.next(now)
 	} else {
 		if at := tick.Add(sc.jitter(tick)); at.After(now) {
-			return at, nil // its jitter has not passed yet
+			return plan{sc: sc, again: at}, nil // its jitter has not passed yet
 		}
 		advanceTo = sp.next(tick)
 	}
 	if advanceTo.IsZero() { // a cron expression with no date left: park it at the end of time
 		advanceTo = check.MaxTime.Truncate(time.Second)
 	}
-	a := Advance{NextTick: advanceTo, UpdatedAt: now}
+	p := plan{sc: sc, claim: true, a: Advance{NextTick: advanceTo, UpdatedAt: now}, again: advanceTo}
 	if !tick.IsZero() {
-		start, err := r.overlap(ctx, sc)
+		verdict, err := r.overlap(ctx, sc)
 		if err != nil {
-			return time.Time{}, err
+			return plan{}, err
 		}
-		switch start {
+		switch verdict {
 		case hold:
-			return now.Add(r.pollOr()), nil
+			return plan{sc: sc, again: now.Add(r.pollOr())}, nil
 		case run:
-			id := ExecutionID(sc.ID, tick)
-			exe, err := r.Starter.Create(ctx, sc.DefinitionID, id, sc.Context)
-			if err != nil && exe == nil && !errors.Is(err, stead.ErrAlreadyExists) {
-				return time.Time{}, fmt.Errorf("schedule %q: start tick %s: %w", sc.ID, tick.Format(time.RFC3339Nano), err)
-			}
-			a.Fired, a.LastTick, a.LastExecutionID = true, tick, id
+			p.start, p.id = true, ExecutionID(sc.ID, tick)
+			p.a.Fired, p.a.LastTick, p.a.LastExecutionID = true, tick, p.id
 		}
 	}
-	if _, err := r.Schedules.Claim(ctx, sc.ID, sc.NextTick, a); err != nil {
-		return time.Time{}, fmt.Errorf("schedule %q: claim: %w", sc.ID, err)
+	return p, nil
+}
+
+// claim claims the tick of p, if it has one to claim, and returns when to look again.
+func (r *Runner) claim(ctx context.Context, p plan) (time.Time, error) {
+	if !p.claim {
+		return p.again, nil
+	}
+	if _, err := r.Schedules.Claim(ctx, p.sc.ID, p.sc.NextTick, p.a); err != nil {
+		return time.Time{}, fmt.Errorf("schedule %q: claim: %w", p.sc.ID, err)
 	}
 	// Lost or won, the row has moved on: look again when its new next tick is due.
-	return advanceTo, nil
+	return p.again, nil
 }
 
 func (r *Runner) pollOr() time.Duration {
