@@ -13,7 +13,7 @@
 // Get the schedules of a store with For, and run a Runner beside each worker (stead run does):
 //
 //	schedules, err := schedule.For(store)
-//	r := &schedule.Runner{Schedules: schedules, Starter: client, Executions: store}
+//	r := schedworker.Runner(schedules, client) // client: a *worker.Client
 //	go r.Run(ctx)
 //
 // Each tick fires exactly once however many runners run. The database fences them: a runner
