@@ -357,9 +357,12 @@ func printSchedules(w io.Writer, asJSON bool, scs ...*schedule.Schedule) error {
 // startSchedules runs a Runner on the schedules of b until the returned stop is called, which
 // waits for it to return: `stead run` fires its store's schedules beside its worker.
 func startSchedules(ctx context.Context, b *backend.Backend, log *slog.Logger) (stop func(), err error) {
+
 	s, err := schedule.For(b.Store)
 	if err != nil {
-		return nil, err
+		// A backend that keeps no schedules still runs its worker: schedules are an addition.
+		log.Warn("schedules not fired: this store keeps none", slog.Any("err", err))
+		return func() {}, nil
 	}
 	r := runnerOn(b, s, log)
 	rctx, cancel := context.WithCancel(ctx)
