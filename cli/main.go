@@ -141,6 +141,7 @@ Debian, apt-get install postgresql, then pg_ctlcluster <version> main start).`,
 	root.AddCommand(a.controlCommands()...)
 	root.AddCommand(newPurge())
 	root.AddCommand(newTurns(), newBulk(), newDoctor())
+	root.AddCommand(newSchedule())
 	var own []*cobra.Command
 	if cfg.Commands != nil {
 		own = cfg.Commands()

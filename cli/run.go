@@ -36,12 +36,14 @@ func (a *app) newRun() *cobra.Command {
 		metrics   string
 		otlp      string
 		sample    float64
+		noSched   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store <sqlite path | postgres URL> --definition <file> [--workers N]",
 		Short: "Run workers until interrupted",
 		Long: `run starts a worker on the store: it claims events, steps the executions, commits, relays
 spawned children, emitted events and due timers, and delivers what crashed workers left behind.
+It fires the store's schedules too (stead schedule; --no-schedules turns that off).
 SIGINT or SIGTERM stops it gracefully: it stops claiming, finishes the steps in flight and exits.
 Run as many workers on one database as you like (on SQLite: processes on one host).
 
@@ -142,6 +144,13 @@ share of trace ids. Metrics count every step whatever the sample.`,
 			if err != nil {
 				return err
 			}
+			if !noSched { // a schedule's tick fires once however many processes run this
+				stop, err := startSchedules(ctx, b, log)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return w.Run(ctx)
 		},
 	}
@@ -160,6 +169,7 @@ share of trace ids. Metrics count every step whatever the sample.`,
 	cmd.Flags().StringVar(&metrics, "metrics-addr", "", "serve Prometheus metrics at /metrics on this address (\":9464\")")
 	cmd.Flags().StringVar(&otlp, "otlp-endpoint", "", "send traces and metrics over OTLP/HTTP to this URL (\"http://localhost:4318\")")
 	cmd.Flags().Float64Var(&sample, "trace-sample", 1, "share of traces kept, 0 to 1 (parent-based: a span follows its parent's decision)")
+	cmd.Flags().BoolVar(&noSched, "no-schedules", false, "do not fire the store's schedules (stead schedule) from this process")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	return cmd

@@ -44,6 +44,8 @@ type backend struct {
 	spawns    queue[stead.SpawnEntry]
 	lastSeq   int64 // outbox; sequence numbers are never reused
 	lastSpawn int64
+
+	sched schedules // kept apart, under its own lock (schedules.go)
 }
 
 var (
