@@ -47,7 +47,10 @@
 // needs no long lease and a worker that dies frees its work within Visibility.
 //
 // A Client is the sender side: Create persists a new execution together with its start event in
-// the outbox (so a crash right after cannot lose the start), Send publishes an event.
+// the outbox (so a crash right after cannot lose the start), Send publishes an event. With
+// Client.Sender set to pgtx.New of the store and the transport, Create commits the execution and
+// queues its start in one transaction, and Send checks the execution and takes its priority in
+// the publish's own statement.
 //
 // A Client is also the operator's: Control (and Suspend, Resume, Cancel, Reset, SetState, Retry)
 // applies a control command to a stored execution at once, as a compare-and-swap commit whose
@@ -59,8 +62,11 @@
 // the backlog of a cancelling one until the cancel's own event, which ends it, and drop whatever
 // reaches a cancelled one.
 //
-// With Config.SharedTx (pgtx.New, for pgstore and pgtransport on one pool) a batch's claim, load,
-// commit, publish and acknowledgement run in one database transaction instead.
+// Every batch takes one path (take places, claim, load, step, commit and settle); what a backend
+// changes is only how the batch reaches its databases. With Config.SharedTx (pgtx.New, for
+// pgstore and pgtransport on one pool) a batch's claim, load, commit, publish and acknowledgement
+// run in one database transaction, and what its steps emit is published in it rather than
+// through the outbox; ARCHITECTURE.md ("One event's path") follows one event file by file.
 //
 // Config.Observer watches the worker at work (its batches, steps, calls and timers); nil watches
 // nothing, at the cost of a nil check a hook. Package otelstead is the OpenTelemetry Observer:
