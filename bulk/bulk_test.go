@@ -41,6 +41,7 @@ func TestBadSpecsWriteNothing(t *testing.T) {
 		{"reset context not an object", bulk.Spec{Op: bulk.OpReset, Filter: items, Context: json.RawMessage(`[1]`)}},
 		{"send without a kind", bulk.Spec{Op: bulk.OpSend, Filter: items}},
 		{"send a control kind", bulk.Spec{Op: bulk.OpSend, Filter: items, EventKind: "stead.cancel_request"}},
+		{"send a reserved kind", bulk.Spec{Op: bulk.OpSend, Filter: items, EventKind: "stead.finished"}},
 		{"send bad data", bulk.Spec{Op: bulk.OpSend, Filter: items, EventKind: "bump", EventData: json.RawMessage(`{`)}},
 		{"event on purge", bulk.Spec{Op: bulk.OpPurge, Filter: items, EventKind: "bump"}},
 		{"id with a NUL", bulk.Spec{ID: "a\x00b", Op: bulk.OpCancel, Filter: items}},

@@ -137,6 +137,9 @@ func (s *Spec) check() error {
 		if s.EventKind == chart.KindStart || chart.IsControl(s.EventKind) {
 			return check.Invalidf("bulk: send %s: use the operation of that command instead", s.EventKind)
 		}
+		if chart.IsReserved(s.EventKind) {
+			return check.Invalidf("bulk: send %s: the engine's own kind, which no definition takes from outside", s.EventKind)
+		}
 		ev := stead.Event{ID: CommandID("x"), Kind: s.EventKind, Data: s.EventData}
 		if err := ev.Validate(); err != nil {
 			return err

@@ -57,6 +57,11 @@ const (
 	KindRetry = "stead.retry"
 )
 
+// IsReserved reports whether kind is one of the engine's own ("stead." and more): no definition
+// may name one in a transition, so an event of such a kind sent from outside could only forge
+// what the engine sends itself (a child's finish, a timer's timeout).
+func IsReserved(kind string) bool { return strings.HasPrefix(kind, "stead.") }
+
 // IsControl reports whether kind is a control kind.
 func IsControl(kind string) bool {
 	switch kind {

@@ -275,6 +275,9 @@ func (c *Client) Send(ctx context.Context, id string, ev stead.Event) (stead.Eve
 		// A command queued behind a parked queue would wait for ever: Control applies it at once.
 		return ev, check.Invalidf("send %q: %s is an operator's command: use Client.Control", id, ev.Kind)
 	}
+	if chart.IsReserved(ev.Kind) {
+		return ev, check.Invalidf("send %q: %s is the engine's own kind: no definition takes it from outside", id, ev.Kind)
+	}
 	if ev.ID == "" {
 		ev.ID = NewEventID()
 	}

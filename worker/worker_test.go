@@ -465,6 +465,7 @@ func TestClient(t *testing.T) {
 			return err
 		}, stead.ErrInvalid},
 		{"send to an invalid id", func() error { _, err := h.client.Send(ctx, "gh\x00st", stead.Event{Kind: "tick"}); return err }, stead.ErrInvalid},
+		{"send a reserved kind", func() error { _, err := h.client.Send(ctx, "e", stead.Event{Kind: chart.KindFinished}); return err }, stead.ErrInvalid},
 		// Without a Sender, Send loads the execution: a missing one is ErrNotFound, nothing published.
 		{"send to missing", func() error { _, err := h.client.Send(ctx, "ghost", stead.Event{Kind: "tick"}); return err }, stead.ErrNotFound},
 	} {
