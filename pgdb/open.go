@@ -291,7 +291,7 @@ func (c Config) applyConn(cc *pgx.ConnConfig, h *hosts) {
 		}
 		return refuse == nil || refuse(pc, e)
 	}
-	cc.Tracer = newDeadlines(c.callTimeout(), h, cc.Tracer)
+	cc.Tracer = withDeadlines(c.callTimeout(), h, cc.Tracer)
 }
 
 // ParseConnConfig parses url into the settings of one connection outside a pool (a listener's,
