@@ -113,14 +113,11 @@ func (c *Client) relay() *relay {
 }
 
 // logFailed warns of an execution that a command (a retry, a reset whose entry action failed) or
-// the start of a child it spawned left failed: it waits for an operator, who must hear of it.
+// the start of a child it spawned left failed, with the line a worker writes (warnFailed).
 func logFailed(log *slog.Logger, exe *stead.Execution, ev stead.Event, last bool) {
-	if !last || exe.Status != stead.StatusFailed {
-		return
+	if last && exe.Status == stead.StatusFailed {
+		warnFailed(log, exe, ev)
 	}
-	log.Warn("execution failed", slog.String("execution", exe.ID), slog.String("definition", exe.DefinitionID),
-		slog.String("failed_in", exe.ActivePath), slog.String("event", ev.ID), slog.String("kind", ev.Kind),
-		slog.String("err", exe.Error))
 }
 
 // BatchOptions tunes ControlMatching.

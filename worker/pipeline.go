@@ -76,17 +76,10 @@ func (w *Worker) batch(ctx, work context.Context) (int, error) {
 		return len(leases), nil
 	}
 	run := w.startChains(ctx, work, leases, loaded, obs)
-	if e.whole() {
-		p := run.round(true)
-		e.finish(work, leases, &p)
-		e.close()
-		obs.end()
-		cancel()
-		return len(leases), nil
-	}
-	p := run.round(false)
+	p := run.round(e.whole()) // whole: every chain, so nothing is left for later rounds
 	e.finish(work, leases, &p)
 	if run.left == 0 {
+		e.close()
 		obs.end()
 		cancel()
 		return len(leases), nil
@@ -143,10 +136,7 @@ func (a *apart) load(ctx context.Context, leases []transport.Lease) ([]stead.Loa
 		done(end, err)
 		return []stead.Loaded{{Execution: exe, Processed: processed}}, err
 	}
-	refs := make([]stead.EventRef, len(leases))
-	for i, l := range leases {
-		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
-	}
+	refs := refsOf(leases)
 	lctx, end := w.obs.store(ctx, "LoadForEvents", "stead_executions", len(refs))
 	loaded, err := w.store.LoadForEvents(lctx, refs)
 	done(end, err)
@@ -258,10 +248,7 @@ func (t *together) claim(_ context.Context, max int) ([]transport.Lease, error) 
 
 func (t *together) load(ctx context.Context, leases []transport.Lease) ([]stead.Loaded, error) {
 	w := t.w
-	refs := make([]stead.EventRef, len(leases))
-	for i, l := range leases {
-		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
-	}
+	refs := refsOf(leases)
 	lctx, end := w.obs.store(ctx, "LoadForEvents", "stead_executions", len(refs))
 	loaded, err := t.tx.Load(lctx, refs)
 	done(end, err)
@@ -404,4 +391,13 @@ func (t *together) one(lease transport.Lease, p *batchPlan) ([]delivery, error) 
 		return nil, tx.Nack(t.work, &p.later[0].lease, w.delay(p.later[0].v))
 	}
 	return nil, nil
+}
+
+// refsOf is what a batch loads for its leases: each message's execution and event.
+func refsOf(leases []transport.Lease) []stead.EventRef {
+	refs := make([]stead.EventRef, len(leases))
+	for i, l := range leases {
+		refs[i] = stead.EventRef{ExecutionID: l.Group, EventID: l.Event.ID}
+	}
+	return refs
 }

@@ -53,31 +53,12 @@ func (r *relay) report(exe *stead.Execution, ev stead.Event, last bool) {
 	}
 }
 
-// runStep runs a child's start: through the step hook when set, else through the machine alone,
-// with a panic turned into an error so that one bad definition cannot take the caller down.
-func (r *relay) runStep(ctx context.Context, exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
+// runStep runs a child's start: through the step hook when set, else through runMachine alone.
+func (r *relay) runStep(ctx context.Context, exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error) {
 	if r.step != nil {
 		return r.step(ctx, exe, ev)
 	}
-	m := r.machines[exe.DefinitionID]
-	if m == nil {
-		return nil, b, fmt.Errorf("worker: no machine for definition %q", exe.DefinitionID)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("worker: step of %q panicked: %v", exe.ID, p)
-		}
-	}()
-	now := r.clock()
-	if cm, ok := m.(ContextMachine); ok {
-		next, b, err = cm.StepContext(ctx, exe, ev, now)
-	} else {
-		next, b, err = m.Step(exe, ev, now)
-	}
-	if err == nil && next == nil {
-		err = fmt.Errorf("worker: step of %q returned no execution", exe.ID)
-	}
-	return next, b, err
+	return runMachine(ctx, r.machines, r.clock(), 0, exe, ev)
 }
 
 // delivery is one committed step whose spawns and emits are still to be relayed.

@@ -285,12 +285,24 @@ func (w *Worker) step(ctx context.Context, exe *stead.Execution, ev stead.Event)
 	return next, b, nil
 }
 
-// stepOnce runs the execution's machine, turning a panic into an error so that one bad
-// definition cannot take the worker down. A ContextMachine's actions get ctx, cut at
+// stepOnce runs the execution's machine (runMachine). A ContextMachine's actions get ctx, cut at
 // ActionTimeout: ctx ends when the worker's ShutdownTimeout has passed (or a shared
 // transaction's deadline), never merely because a stop was asked for.
-func (w *Worker) stepOnce(ctx context.Context, exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
-	m := w.cfg.Machines[exe.DefinitionID]
+func (w *Worker) stepOnce(ctx context.Context, exe *stead.Execution, ev stead.Event) (*stead.Execution, stead.Bundle, error) {
+	now := w.cfg.Clock()
+	next, b, err := runMachine(ctx, w.cfg.Machines, now, w.cfg.ActionTimeout, exe, ev)
+	if err == nil && exe.Status == stead.StatusCancelling && ev.Kind == chart.KindCancel && !next.Status.Finished() {
+		// The cancel's own event ends an operator's cancel, whether the machine knows it or not.
+		next.Status, next.FinishedAt = stead.StatusCancelled, now
+	}
+	return next, b, err
+}
+
+// runMachine runs the machine of exe's definition for ev at now, turning a panic into an error
+// so that one bad definition cannot take its caller down. A ContextMachine's actions get ctx,
+// cut at timeout (0 or less: not cut).
+func runMachine(ctx context.Context, machines Machines, now time.Time, timeout time.Duration, exe *stead.Execution, ev stead.Event) (next *stead.Execution, b stead.Bundle, err error) {
+	m := machines[exe.DefinitionID]
 	if m == nil {
 		return nil, b, fmt.Errorf("worker: no machine for definition %q", exe.DefinitionID)
 	}
@@ -299,11 +311,10 @@ func (w *Worker) stepOnce(ctx context.Context, exe *stead.Execution, ev stead.Ev
 			err = fmt.Errorf("worker: step of %q panicked: %v", exe.ID, p)
 		}
 	}()
-	now := w.cfg.Clock()
 	if cm, ok := m.(ContextMachine); ok {
-		if w.cfg.ActionTimeout > 0 {
+		if timeout > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, w.cfg.ActionTimeout)
+			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
 		next, b, err = cm.StepContext(ctx, exe, ev, now)
@@ -312,10 +323,6 @@ func (w *Worker) stepOnce(ctx context.Context, exe *stead.Execution, ev stead.Ev
 	}
 	if err == nil && next == nil {
 		err = fmt.Errorf("worker: step of %q returned no execution", exe.ID)
-	}
-	if err == nil && exe.Status == stead.StatusCancelling && ev.Kind == chart.KindCancel && !next.Status.Finished() {
-		// The cancel's own event ends an operator's cancel, whether the machine knows it or not.
-		next.Status, next.FinishedAt = stead.StatusCancelled, now
 	}
 	return next, b, err
 }
@@ -360,18 +367,7 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last bool) {
 		return
 	}
 	if exe.Status == stead.StatusFailed {
-		// Loud: a failed execution waits for an operator, who must hear of it.
-		state, event, kind := exe.ActivePath, ev.ID, ev.Kind
-		if dl := exe.DeadLetter; dl != nil {
-			state, event, kind = dl.ActivePath, dl.Event.ID, dl.Event.Kind
-		}
-		attrs := []any{slog.String("execution", exe.ID), slog.String("definition", exe.DefinitionID)}
-		if state != "" { // empty when the event that failed it was its start
-			attrs = append(attrs, slog.String("state", state))
-		}
-		attrs = append(attrs, slog.String("failed_in", exe.ActivePath), slog.String("event", event),
-			slog.String("kind", kind), slog.String("err", exe.Error))
-		w.log.Warn("execution failed", attrs...)
+		warnFailed(w.log, exe, ev)
 	} else if w.log.Enabled(context.Background(), slog.LevelDebug) {
 		w.log.Debug("execution finished", slog.String("execution", exe.ID),
 			slog.String("status", string(exe.Status)), slog.String("outcome", exe.Outcome))
@@ -379,6 +375,23 @@ func (w *Worker) committed(exe *stead.Execution, ev stead.Event, last bool) {
 	if w.cfg.OnFinish != nil {
 		w.cfg.OnFinish(exe.Clone())
 	}
+}
+
+// warnFailed writes the WARN line of an execution that ev left failed, loud because a failed
+// execution waits for an operator, who must hear of it: its state, the event and the error,
+// taken from its dead letter when it has one (the event that failed it, not ev).
+func warnFailed(log *slog.Logger, exe *stead.Execution, ev stead.Event) {
+	state, event, kind := exe.ActivePath, ev.ID, ev.Kind
+	if dl := exe.DeadLetter; dl != nil {
+		state, event, kind = dl.ActivePath, dl.Event.ID, dl.Event.Kind
+	}
+	attrs := []any{slog.String("execution", exe.ID), slog.String("definition", exe.DefinitionID)}
+	if state != "" { // empty when the event that failed it was its start
+		attrs = append(attrs, slog.String("state", state))
+	}
+	attrs = append(attrs, slog.String("failed_in", exe.ActivePath), slog.String("event", event),
+		slog.String("kind", kind), slog.String("err", exe.Error))
+	log.Warn("execution failed", attrs...)
 }
 
 // committedAll reports every event a delivery's commit applied: the start the step applied first
