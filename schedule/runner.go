@@ -392,6 +392,9 @@ func (r *Runner) overlap(ctx context.Context, sc *Schedule) (verdict, error) {
 	}
 	switch sc.Overlap {
 	case Skip:
+		// Said where an operator reads, since a skipped tick otherwise shows only as a gap.
+		r.logger().Info("schedule: tick skipped: the previous tick's execution is still running",
+			slog.String("schedule", sc.ID), slog.String("previous", sc.LastExecutionID))
 		return drop, nil
 	case BufferOne:
 		return hold, nil
