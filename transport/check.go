@@ -12,7 +12,7 @@ import (
 // caller's transaction), so that those refuse exactly what the Transport refuses.
 
 // PreparePublish checks the messages of a PublishBatch (at most MaxBatch, each to a valid group
-// with a valid event and a priority in 0..MaxPriority) and returns them as a backend stores them:
+// with a valid event, a priority in 0..MaxPriority and a valid Flow) and returns them as a backend stores them:
 // each event's CreatedAt in UTC at microsecond precision (zero stays zero; outside the years 1 to
 // 9999 once in UTC is refused) and empty Data as nil. msgs is left as it was. An error wraps
 // stead.ErrInvalid.
@@ -49,7 +49,7 @@ func checkOutgoing(o *Outgoing) error {
 	if o.Priority < 0 || o.Priority > MaxPriority {
 		return check.Invalidf("priority %d outside 0..%d", o.Priority, MaxPriority)
 	}
-	return nil
+	return CheckFlow(o.Flow)
 }
 
 // CheckClaim checks the arguments of a ClaimBatch (max is 1 for a Claim): a valid worker name, a

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,9 @@ type Outgoing struct {
 	Group    string
 	Event    stead.Event
 	Priority int
+	// Flow, when it names a key, limits the group (see Flow and Limiter). The group remembers
+	// its key from the first publish that names one, so later publishes may leave it empty.
+	Flow Flow
 }
 
 // Transport delivers events to groups. It checks and normalises every argument, then calls its
@@ -90,6 +94,13 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []Outgoing) error {
 	prepared, err := PreparePublish(msgs)
 	if err != nil {
 		return err
+	}
+	if !t.CanLimit() {
+		for i := range prepared {
+			if prepared[i].Flow.Limited() {
+				return fmt.Errorf("transport: message %d names flow key %q: %w", i, prepared[i].Flow.Key, errors.ErrUnsupported)
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err

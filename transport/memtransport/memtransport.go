@@ -37,11 +37,13 @@ type backend struct {
 	groups map[string]*group
 	free   [transport.MaxPriority + 1]groupHeap // by (served, id)
 	leased [transport.MaxPriority + 1]groupHeap // by (until, id); parked groups too
+	flow   flows
 }
 
 var (
 	_ transport.Backend  = (*backend)(nil)
 	_ transport.Extender = (*backend)(nil)
+	_ transport.Limiter  = (*backend)(nil)
 )
 
 type group struct {
@@ -52,11 +54,13 @@ type group struct {
 	until    time.Time           // end of the lease or park
 	served   time.Time           // claim-order key while free: last ack, zero if never served
 	index    int                 // position in its heap
+	key      *flowKey            // the group's flow key; nil when unlimited
+	admitted bool                // a keyed group is in free or leased only while admitted
 }
 
 // New returns an empty in-memory transport.
 func New(opts ...Option) *transport.Transport {
-	b := &backend{clock: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}}
+	b := &backend{clock: time.Now, poll: time.Second, sig: wake.New(), groups: map[string]*group{}, flow: newFlows()}
 	for _, o := range opts {
 		o(b)
 	}
@@ -86,19 +90,32 @@ func (b *backend) PublishBatch(_ context.Context, msgs []transport.Outgoing) err
 		return err
 	}
 	defer b.mu.Unlock()
+	now := b.now()
 	created := false
+	var keys []*flowKey
 	for _, o := range msgs {
+		if o.Flow.Limited() {
+			b.flow.remember(o.Group, o.Flow, now)
+		}
 		g := b.groups[o.Group]
 		if g == nil {
-			g = &group{id: o.Group, priority: o.Priority}
+			g = &group{id: o.Group, priority: o.Priority, key: b.flow.keyOf(o.Group)}
 			b.groups[o.Group] = g
-			heap.Push(&b.free[g.priority], g)
-			created = true
+			if g.key != nil {
+				g.key.waiting = append(g.key.waiting, g)
+				keys = append(keys, g.key)
+			} else {
+				heap.Push(&b.free[g.priority], g)
+				created = true
+			}
 		}
 		b.seq++
 		ev := o.Event
 		ev.Data = slices.Clone(ev.Data)
 		g.msgs = append(g.msgs, transport.Message{Seq: b.seq, Group: g.id, Event: ev, Priority: g.priority})
+	}
+	if b.admit(keys, now) {
+		created = true
 	}
 	if created {
 		b.sig.Notify()
@@ -114,6 +131,7 @@ func (b *backend) ClaimBatch(_ context.Context, worker string, visibility time.D
 	}
 	defer b.mu.Unlock()
 	now := b.now()
+	b.admit(b.flow.due(now), now)
 	token := transport.NewToken(worker)
 	until := now.Add(visibility)
 	var out []transport.Lease
@@ -170,6 +188,7 @@ func (b *backend) AckBatch(_ context.Context, ls []transport.Lease) error {
 	defer b.mu.Unlock()
 	now := b.now()
 	freed := false
+	var keys []*flowKey
 	for i := range ls {
 		g := b.held(&ls[i])
 		if g == nil {
@@ -178,13 +197,28 @@ func (b *backend) AckBatch(_ context.Context, ls []transport.Lease) error {
 		heap.Remove(&b.leased[g.priority], g.index)
 		g.msgs[0] = transport.Message{}
 		g.msgs = g.msgs[1:]
+		g.token, g.until, g.served = "", time.Time{}, now
+		if g.key != nil {
+			// The ack ends the admission: the group gives its place back and, with messages
+			// left, queues for another.
+			g.admitted = false
+			g.key.admitted--
+			keys = append(keys, g.key)
+			if len(g.msgs) > 0 {
+				g.key.waiting = append(g.key.waiting, g)
+			}
+		}
 		if len(g.msgs) == 0 {
 			// The next publish creates the group afresh, with its own priority.
 			delete(b.groups, g.id)
 			continue
 		}
-		g.token, g.until, g.served = "", time.Time{}, now
-		heap.Push(&b.free[g.priority], g)
+		if g.key == nil {
+			heap.Push(&b.free[g.priority], g)
+			freed = true
+		}
+	}
+	if b.admit(keys, now) {
 		freed = true
 	}
 	if freed {
@@ -263,6 +297,11 @@ func (b *backend) Wait(ctx context.Context) error {
 					d = left
 				}
 			}
+		}
+	}
+	if due, ok := b.flow.nextDue(now); ok {
+		if left := due.Sub(now); left < d {
+			d = max(left, time.Microsecond)
 		}
 	}
 	b.mu.Unlock()
