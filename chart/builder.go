@@ -63,6 +63,13 @@ func (b *Builder) Returns(keys ...string) *Builder {
 	return b
 }
 
+// Limit sets the definition's limit (see Limit); l.Pos is set to the call site.
+func (b *Builder) Limit(l Limit) *Builder {
+	l.Pos = caller()
+	b.def.Limit = &l
+	return b
+}
+
 // Version numbers this revision of the definition (see Definition.Version).
 func (b *Builder) Version(v int) *Builder { b.def.Version = v; return b }
 

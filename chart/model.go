@@ -138,7 +138,10 @@ type Definition struct {
 	// {default: ...}" in YAML; NoRetry, "retry: none", turns the default off). Nil leaves it to
 	// the engine: WithDefaultRetry, else DefaultRetry().
 	DefaultRetry *Retry
-	Pos          Pos
+	// Limit, when set, bounds how many executions of a key run a step at once and how often
+	// (see Limit); "limit:" in YAML.
+	Limit *Limit
+	Pos   Pos
 }
 
 // Retry is an action's retry policy. When the action fails (returns an error or panics) and

@@ -80,6 +80,11 @@ func LoadFile(path string) (*Definition, error) {
 //	  charge: {attempts: 5, backoff: 1s, factor: 2, max: 1m, jitter: 0.5}
 //	  refund: none           # never retried
 //	  default: {attempts: 3, backoff: 2s}   # every action not named (else DefaultRetry)
+//	limit:                   # per key: steps in flight and started per period (see Limit)
+//	  key: context.customer_id
+//	  concurrency: 2
+//	  rate: 100
+//	  per: 1m
 func Parse(name string, data []byte) (*Definition, error) {
 	return parse(name, name, data)
 }
@@ -130,8 +135,10 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			}
 		case "rearm_ttl":
 			def.RearmTTL = p.boolean(v)
+		case "limit":
+			def.Limit = p.limit(k, v)
 		default:
-			p.errf(k, "unknown key %q (want id, version, trace, initial, context, ttl, rearm_ttl, states, retry, returns)", key)
+			p.errf(k, "unknown key %q (want id, version, trace, initial, context, ttl, rearm_ttl, states, retry, returns, limit)", key)
 		}
 	})
 	if len(p.problems) > 0 {
@@ -401,6 +408,38 @@ func (p *parser) timeout(n *yaml.Node) *Timeout {
 		p.errf(n, "timeout needs after: <duration>")
 	}
 	return to
+}
+
+// limit parses the limit block.
+func (p *parser) limit(k, n *yaml.Node) *Limit {
+	l := &Limit{Pos: p.pos(k)}
+	p.mapping(n, func(key string, kk, vv *yaml.Node) {
+		switch key {
+		case "key":
+			l.Key = p.str(vv)
+		case "concurrency", "rate":
+			var x int
+			if vv.Kind != yaml.ScalarNode || vv.Decode(&x) != nil {
+				p.errf(vv, "limit %s: expected a whole number, found %s", key, kindName(vv))
+				return
+			}
+			if key == "rate" {
+				l.Rate = x
+			} else {
+				l.Concurrency = x
+			}
+		case "per":
+			d, err := time.ParseDuration(p.str(vv))
+			if err != nil {
+				p.errf(vv, "limit per %q is not a duration like 1s or 1m", vv.Value)
+				return
+			}
+			l.Per = d
+		default:
+			p.errf(kk, "unknown key %q in limit (want key, concurrency, rate, per)", key)
+		}
+	})
+	return l
 }
 
 // retries parses the retry block: "none" (no action is retried), or policies by action name,

@@ -129,6 +129,7 @@ func (v *validator) check() {
 	v.region = map[string]string{}
 	v.collect("", nil, d.States, 1)
 	v.checkContext()
+	v.checkLimit(d.Limit)
 	if d.Version < 0 {
 		v.addf(d.Pos, "", "version %d must be positive (or 0 for none)", d.Version)
 	}

@@ -147,8 +147,12 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 	creator, together := c.Sender.(Creator)
 	var results []stead.CommitResult
 	if together {
+		flows := make([]transport.Flow, len(items))
+		for i := range items {
+			flows[i] = flowOf(c.Known, items[i].Execution)
+		}
 		var err error
-		if results, err = creator.Create(ctx, items); err != nil {
+		if results, err = creator.Create(ctx, items, flows); err != nil {
 			return nil, err
 		}
 	} else if len(items) == 1 {
@@ -181,7 +185,7 @@ func (c *Client) CreateBatch(ctx context.Context, news []NewExecution) ([]*stead
 		if together {
 			continue // its start was published with it
 		}
-		out = append(out, transport.Outgoing{Group: exe.ID, Event: items[i].Bundle.Emits[0].Event, Priority: exe.Priority})
+		out = append(out, transport.Outgoing{Group: exe.ID, Event: items[i].Bundle.Emits[0].Event, Priority: exe.Priority, Flow: flowOf(c.Known, exe)})
 		seqs = append(seqs, r.Seqs...)
 	}
 	if len(taken) > 0 {
@@ -228,7 +232,7 @@ func (c *Client) pendingStarts(ctx context.Context, news []NewExecution, results
 			continue // its start was applied and failed; the retry timer re-applies it
 		}
 		start := c.stamp(ctx, stead.Event{ID: StartEventID(exe.ID), Kind: chart.KindStart, CreatedAt: exe.CreatedAt})
-		out = append(out, transport.Outgoing{Group: exe.ID, Event: start, Priority: exe.Priority})
+		out = append(out, transport.Outgoing{Group: exe.ID, Event: start, Priority: exe.Priority, Flow: flowOf(c.Known, exe)})
 	}
 	return out
 }
@@ -240,7 +244,9 @@ func (c *Client) pendingStarts(ctx context.Context, news []NewExecution, results
 // (pgtx.DB) creates through it: one commit a batch instead of three (the commit, the publish of
 // the starts, the outbox's ack), and no execution exists without its start queued.
 type Creator interface {
-	Create(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error)
+	// Create commits items and publishes each created one's start with flows[i] (its
+	// definition's limit, see chart.Limit).
+	Create(ctx context.Context, items []stead.CommitItem, flows []transport.Flow) ([]stead.CommitResult, error)
 }
 
 // Sender publishes an event to an execution at the execution's own priority, and refuses an

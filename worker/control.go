@@ -414,7 +414,18 @@ func (r *relay) relayEntries(ctx context.Context, entries []stead.OutboxEntry, p
 		if err != nil {
 			return 0, err
 		}
-		out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p})
+		o := transport.Outgoing{Group: e.Target, Event: e.Event, Priority: p}
+		if e.Event.Kind == chart.KindStart {
+			// A start its creator could not publish: it carries the execution's limit.
+			exe, err := r.store.Load(ctx, e.Target)
+			if err != nil && !errors.Is(err, stead.ErrNotFound) {
+				return 0, fmt.Errorf("load %q for its limit: %w", e.Target, err)
+			}
+			if exe != nil {
+				o.Flow = flowOf(r.machines, exe)
+			}
+		}
+		out = append(out, o)
 	}
 	applied, cerr := r.applyControls(ctx, controls)
 	if len(out) > 0 {

@@ -180,6 +180,9 @@ func (a *apart) finish(work context.Context, leases []transport.Lease, p *batchP
 	for _, q := range p.later {
 		w.settle(work, &q.lease, q.v)
 	}
+	if w.limits {
+		w.relay.forgetFinished(work, ds)
+	}
 }
 
 // commit commits the items; an unbatched worker's one item with the store's single commit (a
@@ -292,6 +295,9 @@ func (t *together) finish(ctx context.Context, leases []transport.Lease, p *batc
 	}
 	// The committed steps' emits were published in the transaction: what is left to relay is
 	// the children they spawned.
+	if w.limits {
+		w.relay.forgetFinished(t.outer, ds)
+	}
 	var spawning []delivery
 	for _, d := range ds {
 		w.committedAll(d)

@@ -113,7 +113,11 @@ func (r *relay) deliver(ctx context.Context, ds []delivery) error {
 				continue
 			}
 			if e.Target != "" {
-				out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: d.exe.Priority})
+				o := transport.Outgoing{Group: e.Target, Event: e.Event, Priority: d.exe.Priority}
+				if e.Target == d.exe.ID && e.Event.Kind == chart.KindStart {
+					o.Flow = flowOf(r.machines, d.exe) // a start left in the outbox by its creator
+				}
+				out = append(out, o)
 			}
 			if seq > 0 {
 				seqs = append(seqs, seq)

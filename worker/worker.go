@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -27,6 +28,7 @@ type Worker struct {
 	slots   slots      // places for steps running at once (MaxWorkers), shared by the loops
 	beats   *heartbeat // the leases of running steps; nil when the transport cannot extend
 	relay   *relay     // delivers what steps and commands produce, shared with Client's way
+	limits  bool       // a machine's definition declares a chart.Limit
 	tails   sync.WaitGroup
 }
 
@@ -39,7 +41,10 @@ func New(cfg Config) (*Worker, error) {
 	obs := newWatch(cfg)
 	w := &Worker{cfg: cfg, store: cfg.Store, tr: cfg.Transport,
 		log: cfg.Logger.With(slog.String("worker", cfg.Name)), retries: newSettler(), obs: obs,
-		slots: newSlots(cfg.MaxWorkers)}
+		slots: newSlots(cfg.MaxWorkers), limits: limited(cfg.Machines)}
+	if w.limits && !cfg.Transport.CanLimit() {
+		return nil, fmt.Errorf("worker: a definition declares a limit, which this transport cannot enforce: %w", errors.ErrUnsupported)
+	}
 	w.relay = &relay{store: w.store, tr: w.tr, machines: cfg.Machines, clock: cfg.Clock, log: w.log,
 		obs: obs, step: w.step, committed: w.committed}
 	w.relay.stamper, _ = cfg.Observer.(Stamper)

@@ -269,7 +269,10 @@ func (t *Tx) Rollback(ctx context.Context) error {
 // those it created, so that a created execution is claimable the moment it exists, for one
 // commit instead of three (the commit, the publish, the outbox's ack). An id already taken is
 // its result's ErrConflict, as CommitBatch reports it, and publishes nothing.
-func (d *DB) Create(ctx context.Context, items []stead.CommitItem) ([]stead.CommitResult, error) {
+func (d *DB) Create(ctx context.Context, items []stead.CommitItem, flows []transport.Flow) ([]stead.CommitResult, error) {
+	if len(flows) != len(items) {
+		return nil, fmt.Errorf("pgtx: create: %d flows for %d items: %w", len(flows), len(items), stead.ErrInvalid)
+	}
 	bare := make([]stead.CommitItem, len(items))
 	for i, it := range items {
 		bare[i] = stead.CommitItem{Execution: it.Execution, Bundle: it.Bundle}
@@ -290,7 +293,11 @@ func (d *DB) Create(ctx context.Context, items []stead.CommitItem) ([]stead.Comm
 			continue
 		}
 		for _, e := range items[i].Bundle.Emits {
-			out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: items[i].Execution.Priority})
+			o := transport.Outgoing{Group: e.Target, Event: e.Event, Priority: items[i].Execution.Priority}
+			if e.Target == items[i].Execution.ID {
+				o.Flow = flows[i]
+			}
+			out = append(out, o)
 		}
 	}
 	if len(out) > 0 {
