@@ -70,6 +70,14 @@ func (b *Builder) Limit(l Limit) *Builder {
 	return b
 }
 
+// Schedule declares a timetable that starts executions of the definition (see Schedule);
+// sc.Pos is set to the call site.
+func (b *Builder) Schedule(sc Schedule) *Builder {
+	sc.Pos = caller()
+	b.def.Schedules = append(b.def.Schedules, &sc)
+	return b
+}
+
 // Version numbers this revision of the definition (see Definition.Version).
 func (b *Builder) Version(v int) *Builder { b.def.Version = v; return b }
 

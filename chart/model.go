@@ -141,7 +141,10 @@ type Definition struct {
 	// Limit, when set, bounds how many executions of a key run a step at once and how often
 	// (see Limit); "limit:" in YAML.
 	Limit *Limit
-	Pos   Pos
+	// Schedules declares timetables that start executions of this definition (see Schedule);
+	// "schedules:" in YAML.
+	Schedules []*Schedule
+	Pos       Pos
 }
 
 // Retry is an action's retry policy. When the action fails (returns an error or panics) and

@@ -80,6 +80,8 @@ func LoadFile(path string) (*Definition, error) {
 //	  charge: {attempts: 5, backoff: 1s, factor: 2, max: 1m, jitter: 0.5}
 //	  refund: none           # never retried
 //	  default: {attempts: 3, backoff: 2s}   # every action not named (else DefaultRetry)
+//	schedules:               # timetables that start executions (see Schedule)
+//	  sweep: {every: 5m, overlap: skip, context: {region: eu}}
 //	limit:                   # per key: steps in flight and started per period (see Limit)
 //	  key: context.customer_id
 //	  concurrency: 2
@@ -137,8 +139,10 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 			def.RearmTTL = p.boolean(v)
 		case "limit":
 			def.Limit = p.limit(k, v)
+		case "schedules":
+			def.Schedules = p.schedules(v)
 		default:
-			p.errf(k, "unknown key %q (want id, version, trace, initial, context, ttl, rearm_ttl, states, retry, returns, limit)", key)
+			p.errf(k, "unknown key %q (want id, version, trace, initial, context, ttl, rearm_ttl, states, retry, returns, limit, schedules)", key)
 		}
 	})
 	if len(p.problems) > 0 {
@@ -408,6 +412,56 @@ func (p *parser) timeout(n *yaml.Node) *Timeout {
 		p.errf(n, "timeout needs after: <duration>")
 	}
 	return to
+}
+
+// schedules parses the schedules block: declarations by id.
+func (p *parser) schedules(n *yaml.Node) []*Schedule {
+	var out []*Schedule
+	p.mapping(n, func(id string, k, v *yaml.Node) {
+		sc := &Schedule{ID: id, Pos: p.pos(k)}
+		p.mapping(v, func(key string, kk, vv *yaml.Node) {
+			switch key {
+			case "cron":
+				sc.Cron = p.str(vv)
+			case "zone":
+				sc.Zone = p.str(vv)
+			case "overlap":
+				sc.Overlap = p.str(vv)
+			case "catch_up":
+				sc.CatchUp = p.str(vv)
+			case "every", "jitter", "window":
+				d, err := time.ParseDuration(p.str(vv))
+				if err != nil {
+					p.errf(vv, "schedule %s %q is not a duration like 30s or 5m", key, vv.Value)
+					return
+				}
+				switch key {
+				case "every":
+					sc.Every = d
+				case "jitter":
+					sc.Jitter = d
+				default:
+					sc.Window = d
+				}
+			case "context":
+				var val any
+				if err := vv.Decode(&val); err != nil {
+					p.errf(vv, "context of schedule %q: %v", id, err)
+					return
+				}
+				raw, err := json.Marshal(val)
+				if err != nil {
+					p.errf(vv, "context of schedule %q is not JSON: %v", id, err)
+					return
+				}
+				sc.Context = raw
+			default:
+				p.errf(kk, "unknown key %q in schedule %q (want cron, zone, every, jitter, overlap, catch_up, window, context)", key, id)
+			}
+		})
+		out = append(out, sc)
+	})
+	return out
 }
 
 // limit parses the limit block.

@@ -130,6 +130,7 @@ func (v *validator) check() {
 	v.collect("", nil, d.States, 1)
 	v.checkContext()
 	v.checkLimit(d.Limit)
+	v.checkSchedules(d.Schedules)
 	if d.Version < 0 {
 		v.addf(d.Pos, "", "version %d must be positive (or 0 for none)", d.Version)
 	}

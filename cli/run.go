@@ -43,7 +43,8 @@ func (a *app) newRun() *cobra.Command {
 		Short: "Run workers until interrupted",
 		Long: `run starts a worker on the store: it claims events, steps the executions, commits, relays
 spawned children, emitted events and due timers, and delivers what crashed workers left behind.
-It fires the store's schedules too (stead schedule; --no-schedules turns that off).
+It fires the store's schedules too (stead schedule; --no-schedules turns that off), after
+creating or updating those the definitions declare ("schedules:" in their YAML).
 SIGINT or SIGTERM stops it gracefully: it stops claiming, finishes the steps in flight and exits.
 Run as many workers on one database as you like (on SQLite: processes on one host).
 
@@ -145,6 +146,9 @@ share of trace ids. Metrics count every step whatever the sample.`,
 				return err
 			}
 			if !noSched { // a schedule's tick fires once however many processes run this
+				if err := applyDeclared(ctx, b, machines, log); err != nil {
+					return err
+				}
 				stop, err := startSchedules(ctx, b, log)
 				if err != nil {
 					return err
