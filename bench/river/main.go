@@ -23,7 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/internal/benchutil"
 	"github.com/steadhq/stead/internal/chaos"
 )
@@ -164,7 +163,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cluster, err := stockCluster(ctx, filepath.Join(dir, "pg"))
+	cluster, err := chaos.StartStockCluster(ctx, filepath.Join(dir, "pg"))
 	if err != nil {
 		return err
 	}
@@ -300,54 +299,4 @@ func run(ctx context.Context, args []string) error {
 	}
 	say("wrote %s\ncommand: %s", *out, command)
 	return nil
-}
-
-// stockCluster starts a throwaway cluster (internal/chaos's) and puts back the settings the
-// drill changes for its own purpose, so that the figures are a stock server's: fsync on and the
-// default shared_buffers (128MB; the drill's postgresql.conf says 64MB, and ALTER SYSTEM's file
-// wins over it). The drill's connection limit (200) stays, for the worker processes.
-func stockCluster(ctx context.Context, dir string) (*chaos.Cluster, error) {
-	c, err := chaos.StartCluster(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := pgx.Connect(ctx, c.URL())
-	if err != nil {
-		c.Stop()
-		return nil, err
-	}
-	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM SET shared_buffers = '128MB'",
-		"ALTER SYSTEM SET track_functions = 'all'"} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			conn.Close(ctx)
-			c.Stop()
-			return nil, err
-		}
-	}
-	conn.Close(ctx)
-	// shared_buffers takes a restart; the postgresql.auto.conf that ALTER SYSTEM wrote wins
-	// over postgresql.conf.
-	if err := c.Stop(); err != nil {
-		return nil, err
-	}
-	if _, err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	conn, err = pgx.Connect(ctx, c.URL())
-	if err != nil {
-		c.Stop()
-		return nil, err
-	}
-	defer conn.Close(ctx)
-	var fsync, sb, av string
-	if err := conn.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('shared_buffers'), current_setting('autovacuum')").
-		Scan(&fsync, &sb, &av); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	if fsync != "on" || av != "on" {
-		c.Stop()
-		return nil, fmt.Errorf("cluster settings: fsync=%s autovacuum=%s, want on", fsync, av)
-	}
-	return c, nil
 }

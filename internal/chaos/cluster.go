@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"net"
 	"os"
 	"os/exec"
@@ -199,4 +200,55 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartStockCluster is StartCluster for a benchmark: it puts back the settings the drill changes
+// for its own purpose, so that the figures are a stock server's: fsync on and the
+// default shared_buffers (128MB; the drill's postgresql.conf says 64MB, and ALTER SYSTEM's file
+// wins over it). The drill's connection limit (200) stays, for the worker processes.
+// track_functions is on, for benchmarks that read the functions' own times.
+func StartStockCluster(ctx context.Context, dir string) (*Cluster, error) {
+	c, err := StartCluster(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM SET shared_buffers = '128MB'",
+		"ALTER SYSTEM SET track_functions = 'all'"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			conn.Close(ctx)
+			c.Stop()
+			return nil, err
+		}
+	}
+	conn.Close(ctx)
+	// shared_buffers takes a restart; the postgresql.auto.conf that ALTER SYSTEM wrote wins
+	// over postgresql.conf.
+	if err := c.Stop(); err != nil {
+		return nil, err
+	}
+	if _, err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	conn, err = pgx.Connect(ctx, c.URL())
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	var fsync, sb, av string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('shared_buffers'), current_setting('autovacuum')").
+		Scan(&fsync, &sb, &av); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	if fsync != "on" || av != "on" {
+		c.Stop()
+		return nil, fmt.Errorf("cluster settings: fsync=%s autovacuum=%s, want on", fsync, av)
+	}
+	return c, nil
 }
