@@ -6,11 +6,12 @@
 //     with a per-customer limit that never binds (K customers, a concurrency above what a
 //     customer ever has), and with a definition-wide limit that never binds; alternating rounds,
 //     medians, each limited variant's ratio to none.
+//
 //  2. Binding: a limit of L per customer over K customers whose action takes D: the most steps
 //     of one customer ever in flight (counted by the action as it runs, and by a sampler), and
 //     the rate as K grows, against the ceiling K·L/D.
 //
-//	go run ./bench/flow -out bench/results/flow.md
+//     go run ./bench/flow -out bench/results/flow.md
 package main
 
 import (
