@@ -11,7 +11,9 @@
 //     of one customer ever in flight (counted by the action as it runs, and by a sampler), and
 //     the rate as K grows, against the ceiling K·L/D.
 //
-//     go run ./bench/flow -out bench/results/flow.md
+// Run it from the repository's root:
+//
+//	go run ./bench/flow -out bench/results/flow.md
 package main
 
 import (
