@@ -26,7 +26,45 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if cfg, ok := chaos.RunnerFromEnv(); ok {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if err := chaos.RunRunner(ctx, cfg); err != nil {
+			cfg.Logger.Error("runner failed", slog.Any("err", err))
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// TestScheduleKill runs the schedule drill: runner processes SIGKILLed at random, and killing
+// themselves between creating a round's executions and claiming its ticks, while 20 schedules
+// tick every second; it fails on a tick lost, an execution off the timetable, or one created
+// before its runner died and gone after.
+func TestScheduleKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the schedule drill takes about 20 seconds; -short skips it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := chaos.RunSchedules(ctx, chaos.ShortSchedules(), chaos.Env{Dir: t.TempDir(), Exe: os.Args[0], Logf: t.Logf})
+	if errors.Is(err, chaos.ErrNoPostgres) {
+		if pgdbtest.Required() {
+			t.Fatalf("PostgreSQL is required (STEAD_REQUIRE_POSTGRES=1): %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		t.Error(p)
+	}
+	if rep.Killed == 0 || rep.SelfKill == 0 || rep.Marked == 0 {
+		t.Errorf("the drill made too few faults: %d killed, %d killed themselves, %d marked", rep.Killed, rep.SelfKill, rep.Marked)
+	}
 }
 
 // TestChaos runs the short drill, or the long one with STEAD_CHAOS=long, and fails on anything
