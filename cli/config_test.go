@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/steadhq/stead/chart"
 )
@@ -18,7 +19,21 @@ func testConfig() Config {
 		}
 		defs = append(defs, d)
 	}
-	return Config{Name: "stead", Definitions: defs, Registry: chart.RegisterSampleActions(chart.NewRegistry())}
+	reg := chart.RegisterSampleActions(chart.NewRegistry())
+	// hold stands for a slow external call: it records when it ran, for the fleet test to check
+	// that no two of a customer's ran at once.
+	reg.Action("hold", func(c chart.ActionContext) (chart.ActionResult, error) {
+		began := time.Now()
+		select {
+		case <-time.After(40 * time.Millisecond):
+		case <-c.Context().Done():
+			return chart.ActionResult{}, c.Context().Err()
+		}
+		c.SetString("began", began.UTC().Format(time.RFC3339Nano))
+		c.SetString("ended", time.Now().UTC().Format(time.RFC3339Nano))
+		return chart.ActionResult{}, nil
+	})
+	return Config{Name: "stead", Definitions: defs, Registry: reg}
 }
 
 // newStore creates the SQLite store at path with stead migrate and returns path.

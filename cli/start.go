@@ -70,7 +70,7 @@ started unchecked, with a note on stderr.`,
 				return err
 			}
 			if known == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: definition %q is not compiled into this binary nor given with --definition: its id and context are not checked\n", args[0])
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: definition %q is not compiled into this binary nor given with --definition: its id and context are not checked, and its limit (if it declares one) is not applied\n", args[0])
 			}
 			exe, err := c.CreateBatch(ctx, []worker.NewExecution{{DefinitionID: args[0], ID: id, Context: raw, Priority: priority, Attributes: attrs}})
 			if err != nil {
