@@ -12,6 +12,8 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/memstore"
+	"github.com/steadhq/stead/pgdb/pgdbtest"
+	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/schedule"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
@@ -40,6 +42,17 @@ var scheduleStores = []struct {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() }) // before the database: cleanups run last in, first out
+		return st
+	}},
+	{"postgres", func(t *testing.T) *stead.Store {
+		pool := pgdbtest.Pool(t)
+		name := pgdbtest.NewName(t)
+		t.Cleanup(func() { pgdbtest.Drop(t, pool, name) })
+		st, err := pgstore.New(t.Context(), pool, pgstore.WithSchema(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
 		return st
 	}},
 }
