@@ -460,3 +460,56 @@ func TestSchedulesUnavailable(t *testing.T) {
 		t.Errorf("POST /schedule: status %d: %s", res.StatusCode, body)
 	}
 }
+
+// TestScheduleUnderPrefix: mounted under a prefix, the schedule pages' links and redirects carry it.
+func TestScheduleUnderPrefix(t *testing.T) {
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	f, scheds := newScheduleFixture(t, st, Config{Prefix: "/stead"})
+	_, body := f.get("/stead/schedules")
+	for _, w := range []string{`id="nav-schedules" href="/stead/schedules"`, `href="/stead/schedule?id=tick"`,
+		`class="last-exe" href="/stead/execution?id=tick%402026-07-01T12%3A01%3A00Z"`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("list lacks %q", w)
+		}
+	}
+	res, body := f.get("/stead/schedule?id=tick")
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `action="/stead/schedule"`) || !strings.Contains(body, `href="/stead/?prefix=tick%40"`) {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	var c *http.Cookie
+	for _, k := range res.Cookies() {
+		if k.Name == csrfCookie {
+			c = k
+		}
+	}
+	tok := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(body)[1]
+	res, _ = f.do(postForm("/stead/schedule", url.Values{"op": {"pause"}, "id": {"tick"}, "csrf": {tok}}, c))
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/stead/schedule?id=tick" {
+		t.Fatalf("pause: status %d, location %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	if sc, _ := scheds.Get(t.Context(), "tick"); !sc.Paused {
+		t.Error("not paused")
+	}
+}
+
+// TestScheduleTriggerNeedsAClient: with a controller of the caller's, which creates no
+// executions, pause and resume are offered and trigger is not, and is refused.
+func TestScheduleTriggerNeedsAClient(t *testing.T) {
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	f, _ := newScheduleFixture(t, st, Config{Control: refuser{}})
+	_, body := f.get("/schedule?id=tick")
+	if !strings.Contains(body, `id="op-pause"`) || strings.Contains(body, `id="op-trigger"`) {
+		t.Error("the page does not offer pause alone")
+	}
+	cookie, token := f.scheduleCSRF()
+	before, _ := st.List(t.Context(), stead.ListFilter{Limit: stead.MaxListLimit})
+	res, _ := f.do(postForm("/schedule", url.Values{"op": {"trigger"}, "id": {"tick"}, "csrf": {token}}, cookie))
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("trigger: status %d, want 403", res.StatusCode)
+	}
+	if after, _ := st.List(t.Context(), stead.ListFilter{Limit: stead.MaxListLimit}); len(after.Items) != len(before.Items) {
+		t.Errorf("a refused trigger started an execution: %d, then %d", len(before.Items), len(after.Items))
+	}
+}
