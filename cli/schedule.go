@@ -114,9 +114,9 @@ func newScheduleUpdate() *cobra.Command {
 		Use:   "update --store <sqlite path | postgres URL> <schedule-id> [--cron EXPR] [--tz ZONE] [--every DURATION] [--definition ID] [--context JSON] [--jitter D] [--overlap P] [--catch-up P] [--catch-up-window D]",
 		Short: "Change a schedule: only the flags given change",
 		Long: `update changes the schedule's fields that its flags name and keeps the others: the same flags as
-create, and --definition for the definition its ticks start. --cron replaces an interval and
---every a cron expression (with its time zone); --tz alone re-reads the cron expression in
-another zone; --context '' empties the context. A changed timing takes the next tick from now;
+create, and --definition for the definition its ticks start. --cron replaces an interval (or the
+expression, keeping its zone unless --tz is given) and --every a cron expression with its zone;
+--tz alone re-reads the cron expression in another zone; --context '' empties the context. A changed timing takes the next tick from now;
 ticks not fired yet under the old one are not caught up.
 
 The write is a compare-and-swap on the schedule's version: when a worker claims a tick (or
