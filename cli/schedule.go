@@ -111,10 +111,10 @@ func newScheduleUpdate() *cobra.Command {
 		asJSON                               bool
 	)
 	cmd := &cobra.Command{
-		Use:   "update --store <sqlite path | postgres URL> <schedule-id> [--cron EXPR] [--tz ZONE] [--every DURATION] [--definition ID] [--context JSON] [--jitter D] [--overlap P] [--catch-up P] [--catch-up-window D]",
+		Use:   "update --store <sqlite path | postgres URL> <schedule-id> [--cron EXPR] [--tz ZONE] [--every DURATION] [--definition-id ID] [--context JSON] [--jitter D] [--overlap P] [--catch-up P] [--catch-up-window D]",
 		Short: "Change a schedule: only the flags given change",
 		Long: `update changes the schedule's fields that its flags name and keeps the others: the same flags as
-create, and --definition for the definition its ticks start. --cron replaces an interval (or the
+create, and --definition-id for the definition its ticks start. --cron replaces an interval (or the
 expression, keeping its zone unless --tz is given) and --every a cron expression with its zone;
 --tz alone re-reads the cron expression in another zone; --context '' empties the context. A changed timing takes the next tick from now;
 ticks not fired yet under the old one are not caught up.
@@ -127,11 +127,11 @@ parse, an unknown zone, a timing with both or neither) are refused and nothing i
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			changed := false
-			for _, name := range []string{"cron", "tz", "every", "definition", "context", "jitter", "overlap", "catch-up", "catch-up-window"} {
+			for _, name := range []string{"cron", "tz", "every", "definition-id", "context", "jitter", "overlap", "catch-up", "catch-up-window"} {
 				changed = changed || fl.Changed(name)
 			}
 			if !changed {
-				return usageError{errors.New("update: nothing to change: give at least one of --cron, --tz, --every, --definition, --context, --jitter, --overlap, --catch-up, --catch-up-window")}
+				return usageError{errors.New("update: nothing to change: give at least one of --cron, --tz, --every, --definition-id, --context, --jitter, --overlap, --catch-up, --catch-up-window")}
 			}
 			ctx := cmd.Context()
 			b, s, err := openSchedules(ctx, &sf)
@@ -152,7 +152,7 @@ parse, an unknown zone, a timing with both or neither) are refused and nothing i
 				if fl.Changed("tz") {
 					sc.TimeZone = tz
 				}
-				if fl.Changed("definition") {
+				if fl.Changed("definition-id") {
 					sc.DefinitionID = definition
 				}
 				if fl.Changed("context") {
@@ -186,7 +186,7 @@ parse, an unknown zone, a timing with both or neither) are refused and nothing i
 	fl.StringVar(&cronExpr, "cron", "", "new cron expression (replaces an interval)")
 	fl.StringVar(&tz, "tz", "", "new IANA time zone of the cron expression")
 	fl.DurationVar(&every, "every", 0, "new fixed interval (replaces a cron expression and its zone)")
-	fl.StringVar(&definition, "definition", "", "new definition id the ticks start")
+	fl.StringVar(&definition, "definition-id", "", "new definition id of the executions its ticks start")
 	fl.StringVar(&data, "context", "", "new JSON object every execution starts with ('' for none)")
 	fl.DurationVar(&jitter, "jitter", 0, "new jitter (0: none)")
 	fl.StringVar(&overlap, "overlap", "", "skip, buffer_one, allow_all or cancel_previous")

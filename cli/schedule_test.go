@@ -212,7 +212,7 @@ func TestScheduleUpdate(t *testing.T) {
 	})
 	step([]string{"--context", `{"b":2}`}, func(b, a scheduleJSON) bool { return compact(t, a.Context) == `{"b":2}` && same(b, a, "context") })
 	step([]string{"--context", ""}, func(b, a scheduleJSON) bool { return a.Context == nil && same(b, a, "context") })
-	step([]string{"--definition", "report"}, func(b, a scheduleJSON) bool { return a.DefinitionID == "report" && same(b, a, "definition") })
+	step([]string{"--definition-id", "report"}, func(b, a scheduleJSON) bool { return a.DefinitionID == "report" && same(b, a, "definition") })
 	ok("schedule", "pause", "--store", db, "s")
 	prev = show()
 	step([]string{"--jitter", "0s"}, func(b, a scheduleJSON) bool { return a.Jitter == "" && a.Paused && same(b, a, "jitter") })
@@ -234,7 +234,7 @@ func TestScheduleUpdate(t *testing.T) {
 		{[]string{"--overlap", "sometimes"}, "overlap"},
 		{[]string{"--catch-up", "most"}, "catch-up"},
 		{[]string{"--context", "[1]"}, "not a JSON object"},
-		{[]string{"--definition", ""}, "definition id is empty"},
+		{[]string{"--definition-id", ""}, "definition id is empty"},
 	} {
 		args := append([]string{"schedule", "update", "--store", db, "s"}, tc.args...)
 		code, _, errOut := cli(t, ctx, args...)
