@@ -27,7 +27,7 @@ expression (5 fields, or 6 with seconds first; --tz names its time zone) or a fi
 (--every). Every "stead run" process fires the schedules of its store: each tick fires exactly
 once however many run, and its execution's id is <schedule id>@<tick time in RFC 3339, UTC>.`,
 	}
-	cmd.AddCommand(newScheduleCreate(), newScheduleList(), newScheduleShow(),
+	cmd.AddCommand(newScheduleCreate(), newScheduleUpdate(), newScheduleList(), newScheduleShow(),
 		newScheduleSet("pause", "Pause a schedule: no tick fires until resume", (*schedule.Store).Pause),
 		newScheduleSet("resume", "Resume a paused schedule from its next tick after now", (*schedule.Store).Resume),
 		newScheduleTrigger(), newScheduleBackfill(), newScheduleDelete())
@@ -96,6 +96,102 @@ window).`,
 	fl.StringVar(&catchUp, "catch-up", "", "latest, all or none (default latest)")
 	fl.DurationVar(&sc.CatchUpWindow, "catch-up-window", 0, "how old a missed tick may be and still start (default 1m)")
 	fl.BoolVar(&sc.Paused, "paused", false, "create it paused")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// newScheduleUpdate is `stead schedule update`: the flags given change, the others keep their
+// stored values.
+func newScheduleUpdate() *cobra.Command {
+	var (
+		sf                                   storeFlags
+		cronExpr, tz, data, overlap, catchUp string
+		definition                           string
+		every, jitter, window                time.Duration
+		asJSON                               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "update --store <sqlite path | postgres URL> <schedule-id> [--cron EXPR] [--tz ZONE] [--every DURATION] [--definition-id ID] [--context JSON] [--jitter D] [--overlap P] [--catch-up P] [--catch-up-window D]",
+		Short: "Change a schedule: only the flags given change",
+		Long: `update changes the schedule's fields that its flags name and keeps the others: the same flags as
+create, and --definition-id for the definition its ticks start. --cron replaces an interval (or the
+expression, keeping its zone unless --tz is given) and --every a cron expression with its zone;
+--tz alone re-reads the cron expression in another zone; --context '' empties the context. A changed timing takes the next tick from now;
+ticks not fired yet under the old one are not caught up.
+
+The write is a compare-and-swap on the schedule's version: when a worker claims a tick (or
+another update lands) between the read and the write, update reads the schedule again and applies
+its flags to that, so neither write is lost. Invalid values (a cron expression that does not
+parse, an unknown zone, a timing with both or neither) are refused and nothing is written.`,
+		Args: exactArgs(1, "a schedule id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			changed := false
+			for _, name := range []string{"cron", "tz", "every", "definition-id", "context", "jitter", "overlap", "catch-up", "catch-up-window"} {
+				changed = changed || fl.Changed(name)
+			}
+			if !changed {
+				return usageError{errors.New("update: nothing to change: give at least one of --cron, --tz, --every, --definition-id, --context, --jitter, --overlap, --catch-up, --catch-up-window")}
+			}
+			ctx := cmd.Context()
+			b, s, err := openSchedules(ctx, &sf)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			out, err := s.Modify(ctx, args[0], func(sc *schedule.Schedule) error {
+				if fl.Changed("cron") {
+					sc.Cron, sc.Every = cronExpr, 0 // an interval's zone is empty: UTC unless --tz
+				}
+				if fl.Changed("every") {
+					sc.Every = every
+					if !fl.Changed("cron") {
+						sc.Cron, sc.TimeZone = "", "" // an interval has no zone
+					}
+				}
+				if fl.Changed("tz") {
+					sc.TimeZone = tz
+				}
+				if fl.Changed("definition-id") {
+					sc.DefinitionID = definition
+				}
+				if fl.Changed("context") {
+					sc.Context = nil
+					if data != "" {
+						sc.Context = json.RawMessage(data)
+					}
+				}
+				if fl.Changed("jitter") {
+					sc.Jitter = jitter
+				}
+				if fl.Changed("overlap") {
+					sc.Overlap = schedule.Overlap(overlap)
+				}
+				if fl.Changed("catch-up") {
+					sc.CatchUp = schedule.CatchUp(catchUp)
+				}
+				if fl.Changed("catch-up-window") {
+					sc.CatchUpWindow = window
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			return printSchedules(cmd.OutOrStdout(), asJSON, out)
+		},
+	}
+	sf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&cronExpr, "cron", "", "new cron expression (replaces an interval)")
+	fl.StringVar(&tz, "tz", "", "new IANA time zone of the cron expression")
+	fl.DurationVar(&every, "every", 0, "new fixed interval (replaces a cron expression and its zone)")
+	fl.StringVar(&definition, "definition-id", "", "new definition id of the executions its ticks start")
+	fl.StringVar(&data, "context", "", "new JSON object every execution starts with ('' for none)")
+	fl.DurationVar(&jitter, "jitter", 0, "new jitter (0: none)")
+	fl.StringVar(&overlap, "overlap", "", "skip, buffer_one, allow_all or cancel_previous")
+	fl.StringVar(&catchUp, "catch-up", "", "latest, all or none")
+	fl.DurationVar(&window, "catch-up-window", 0, "new catch-up window (0: the default, 1m)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

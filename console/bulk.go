@@ -76,10 +76,11 @@ func bulkSpec(query, op, kind, data string) (bulk.Spec, filterForm, error) {
 	return spec, form, nil
 }
 
-// bulkClient is the client that starts jobs, or nil when this console cannot: it is read-only,
-// or its controller is not a worker.Client (a job is an execution it must create). Its Known is
-// left empty: the job runs on the workers that registered the bulk machine, not here.
-func (s *Server) bulkClient() *worker.Client {
+// createClient is the client that creates executions (bulk jobs, a schedule's trigger), or nil
+// when this console cannot: it is read-only, or its controller is not a worker.Client. Its Known
+// is left empty: the execution runs on the workers that have its definition (a job on those that
+// registered the bulk machine), not here.
+func (s *Server) createClient() *worker.Client {
 	if s.cfg.ReadOnly {
 		return nil
 	}
@@ -94,7 +95,7 @@ func (s *Server) bulkClient() *worker.Client {
 // of the executions it selects, by status, and of those whose status takes the operation. It
 // writes nothing; its form starts the job.
 func (s *Server) handleBulkConfirm(w http.ResponseWriter, r *http.Request) {
-	if s.bulkClient() == nil {
+	if s.createClient() == nil {
 		http.Error(w, "forbidden: this console does not start bulk jobs (read-only, or its controller is not a worker.Client)", http.StatusForbidden)
 		return
 	}
@@ -140,7 +141,7 @@ func (s *Server) handleBulkConfirm(w http.ResponseWriter, r *http.Request) {
 // (read-only refuses it, a same-origin request with the CSRF token), and shows the job's page:
 // a job is an execution.
 func (s *Server) handleBulkStart(w http.ResponseWriter, r *http.Request) {
-	c := s.bulkClient()
+	c := s.createClient()
 	if c == nil {
 		http.Error(w, "forbidden: this console does not start bulk jobs (read-only, or its controller is not a worker.Client)", http.StatusForbidden)
 		return

@@ -23,6 +23,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/schedule"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/turn"
 	"github.com/steadhq/stead/worker"
@@ -92,6 +93,8 @@ type Server struct {
 	session string // the session cookie's value when a token is set
 	hub     *hub
 	log     *slog.Logger
+	// sched is the store's schedules, nil when its backend keeps none.
+	sched *schedule.Store
 	// ownControl: Config.Control was the caller's, not a client over Config.Machines.
 	ownControl bool
 
@@ -147,6 +150,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
 	s.hub = newHub(cfg.Store, cfg.Poll, s.log)
+	if sc, err := schedule.For(cfg.Store); err == nil {
+		s.sched = sc
+	}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
 	s.mux.HandleFunc("GET /{$}", s.handleList)
@@ -155,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /control", s.handleControl)
 	s.mux.HandleFunc("GET /bulk", s.handleBulkConfirm)
 	s.mux.HandleFunc("POST /bulk", s.handleBulkStart)
+	s.mux.HandleFunc("GET /schedules", s.handleSchedules)
+	s.mux.HandleFunc("GET /schedule", s.handleSchedule)
+	s.mux.HandleFunc("POST /schedule", s.handleScheduleOp)
 	if cfg.Turns != nil {
 		s.mux.HandleFunc("GET /turns", s.handleTurns)
 		s.mux.HandleFunc("GET /turns/conversation", s.handleConversation)
@@ -285,6 +294,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		e.Status, e.Message = http.StatusConflict, plain(se)
 	case errors.As(err, new(refusal)):
 		e.Status, e.Message = http.StatusConflict, err.Error()
+	case errors.Is(err, errNoSchedules):
+		e.Status, e.Message = http.StatusNotFound, err.Error()
+	case errors.Is(err, stead.ErrNotFound) && r.URL.Path == "/schedule":
+		e.Status, e.Message = http.StatusNotFound, "no such schedule"
+	case errors.Is(err, stead.ErrInvalid) && (r.URL.Path == "/schedule" || r.URL.Path == "/schedules"):
+		e.Status, e.Message = http.StatusBadRequest, "the store refused the request: a schedule id it does not accept, or a cursor it did not produce for this schedule"
 	case errors.Is(err, stead.ErrNotFound) && strings.HasPrefix(r.URL.Path, "/turns"):
 		e.Status, e.Message = http.StatusNotFound, "no such conversation or turn in that account"
 	case errors.Is(err, stead.ErrNotFound):

@@ -4,7 +4,8 @@
 // one execution's statechart drawn live with its active states highlighted and its attributes,
 // the operator's control buttons, and bulk jobs (package bulk: suspend, resume, cancel, retry,
 // send an event, purge) started from the list's filter after a confirmation that shows the dry
-// run's count.
+// run's count, and the store's schedules (package schedule) with their next and last ticks, each
+// with its executions and its pause, resume and trigger-now buttons.
 //
 // New takes the store, a transport (without one the console is read-only) and the machines it
 // may run: a worker.Client over them applies the buttons. Retry applies a failed event again,

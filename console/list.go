@@ -260,7 +260,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			lp.ByDef = append(lp.ByDef, countLink{d, c.ByDefinition[d], s.path("/?") + one.query().Encode()})
 		}
 	}
-	if s.bulkClient() != nil {
+	if s.createClient() != nil {
 		for _, op := range bulkOps {
 			q := form.query("op", string(op))
 			q.Del("limit")
