@@ -210,19 +210,34 @@ func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 	created := false
 	err := b.write(ctx, "publish", func(ctx context.Context) error {
 		created = false
+		f := flows{b: b, now: b.now()}
 		for i, m := range msgs {
-			res, err := b.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
-			if err != nil {
-				return err
+			if m.Flow.Limited() {
+				if err := f.remember(ctx, m.Group, m.Flow); err != nil {
+					return err
+				}
 			}
-			if n, _ := res.RowsAffected(); n > 0 {
+			// A group created with a remembered key waits for admission; one created without
+			// is claimable at once.
+			var key sql.NullString
+			switch err := b.st.publishGroup.QueryRowContext(ctx, m.Group, m.Priority).Scan(&key); {
+			case errors.Is(err, sql.ErrNoRows): // the group was there
+			case err != nil:
+				return err
+			case key.Valid:
+				if err := f.enqueue(ctx, m.Group, key.String); err != nil {
+					return err
+				}
+			default:
 				created = true
 			}
 			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
 				return err
 			}
 		}
-		return nil
+		admitted, err := f.settle(ctx)
+		created = created || admitted
+		return err
 	})
 	if err == nil && created {
 		b.sig.Notify()
@@ -234,9 +249,16 @@ func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
 	gen := b.sig.Gen()
 	var out []transport.Lease
+	admitted := false
 	err := b.write(ctx, "claim", func(ctx context.Context) error {
 		out = out[:0]
 		now := b.now()
+		// Admit the waiting groups whose rate token came due, so that this claim may take them.
+		f := flows{b: b, now: now}
+		var err error
+		if admitted, err = f.due(ctx); err != nil {
+			return err
+		}
 		until := now.Add(visibility)
 		token := transport.NewToken(worker)
 		pick := b.st.claimPick
@@ -244,7 +266,7 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 			pick = b.st.claimPickPrioritised
 		}
 		for len(out) < max {
-			heads, empty, err := b.heads(ctx, pick, micros(now), minPriority, max-len(out))
+			heads, empty, err := b.heads(ctx, &f, pick, micros(now), minPriority, max-len(out))
 			if err != nil {
 				return err
 			}
@@ -265,6 +287,9 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 	if err != nil {
 		return nil, err
 	}
+	if admitted {
+		b.sig.Notify() // for this process's other claimers, if this claim left some admitted
+	}
 	if len(out) == 0 {
 		b.sig.Empty(gen)
 	}
@@ -272,8 +297,8 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 }
 
 // heads returns the head message of up to n claimable groups in claim order and deletes any
-// empty group among them, reporting how many.
-func (b *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
+// empty group among them, reporting how many; an empty keyed group gives its place back.
+func (b *backend) heads(ctx context.Context, f *flows, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
 	rows, err := pick.QueryContext(ctx, now, minPriority, n)
 	if err != nil {
 		return nil, 0, err
@@ -306,9 +331,18 @@ func (b *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPrior
 		return nil, 0, err
 	}
 	for _, g := range empties {
-		if _, err := b.st.claimDeleteEmpty.ExecContext(ctx, g); err != nil {
+		var key sql.NullString
+		if err := b.st.claimDeleteEmpty.QueryRowContext(ctx, g).Scan(&key); err != nil {
 			return nil, 0, err
 		}
+		if key.Valid {
+			if err := f.release(ctx, key.String); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if _, err := f.settle(ctx); err != nil {
+		return nil, 0, err
 	}
 	return heads, len(empties), nil
 }
@@ -318,7 +352,8 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	freed := false
 	err := b.write(ctx, "ack", func(ctx context.Context) error {
 		freed = false
-		now := micros(b.now())
+		f := flows{b: b, now: b.now()}
+		now := micros(f.now)
 		for _, l := range ls {
 			// Deletes the message only while the lease's token holds the group: a stale lease
 			// deletes nothing and changes nothing else.
@@ -330,20 +365,38 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				continue
 			}
 			// Free the group behind the waiting ones, or delete it if it is drained: the next
-			// publish creates it afresh with its own priority.
-			res, err = b.st.ackFree.ExecContext(ctx, now, l.Group)
-			if err != nil {
+			// publish creates it afresh with its own priority. A keyed group's admission ends:
+			// it gives its place back and, with messages left, queues for another.
+			var key sql.NullString
+			switch err := b.st.ackFree.QueryRowContext(ctx, now, l.Group).Scan(&key); {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
 				return err
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
+			case key.Valid:
+				if err := f.release(ctx, key.String); err != nil {
+					return err
+				}
+				if err := f.enqueue(ctx, l.Group, key.String); err != nil {
+					return err
+				}
+				continue
+			default:
 				freed = true
 				continue
 			}
-			if _, err := b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
+			switch err := b.st.ackDeleteGroup.QueryRowContext(ctx, l.Group).Scan(&key); {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
 				return err
+			case key.Valid:
+				if err := f.release(ctx, key.String); err != nil {
+					return err
+				}
 			}
 		}
-		return nil
+		admitted, err := f.settle(ctx)
+		freed = freed || admitted
+		return err
 	})
 	if err == nil && freed {
 		b.sig.Notify()

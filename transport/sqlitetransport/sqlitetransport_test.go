@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,7 +50,11 @@ func open(t testing.TB, path string, opts ...sqlitetransport.Option) *transport.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
-		return open(t, filepath.Join(t.TempDir(), "transport.db"), sqlitetransport.WithClock(clock))
+		tr := open(t, filepath.Join(t.TempDir(), "transport.db"), sqlitetransport.WithClock(clock))
+		if !tr.CanLimit() {
+			t.Fatal("the transport does not honour flows: the flow rules would not run")
+		}
+		return tr
 	})
 }
 
@@ -325,5 +330,48 @@ func TestContextEndsWaitForLock(t *testing.T) {
 	}
 	if l, err := tr.Claim(context.Background(), "w", time.Minute, 0); err != nil || l != nil {
 		t.Fatalf("Claim = %v, %v; want nothing", l, err)
+	}
+}
+
+// TestTwoProcessesNeverOverAdmit races claimers on two transports on one file, as two processes
+// would, over keyed groups: admission is decided in each operation's write transaction, so a key
+// never has more groups out than its concurrency, whichever process admitted them.
+func TestTwoProcessesNeverOverAdmit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "flows.db")
+	a, b := open(t, path), open(t, path)
+	defer a.Close()
+	defer b.Close()
+	const keys, groupsPerKey, perGroup, limit = 3, 6, 3, 2
+	var msgs []transport.Outgoing
+	for i := range perGroup {
+		for k := range keys {
+			for g := range groupsPerKey {
+				grp := fmt.Sprintf("k%d-g%d", k, g)
+				msgs = append(msgs, transport.Outgoing{Group: grp, Event: transporttest.Event(fmt.Sprintf("%s-%d", grp, i)),
+					Flow: transport.Flow{Key: fmt.Sprintf("k%d", k), Concurrency: limit}})
+			}
+		}
+	}
+	// Half the messages through each process: both remember keys and create waiting groups.
+	ctx := context.Background()
+	half := len(msgs) / 2
+	if err := a.PublishBatch(ctx, msgs[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishBatch(ctx, msgs[half:]); err != nil {
+		t.Fatal(err)
+	}
+	transporttest.RaceFlow(t, limit, len(msgs),
+		transporttest.Claimer{T: a, Max: 4}, transporttest.Claimer{T: b, Max: 1},
+		transporttest.Claimer{T: a, Max: 1}, transporttest.Claimer{T: b, Max: 8})
+	for k := range keys {
+		st, err := b.FlowState(ctx, fmt.Sprintf("k%d", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Admitted != 0 || st.Waiting != 0 || st.Concurrency != limit {
+			t.Errorf("FlowState(k%d) after the race = %+v, want nothing admitted or waiting", k, st)
+		}
 	}
 }

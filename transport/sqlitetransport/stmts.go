@@ -17,6 +17,12 @@ type stmts struct {
 	nackPark, nackRelease           *sql.Stmt
 	extend                          *sql.Stmt
 	queueStats                      *sql.Stmt
+	flowKey, flowPutKey             *sql.Stmt
+	flowRemember, flowEnqueue       *sql.Stmt
+	flowWaiting, flowAdmit          *sql.Stmt
+	flowCountWaiting, flowDue       *sql.Stmt
+	flowForget, flowGroup           *sql.Stmt
+	flowUnlimit                     *sql.Stmt
 
 	prepared []*sql.Stmt // every statement above that prepare made, for close
 }
@@ -46,6 +52,17 @@ func (s *stmts) byName() map[string]statement {
 		"sqlNackRelease":          {&s.nackRelease, sqlNackRelease},
 		"sqlQueueStats":           {&s.queueStats, sqlQueueStats},
 		"sqlExtend":               {&s.extend, sqlExtend},
+		"sqlFlowKey":              {&s.flowKey, sqlFlowKey},
+		"sqlFlowPutKey":           {&s.flowPutKey, sqlFlowPutKey},
+		"sqlFlowRemember":         {&s.flowRemember, sqlFlowRemember},
+		"sqlFlowEnqueue":          {&s.flowEnqueue, sqlFlowEnqueue},
+		"sqlFlowWaiting":          {&s.flowWaiting, sqlFlowWaiting},
+		"sqlFlowAdmit":            {&s.flowAdmit, sqlFlowAdmit},
+		"sqlFlowCountWaiting":     {&s.flowCountWaiting, sqlFlowCountWaiting},
+		"sqlFlowDue":              {&s.flowDue, sqlFlowDue},
+		"sqlFlowForget":           {&s.flowForget, sqlFlowForget},
+		"sqlFlowGroup":            {&s.flowGroup, sqlFlowGroup},
+		"sqlFlowUnlimit":          {&s.flowUnlimit, sqlFlowUnlimit},
 	}
 }
 
