@@ -192,11 +192,26 @@ func (f *flows) admit(ctx context.Context, name string, k *flowKey) (int, error)
 	if more && k.flow.Rate > 0 && (k.flow.Concurrency == 0 || k.admitted < k.flow.Concurrency) {
 		// Room by concurrency is left, so the rate held the rest back: tokens-n < 1.
 		due = sql.NullInt64{Int64: micros(k.flow.TokenDue(tokens-float64(len(groups)), f.now)), Valid: true}
+		f.b.wakeAt(due.Int64)
 	}
 	if due != k.due {
 		k.due, k.dirty = due, true
 	}
 	return len(groups), nil
+}
+
+// wakeAt makes Wait wake by due (unix microseconds). A hint from a transaction that then rolled
+// back, or for a token another process took, costs one claim that finds nothing.
+func (b *backend) wakeAt(due int64) {
+	for {
+		cur := b.due.Load()
+		if cur != 0 && cur <= due {
+			return
+		}
+		if b.due.CompareAndSwap(cur, due) {
+			return
+		}
+	}
 }
 
 // waiting returns the oldest waiting groups of a key, up to limit (< 0: all).

@@ -46,6 +46,9 @@ type backend struct {
 	st     stmts
 	sig    *wake.Signal
 	closed atomic.Bool
+	// due is the earliest time (unix microseconds; 0: none) at which this process knows a rate
+	// token comes due for a waiting group: Wait wakes then rather than at the poll.
+	due atomic.Int64
 }
 
 var _ transport.Backend = (*backend)(nil)
@@ -445,10 +448,27 @@ func (b *backend) Extend(ctx context.Context, ls []transport.Lease, visibility t
 	return int(n), err
 }
 
-// Wait implements transport.Backend: it wakes on this process's publishes, acks and nacks at
-// once, and after the poll interval otherwise.
+// Wait implements transport.Backend: it wakes on this process's publishes, acks, nacks and
+// forgets at once, when a rate token this process saw scheduled comes due, and after the poll
+// interval otherwise.
 func (b *backend) Wait(ctx context.Context) error {
-	if err := b.sig.Wait(ctx, b.cfg.poll); err != nil {
+	d := b.cfg.poll
+	if due := b.due.Load(); due != 0 {
+		left := time.UnixMicro(due).Sub(b.cfg.now())
+		if left <= 0 {
+			// Due: the next claim admits the group, and schedules the token after if need be.
+			b.due.CompareAndSwap(due, 0)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if b.closed.Load() {
+				return errClosed
+			}
+			return nil
+		}
+		d = min(d, left)
+	}
+	if err := b.sig.Wait(ctx, d); err != nil {
 		if errors.Is(err, stead.ErrClosed) {
 			return errClosed
 		}

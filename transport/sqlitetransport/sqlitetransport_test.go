@@ -375,3 +375,41 @@ func TestTwoProcessesNeverOverAdmit(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitWakesForRateToken checks that a waiter whose process scheduled a rate token wakes when
+// it is due, not at the poll interval.
+func TestWaitWakesForRateToken(t *testing.T) {
+	t.Parallel()
+	tr := open(t, filepath.Join(t.TempDir(), "rate.db"), sqlitetransport.WithPollInterval(time.Hour))
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fl := transport.Flow{Key: "k", Rate: 1, Per: 200 * time.Millisecond}
+	began := time.Now()
+	for _, g := range []string{"G", "H"} {
+		if err := tr.PublishBatch(ctx, []transport.Outgoing{{Group: g, Event: transporttest.Event(g), Flow: fl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "G" {
+		t.Fatalf("Claim = %+v, %v; want G, admitted with the bucket's token", l, err)
+	}
+	for {
+		l, err := tr.Claim(ctx, "w", time.Minute, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l != nil {
+			if l.Event.ID != "H" {
+				t.Fatalf("Claim = %s, want H", l.Event.ID)
+			}
+			break
+		}
+		if err := tr.Wait(ctx); err != nil {
+			t.Fatalf("Wait = %v; want a wake-up when H's token is due", err)
+		}
+	}
+	if took := time.Since(began); took < 200*time.Millisecond {
+		t.Fatalf("H was claimed after %v, before its token was due", took)
+	}
+}
