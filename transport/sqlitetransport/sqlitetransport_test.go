@@ -413,3 +413,43 @@ func TestWaitWakesForRateToken(t *testing.T) {
 		t.Fatalf("H was claimed after %v, before its token was due", took)
 	}
 }
+
+// TestFlowsSurviveReopen checks that a key's limits and counts, and what waits for it, are kept
+// in the file: a transport opened on it after a close admits as the first did.
+func TestFlowsSurviveReopen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "reopen.db")
+	ctx := context.Background()
+	tr := open(t, path)
+	fl := transport.Flow{Key: "k", Concurrency: 1}
+	for _, g := range []string{"G", "H"} {
+		if err := tr.PublishBatch(ctx, []transport.Outgoing{{Group: g, Event: transporttest.Event(g), Flow: fl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := tr.Claim(ctx, "w", time.Minute, 0)
+	if err != nil || g == nil || g.Event.ID != "G" {
+		t.Fatalf("Claim = %+v, %v; want G", g, err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr = open(t, path)
+	defer tr.Close()
+	st, err := tr.FlowState(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Flow != fl || st.Admitted != 1 || st.Waiting != 1 {
+		t.Fatalf("FlowState after reopen = %+v, want %+v with 1 admitted, 1 waiting", st, fl)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+		t.Fatalf("Claim = %+v, %v; want nothing while G holds k's place", l, err)
+	}
+	if err := tr.Ack(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "H" {
+		t.Fatalf("Claim after G's ack = %+v, %v; want H", l, err)
+	}
+}
