@@ -291,7 +291,7 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 		return nil, err
 	}
 	if admitted {
-		b.sig.Notify() // for this process's other claimers, if this claim left some admitted
+		b.sig.Notify() // for this process's other claimers: this claim may not take all it admitted
 	}
 	if len(out) == 0 {
 		b.sig.Empty(gen)
