@@ -103,6 +103,41 @@ func (f *flows) enqueue(ctx context.Context, group, key string) error {
 	return nil
 }
 
+// enqueueNew puts a group just created with its remembered key at the back of the key's queue.
+func (f *flows) enqueueNew(ctx context.Context, group string) error {
+	var (
+		key     string
+		waiting bool
+	)
+	if err := f.b.st.flowGroup.QueryRowContext(ctx, group).Scan(&key, &waiting); err != nil {
+		return err
+	}
+	return f.enqueue(ctx, group, key)
+}
+
+// ackKeyed ends the admission of a keyed group whose message was just acked: the group gives its
+// place back and, with messages left, is freed and queues for another, or else is deleted.
+func (f *flows) ackKeyed(ctx context.Context, group string) error {
+	var (
+		key  string
+		more bool
+	)
+	if err := f.b.st.ackKeyed.QueryRowContext(ctx, group).Scan(&key, &more); err != nil {
+		return err
+	}
+	if err := f.release(ctx, key); err != nil {
+		return err
+	}
+	if !more {
+		_, err := f.b.st.ackKeyedDelete.ExecContext(ctx, group)
+		return err
+	}
+	if _, err := f.b.st.ackKeyedFree.ExecContext(ctx, micros(f.now), group); err != nil {
+		return err
+	}
+	return f.enqueue(ctx, group, key)
+}
+
 // release gives the place of an admitted group of key back.
 func (f *flows) release(ctx context.Context, key string) error {
 	k, err := f.key(ctx, key)

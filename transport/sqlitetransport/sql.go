@@ -11,13 +11,13 @@ const (
 	sqlTxRollback = `ROLLBACK`
 )
 
-// PublishBatch: create the group if it is missing (an existing group keeps its priority), limited
-// by its remembered key if it has one, and return the key of a group it created; append the
-// message.
+// PublishBatch: create the group if it is missing (an existing group keeps its priority); give a
+// group it created the group's remembered key, if there is one (UPDATE FROM matches no row
+// otherwise); append the message.
 const (
-	sqlPublishGroup = `INSERT INTO transport_groups (group_id, priority, flow_key)
-	VALUES (?1, ?2, (SELECT flow_key FROM transport_flow_groups WHERE group_id = ?1))
-	ON CONFLICT (group_id) DO NOTHING RETURNING flow_key`
+	sqlPublishGroup = `INSERT INTO transport_groups (group_id, priority) VALUES (?1, ?2) ON CONFLICT (group_id) DO NOTHING`
+	sqlPublishLimit = `UPDATE transport_groups SET flow_key = r.flow_key FROM transport_flow_groups AS r
+	WHERE transport_groups.group_id = ?1 AND r.group_id = ?1`
 	sqlPublishMessage = `INSERT INTO transport_messages (group_id, event) VALUES (?1, ?2)`
 )
 
@@ -51,16 +51,20 @@ ORDER BY g.k, g.group_id`
 	sqlClaimDeleteEmpty = `DELETE FROM transport_groups WHERE group_id = ?1 RETURNING flow_key`
 )
 
-// AckBatch: delete the message while the lease's token holds the group, then free the group
-// behind the waiting ones, or delete it when it has no message left; both return the group's key,
-// whose admission the ack ends.
+// AckBatch: delete the message while the lease's token holds the group, then free an unlimited
+// group behind the waiting ones, or delete it when it has no message left. A keyed group's
+// admission ends with the ack: its key and whether it has messages left are read, then it is
+// freed (and queued again) or deleted.
 const (
 	sqlAckMessage = `DELETE FROM transport_messages WHERE seq = ?1 AND group_id = ?2
 	AND EXISTS (SELECT 1 FROM transport_groups WHERE group_id = ?2 AND locked_by = ?3)`
 	sqlAckFree = `UPDATE transport_groups SET locked_by = NULL, lock_until = ?1
-	WHERE group_id = ?2 AND EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?2)
-	RETURNING flow_key`
-	sqlAckDeleteGroup = `DELETE FROM transport_groups WHERE group_id = ?1 RETURNING flow_key`
+	WHERE group_id = ?2 AND flow_key IS NULL AND EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?2)`
+	sqlAckDeleteGroup = `DELETE FROM transport_groups WHERE group_id = ?1 AND flow_key IS NULL`
+	sqlAckKeyed       = `SELECT flow_key, EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?1)
+	FROM transport_groups WHERE group_id = ?1`
+	sqlAckKeyedFree   = `UPDATE transport_groups SET locked_by = NULL, lock_until = ?1 WHERE group_id = ?2`
+	sqlAckKeyedDelete = `DELETE FROM transport_groups WHERE group_id = ?1`
 )
 
 // Nack: park the group while the token holds it, or hand it back to the head of the round-robin.

@@ -104,7 +104,7 @@ func TestQueryPlans(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"sqlClaimPick", sqlClaimPick, "USING INDEX transport_groups_claim_order"},
 		{"sqlClaimPickPrioritised", sqlClaimPickPrioritised, "USING INDEX transport_groups_prioritised"},
-		{"sqlPublishGroup", sqlPublishGroup, "SEARCH transport_flow_groups USING PRIMARY KEY"},
+		{"sqlPublishLimit", sqlPublishLimit, "SEARCH r USING PRIMARY KEY"},
 		{"sqlFlowDue", sqlFlowDue, "USING COVERING INDEX transport_flow_keys_due"},
 		{"sqlFlowWaiting", sqlFlowWaiting, "USING COVERING INDEX transport_groups_waiting (flow_key=?"},
 		{"sqlFlowEnqueue", sqlFlowEnqueue, "USING COVERING INDEX transport_groups_waiting (flow_key=?"},

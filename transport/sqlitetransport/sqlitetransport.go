@@ -220,19 +220,21 @@ func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 					return err
 				}
 			}
-			// A group created with a remembered key waits for admission; one created without
-			// is claimable at once.
-			var key sql.NullString
-			switch err := b.st.publishGroup.QueryRowContext(ctx, m.Group, m.Priority).Scan(&key); {
-			case errors.Is(err, sql.ErrNoRows): // the group was there
-			case err != nil:
+			res, err := b.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
+			if err != nil {
 				return err
-			case key.Valid:
-				if err := f.enqueue(ctx, m.Group, key.String); err != nil {
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				// A group created with a remembered key waits for admission; one created
+				// without is claimable at once.
+				if res, err = b.st.publishLimit.ExecContext(ctx, m.Group); err != nil {
 					return err
 				}
-			default:
-				created = true
+				if n, _ := res.RowsAffected(); n == 0 {
+					created = true
+				} else if err := f.enqueueNew(ctx, m.Group); err != nil {
+					return err
+				}
 			}
 			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
 				return err
@@ -368,33 +370,24 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				continue
 			}
 			// Free the group behind the waiting ones, or delete it if it is drained: the next
-			// publish creates it afresh with its own priority. A keyed group's admission ends:
-			// it gives its place back and, with messages left, queues for another.
-			var key sql.NullString
-			switch err := b.st.ackFree.QueryRowContext(ctx, now, l.Group).Scan(&key); {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
+			// publish creates it afresh with its own priority.
+			res, err = b.st.ackFree.ExecContext(ctx, now, l.Group)
+			if err != nil {
 				return err
-			case key.Valid:
-				if err := f.release(ctx, key.String); err != nil {
-					return err
-				}
-				if err := f.enqueue(ctx, l.Group, key.String); err != nil {
-					return err
-				}
-				continue
-			default:
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
 				freed = true
 				continue
 			}
-			switch err := b.st.ackDeleteGroup.QueryRowContext(ctx, l.Group).Scan(&key); {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
+			if res, err = b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
 				return err
-			case key.Valid:
-				if err := f.release(ctx, key.String); err != nil {
-					return err
-				}
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				continue
+			}
+			// Neither: the group is keyed.
+			if err := f.ackKeyed(ctx, l.Group); err != nil {
+				return err
 			}
 		}
 		admitted, err := f.settle(ctx)

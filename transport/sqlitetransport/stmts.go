@@ -10,10 +10,12 @@ import (
 type stmts struct {
 	txBegin, txCommit, txRollback   *sql.Stmt
 	publishGroup, publishMessage    *sql.Stmt
+	publishLimit                    *sql.Stmt
 	claimPick, claimPickPrioritised *sql.Stmt
 	claimLease, claimDeleteEmpty    *sql.Stmt
 	ackMessage, ackFree             *sql.Stmt
-	ackDeleteGroup                  *sql.Stmt
+	ackDeleteGroup, ackKeyed        *sql.Stmt
+	ackKeyedFree, ackKeyedDelete    *sql.Stmt
 	nackPark, nackRelease           *sql.Stmt
 	extend                          *sql.Stmt
 	queueStats                      *sql.Stmt
@@ -41,6 +43,7 @@ func (s *stmts) byName() map[string]statement {
 		"sqlTxRollback":           {&s.txRollback, sqlTxRollback},
 		"sqlPublishGroup":         {&s.publishGroup, sqlPublishGroup},
 		"sqlPublishMessage":       {&s.publishMessage, sqlPublishMessage},
+		"sqlPublishLimit":         {&s.publishLimit, sqlPublishLimit},
 		"sqlClaimPick":            {&s.claimPick, sqlClaimPick},
 		"sqlClaimPickPrioritised": {&s.claimPickPrioritised, sqlClaimPickPrioritised},
 		"sqlClaimLease":           {&s.claimLease, sqlClaimLease},
@@ -48,6 +51,9 @@ func (s *stmts) byName() map[string]statement {
 		"sqlAckMessage":           {&s.ackMessage, sqlAckMessage},
 		"sqlAckFree":              {&s.ackFree, sqlAckFree},
 		"sqlAckDeleteGroup":       {&s.ackDeleteGroup, sqlAckDeleteGroup},
+		"sqlAckKeyed":             {&s.ackKeyed, sqlAckKeyed},
+		"sqlAckKeyedFree":         {&s.ackKeyedFree, sqlAckKeyedFree},
+		"sqlAckKeyedDelete":       {&s.ackKeyedDelete, sqlAckKeyedDelete},
 		"sqlNackPark":             {&s.nackPark, sqlNackPark},
 		"sqlNackRelease":          {&s.nackRelease, sqlNackRelease},
 		"sqlQueueStats":           {&s.queueStats, sqlQueueStats},
