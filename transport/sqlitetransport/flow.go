@@ -271,7 +271,9 @@ func (f *flows) waiting(ctx context.Context, key string, limit int) ([]string, e
 // admitted any group: the claim's first step. The probe is one query on the partial index of keys
 // with a due time, almost always empty.
 func (f *flows) due(ctx context.Context) (bool, error) {
-	rows, err := f.b.st.flowDue.QueryContext(ctx, micros(f.now))
+	// TokenDue rounds up by a microsecond, so that the bucket surely holds the token then; a key
+	// due within that microsecond is taken too, and admit reads its bucket as it is now.
+	rows, err := f.b.st.flowDue.QueryContext(ctx, micros(f.now)+1)
 	if err != nil {
 		return false, err
 	}

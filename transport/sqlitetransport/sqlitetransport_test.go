@@ -453,3 +453,51 @@ func TestFlowsSurviveReopen(t *testing.T) {
 		t.Fatalf("Claim after G's ack = %+v, %v; want H", l, err)
 	}
 }
+
+// TestRateTokenSeenByAnotherProcess checks that a rate token scheduled by one process's
+// transaction is found by another process's claim, and that limits and counts are the file's:
+// either process reads the same FlowState, and a Forget in one frees what the other waits for.
+func TestRateTokenSeenByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	clock := transporttest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	a := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer a.Close()
+	b := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer b.Close()
+	ctx := context.Background()
+	fl := transport.Flow{Key: "k", Rate: 1, Per: time.Second}
+	for _, g := range []string{"G", "H", "J"} {
+		if err := a.PublishBatch(ctx, []transport.Outgoing{{Group: g, Event: transporttest.Event(g), Flow: fl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(tr *transport.Transport, want string) {
+		t.Helper()
+		l, err := tr.Claim(ctx, "w", time.Minute, 0)
+		got := ""
+		if l != nil {
+			got = l.Event.ID
+		}
+		if err != nil || got != want {
+			t.Fatalf("Claim = %q, %v; want %q", got, err, want)
+		}
+	}
+	claim(b, "G") // the bucket's one token, taken by a's publish
+	claim(b, "")
+	clock.Advance(time.Second)
+	claim(b, "H") // the token a's publish scheduled, found by b's claim
+	for _, tr := range []*transport.Transport{a, b} {
+		st, err := tr.FlowState(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Flow != fl || st.Admitted != 2 || st.Waiting != 1 {
+			t.Fatalf("FlowState = %+v; want %+v, 2 admitted, 1 waiting", st, fl)
+		}
+	}
+	if err := b.Forget(ctx, []string{"J"}); err != nil {
+		t.Fatal(err)
+	}
+	claim(a, "J") // unlimited now, with no token due
+}
