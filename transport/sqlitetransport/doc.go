@@ -31,8 +31,8 @@
 // publish, ack or forget that makes room, so admission is exact across processes sharing the
 // file. A group waiting only for a rate token is admitted by the first claim, of any process,
 // after the token is due: each claim first probes for such keys, one search of an index that
-// holds only keys with groups waiting so. Wait wakes when a token that this process scheduled
-// comes due, and sees one that another process scheduled within the poll interval. Unkeyed
-// operations pay for flows a primary-key probe when they create a group and that one search per
-// claim.
+// holds only keys with groups waiting so. Wait wakes when the earliest rate token this process
+// scheduled comes due; it notices the others, and those another process scheduled, within the
+// poll interval. Unkeyed operations pay for flows a primary-key probe when they create a group and
+// that one search per claim.
 package sqlitetransport
