@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -500,4 +501,51 @@ func TestRateTokenSeenByAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	claim(a, "J") // unlimited now, with no token due
+}
+
+// TestTwoProcessesShareARate races claims of two processes each time a rate token comes due:
+// exactly one group is admitted per token, whichever process's claim admits it.
+func TestTwoProcessesShareARate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	clock := transporttest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	a := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer a.Close()
+	b := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer b.Close()
+	ctx := context.Background()
+	const rounds = 5
+	var msgs []transport.Outgoing
+	for i := range rounds + 1 {
+		g := fmt.Sprintf("g%d", i)
+		msgs = append(msgs, transport.Outgoing{Group: g, Event: transporttest.Event(g),
+			Flow: transport.Flow{Key: "k", Rate: 1, Per: time.Minute}})
+	}
+	if err := a.PublishBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	for round := range rounds + 1 {
+		if round > 0 {
+			clock.Advance(time.Minute)
+		}
+		var wg sync.WaitGroup
+		got := make([][]transport.Lease, 4)
+		errs := make([]error, 4)
+		for i, tr := range []*transport.Transport{a, b, a, b} {
+			wg.Go(func() { got[i], errs[i] = tr.ClaimBatch(ctx, fmt.Sprintf("w%d", i), time.Hour, 0, 4) })
+		}
+		wg.Wait()
+		var ids []string
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			for _, l := range got[i] {
+				ids = append(ids, l.Event.ID)
+			}
+		}
+		if want := fmt.Sprintf("g%d", round); len(ids) != 1 || ids[0] != want {
+			t.Fatalf("round %d: claimed %v, want [%s]: one group per token, oldest first", round, ids, want)
+		}
+	}
 }
