@@ -18,7 +18,21 @@
 // it with an error matching ctx's, nothing written either. SQLITE_BUSY never escapes raw.
 // Durability is the DB's (sqlitedb.Config.Synchronous).
 //
-// The tables are transport_messages and transport_groups, with transport_migrations recording
-// their schema version. Wait wakes at once on a publish, ack or nack of this process; changes
-// made by another process are noticed by polling (WithPollInterval, default 50 ms).
+// The tables are transport_messages and transport_groups, and for flows transport_flow_keys and
+// transport_flow_groups, with transport_migrations recording their schema version. Wait wakes at
+// once on a publish, ack, nack or forget of this process; changes made by another process are
+// noticed by polling (WithPollInterval, default 50 ms).
+//
+// The backend honours flows (transport.Limiter). A key's limits, admitted count and rate bucket
+// are a row of transport_flow_keys, a group's remembered key a row of transport_flow_groups. A
+// keyed group that waits for admission is marked on its row (its place in its key's queue) and is
+// left out of the claim order's partial indexes, so a claim never walks it; it keeps its place in
+// the round-robin for when it is admitted. Groups are admitted in the write transaction of the
+// publish, ack or forget that makes room, so admission is exact across processes sharing the
+// file. A group waiting only for a rate token is admitted by the first claim, of any process,
+// after the token is due: each claim first probes for such keys, one search of an index that
+// holds only keys with groups waiting so. Wait wakes when the earliest rate token this process
+// scheduled comes due; it notices the others, and those another process scheduled, within the
+// poll interval. Unkeyed operations pay for flows a primary-key probe when they create a group and
+// that one search per claim.
 package sqlitetransport

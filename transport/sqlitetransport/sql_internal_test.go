@@ -87,3 +87,47 @@ func TestStatementsPairedByName(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryPlans checks that the statements on the hot paths read the indexes meant for them:
+// the claim walks only the claim order's partial indexes, which hold no waiting group, and the
+// flow probes of unkeyed operations are one primary-key or partial-index search.
+func TestQueryPlans(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: sqlitedb.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := sqlitedb.Migrate(ctx, db, migrationsTable, migrations); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"sqlClaimPick", sqlClaimPick, "USING INDEX transport_groups_claim_order"},
+		{"sqlClaimPickPrioritised", sqlClaimPickPrioritised, "USING INDEX transport_groups_prioritised"},
+		{"sqlPublishLimit", sqlPublishLimit, "SEARCH r USING PRIMARY KEY"},
+		{"sqlFlowDue", sqlFlowDue, "USING COVERING INDEX transport_flow_keys_due"},
+		{"sqlFlowWaiting", sqlFlowWaiting, "USING COVERING INDEX transport_groups_waiting (flow_key=?"},
+		{"sqlFlowEnqueue", sqlFlowEnqueue, "USING COVERING INDEX transport_groups_waiting (flow_key=?"},
+		{"sqlFlowCountWaiting", sqlFlowCountWaiting, "USING COVERING INDEX transport_groups_waiting (flow_key=?"},
+	} {
+		rows, err := db.W.QueryContext(ctx, "EXPLAIN QUERY PLAN "+tc.text, 1, 1, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(plan, "\n"), tc.want) {
+			t.Errorf("%s: plan %q lacks %q", tc.name, plan, tc.want)
+		}
+	}
+}

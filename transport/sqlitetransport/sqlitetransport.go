@@ -46,6 +46,9 @@ type backend struct {
 	st     stmts
 	sig    *wake.Signal
 	closed atomic.Bool
+	// due is the earliest time (unix microseconds; 0: none) at which this process knows a rate
+	// token comes due for a waiting group: Wait wakes then rather than at the poll.
+	due atomic.Int64
 }
 
 var _ transport.Backend = (*backend)(nil)
@@ -210,19 +213,36 @@ func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 	created := false
 	err := b.write(ctx, "publish", func(ctx context.Context) error {
 		created = false
+		f := flows{b: b, now: b.now()}
 		for i, m := range msgs {
+			if m.Flow.Limited() {
+				if err := f.remember(ctx, m.Group, m.Flow); err != nil {
+					return err
+				}
+			}
 			res, err := b.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
-				created = true
+				// A group created with a remembered key waits for admission; one created
+				// without is claimable at once.
+				if res, err = b.st.publishLimit.ExecContext(ctx, m.Group); err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n == 0 {
+					created = true
+				} else if err := f.enqueueNew(ctx, m.Group); err != nil {
+					return err
+				}
 			}
 			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
 				return err
 			}
 		}
-		return nil
+		admitted, err := f.settle(ctx)
+		created = created || admitted
+		return err
 	})
 	if err == nil && created {
 		b.sig.Notify()
@@ -234,9 +254,16 @@ func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]transport.Lease, error) {
 	gen := b.sig.Gen()
 	var out []transport.Lease
+	admitted := false
 	err := b.write(ctx, "claim", func(ctx context.Context) error {
 		out = out[:0]
 		now := b.now()
+		// Admit the waiting groups whose rate token came due, so that this claim may take them.
+		f := flows{b: b, now: now}
+		var err error
+		if admitted, err = f.due(ctx); err != nil {
+			return err
+		}
 		until := now.Add(visibility)
 		token := transport.NewToken(worker)
 		pick := b.st.claimPick
@@ -244,7 +271,7 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 			pick = b.st.claimPickPrioritised
 		}
 		for len(out) < max {
-			heads, empty, err := b.heads(ctx, pick, micros(now), minPriority, max-len(out))
+			heads, empty, err := b.heads(ctx, &f, pick, micros(now), minPriority, max-len(out))
 			if err != nil {
 				return err
 			}
@@ -265,6 +292,9 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 	if err != nil {
 		return nil, err
 	}
+	if admitted {
+		b.sig.Notify() // for this process's other claimers: this claim may not take all it admitted
+	}
 	if len(out) == 0 {
 		b.sig.Empty(gen)
 	}
@@ -272,8 +302,8 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 }
 
 // heads returns the head message of up to n claimable groups in claim order and deletes any
-// empty group among them, reporting how many.
-func (b *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
+// empty group among them, reporting how many; an empty keyed group gives its place back.
+func (b *backend) heads(ctx context.Context, f *flows, pick *sql.Stmt, now int64, minPriority, n int) ([]transport.Message, int, error) {
 	rows, err := pick.QueryContext(ctx, now, minPriority, n)
 	if err != nil {
 		return nil, 0, err
@@ -306,9 +336,18 @@ func (b *backend) heads(ctx context.Context, pick *sql.Stmt, now int64, minPrior
 		return nil, 0, err
 	}
 	for _, g := range empties {
-		if _, err := b.st.claimDeleteEmpty.ExecContext(ctx, g); err != nil {
+		var key sql.NullString
+		if err := b.st.claimDeleteEmpty.QueryRowContext(ctx, g).Scan(&key); err != nil {
 			return nil, 0, err
 		}
+		if key.Valid {
+			if err := f.release(ctx, key.String); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if _, err := f.settle(ctx); err != nil {
+		return nil, 0, err
 	}
 	return heads, len(empties), nil
 }
@@ -318,7 +357,8 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	freed := false
 	err := b.write(ctx, "ack", func(ctx context.Context) error {
 		freed = false
-		now := micros(b.now())
+		f := flows{b: b, now: b.now()}
+		now := micros(f.now)
 		for _, l := range ls {
 			// Deletes the message only while the lease's token holds the group: a stale lease
 			// deletes nothing and changes nothing else.
@@ -339,11 +379,20 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				freed = true
 				continue
 			}
-			if _, err := b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
+			if res, err = b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				continue
+			}
+			// Neither: the group is keyed.
+			if err := f.ackKeyed(ctx, l.Group); err != nil {
 				return err
 			}
 		}
-		return nil
+		admitted, err := f.settle(ctx)
+		freed = freed || admitted
+		return err
 	})
 	if err == nil && freed {
 		b.sig.Notify()
@@ -392,10 +441,27 @@ func (b *backend) Extend(ctx context.Context, ls []transport.Lease, visibility t
 	return int(n), err
 }
 
-// Wait implements transport.Backend: it wakes on this process's publishes, acks and nacks at
-// once, and after the poll interval otherwise.
+// Wait implements transport.Backend: it wakes on this process's publishes, acks, nacks and
+// forgets at once, when a rate token this process saw scheduled comes due, and after the poll
+// interval otherwise.
 func (b *backend) Wait(ctx context.Context) error {
-	if err := b.sig.Wait(ctx, b.cfg.poll); err != nil {
+	d := b.cfg.poll
+	if due := b.due.Load(); due != 0 {
+		left := time.UnixMicro(due).Sub(b.cfg.now())
+		if left <= 0 {
+			// Due: the next claim admits the group, and schedules the token after if need be.
+			b.due.CompareAndSwap(due, 0)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if b.closed.Load() {
+				return errClosed
+			}
+			return nil
+		}
+		d = min(d, left)
+	}
+	if err := b.sig.Wait(ctx, d); err != nil {
 		if errors.Is(err, stead.ErrClosed) {
 			return errClosed
 		}

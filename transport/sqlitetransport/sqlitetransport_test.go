@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,7 +51,11 @@ func open(t testing.TB, path string, opts ...sqlitetransport.Option) *transport.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	transporttest.Run(t, func(t *testing.T, clock func() time.Time) *transport.Transport {
-		return open(t, filepath.Join(t.TempDir(), "transport.db"), sqlitetransport.WithClock(clock))
+		tr := open(t, filepath.Join(t.TempDir(), "transport.db"), sqlitetransport.WithClock(clock))
+		if !tr.CanLimit() {
+			t.Fatal("the transport does not honour flows: the flow rules would not run")
+		}
+		return tr
 	})
 }
 
@@ -325,5 +331,221 @@ func TestContextEndsWaitForLock(t *testing.T) {
 	}
 	if l, err := tr.Claim(context.Background(), "w", time.Minute, 0); err != nil || l != nil {
 		t.Fatalf("Claim = %v, %v; want nothing", l, err)
+	}
+}
+
+// TestTwoProcessesNeverOverAdmit races claimers on two transports on one file, as two processes
+// would, over keyed groups: admission is decided in each operation's write transaction, so a key
+// never has more groups out than its concurrency, whichever process admitted them.
+func TestTwoProcessesNeverOverAdmit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "flows.db")
+	a, b := open(t, path), open(t, path)
+	defer a.Close()
+	defer b.Close()
+	const keys, groupsPerKey, perGroup, limit = 3, 6, 3, 2
+	var msgs []transport.Outgoing
+	for i := range perGroup {
+		for k := range keys {
+			for g := range groupsPerKey {
+				grp := fmt.Sprintf("k%d-g%d", k, g)
+				msgs = append(msgs, transport.Outgoing{Group: grp, Event: transporttest.Event(fmt.Sprintf("%s-%d", grp, i)),
+					Flow: transport.Flow{Key: fmt.Sprintf("k%d", k), Concurrency: limit}})
+			}
+		}
+	}
+	// Half the messages through each process: both remember keys and create waiting groups.
+	ctx := context.Background()
+	half := len(msgs) / 2
+	if err := a.PublishBatch(ctx, msgs[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishBatch(ctx, msgs[half:]); err != nil {
+		t.Fatal(err)
+	}
+	transporttest.RaceFlow(t, limit, len(msgs),
+		transporttest.Claimer{T: a, Max: 4}, transporttest.Claimer{T: b, Max: 1},
+		transporttest.Claimer{T: a, Max: 1}, transporttest.Claimer{T: b, Max: 8})
+	for k := range keys {
+		st, err := b.FlowState(ctx, fmt.Sprintf("k%d", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Admitted != 0 || st.Waiting != 0 || st.Concurrency != limit {
+			t.Errorf("FlowState(k%d) after the race = %+v, want nothing admitted or waiting", k, st)
+		}
+	}
+}
+
+// TestWaitWakesForRateToken checks that a waiter whose process scheduled a rate token wakes when
+// it is due, not at the poll interval.
+func TestWaitWakesForRateToken(t *testing.T) {
+	t.Parallel()
+	tr := open(t, filepath.Join(t.TempDir(), "rate.db"), sqlitetransport.WithPollInterval(time.Hour))
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fl := transport.Flow{Key: "k", Rate: 1, Per: 200 * time.Millisecond}
+	began := time.Now()
+	for _, g := range []string{"G", "H"} {
+		if err := tr.PublishBatch(ctx, []transport.Outgoing{{Group: g, Event: transporttest.Event(g), Flow: fl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "G" {
+		t.Fatalf("Claim = %+v, %v; want G, admitted with the bucket's token", l, err)
+	}
+	for {
+		l, err := tr.Claim(ctx, "w", time.Minute, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l != nil {
+			if l.Event.ID != "H" {
+				t.Fatalf("Claim = %s, want H", l.Event.ID)
+			}
+			break
+		}
+		if err := tr.Wait(ctx); err != nil {
+			t.Fatalf("Wait = %v; want a wake-up when H's token is due", err)
+		}
+	}
+	if took := time.Since(began); took < 200*time.Millisecond {
+		t.Fatalf("H was claimed after %v, before its token was due", took)
+	}
+}
+
+// TestFlowsSurviveReopen checks that a key's limits and counts, and what waits for it, are kept
+// in the file: a transport opened on it after a close admits as the first did.
+func TestFlowsSurviveReopen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "reopen.db")
+	ctx := context.Background()
+	tr := open(t, path)
+	fl := transport.Flow{Key: "k", Concurrency: 1}
+	for _, g := range []string{"G", "H"} {
+		if err := tr.PublishBatch(ctx, []transport.Outgoing{{Group: g, Event: transporttest.Event(g), Flow: fl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := tr.Claim(ctx, "w", time.Minute, 0)
+	if err != nil || g == nil || g.Event.ID != "G" {
+		t.Fatalf("Claim = %+v, %v; want G", g, err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr = open(t, path)
+	defer tr.Close()
+	st, err := tr.FlowState(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Flow != fl || st.Admitted != 1 || st.Waiting != 1 {
+		t.Fatalf("FlowState after reopen = %+v, want %+v with 1 admitted, 1 waiting", st, fl)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l != nil {
+		t.Fatalf("Claim = %+v, %v; want nothing while G holds k's place", l, err)
+	}
+	if err := tr.Ack(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tr.Claim(ctx, "w", time.Minute, 0); err != nil || l == nil || l.Event.ID != "H" {
+		t.Fatalf("Claim after G's ack = %+v, %v; want H", l, err)
+	}
+}
+
+// TestRateTokenSeenByAnotherProcess checks that a rate token scheduled by one process's
+// transaction is found by another process's claim, and that limits and counts are the file's:
+// either process reads the same FlowState, and a Forget in one frees what the other waits for.
+func TestRateTokenSeenByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	clock := transporttest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	a := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer a.Close()
+	b := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer b.Close()
+	ctx := context.Background()
+	fl := transport.Flow{Key: "k", Rate: 1, Per: time.Second}
+	for _, g := range []string{"G", "H", "J"} {
+		if err := a.PublishBatch(ctx, []transport.Outgoing{{Group: g, Event: transporttest.Event(g), Flow: fl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(tr *transport.Transport, want string) {
+		t.Helper()
+		l, err := tr.Claim(ctx, "w", time.Minute, 0)
+		got := ""
+		if l != nil {
+			got = l.Event.ID
+		}
+		if err != nil || got != want {
+			t.Fatalf("Claim = %q, %v; want %q", got, err, want)
+		}
+	}
+	claim(b, "G") // the bucket's one token, taken by a's publish
+	claim(b, "")
+	clock.Advance(time.Second)
+	claim(b, "H") // the token a's publish scheduled, found by b's claim
+	for _, tr := range []*transport.Transport{a, b} {
+		st, err := tr.FlowState(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Flow != fl || st.Admitted != 2 || st.Waiting != 1 {
+			t.Fatalf("FlowState = %+v; want %+v, 2 admitted, 1 waiting", st, fl)
+		}
+	}
+	if err := b.Forget(ctx, []string{"J"}); err != nil {
+		t.Fatal(err)
+	}
+	claim(a, "J") // unlimited now, with no token due
+}
+
+// TestTwoProcessesShareARate races claims of two processes each time a rate token comes due:
+// exactly one group is admitted per token, whichever process's claim admits it.
+func TestTwoProcessesShareARate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rate.db")
+	clock := transporttest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	a := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer a.Close()
+	b := open(t, path, sqlitetransport.WithClock(clock.Now))
+	defer b.Close()
+	ctx := context.Background()
+	const rounds = 5
+	var msgs []transport.Outgoing
+	for i := range rounds + 1 {
+		g := fmt.Sprintf("g%d", i)
+		msgs = append(msgs, transport.Outgoing{Group: g, Event: transporttest.Event(g),
+			Flow: transport.Flow{Key: "k", Rate: 1, Per: time.Minute}})
+	}
+	if err := a.PublishBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	for round := range rounds + 1 {
+		if round > 0 {
+			clock.Advance(time.Minute)
+		}
+		var wg sync.WaitGroup
+		got := make([][]transport.Lease, 4)
+		errs := make([]error, 4)
+		for i, tr := range []*transport.Transport{a, b, a, b} {
+			wg.Go(func() { got[i], errs[i] = tr.ClaimBatch(ctx, fmt.Sprintf("w%d", i), time.Hour, 0, 4) })
+		}
+		wg.Wait()
+		var ids []string
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			for _, l := range got[i] {
+				ids = append(ids, l.Event.ID)
+			}
+		}
+		if want := fmt.Sprintf("g%d", round); len(ids) != 1 || ids[0] != want {
+			t.Fatalf("round %d: claimed %v, want [%s]: one group per token, oldest first", round, ids, want)
+		}
 	}
 }

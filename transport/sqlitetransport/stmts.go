@@ -10,13 +10,21 @@ import (
 type stmts struct {
 	txBegin, txCommit, txRollback   *sql.Stmt
 	publishGroup, publishMessage    *sql.Stmt
+	publishLimit                    *sql.Stmt
 	claimPick, claimPickPrioritised *sql.Stmt
 	claimLease, claimDeleteEmpty    *sql.Stmt
 	ackMessage, ackFree             *sql.Stmt
-	ackDeleteGroup                  *sql.Stmt
+	ackDeleteGroup, ackKeyed        *sql.Stmt
+	ackKeyedFree, ackKeyedDelete    *sql.Stmt
 	nackPark, nackRelease           *sql.Stmt
 	extend                          *sql.Stmt
 	queueStats                      *sql.Stmt
+	flowKey, flowPutKey             *sql.Stmt
+	flowRemember, flowEnqueue       *sql.Stmt
+	flowWaiting, flowAdmit          *sql.Stmt
+	flowCountWaiting, flowDue       *sql.Stmt
+	flowForget, flowGroup           *sql.Stmt
+	flowUnlimit                     *sql.Stmt
 
 	prepared []*sql.Stmt // every statement above that prepare made, for close
 }
@@ -35,6 +43,7 @@ func (s *stmts) byName() map[string]statement {
 		"sqlTxRollback":           {&s.txRollback, sqlTxRollback},
 		"sqlPublishGroup":         {&s.publishGroup, sqlPublishGroup},
 		"sqlPublishMessage":       {&s.publishMessage, sqlPublishMessage},
+		"sqlPublishLimit":         {&s.publishLimit, sqlPublishLimit},
 		"sqlClaimPick":            {&s.claimPick, sqlClaimPick},
 		"sqlClaimPickPrioritised": {&s.claimPickPrioritised, sqlClaimPickPrioritised},
 		"sqlClaimLease":           {&s.claimLease, sqlClaimLease},
@@ -42,10 +51,24 @@ func (s *stmts) byName() map[string]statement {
 		"sqlAckMessage":           {&s.ackMessage, sqlAckMessage},
 		"sqlAckFree":              {&s.ackFree, sqlAckFree},
 		"sqlAckDeleteGroup":       {&s.ackDeleteGroup, sqlAckDeleteGroup},
+		"sqlAckKeyed":             {&s.ackKeyed, sqlAckKeyed},
+		"sqlAckKeyedFree":         {&s.ackKeyedFree, sqlAckKeyedFree},
+		"sqlAckKeyedDelete":       {&s.ackKeyedDelete, sqlAckKeyedDelete},
 		"sqlNackPark":             {&s.nackPark, sqlNackPark},
 		"sqlNackRelease":          {&s.nackRelease, sqlNackRelease},
 		"sqlQueueStats":           {&s.queueStats, sqlQueueStats},
 		"sqlExtend":               {&s.extend, sqlExtend},
+		"sqlFlowKey":              {&s.flowKey, sqlFlowKey},
+		"sqlFlowPutKey":           {&s.flowPutKey, sqlFlowPutKey},
+		"sqlFlowRemember":         {&s.flowRemember, sqlFlowRemember},
+		"sqlFlowEnqueue":          {&s.flowEnqueue, sqlFlowEnqueue},
+		"sqlFlowWaiting":          {&s.flowWaiting, sqlFlowWaiting},
+		"sqlFlowAdmit":            {&s.flowAdmit, sqlFlowAdmit},
+		"sqlFlowCountWaiting":     {&s.flowCountWaiting, sqlFlowCountWaiting},
+		"sqlFlowDue":              {&s.flowDue, sqlFlowDue},
+		"sqlFlowForget":           {&s.flowForget, sqlFlowForget},
+		"sqlFlowGroup":            {&s.flowGroup, sqlFlowGroup},
+		"sqlFlowUnlimit":          {&s.flowUnlimit, sqlFlowUnlimit},
 	}
 }
 
