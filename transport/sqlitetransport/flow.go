@@ -26,6 +26,9 @@ type flowKey struct {
 	due      sql.NullInt64
 	known    bool // the row exists, or this transaction set its limits
 	dirty    bool // to be written back
+	// queue is whether groups of the key wait, read when first needed in the transaction and
+	// kept true once this transaction queues one.
+	queue, queueKnown bool
 }
 
 // flows is the flow work of one write transaction: the key rows it read, and the keys whose
@@ -47,7 +50,8 @@ func (f *flows) key(ctx context.Context, name string) (*flowKey, error) {
 	k := &flowKey{flow: transport.Flow{Key: name}, at: f.now}
 	var perUS, at int64
 	err := f.b.st.flowKey.QueryRowContext(ctx, name).Scan(
-		&k.flow.Concurrency, &k.flow.Rate, &perUS, &k.admitted, &k.tokens, &at, &k.due)
+		&k.flow.Concurrency, &k.flow.Rate, &perUS, &k.admitted, &k.tokens, &at, &k.due, &k.queue)
+	k.queueKnown = err == nil
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -99,43 +103,103 @@ func (f *flows) enqueue(ctx context.Context, group, key string) error {
 	if _, err := f.b.st.flowEnqueue.ExecContext(ctx, group, key); err != nil {
 		return err
 	}
+	if k := f.keys[key]; k != nil {
+		k.queue, k.queueKnown = true, true
+	}
 	f.touched(key)
 	return nil
 }
 
-// enqueueNew puts a group just created with its remembered key at the back of the key's queue.
-func (f *flows) enqueueNew(ctx context.Context, group string) error {
+// enqueueNew admits a group just created with its remembered key, when its key has room and no
+// queue, or puts it at the back of the key's queue; it reports whether it admitted the group.
+func (f *flows) enqueueNew(ctx context.Context, group string) (bool, error) {
 	var (
 		key     string
 		waiting bool
 	)
 	if err := f.b.st.flowGroup.QueryRowContext(ctx, group).Scan(&key, &waiting); err != nil {
-		return err
+		return false, err
 	}
-	return f.enqueue(ctx, group, key)
+	admitted, err := f.admitNow(ctx, key)
+	if err != nil || admitted {
+		return admitted, err
+	}
+	return false, f.enqueue(ctx, group, key)
+}
+
+// admitNow admits one group of key at once, and reports whether it did, when nothing of the key
+// waits and its limits have room: the same admission the queue would give it in this
+// transaction, without queueing it first. It is what keeps a limit that does not bind cheap.
+func (f *flows) admitNow(ctx context.Context, key string) (bool, error) {
+	k, err := f.key(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if c := k.flow.Concurrency; c > 0 && k.admitted >= c {
+		return false, nil
+	}
+	var tokens float64
+	if k.flow.Rate > 0 {
+		if tokens = k.flow.Tokens(k.tokens, k.at, f.now); tokens < 1 {
+			return false, nil
+		}
+	}
+	if !k.queueKnown {
+		if err := f.b.st.flowAnyWaiting.QueryRowContext(ctx, key).Scan(&k.queue); err != nil {
+			return false, err
+		}
+		k.queueKnown = true
+	}
+	if k.queue {
+		return false, nil
+	}
+	k.admitted++
+	if k.flow.Rate > 0 {
+		k.tokens, k.at = tokens-1, f.now
+	}
+	k.dirty = true
+	return true, nil
 }
 
 // ackKeyed ends the admission of a keyed group whose message was just acked: the group gives its
-// place back and, with messages left, is freed and queues for another, or else is deleted.
-func (f *flows) ackKeyed(ctx context.Context, group string) error {
+// place back and, with messages left, is freed and admitted again at once when nothing of its key
+// waits and its limits have room, or else queues for another; without messages it is deleted. It
+// reports whether the group is claimable again.
+func (f *flows) ackKeyed(ctx context.Context, group string) (bool, error) {
 	var (
 		key  string
 		more bool
 	)
 	if err := f.b.st.ackKeyed.QueryRowContext(ctx, group).Scan(&key, &more); err != nil {
-		return err
-	}
-	if err := f.release(ctx, key); err != nil {
-		return err
+		return false, err
 	}
 	if !more {
-		_, err := f.b.st.ackKeyedDelete.ExecContext(ctx, group)
-		return err
+		if _, err := f.b.st.ackKeyedDelete.ExecContext(ctx, group); err != nil {
+			return false, err
+		}
+		return false, f.release(ctx, key)
 	}
 	if _, err := f.b.st.ackKeyedFree.ExecContext(ctx, micros(f.now), group); err != nil {
-		return err
+		return false, err
 	}
-	return f.enqueue(ctx, group, key)
+	k, err := f.key(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	// Its place given back and taken again at once leaves the key's row as it was (but for a
+	// rate's token), so that a limit that does not bind writes nothing more than its ack.
+	dirty := k.dirty
+	k.admitted = max(k.admitted-1, 0)
+	admitted, err := f.admitNow(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if admitted {
+		k.dirty = dirty || k.flow.Rate > 0
+		return true, nil
+	}
+	k.dirty = true
+	return false, f.enqueue(ctx, group, key)
 }
 
 // release gives the place of an admitted group of key back.

@@ -89,7 +89,8 @@ const sqlExtend = `UPDATE transport_groups SET lock_until = ?1 WHERE group_id = 
 // Flows (transport.Limiter): a key's row is read once per transaction that needs it, admitted
 // from in Go with transport.Flow's own token arithmetic, and written back whole.
 const (
-	sqlFlowKey = `SELECT concurrency, rate, per_us, admitted, tokens, tokens_at, due_at
+	sqlFlowKey = `SELECT concurrency, rate, per_us, admitted, tokens, tokens_at, due_at,
+		EXISTS (SELECT 1 FROM transport_groups WHERE flow_key = ?1 AND wait_seq IS NOT NULL)
 	FROM transport_flow_keys WHERE flow_key = ?1`
 	sqlFlowPutKey = `INSERT INTO transport_flow_keys
 	(flow_key, concurrency, rate, per_us, admitted, tokens, tokens_at, due_at)
@@ -109,6 +110,7 @@ const (
 	WHERE flow_key = ?1 AND wait_seq IS NOT NULL ORDER BY wait_seq LIMIT ?2`
 	sqlFlowAdmit        = `UPDATE transport_groups SET wait_seq = NULL WHERE group_id = ?1`
 	sqlFlowCountWaiting = `SELECT count(*) FROM transport_groups WHERE flow_key = ?1 AND wait_seq IS NOT NULL`
+	sqlFlowAnyWaiting   = `SELECT EXISTS (SELECT 1 FROM transport_groups WHERE flow_key = ?1 AND wait_seq IS NOT NULL)`
 	// The claim's probe: keys whose waiting groups got a rate token since. Almost always empty,
 	// and read through the partial index of keys with a due_at.
 	sqlFlowDue = `SELECT flow_key FROM transport_flow_keys WHERE due_at IS NOT NULL AND due_at <= ?1`

@@ -232,8 +232,10 @@ func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 				}
 				if n, _ := res.RowsAffected(); n == 0 {
 					created = true
-				} else if err := f.enqueueNew(ctx, m.Group); err != nil {
+				} else if admitted, err := f.enqueueNew(ctx, m.Group); err != nil {
 					return err
+				} else if admitted {
+					created = true
 				}
 			}
 			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
@@ -386,9 +388,11 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 				continue
 			}
 			// Neither: the group is keyed.
-			if err := f.ackKeyed(ctx, l.Group); err != nil {
+			again, err := f.ackKeyed(ctx, l.Group)
+			if err != nil {
 				return err
 			}
+			freed = freed || again
 		}
 		admitted, err := f.settle(ctx)
 		freed = freed || admitted

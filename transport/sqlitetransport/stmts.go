@@ -24,7 +24,7 @@ type stmts struct {
 	flowWaiting, flowAdmit          *sql.Stmt
 	flowCountWaiting, flowDue       *sql.Stmt
 	flowForget, flowGroup           *sql.Stmt
-	flowUnlimit                     *sql.Stmt
+	flowUnlimit, flowAnyWaiting     *sql.Stmt
 
 	prepared []*sql.Stmt // every statement above that prepare made, for close
 }
@@ -69,6 +69,7 @@ func (s *stmts) byName() map[string]statement {
 		"sqlFlowForget":           {&s.flowForget, sqlFlowForget},
 		"sqlFlowGroup":            {&s.flowGroup, sqlFlowGroup},
 		"sqlFlowUnlimit":          {&s.flowUnlimit, sqlFlowUnlimit},
+		"sqlFlowAnyWaiting":       {&s.flowAnyWaiting, sqlFlowAnyWaiting},
 	}
 }
 

@@ -19,7 +19,9 @@ type Opener func(b *testing.B) *transport.Transport
 //   - PublishBatch100: 100 messages per call (reported per message);
 //   - ClaimAck: one Claim and one Ack, the round trip of an unbatched worker step;
 //   - ClaimAckBatch100: ClaimBatch of 100 and one AckBatch (reported per message);
-//   - ClaimAckParallel: ClaimAck from 4 goroutines per CPU at once.
+//   - ClaimAckParallel: ClaimAck from 4 goroutines per CPU at once;
+//   - ClaimAckKeyed, ClaimAckBatch100Keyed: the same over groups spread over 100 flow keys whose
+//     limit never binds (transports that limit only): what a declared limit costs.
 //
 // The backlog for the claim benchmarks is published before the timer starts, spread over 1,000
 // groups so that most acks leave their group with messages (the busy case).
@@ -70,22 +72,31 @@ func Benchmark(b *testing.B, open Opener) {
 			}
 		}
 	})
-	b.Run("ClaimAckBatch100", func(b *testing.B) {
+	for _, keyed := range []bool{false, true} {
+		name := "ClaimAckBatch100"
+		if keyed {
+			name += "Keyed"
+		}
+		b.Run(name, func(b *testing.B) { claimAckBatch(b, open, keyed) })
+	}
+	b.Run("ClaimAckKeyed", func(b *testing.B) {
 		tr := openBench(b, open)
+		if !tr.CanLimit() {
+			b.Skip("the transport does not limit")
+		}
 		ctx := context.Background()
-		fill(b, tr, b.N*100)
+		fillKeyed(b, tr, b.N, true)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			ls, err := tr.ClaimBatch(ctx, "w", time.Minute, 0, 100)
-			if err != nil || len(ls) != 100 {
-				b.Fatalf("ClaimBatch = %d leases, %v", len(ls), err)
+			l, err := tr.Claim(ctx, "w", time.Minute, 0)
+			if err != nil || l == nil {
+				b.Fatalf("Claim = %v, %v", l, err)
 			}
-			if err := tr.AckBatch(ctx, ls); err != nil {
+			if err := tr.Ack(ctx, l); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
 	})
 	b.Run("ClaimAckParallel", func(b *testing.B) {
 		tr := openBench(b, open)
@@ -117,6 +128,28 @@ func Benchmark(b *testing.B, open Opener) {
 	})
 }
 
+// claimAckBatch is ClaimAckBatch100, over unkeyed or keyed groups.
+func claimAckBatch(b *testing.B, open Opener, keyed bool) {
+	tr := openBench(b, open)
+	if keyed && !tr.CanLimit() {
+		b.Skip("the transport does not limit")
+	}
+	ctx := context.Background()
+	fillKeyed(b, tr, b.N*100, keyed)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ls, err := tr.ClaimBatch(ctx, "w", time.Minute, 0, 100)
+		if err != nil || len(ls) != 100 {
+			b.Fatalf("ClaimBatch = %d leases, %v", len(ls), err)
+		}
+		if err := tr.AckBatch(ctx, ls); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
+}
+
 func openBench(b *testing.B, open Opener) *transport.Transport {
 	b.Helper()
 	tr := open(b)
@@ -127,11 +160,22 @@ func openBench(b *testing.B, open Opener) *transport.Transport {
 // fill publishes n messages over 1,000 groups, in batches.
 func fill(b *testing.B, tr *transport.Transport, n int) {
 	b.Helper()
+	fillKeyed(b, tr, n, false)
+}
+
+// fillKeyed is fill, with each group keyed (keyed) under one of 100 flow keys whose limit of a
+// million never binds.
+func fillKeyed(b *testing.B, tr *transport.Transport, n int, keyed bool) {
+	b.Helper()
 	ctx := context.Background()
 	batch := make([]transport.Outgoing, 0, transport.MaxBatch)
 	ev := stead.Event{ID: "e", Kind: "k"}
 	for i := range n {
-		batch = append(batch, transport.Outgoing{Group: fmt.Sprintf("g%d", i%1000), Event: ev})
+		o := transport.Outgoing{Group: fmt.Sprintf("g%d", i%1000), Event: ev}
+		if keyed {
+			o.Flow = transport.Flow{Key: fmt.Sprintf("k%d", i%100), Concurrency: 1 << 20}
+		}
+		batch = append(batch, o)
 		if len(batch) == cap(batch) || i == n-1 {
 			if err := tr.PublishBatch(ctx, batch); err != nil {
 				b.Fatal(err)
