@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, vet, and every test with the race detector against a real
-# PostgreSQL (STEAD_TEST_DATABASE_URL, default the local server). Starts PostgreSQL if it is
-# installed but down; installs it with apt if it is missing. Starts a PgBouncer in transaction
-# mode in front of it for the suites that run through one (STEAD_TEST_PGBOUNCER_URL), installing
-# it from Debian if it is missing, and stops it at the end. Installs Chromium from Debian if it is
-# missing, for the console's real-browser test.
+# The whole test suite: formatting, vet, staticcheck, and every test with the race detector
+# against a real PostgreSQL (STEAD_TEST_DATABASE_URL, default the local server). Starts PostgreSQL
+# if it is installed but down; installs it with apt if it is missing. Starts a PgBouncer in
+# transaction mode in front of it for the suites that run through one (STEAD_TEST_PGBOUNCER_URL),
+# installing it from Debian if it is missing, and stops it at the end. Installs Chromium from
+# Debian if it is missing, for the console's real-browser test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -113,6 +113,9 @@ if [[ -n $unformatted ]]; then
   exit 1
 fi
 go vet ./...
+# staticcheck, pinned, run from the module cache so that go.mod does not carry it.
+staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
+$staticcheck ./...
 # Every package but the chaos drills, then their short forms alone (the crash drill and the
 # failover drill): they measure how fast worker processes recover, which a machine busy with
 # every other package at once would blur.
@@ -122,5 +125,5 @@ go test -race -count=1 -timeout 10m ./internal/chaos
 # Modules of their own under examples/ (a third-party backend): built and tested like the rest.
 for mod in examples/*/go.mod; do
   dir=$(dirname "$mod")
-  (cd "$dir" && go vet ./... && go test -race -count=1 ./...)
+  (cd "$dir" && go vet ./... && $staticcheck ./... && go test -race -count=1 ./...)
 done

@@ -18,9 +18,9 @@ const (
 	// MaxPriority is the highest execution priority; 0 is the lowest.
 	MaxPriority = 9
 	// DefaultListLimit is the page size when a ListFilter leaves Limit at 0.
-	DefaultListLimit = 100
+	DefaultListLimit = check.DefaultLimit
 	// MaxListLimit is the largest page, claim or batch a store accepts.
-	MaxListLimit = 1000
+	MaxListLimit = check.MaxLimit
 	// MaxBatch is the largest CommitBatch or LoadForEvents a store accepts.
 	MaxBatch = 1000
 	// MaxTraceLen is the longest Event.Trace in bytes: a traceparent (55 bytes), the separator

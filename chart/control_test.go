@@ -89,7 +89,7 @@ func TestSetStateTimersAndRegions(t *testing.T) {
 	if _, armed := out.Timers["wait.w1"]; armed || out.Timers["wait"].IsZero() {
 		t.Fatalf("armed timers %v: want wait's alone", out.Timers)
 	}
-	out, b = control(t, eng, out, KindSetState, `{"state":"wait.w1"}`)
+	_, b = control(t, eng, out, KindSetState, `{"state":"wait.w1"}`)
 	if want := (stead.TimerOp{Action: stead.TimerSchedule, Path: "wait.w1", FireAt: now.Add(5 * time.Second)}); len(b.Timers) != 1 || b.Timers[0] != want {
 		t.Fatalf("timers %+v, want %+v", b.Timers, want)
 	}

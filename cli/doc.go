@@ -1,7 +1,7 @@
 // Package cli is the stead command line as a library: Main builds the whole command tree (run,
-// start, send, inspect, diagram, serve, the operator's commands, purge, migrate, defs, turns)
-// from a Config holding the binary's own definitions and the registry of their actions, so that
-// a program of one's own is "stead with my actions":
+// start, send, inspect, diagram, serve, the operator's commands, purge, migrate, defs, turns,
+// version) from a Config holding the binary's own definitions and the registry of their actions,
+// so that a program of one's own is "stead with my actions":
 //
 //	func main() {
 //		def, err := chart.LoadFile("approval.yaml")

@@ -142,6 +142,7 @@ Debian, apt-get install postgresql, then pg_ctlcluster <version> main start).`,
 	root.AddCommand(newPurge())
 	root.AddCommand(newTurns(), newBulk(), newDoctor())
 	root.AddCommand(newSchedule())
+	root.AddCommand(newVersion(name))
 	var own []*cobra.Command
 	if cfg.Commands != nil {
 		own = cfg.Commands()

@@ -465,7 +465,8 @@ func startSchedules(ctx context.Context, b *backend.Backend, log *slog.Logger) (
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := r.Run(rctx); err != nil && !errors.Is(err, context.Canceled) {
+		// Run returns only once it stops, always with an error: ctx's, or its wait's.
+		if err := r.Run(rctx); !errors.Is(err, context.Canceled) {
 			log.Warn("schedule runner stopped", slog.Any("err", err))
 		}
 	}()

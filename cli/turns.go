@@ -86,6 +86,15 @@ func positiveLimit(flag string, n int) error {
 	return nil
 }
 
+// storeLimit refuses, as a usage mistake, a limit that asks for nothing or that the turn store
+// would refuse (above turn.MaxLimit).
+func storeLimit(flag string, n int) error {
+	if n > turn.MaxLimit {
+		return usageError{fmt.Errorf("--%s must be at most %d, got %d", flag, turn.MaxLimit, n)}
+	}
+	return positiveLimit(flag, n)
+}
+
 // defaultTurnsLimit is how many conversations, or turns of a conversation, a listing shows.
 const defaultTurnsLimit = 20
 
@@ -108,7 +117,7 @@ the same for scripts.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := positiveLimit("limit", limit); err != nil {
+			if err := storeLimit("limit", limit); err != nil {
 				return err
 			}
 			var conv turn.ID

@@ -283,6 +283,7 @@ func TestTurnsErrors(t *testing.T) {
 		{"no account", cmd("conversations", db...), 2, "--account is required"},
 		{"no store", cmd("show", "--account", "acme", w.turnID.String()), 2, "--store is required"},
 		{"zero limit", cmd("conversations", append(acme, "--limit", "0")...), 2, "--limit must be at least 1"},
+		{"a limit the store refuses", cmd("conversations", append(acme, "--limit", "1001")...), 2, "--limit must be at most 1000, got 1001"},
 		{"two conversation ids", cmd("conversations", append(acme, "a", "b")...), 2, "at most one"},
 		{"malformed conversation id", cmd("conversations", append(acme, "c-1")...), 2, `conversation id: invalid input: malformed id "c-1"`},
 		{"unknown conversation", cmd("conversations", append(acme, turn.NewID().String())...), 1, "not found"},

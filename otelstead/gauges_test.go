@@ -108,7 +108,7 @@ func gauges(rm metricdata.ResourceMetrics) map[string]int64 {
 					break
 				}
 			}
-			m += " " + k + "=" + kv.Value.Emit()
+			m += " " + k + "=" + kv.Value.String()
 		}
 		return m
 	}

@@ -68,11 +68,11 @@ func stepAttrs(batch tracetest.SpanStub, l sdktrace.Link) map[attribute.Key]stri
 	for _, kv := range batch.Attributes {
 		switch kv.Key {
 		case attrDefinition, attrDefVersion, attrEventKind, attrOutcome, attrConflict, attrRedelivery, attrStatus:
-			m[kv.Key] = kv.Value.Emit()
+			m[kv.Key] = kv.Value.String()
 		}
 	}
 	for _, kv := range l.Attributes {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	if _, ok := m[attrVersionAfter]; !ok && m[attrOutcome] == outcomeCommitted {
 		if before, err := strconv.ParseInt(m[attrVersionBefore], 10, 64); err == nil {
@@ -85,7 +85,7 @@ func stepAttrs(batch tracetest.SpanStub, l sdktrace.Link) map[attribute.Key]stri
 func attr(kvs []attribute.KeyValue, k attribute.Key) string {
 	for _, kv := range kvs {
 		if kv.Key == k {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

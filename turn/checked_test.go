@@ -300,9 +300,11 @@ func TestReadFromTakesOnlyProducedCursors(t *testing.T) {
 		{5, 10, []int64{9}, 9},
 		{9, 10, []int64{}, 9},
 		{9, 0, []int64{}, 9},
-		{3, 0, []int64{}, 3},
-		{4, 10, nil, 0},  // between two events
-		{10, 10, nil, 0}, // past the end
+		{3, 0, []int64{5, 9}, 9}, // 0 asks for DefaultLimit
+		{turn.Start, turn.MaxLimit, []int64{3, 5, 9}, 9},
+		{3, turn.MaxLimit + 1, nil, 0}, // above MaxLimit
+		{4, 10, nil, 0},                // between two events
+		{10, 10, nil, 0},               // past the end
 		{1 << 62, 10, nil, 0},
 		{-1, 10, nil, 0},
 	}

@@ -11,4 +11,7 @@ func TestLimitsAreTheChecks(t *testing.T) {
 	if MaxIDLen != check.MaxIDLen || MaxPayload != check.MaxPayload {
 		t.Fatalf("MaxIDLen %d, MaxPayload %d; the checks enforce %d and %d", MaxIDLen, MaxPayload, check.MaxIDLen, check.MaxPayload)
 	}
+	if DefaultLimit != check.DefaultLimit || MaxLimit != check.MaxLimit {
+		t.Fatalf("DefaultLimit %d, MaxLimit %d; the checks resolve to %d and refuse above %d", DefaultLimit, MaxLimit, check.DefaultLimit, check.MaxLimit)
+	}
 }

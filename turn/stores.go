@@ -10,10 +10,12 @@ import (
 //
 // The checked Stores (NewStores) keep the rules that need no stored state, once for every
 // backend: bad input (zero ids, empty accounts, unknown enum values, invalid text or JSON, times
-// outside the years 1 to 9999 in UTC, negative limits, cursors no read produced) is refused with
-// an error matching ErrInvalid before anything is written; arguments reach the backend
-// normalised (see PrepareCommit) and results come back normalised (UTC microsecond times,
-// non-nil lists); a limit is an upper bound: zero asks for nothing, a huge one is not an error.
+// outside the years 1 to 9999 in UTC, negative limits and limits above MaxLimit, cursors no read
+// produced) is refused with an error matching ErrInvalid before anything is written; so is, with
+// ErrClosed or the context's error, a call after Close or with a context already done. Arguments
+// reach the backend normalised (see PrepareCommit) and results come back normalised (UTC
+// microsecond times, non-nil lists). A limit is an upper bound, read by the execution store's
+// rule: 0 asks for DefaultLimit, and the backend is always given one from 1 to MaxLimit.
 //
 // A backend keeps the rules that depend on what is stored:
 //   - every lookup and write is scoped by account (except the outbox, a system queue): another
@@ -340,11 +342,12 @@ func (s Stores) Backend() Backend {
 	return s.front.b
 }
 
-// Close makes every later call through these Stores, their copies and their read-only view fail
-// with ErrClosed before it reaches the backend, then closes the backend if it is an io.Closer.
-// No bundled backend closes what the application gave it: a pgturn backend leaves its pool open,
-// a sqliteturn backend releases its prepared statements and leaves its sqlitedb.DB open. Close
-// is idempotent, and does nothing for Stores assembled by hand.
+// Close waits for the calls in flight through these Stores, their copies and their read-only
+// view to return, makes every later call fail with ErrClosed before it reaches the backend, then
+// closes the backend if it is an io.Closer: a backend is never closed under a call. No bundled
+// backend closes what the application gave it: a pgturn backend leaves its pool open, a
+// sqliteturn backend releases its prepared statements and leaves its sqlitedb.DB open. Close is
+// idempotent, and does nothing for Stores assembled by hand.
 func (s Stores) Close() error {
 	if s.front == nil {
 		return nil

@@ -16,6 +16,16 @@ const (
 	MaxPayload = 1 << 20
 )
 
+// The one rule of every limit the Stores take (a page, a list, a claim), the execution store's
+// too: 0 asks for DefaultLimit, a negative one or one above MaxLimit is ErrInvalid, and the
+// backend is given the limit resolved.
+const (
+	// DefaultLimit is what a limit of 0 asks for.
+	DefaultLimit = 100
+	// MaxLimit is the largest limit accepted.
+	MaxLimit = 1000
+)
+
 // ValidateAccount checks an account id: non-empty, valid UTF-8, no NUL, at most MaxIDLen bytes.
 func ValidateAccount(account string) error { return check.ID("account", account) }
 
@@ -34,13 +44,17 @@ func ValidateKey(field, v string) error { return check.ID(field, v) }
 // ValidateText checks an optional short text.
 func ValidateText(field, v string) error { return check.Text(field, v) }
 
-// ValidateLimit refuses a negative limit. Zero and huge limits are legal (a backend saturates
-// rather than overflows).
+// ValidateLimit refuses a negative limit and one above MaxLimit; 0 is legal, and asks for
+// DefaultLimit.
 func ValidateLimit(limit int) error {
-	if limit < 0 {
-		return check.Invalidf("limit is negative (%d)", limit)
-	}
-	return nil
+	_, err := resolveLimit(limit)
+	return err
+}
+
+// resolveLimit returns the limit a backend is given for limit: DefaultLimit for 0, limit itself
+// from 1 to MaxLimit. A negative limit, or one above MaxLimit, is ErrInvalid.
+func resolveLimit(limit int) (int, error) {
+	return check.Limit("limit", limit, DefaultLimit, MaxLimit)
 }
 
 // ValidateRevision refuses a negative revision with CodeInvalidRecord (the column is a

@@ -60,13 +60,6 @@ func (st *settler) add(s *settlement, base time.Duration) {
 	}
 }
 
-// len returns how many settlements wait for a retry.
-func (st *settler) len() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return len(st.pending)
-}
-
 // settleBackoff is the pause after the n-th failure in a row: 50 ms doubled per failure up to
 // max (RetryDelay), then jittered down by up to half so that the workers of a fleet do not retry
 // in step against a database that just came back.

@@ -344,18 +344,6 @@ func (w *Worker) prioritised(claim func(minPriority int) ([]transport.Lease, err
 	return claim(0)
 }
 
-// logLease logs msg with the lease's execution, event id and kind. The attributes are built only
-// when the line is written: with a logger that formats them up front (slog.Logger.With), every
-// message paid for lines that are almost never written.
-func (w *Worker) logLease(ctx context.Context, level slog.Level, l *transport.Lease, msg string, args ...any) {
-	if !w.log.Enabled(ctx, level) {
-		return
-	}
-	attrs := append([]any{slog.String("execution", l.Group), slog.String("event", l.Event.ID),
-		slog.String("kind", l.Event.Kind)}, args...)
-	w.log.Log(ctx, level, msg, attrs...)
-}
-
 // committed is the one place every committed step is reported: OnCommit for each event the
 // commit applied; an INFO line when it scheduled a retry; and, when the commit finished the
 // execution, OnFinish and the log line, once.

@@ -112,7 +112,8 @@ func RunRunner(ctx context.Context, c RunnerConfig) error {
 	r.Starter = dying{Starter: schedworker.Starter{Client: client}, die: c.Die, marks: c.Marks}
 	r.Poll = 200 * time.Millisecond
 	r.Logger = c.Logger
-	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	// Run returns only once it stops, always with an error: ctx's, or its wait's.
+	if err := r.Run(ctx); !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

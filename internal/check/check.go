@@ -32,6 +32,13 @@ func ID(field, v string) error {
 	return Text(field, v)
 }
 
+// DefaultLimit is what a limit of 0 resolves to, and MaxLimit the largest limit a checked front
+// accepts, in every contract (a page, a claim, a batch): see Limit.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
 // MaxMessageLen bounds free text such as a recorded error message.
 const MaxMessageLen = 16 << 10
 

@@ -3,6 +3,8 @@
 // values without an import cycle; users see them re-exported as stead.ErrNotFound and friends.
 package errs
 
+//lint:file-ignore ST1012 the package name says what they are (errs.NotFound); the exported names carry Err where users see them (stead.ErrNotFound, turn.ErrNotFound)
+
 import (
 	"errors"
 	"fmt"

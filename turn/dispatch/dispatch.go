@@ -33,8 +33,8 @@ type Config struct {
 	// WorkerID names this dispatcher in the claims it takes (required). Give every dispatcher on
 	// one database its own.
 	WorkerID string
-	// BatchSize is how many due rows one round claims (default DefaultBatchSize). The round sends
-	// them concurrently.
+	// BatchSize is how many due rows one round claims (default DefaultBatchSize, at most
+	// turn.MaxLimit). The round sends them concurrently.
 	BatchSize int
 	// SendTimeout bounds one Send (default DefaultSendTimeout). A send still running when it
 	// runs out has an unknown outcome.
@@ -86,8 +86,8 @@ type recheck struct {
 	checks int
 }
 
-// New returns a dispatcher of outbox through sender. A missing store, sender or worker id, or a
-// Lease not longer than SendTimeout plus Grace, is ErrInvalid.
+// New returns a dispatcher of outbox through sender. A missing store, sender or worker id, a
+// BatchSize above turn.MaxLimit, or a Lease not longer than SendTimeout plus Grace, is ErrInvalid.
 func New(outbox turn.OutboxStore, sender Sender, cfg Config) (*Dispatcher, error) {
 	if outbox == nil || sender == nil {
 		return nil, fmt.Errorf("%w: dispatch: an outbox store and a sender are required", turn.ErrInvalid)
@@ -96,6 +96,9 @@ func New(outbox turn.OutboxStore, sender Sender, cfg Config) (*Dispatcher, error
 		return nil, fmt.Errorf("%w: dispatch: a worker id is required", turn.ErrInvalid)
 	}
 	cfg.BatchSize = orDefault(cfg.BatchSize, DefaultBatchSize)
+	if cfg.BatchSize > turn.MaxLimit {
+		return nil, fmt.Errorf("%w: dispatch: batch size %d is more than a claim takes (turn.MaxLimit, %d)", turn.ErrInvalid, cfg.BatchSize, turn.MaxLimit)
+	}
 	cfg.SendTimeout = orDefault(cfg.SendTimeout, DefaultSendTimeout)
 	cfg.Lease = orDefault(cfg.Lease, DefaultLease)
 	cfg.MaxAttempts = orDefault(cfg.MaxAttempts, DefaultMaxAttempts)

@@ -66,6 +66,7 @@ func TestNewRefuses(t *testing.T) {
 		{"no sender", s.Outbox, nil, dispatch.Config{WorkerID: "w"}},
 		{"no worker id", s.Outbox, ok, dispatch.Config{}},
 		{"lease within a send", s.Outbox, ok, dispatch.Config{WorkerID: "w", SendTimeout: time.Minute, Lease: time.Minute}},
+		{"a batch no claim takes", s.Outbox, ok, dispatch.Config{WorkerID: "w", BatchSize: turn.MaxLimit + 1}},
 	}
 	for _, tt := range tests {
 		if _, err := dispatch.New(tt.outbox, tt.sender, tt.cfg); !errors.Is(err, turn.ErrInvalid) {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/bundle"
 )
 
 // Commit implements turn.CommitStore. It applies the bundle (checked by turn.PrepareCommit) under
@@ -48,80 +49,46 @@ func (s *Backend) stageFault(step int) error {
 func (s *Backend) apply(u *undo, account string, b turn.Bundle) (turn.Receipt, error) {
 	now := s.now()
 	r := turn.Receipt{EventIDs: []turn.ID{}, InsertedInteractions: []turn.ID{}, InvalidatedInteractions: []turn.ID{}, CommittedAt: now}
-	stages := []func() error{
-		func() error {
-			for _, c := range b.JournalCompletions {
-				if err := s.complete(u, account, c.CommandID, c.Outcome, now); err != nil {
-					return err
-				}
-			}
+	err := bundle.Walk(&b, bundle.Steps{
+		Complete: func(_ bundle.Item, c turn.JournalCompletion) error {
+			return s.complete(u, account, c.CommandID, c.Outcome, now)
+		},
+		Append: func(_ bundle.Item, batch turn.EventBatch) error {
+			ids, err := s.append(u, batch)
+			r.EventIDs = append(r.EventIDs, ids...)
+			return err
+		},
+		Finish: func(_ bundle.Item, f turn.InteractionFinish) error {
+			_, err := s.finish(u, account, f.InteractionID, f.Outcome)
+			return err
+		},
+		Invalidate: func(_ bundle.Item, inv turn.CaseInvalidation) error {
+			rev := inv.NewRevision
+			r.InvalidatedInteractions = append(r.InvalidatedInteractions, s.invalidate(u, account, inv.CaseKey, &rev, inv.Reason, now)...)
 			return nil
 		},
-		func() error {
-			for _, batch := range b.Events {
-				ids, err := s.append(u, batch)
-				if err != nil {
-					return err
-				}
-				r.EventIDs = append(r.EventIDs, ids...)
-			}
-			return nil
-		},
-		func() error {
-			for _, f := range b.InteractionFinishes {
-				if _, err := s.finish(u, account, f.InteractionID, f.Outcome); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func() error {
-			for _, inv := range b.InteractionInvalidations {
-				rev := inv.NewRevision
-				r.InvalidatedInteractions = append(r.InvalidatedInteractions, s.invalidate(u, account, inv.CaseKey, &rev, inv.Reason, now)...)
-			}
-			return nil
-		},
-		func() error {
-			for _, ins := range b.InteractionInserts {
-				superseded, err := s.insert(u, ins.Interaction, ins.ReplaceBlocking, now)
-				if err != nil {
-					return err
-				}
-				r.InvalidatedInteractions = append(r.InvalidatedInteractions, superseded...)
-				r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
-			}
-			return nil
-		},
-		func() error {
-			for _, e := range b.OutboxEntries {
-				if err := s.enqueue(u, e); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func() error {
-			if b.ReplayRecord != nil {
-				s.putReplay(u, *b.ReplayRecord)
-			}
-			return nil
-		},
-		func() error {
-			if b.TurnPhase != nil {
-				_, err := s.setPhase(u, account, b.TurnPhase.TurnID, b.TurnPhase.Phase, now)
+		Insert: func(_ bundle.Item, ins turn.InteractionInsert) error {
+			superseded, err := s.insert(u, ins.Interaction, ins.ReplaceBlocking, now)
+			if err != nil {
 				return err
 			}
+			r.InvalidatedInteractions = append(r.InvalidatedInteractions, superseded...)
+			r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
 			return nil
 		},
-	}
-	for i, stage := range stages {
-		if err := stage(); err != nil {
-			return turn.Receipt{}, err
-		}
-		if err := s.stageFault(i + 1); err != nil {
-			return turn.Receipt{}, err
-		}
+		Enqueue: func(_ bundle.Item, e turn.OutboxEntry) error { return s.enqueue(u, e) },
+		Replay: func(_ bundle.Item, rec turn.ReplayRecord) error {
+			s.putReplay(u, rec)
+			return nil
+		},
+		Phase: func(_ bundle.Item, p turn.PhaseUpdate) error {
+			_, err := s.setPhase(u, account, p.TurnID, p.Phase, now)
+			return err
+		},
+		StageDone: func(st bundle.Stage) error { return s.stageFault(int(st)) },
+	})
+	if err != nil {
+		return turn.Receipt{}, err
 	}
 	return r, nil
 }

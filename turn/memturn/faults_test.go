@@ -22,13 +22,13 @@ func newStores(opts ...memturn.Option) (turn.Stores, *memturn.Backend) {
 // world is a store prepared like the bundle checks: a turn, a pending command, a resolving
 // blocking card, a stale card and a replay record; bundle touches all of them.
 type world struct {
-	s                  turn.Stores
-	b                  *memturn.Backend // the fault injection points
-	account            string
-	conv, turnID, cmd  turn.ID
-	answered, stale    turn.ID
-	events, outbox     []turn.ID
-	next, secondCardID turn.ID
+	s                 turn.Stores
+	b                 *memturn.Backend // the fault injection points
+	account           string
+	conv, turnID, cmd turn.ID
+	answered, stale   turn.ID
+	events, outbox    []turn.ID
+	next              turn.ID
 }
 
 func card(account string, conv turn.ID, rev turn.Revision, blocking bool, at time.Time) turn.Interaction {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/bundle"
 )
 
 // Commit implements turn.CommitStore: it applies the bundle (checked by turn.PrepareCommit) in
@@ -89,39 +90,35 @@ func (s *Backend) bundleSteps(account string, b *turn.Bundle, at time.Time) (ste
 	appended := make([][]turn.ID, len(b.Events))
 	retired := make([][]turn.ID, len(b.InteractionInvalidations))
 	superseded := make([][]turn.ID, len(b.InteractionInserts))
-	for i, c := range b.JournalCompletions {
-		if err := add(s.completeStep(fmt.Sprintf("bundle journal completion %d", i), account, c.CommandID, c.Outcome, at)); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, batch := range b.Events {
-		steps = append(steps, s.appendStep(fmt.Sprintf("bundle event batch %d", i), batch, &appended[i]))
-	}
-	for i, f := range b.InteractionFinishes {
-		if err := add(s.finishStep(fmt.Sprintf("bundle interaction finish %d", i), account, f.InteractionID, f.Outcome, nil)); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, inv := range b.InteractionInvalidations {
-		if err := add(s.invalidateStep(fmt.Sprintf("bundle invalidation %d", i), account, inv.CaseKey, inv.NewRevision, inv.Reason, at, &retired[i])); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, ins := range b.InteractionInserts {
-		if err := add(s.insertStep(fmt.Sprintf("bundle interaction insert %d", i), ins.Interaction, ins.ReplaceBlocking, at, &superseded[i])); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, e := range b.OutboxEntries {
-		steps = append(steps, s.enqueueStep(fmt.Sprintf("bundle outbox entry %d", i), e))
-	}
-	if b.ReplayRecord != nil {
-		if err := add(s.replayStep("bundle replay record", *b.ReplayRecord)); err != nil {
-			return nil, nil, err
-		}
-	}
-	if p := b.TurnPhase; p != nil {
-		steps = append(steps, s.phaseStep("bundle turn phase", account, p.TurnID, p.Phase, at, nil))
+	err = bundle.Walk(b, bundle.Steps{
+		Complete: func(it bundle.Item, c turn.JournalCompletion) error {
+			return add(s.completeStep(it.String(), account, c.CommandID, c.Outcome, at))
+		},
+		Append: func(it bundle.Item, batch turn.EventBatch) error {
+			steps = append(steps, s.appendStep(it.String(), batch, &appended[it.Index]))
+			return nil
+		},
+		Finish: func(it bundle.Item, f turn.InteractionFinish) error {
+			return add(s.finishStep(it.String(), account, f.InteractionID, f.Outcome, nil))
+		},
+		Invalidate: func(it bundle.Item, inv turn.CaseInvalidation) error {
+			return add(s.invalidateStep(it.String(), account, inv.CaseKey, inv.NewRevision, inv.Reason, at, &retired[it.Index]))
+		},
+		Insert: func(it bundle.Item, ins turn.InteractionInsert) error {
+			return add(s.insertStep(it.String(), ins.Interaction, ins.ReplaceBlocking, at, &superseded[it.Index]))
+		},
+		Enqueue: func(it bundle.Item, e turn.OutboxEntry) error {
+			steps = append(steps, s.enqueueStep(it.String(), e))
+			return nil
+		},
+		Replay: func(it bundle.Item, r turn.ReplayRecord) error { return add(s.replayStep(it.String(), r)) },
+		Phase: func(it bundle.Item, p turn.PhaseUpdate) error {
+			steps = append(steps, s.phaseStep(it.String(), account, p.TurnID, p.Phase, at, nil))
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return steps, func() turn.Receipt {
 		r := emptyReceipt(at)

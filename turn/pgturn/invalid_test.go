@@ -109,30 +109,43 @@ func TestBadInputIsInvalid(t *testing.T) {
 	}
 }
 
-// Huge limits saturate rather than overflow, from the start and from the last event.
-func TestHugeLimitsSaturate(t *testing.T) {
+// The largest limit the Stores take reads from the start and from the last event; the backend
+// itself, reached around them, saturates a huge one rather than overflow.
+func TestLargestLimits(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
 	key := turn.CaseKey{Workflow: "trip", CaseID: "c"}
 	_, err := s.Events.AppendEvents(ctx, eventBatch("acct", key, 1, 3, at(0)))
 	must(t, err, "append")
-	page, err := s.Events.ReadFrom(ctx, "acct", turn.Start, math.MaxInt)
-	must(t, err, "read with a huge limit")
+	page, err := s.Events.ReadFrom(ctx, "acct", turn.Start, turn.MaxLimit)
+	must(t, err, "read with the largest limit")
 	if len(page.Events) != 3 {
 		t.Fatalf("%d events, want 3", len(page.Events))
 	}
 	last := page.Next
-	page, err = s.Events.ReadFrom(ctx, "acct", last, math.MaxInt)
-	must(t, err, "read from the last event with a huge limit")
+	page, err = s.Events.ReadFrom(ctx, "acct", last, turn.MaxLimit)
+	must(t, err, "read from the last event with the largest limit")
 	if len(page.Events) != 0 || page.Next != last {
 		t.Fatalf("page after the last event %+v", page)
 	}
-	if _, err := s.Outbox.ClaimDue(ctx, at(0), math.MaxInt, "w"); err != nil {
-		t.Fatalf("claim with a huge limit: %v", err)
+	if _, err := s.Outbox.ClaimDue(ctx, at(0), turn.MaxLimit, "w"); err != nil {
+		t.Fatalf("claim with the largest limit: %v", err)
 	}
-	if _, err := s.Conversations.LoadRecentTurns(ctx, "acct", turn.NewID(), math.MaxInt); !errors.Is(err, turn.ErrNotFound) {
+	if _, err := s.Conversations.LoadRecentTurns(ctx, "acct", turn.NewID(), turn.MaxLimit); !errors.Is(err, turn.ErrNotFound) {
 		t.Fatalf("recent turns of an unknown conversation: %v", err)
+	}
+	b := s.Backend()
+	page, err = b.ReadFrom(ctx, "acct", turn.Start, math.MaxInt)
+	must(t, err, "the backend's read with a huge limit")
+	if len(page.Events) != 3 {
+		t.Fatalf("the backend read %d events, want 3", len(page.Events))
+	}
+	if _, err := b.ReadFrom(ctx, "acct", turn.Cursor(page.Events[0].Sequence-1), math.MaxInt); err != nil {
+		t.Fatalf("the backend's read from before the first event with a huge limit: %v", err)
+	}
+	if _, err := b.ClaimDue(ctx, at(0), math.MaxInt, "w"); err != nil {
+		t.Fatalf("the backend's claim with a huge limit: %v", err)
 	}
 }
 

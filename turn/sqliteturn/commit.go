@@ -2,10 +2,10 @@ package sqliteturn
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/bundle"
 )
 
 // Commit implements turn.CommitStore: it applies the bundle in one write transaction, in the
@@ -30,56 +30,40 @@ func (s *Backend) Commit(ctx context.Context, account string, b turn.Bundle) (tu
 	return r, nil
 }
 
-// apply runs the bundle's items in order; an error names the item that failed.
+// apply runs the bundle's items in the contract's order; an error names the item that failed.
 func (s *Backend) apply(q querier, account string, b *turn.Bundle, at time.Time, r *turn.Receipt) error {
-	for i, c := range b.JournalCompletions {
-		if err := s.complete(q, account, c.CommandID, c.Outcome, at); err != nil {
-			return fmt.Errorf("bundle journal completion %d: %w", i, err)
-		}
-	}
-	for i, batch := range b.Events {
-		ids, err := s.appendEvents(q, batch)
-		if err != nil {
-			return fmt.Errorf("bundle event batch %d: %w", i, err)
-		}
-		r.EventIDs = append(r.EventIDs, ids...)
-	}
-	for i, f := range b.InteractionFinishes {
-		if _, err := s.finish(q, account, f.InteractionID, f.Outcome); err != nil {
-			return fmt.Errorf("bundle interaction finish %d: %w", i, err)
-		}
-	}
-	// Invalidations run before inserts, so a retired card leaves the blocking slot before its
-	// replacement takes it.
-	for i, inv := range b.InteractionInvalidations {
-		ids, err := s.invalidate(q, account, inv.CaseKey, inv.NewRevision, inv.Reason, at)
-		if err != nil {
-			return fmt.Errorf("bundle invalidation %d: %w", i, err)
-		}
-		r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
-	}
-	for i, ins := range b.InteractionInserts {
-		ids, err := s.insert(q, ins.Interaction, ins.ReplaceBlocking, at)
-		if err != nil {
-			return fmt.Errorf("bundle interaction insert %d: %w", i, err)
-		}
-		r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
-		r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
-	}
-	for i, e := range b.OutboxEntries {
-		if err := s.enqueue(q, e); err != nil {
-			return fmt.Errorf("bundle outbox entry %d: %w", i, err)
-		}
-	}
-	if b.ReplayRecord != nil {
-		if err := s.putReplay(q, *b.ReplayRecord); err != nil {
-			return fmt.Errorf("bundle replay record: %w", err)
-		}
-	}
-	if p := b.TurnPhase; p != nil {
-		if _, err := s.setPhase(q, account, p.TurnID, p.Phase, at); err != nil {
-			return fmt.Errorf("bundle turn phase: %w", err)
-		}
-	}
-	return nil
+	return bundle.Walk(b, bundle.Steps{
+		Complete: func(it bundle.Item, c turn.JournalCompletion) error {
+			return it.Wrap(s.complete(q, account, c.CommandID, c.Outcome, at))
+		},
+		Append: func(it bundle.Item, batch turn.EventBatch) error {
+			ids, err := s.appendEvents(q, batch)
+			r.EventIDs = append(r.EventIDs, ids...)
+			return it.Wrap(err)
+		},
+		Finish: func(it bundle.Item, f turn.InteractionFinish) error {
+			_, err := s.finish(q, account, f.InteractionID, f.Outcome)
+			return it.Wrap(err)
+		},
+		Invalidate: func(it bundle.Item, inv turn.CaseInvalidation) error {
+			ids, err := s.invalidate(q, account, inv.CaseKey, inv.NewRevision, inv.Reason, at)
+			r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
+			return it.Wrap(err)
+		},
+		Insert: func(it bundle.Item, ins turn.InteractionInsert) error {
+			ids, err := s.insert(q, ins.Interaction, ins.ReplaceBlocking, at)
+			if err != nil {
+				return it.Wrap(err)
+			}
+			r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
+			r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
+			return nil
+		},
+		Enqueue: func(it bundle.Item, e turn.OutboxEntry) error { return it.Wrap(s.enqueue(q, e)) },
+		Replay:  func(it bundle.Item, rec turn.ReplayRecord) error { return it.Wrap(s.putReplay(q, rec)) },
+		Phase: func(it bundle.Item, p turn.PhaseUpdate) error {
+			_, err := s.setPhase(q, account, p.TurnID, p.Phase, at)
+			return it.Wrap(err)
+		},
+	})
 }

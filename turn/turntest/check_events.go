@@ -100,8 +100,10 @@ func checkEventStreamCursorPagesExactlyOnce(c *C) {
 	c.strictlyIncreasing(seen, "paged events")
 	page = val(ev.ReadFrom(c.ctx, c.a, cursor, 10))(c, "read after the end")
 	c.that(len(page.Events) == 0 && page.Next == cursor, "reading after the end gave %d events, cursor %d", len(page.Events), page.Next)
-	page = val(ev.ReadFrom(c.ctx, c.a, cursor, 0))(c, "read with limit 0")
-	c.that(len(page.Events) == 0 && page.Next == cursor, "limit 0 gave %d events, cursor %d", len(page.Events), page.Next)
+	page = val(ev.ReadFrom(c.ctx, c.a, cursor, 0))(c, "read after the end with limit 0")
+	c.that(len(page.Events) == 0 && page.Next == cursor, "limit 0 after the end gave %d events, cursor %d", len(page.Events), page.Next)
+	page = val(ev.ReadFrom(c.ctx, c.a, turn.Start, 0))(c, "read from the start with limit 0")
+	c.idsEq(eventIDs(page.Events), want, "limit 0 reads turn.DefaultLimit events: all of them")
 
 	late := newIDs(1)
 	val(ev.AppendEvents(c.ctx, eventBatch(c.a, turn.NewID(), 3, late, at(3))))(c, "append late")
@@ -135,8 +137,8 @@ func checkEventStreamCursorPagesExactlyOnce(c *C) {
 	c.errIs(err, turn.ErrInvalid, "a negative limit")
 }
 
-// ListSince is a cap that cannot resume inside a revision; ReadFrom can, and a huge limit
-// saturates. A cursor past the stream is no position a read produced: it is refused rather than
+// ListSince is a cap that cannot resume inside a revision; ReadFrom can, up to the largest limit,
+// and a larger one is refused. A cursor past the stream is no position a read produced: it is refused rather than
 // read as "caught up", which would hide the events appended below it.
 func checkRevisionReadTruncatesInsideARevision(c *C) {
 	ev := c.s.Events
@@ -146,13 +148,15 @@ func checkRevisionReadTruncatesInsideARevision(c *C) {
 	c.idsEq(eventIDs(first), ids[:2], "list since 0, limit 2")
 	rest := val(ev.ListSince(c.ctx, c.a, caseKey(), 1, 2))(c, "list since 1")
 	c.idsEq(eventIDs(rest), nil, "list since 1 (cannot resume inside revision 1)")
-	page := val(ev.ReadFrom(c.ctx, c.a, turn.After(first[1].Sequence), math.MaxInt))(c, "read from the second event with the largest limit")
+	page := val(ev.ReadFrom(c.ctx, c.a, turn.After(first[1].Sequence), turn.MaxLimit))(c, "read from the second event with the largest limit")
 	c.idsEq(eventIDs(page.Events), ids[2:], "read from the second event")
 	last := page.Next
-	page = val(ev.ReadFrom(c.ctx, c.a, last, math.MaxInt))(c, "read from the last event with the largest limit")
+	page = val(ev.ReadFrom(c.ctx, c.a, last, turn.MaxLimit))(c, "read from the last event with the largest limit")
 	c.that(len(page.Events) == 0 && page.Next == last, "reading from the last event gave %d events and cursor %d, want none at %d",
 		len(page.Events), page.Next, last)
-	_, err := ev.ReadFrom(c.ctx, c.a, math.MaxInt64, 10)
+	_, err := ev.ReadFrom(c.ctx, c.a, last, turn.MaxLimit+1)
+	c.errIs(err, turn.ErrInvalid, "read with a limit above turn.MaxLimit")
+	_, err = ev.ReadFrom(c.ctx, c.a, math.MaxInt64, 10)
 	c.errIs(err, turn.ErrInvalid, "read from the largest cursor")
 }
 
