@@ -48,10 +48,13 @@
 -- transport_flow_due has no unique constraint, so inserting into it never waits, and only a key's
 -- admitter (holding its row) deletes its rows.
 --
--- Claim order. Waiting groups stay in the round-robin index, as leased groups do, and claims pass
--- them by. Admission keeps a group's served_at, so it takes its place in the round-robin where its
--- last service left it; an ack that ends the admission of a group with messages left sends it to
--- the back of the round-robin and of its key's queue.
+-- Claim order. Waiting groups stay out of it: the round-robin indexes are rebuilt without them
+-- (flow_wait IS NULL), and the claims' walks say so, so that a key with a long queue costs the
+-- claims nothing and holds at most Concurrency places in the round-robin. No claim writes
+-- flow_wait, so a claim's lease write stays in place (HOT) as before. Admission keeps a group's
+-- served_at, so it takes its place in the round-robin where its last service left it; an ack that
+-- ends the admission of a group with messages left sends it to the back of the round-robin and of
+-- its key's queue.
 
 CREATE TABLE {schema}transport_flow_keys (
     key         text PRIMARY KEY,
@@ -85,6 +88,15 @@ CREATE SEQUENCE {schema}transport_flow_wait;
 ALTER TABLE {schema}transport_groups ADD COLUMN flow_key text, ADD COLUMN flow_wait bigint;
 CREATE INDEX transport_groups_flow ON {schema}transport_groups (flow_key, flow_wait)
     WHERE flow_key IS NOT NULL;
+-- The round-robin indexes of 001_init, without the waiting groups (see Claim order above).
+DROP INDEX {schema}transport_groups_claim_order;
+CREATE INDEX transport_groups_claim_order
+    ON {schema}transport_groups ((COALESCE(served_at, '-infinity'::timestamptz)), group_id)
+    WHERE flow_wait IS NULL;
+DROP INDEX {schema}transport_groups_prioritised;
+CREATE INDEX transport_groups_prioritised
+    ON {schema}transport_groups (priority, (COALESCE(served_at, '-infinity'::timestamptz)), group_id)
+    WHERE priority > 0 AND flow_wait IS NULL;
 
 -- transport_flow_tokens is transport.Flow.Tokens: what a bucket holding p_tokens at p_at holds at
 -- p_now, refilled continuously at p_rate per p_per_us microseconds, up to p_rate.
@@ -550,7 +562,8 @@ BEGIN
 END
 $$;
 
--- The claims, as 001_init's and 003_held's, with the probe for due keys first.
+-- The claims, as 001_init's and 003_held's, with the probe for due keys first and waiting groups
+-- out of their walks (flow_wait IS NULL, which the round-robin indexes' predicates require).
 CREATE OR REPLACE FUNCTION {schema}transport_claim(
     p_now timestamptz, p_until timestamptz, p_token text, p_min int, p_max int,
     p_after_key timestamptz, p_after_group text, p_delete_empty boolean)
@@ -583,7 +596,7 @@ BEGIN
             SELECT t.group_id, t.priority, COALESCE(t.served_at, '-infinity'::timestamptz)
             INTO r_group, r_priority, r_key FROM {schema}transport_groups t
             WHERE (COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id) > (p_after_key, after_group)
-              AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+              AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
             ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
             LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
         END IF;
@@ -592,13 +605,13 @@ BEGIN
             SELECT t.group_id, t.priority, COALESCE(t.served_at, '-infinity'::timestamptz)
             INTO r_group, r_priority, r_key FROM {schema}transport_groups t
             WHERE (t.locked_by IS NULL OR t.lease_until < p_now)
-              AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
+              AND t.priority > 0 AND t.priority >= p_min AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
             ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
             LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
         ELSIF r_group IS NULL THEN
             SELECT t.group_id, t.priority, COALESCE(t.served_at, '-infinity'::timestamptz)
             INTO r_group, r_priority, r_key FROM {schema}transport_groups t
-            WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+            WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
             ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
             LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
         END IF;
@@ -626,7 +639,7 @@ BEGIN
             SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id) > (p_after_key, after_group)
-                  AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+                  AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
                 FOR NO KEY UPDATE SKIP LOCKED) p;
@@ -635,7 +648,7 @@ BEGIN
             SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (t.locked_by IS NULL OR t.lease_until < p_now)
-                  AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
+                  AND t.priority > 0 AND t.priority >= p_min AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
                 FOR NO KEY UPDATE SKIP LOCKED) p;
@@ -643,7 +656,7 @@ BEGIN
             after_group := NULL;
             SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
-                WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+                WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
                 FOR NO KEY UPDATE SKIP LOCKED) p;
@@ -726,7 +739,7 @@ BEGIN
             SELECT t.group_id, t.priority, COALESCE(t.served_at, '-infinity'::timestamptz)
             INTO r_group, r_priority, r_key FROM {schema}transport_groups t
             WHERE (COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id) > (p_after_key, after_group)
-              AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+              AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
             ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
             LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
         END IF;
@@ -734,13 +747,13 @@ BEGIN
             SELECT t.group_id, t.priority, COALESCE(t.served_at, '-infinity'::timestamptz)
             INTO r_group, r_priority, r_key FROM {schema}transport_groups t
             WHERE (t.locked_by IS NULL OR t.lease_until < p_now)
-              AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
+              AND t.priority > 0 AND t.priority >= p_min AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
             ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
             LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
         ELSIF r_group IS NULL THEN
             SELECT t.group_id, t.priority, COALESCE(t.served_at, '-infinity'::timestamptz)
             INTO r_group, r_priority, r_key FROM {schema}transport_groups t
-            WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+            WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
             ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
             LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED;
         END IF;
@@ -765,7 +778,7 @@ BEGIN
             SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id) > (p_after_key, after_group)
-                  AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+                  AND (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
                 FOR NO KEY UPDATE SKIP LOCKED) p;
@@ -774,7 +787,7 @@ BEGIN
             SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
                 WHERE (t.locked_by IS NULL OR t.lease_until < p_now)
-                  AND t.priority > 0 AND t.priority >= p_min AND t.group_id <> ALL (skip)
+                  AND t.priority > 0 AND t.priority >= p_min AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
                 FOR NO KEY UPDATE SKIP LOCKED) p;
@@ -782,7 +795,7 @@ BEGIN
             after_group := NULL;
             SELECT array_agg(p.group_id) INTO ids FROM (
                 SELECT t.group_id FROM {schema}transport_groups t
-                WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.group_id <> ALL (skip)
+                WHERE (t.locked_by IS NULL OR t.lease_until < p_now) AND t.flow_wait IS NULL AND t.group_id <> ALL (skip)
                 ORDER BY COALESCE(t.served_at, '-infinity'::timestamptz), t.group_id
                 LIMIT p_max - n
                 FOR NO KEY UPDATE SKIP LOCKED) p;
