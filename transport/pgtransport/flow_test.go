@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/transport/pgtransport"
@@ -421,4 +423,143 @@ func TestFlowDeadHolder(t *testing.T) {
 		ackAll(t, r.leased, g)
 		claimIDs(t, r.leased, 10, "h1")
 	})
+}
+
+// TestFlowBusyKeyAdmitsAtNextClaim checks that an admission is not lost when the key's row is held
+// by another transaction (an admission inside a caller's transaction keeps it until that ends):
+// the ack that ends an admission meanwhile leaves the key due, and the first claim after the
+// holder is gone admits.
+func TestFlowBusyKeyAdmitsAtNextClaim(t *testing.T) {
+	t.Parallel()
+	r := newFlowRig(t)
+	ctx := context.Background()
+	one := transport.Flow{Key: "k", Concurrency: 1}
+	publishFlow(t, r.leased, "G", "g1", one)
+	publishFlow(t, r.leased, "H", "h1", one)
+	g := claimIDs(t, r.leased, 10, "g1")
+	holder := beginOn(t, r.b)
+	if _, err := holder.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{r.b.Schema(), "transport_flow_keys"}.Sanitize()+
+		" WHERE key = 'k' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, r.leased, g) // must not wait for the holder
+	flowState(t, r.leased, "k", 0, 1)
+	claimIDs(t, r.leased, 10) // the key is still held: its due row stays
+	if n := countRows(t, r.leased, "transport_flow_due"); n == 0 {
+		t.Fatal("no due row for the busy key")
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimIDs(t, r.leased, 10, "h1")
+	if n := countRows(t, r.leased, "transport_flow_due"); n != 0 {
+		t.Fatalf("%d due rows left", n)
+	}
+}
+
+// TestFlowEmptyKeyedGroupGivesPlaceBack checks the empty group an aborted publish leaves behind
+// (an ack found the publisher holding it, and the publisher rolled back) when it is keyed: the
+// claim that deletes it admits the key's next group, and claims it at once.
+func TestFlowEmptyKeyedGroupGivesPlaceBack(t *testing.T) {
+	t.Parallel()
+	for _, form := range claimForms {
+		t.Run(form.name, func(t *testing.T) {
+			t.Parallel()
+			schema := pgdbtest.Schema(t)
+			tr := open(t, schema)
+			defer tr.Close()
+			ctx := context.Background()
+			one := transport.Flow{Key: "k", Concurrency: 1}
+			publishFlow(t, tr, "G", "g0", one) // G remembers k
+			l, err := form.claim(ctx, tr)
+			if err != nil || l == nil || l.Event.ID != "g0" {
+				t.Fatalf("Claim = %v, %v; want g0", l, err)
+			}
+			if err := tr.Ack(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			tx := ackBesideOpenPublish(t, tr, form.claim) // e1 to G (keyed), acked beside a publish
+			publishFlow(t, tr, "H", "h1", one)
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			flowState(t, tr, "k", 1, 1) // the empty G holds k's place
+			l, err = form.claim(ctx, tr)
+			if err != nil || l == nil || l.Event.ID != "h1" {
+				t.Fatalf("Claim = %v, %v; want h1", l, err)
+			}
+			flowState(t, tr, "k", 1, 0)
+			if n := countRows(t, tr, "transport_groups"); n != 1 {
+				t.Fatalf("%d group rows, want H's", n)
+			}
+		})
+	}
+}
+
+// TestFlowCrossKeyStepsDoNotDeadlock runs steps as worker/pgtx does, each in one transaction: a
+// held claim of a group of one key, a publish that creates a group of the other key, and the ack.
+// Steps of the two keys do that in opposite orders of keys side by side; no admission waits for a
+// key row, so none may deadlock (a deadlock would fail a step with stead.ErrConflict).
+func TestFlowCrossKeyStepsDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	schema := pgdbtest.Schema(t)
+	tr := openOn(t, newPool(t, pgdb.Config{MaxConns: 8}), schema)
+	defer tr.Close()
+	b := backendOf(tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const seeds, hops, workers = 6, 12, 4
+	flowOf := func(k string) transport.Flow { return transport.Flow{Key: k, Concurrency: 2} }
+	for i := range seeds {
+		k := []string{"a", "b"}[i%2]
+		publishFlow(t, tr, fmt.Sprintf("%s-s%d-0", k, i), fmt.Sprintf("s%d-0", i), flowOf(k))
+	}
+	var done atomic.Int64
+	g, ctx := errgroup(ctx)
+	for w := range workers {
+		g.Go(func() error {
+			for done.Load() < seeds*(hops+1) {
+				tx, err := b.Pool().Begin(ctx)
+				if err != nil {
+					return err
+				}
+				ls, err := b.ClaimHeldGroupsTx(ctx, tx, fmt.Sprintf("w%d", w), time.Minute, 0, 1, 1, nil)
+				if err != nil || len(ls) == 0 {
+					_ = tx.Rollback(ctx)
+					if err != nil {
+						return err
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				var seed, hop int
+				if _, err := fmt.Sscanf(ls[0].Event.ID, "s%d-%d", &seed, &hop); err != nil {
+					return err
+				}
+				if hop < hops {
+					next := []string{"b", "a"}[(seed+hop)%2] // the other key than the group's
+					if err := b.PublishBatchTx(ctx, tx, []transport.Outgoing{{
+						Group: fmt.Sprintf("%s-s%d-%d", next, seed, hop+1),
+						Event: event(fmt.Sprintf("s%d-%d", seed, hop+1)), Flow: flowOf(next)}}); err != nil {
+						_ = tx.Rollback(ctx)
+						return fmt.Errorf("publish: %w", err)
+					}
+				}
+				if err := ackHeld(b, ctx, tx, ls); err != nil {
+					_ = tx.Rollback(ctx)
+					return fmt.Errorf("ack: %w", err)
+				}
+				if err := tx.Commit(ctx); err != nil {
+					return fmt.Errorf("commit: %w", err)
+				}
+				done.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	flowState(t, tr, "a", 0, 0)
+	flowState(t, tr, "b", 0, 0)
 }
