@@ -34,7 +34,10 @@
 -- wait for nothing on key rows; the due row guarantees that the admission is not lost, at the
 -- cost of a claim's delay. The only statement that waits for a key's row is a publish that changes
 -- the key's limits (rare: limits are declared once and re-declared unchanged), and it takes them in
--- key order before any group or anchor.
+-- key order before any group or anchor. Nor does a publish upsert the keys it names: an INSERT ...
+-- ON CONFLICT that meets an existing key waits for the transaction that last updated its row (an
+-- admission does), so steps that publish to each other's keys deadlocked on it; it reads them
+-- first and inserts only the missing ones, which waits only for another first publish of the key.
 --
 -- Rates. An admission that leaves groups waiting only for a token writes a due row for the moment
 -- the next one is due (transport.Flow.TokenDue's formula). Every claim function starts with one
@@ -157,6 +160,13 @@ BEGIN
             GET DIAGNOSTICS got = ROW_COUNT;
             total := total + got;
         END IF;
+        IF f.rate = 0 AND got > 0 THEN
+            -- Written although the bucket is unused, so that an admission in a transaction above
+            -- READ COMMITTED that would count from a snapshot older than this one fails on the
+            -- row (a serialization failure) instead of over-admitting.
+            UPDATE {schema}transport_flow_keys x SET tokens_at = greatest(x.tokens_at, p_now)
+            WHERE x.key = k;
+        END IF;
         IF f.rate > 0 THEN
             toks := toks - got;
             UPDATE {schema}transport_flow_keys x SET tokens = toks, tokens_at = greatest(x.tokens_at, p_now)
@@ -205,10 +215,9 @@ $$;
 -- empty) and returns true when a group became claimable: an unkeyed group created, or a group
 -- admitted.
 --
--- Its order: the key rows whose limits change (FOR UPDATE, key order: the only wait on a key row,
--- see the top), the remembered keys (group order), then the anchors and groups as before, then the
--- admission (SKIP LOCKED).
-DROP FUNCTION {schema}transport_publish(text[], text[], int[], text);
+-- Its order: the new keys, the key rows whose limits change (FOR UPDATE, key order: the only wait
+-- on a key row, see the top), the remembered keys (group order), then the anchors and groups as
+-- before, then the admission (SKIP LOCKED).
 CREATE FUNCTION {schema}transport_publish(
     p_groups text[], p_events text[], p_priorities int[], p_channel text, p_now timestamptz,
     p_flow_keys text[], p_concurrency int[], p_rate int[], p_per_us bigint[])
@@ -219,29 +228,51 @@ DECLARE
     prios int[];
     held text[];
     made text[];
+    missing text[];
     changed text[];
     gated text[];
     created boolean := false;
 BEGIN
     IF p_flow_keys IS NOT NULL THEN
-        -- New keys, with a full bucket.
-        INSERT INTO {schema}transport_flow_keys AS x (key, concurrency, rate, per_us, tokens, tokens_at)
-        SELECT l.k, l.c, l.r, l.p, l.r, p_now FROM (
-            SELECT DISTINCT ON (u.k) u.k, u.c, u.r, u.p
-            FROM unnest(p_flow_keys, p_concurrency, p_rate, p_per_us) WITH ORDINALITY AS u(k, c, r, p, ord)
-            WHERE u.k IS NOT NULL ORDER BY u.k, u.ord DESC) l
-        ORDER BY l.k
-        ON CONFLICT (key) DO NOTHING;
-        -- Changed limits: only those lock their key's row.
-        WITH latest AS (
-            SELECT DISTINCT ON (u.k) u.k, u.c, u.r, u.p
-            FROM unnest(p_flow_keys, p_concurrency, p_rate, p_per_us) WITH ORDINALITY AS u(k, c, r, p, ord)
-            WHERE u.k IS NOT NULL ORDER BY u.k, u.ord DESC),
-        locked AS (
-            SELECT x.key FROM {schema}transport_flow_keys x JOIN latest l ON l.k = x.key
-            WHERE (x.concurrency, x.rate, x.per_us) IS DISTINCT FROM (l.c, l.r, l.p)
-            ORDER BY x.key FOR UPDATE OF x)
-        SELECT array_agg(locked.key) INTO changed FROM locked;
+        -- The keys named, with the limits of the last message naming each, and what is stored of
+        -- them: a plain read, which waits for nothing (an INSERT ... ON CONFLICT would wait for
+        -- whoever updated a key's row, an admission that may hold it until its transaction ends).
+        -- Keys are never deleted, so one read here exists.
+        SELECT array_agg(l.k) FILTER (WHERE x.key IS NULL),
+            array_agg(l.k) FILTER (WHERE x.key IS NOT NULL
+                AND (x.concurrency, x.rate, x.per_us) IS DISTINCT FROM (l.c, l.r, l.p))
+        INTO missing, changed
+        FROM (SELECT DISTINCT ON (u.k) u.k, u.c, u.r, u.p
+              FROM unnest(p_flow_keys, p_concurrency, p_rate, p_per_us) WITH ORDINALITY AS u(k, c, r, p, ord)
+              WHERE u.k IS NOT NULL ORDER BY u.k, u.ord DESC) l
+        LEFT JOIN {schema}transport_flow_keys x ON x.key = l.k;
+        IF missing IS NOT NULL THEN
+            -- New keys, with a full bucket, in key order. One another publish inserted meanwhile
+            -- (this waited for it) is checked for changed limits below.
+            WITH ins AS (
+                INSERT INTO {schema}transport_flow_keys AS x (key, concurrency, rate, per_us, tokens, tokens_at)
+                SELECT l.k, l.c, l.r, l.p, l.r, p_now FROM (
+                    SELECT DISTINCT ON (u.k) u.k, u.c, u.r, u.p
+                    FROM unnest(p_flow_keys, p_concurrency, p_rate, p_per_us) WITH ORDINALITY AS u(k, c, r, p, ord)
+                    WHERE u.k = ANY (missing) ORDER BY u.k, u.ord DESC) l
+                ORDER BY l.k
+                ON CONFLICT (key) DO NOTHING
+                RETURNING x.key)
+            SELECT COALESCE(changed, '{}') || array_agg(m) INTO changed
+            FROM unnest(missing) AS m WHERE m NOT IN (SELECT ins.key FROM ins);
+        END IF;
+        IF changed IS NOT NULL THEN
+            -- Changed limits: only these lock their key's row, and wait for it (key order).
+            WITH latest AS (
+                SELECT DISTINCT ON (u.k) u.k, u.c, u.r, u.p
+                FROM unnest(p_flow_keys, p_concurrency, p_rate, p_per_us) WITH ORDINALITY AS u(k, c, r, p, ord)
+                WHERE u.k = ANY (changed) ORDER BY u.k, u.ord DESC),
+            locked AS (
+                SELECT x.key FROM {schema}transport_flow_keys x JOIN latest l ON l.k = x.key
+                WHERE (x.concurrency, x.rate, x.per_us) IS DISTINCT FROM (l.c, l.r, l.p)
+                ORDER BY x.key FOR UPDATE OF x)
+            SELECT array_agg(locked.key) INTO changed FROM locked;
+        END IF;
         IF changed IS NOT NULL THEN
             UPDATE {schema}transport_flow_keys x SET concurrency = l.c, rate = l.r, per_us = l.p,
                 tokens = least({schema}transport_flow_tokens(x.tokens, x.tokens_at, x.rate, x.per_us, p_now), l.r),
@@ -307,6 +338,15 @@ BEGIN
     END IF;
     RETURN created;
 END
+$$;
+
+-- 005's signature stays, for processes of the previous version during a rolling upgrade: it names
+-- no flow and, lacking the client's clock, reads the database's.
+CREATE OR REPLACE FUNCTION {schema}transport_publish(
+    p_groups text[], p_events text[], p_priorities int[], p_channel text)
+RETURNS boolean LANGUAGE sql AS $$
+    SELECT {schema}transport_publish(p_groups, p_events, p_priorities, p_channel, statement_timestamp(),
+        NULL::text[], NULL::int[], NULL::int[], NULL::bigint[])
 $$;
 
 -- transport_ack, as 001_init's, for keyed groups too: an ack ends a keyed group's admission, so a
