@@ -19,7 +19,9 @@
 -- snapshot per statement), counts the admitted rows, refills the bucket (transport.Flow.Tokens'
 -- formula) and un-gates the oldest waiting groups that the room allows. Admissions of a key are so
 -- serialised on its row, and a count can only be too high (an ack not yet committed), never too
--- low: a key never has more groups admitted than its Concurrency, across processes. Every change
+-- low: a key never has more groups admitted than its Concurrency, across processes. (An admission
+-- writes the key's row, so one in a transaction above READ COMMITTED, whose snapshot could miss
+-- the last admission, fails to lock it with a serialization failure rather than over-admit.) Every change
 -- that can make room or a waiter (a publish that creates a keyed group or changes a key's limits,
 -- an ack, a settle or a Forget of a keyed group) runs an admission of its keys in its own
 -- transaction; when a key's row is locked, by an admission that may not see the change, it leaves
@@ -46,10 +48,15 @@
 -- at the first claim after its token is due. Wait finds it at its next poll.
 --
 -- Lock order, which every function follows (001_init's and 005_publish_order's protocol stands):
--- group rows (id order, as before), then flow_groups rows, then key rows (key order, SKIP LOCKED,
--- except a publish changing limits, above, which takes them first). Anchors keep their protocol.
+-- group rows (id order, as before), then transport_flow_groups rows (group order), then key rows
+-- (key order, SKIP LOCKED: no wait). A publish, which locks no group row, waits in this order: for
+-- the key rows whose limits it changes (key order), for the remembered-key rows of its groups that
+-- another transaction is inserting or deleting (a first keyed publish, a Forget), then for anchors
+-- as 005 does. A limit change held up by an admitter inside a caller's transaction can so close a
+-- cycle only with a transaction that holds the key and then publishes again (as two publishes in
+-- one transaction could before); PostgreSQL then aborts one of them (stead.ErrConflict).
 -- transport_flow_due has no unique constraint, so inserting into it never waits, and only a key's
--- admitter (holding its row) deletes its rows.
+-- admitter (holding its row) deletes its rows. Forget waits for the holders of its group rows.
 --
 -- Claim order. Waiting groups stay out of it: the round-robin indexes are rebuilt without them
 -- (flow_wait IS NULL), and the claims' walks say so, so that a key with a long queue costs the
