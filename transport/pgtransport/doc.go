@@ -89,6 +89,35 @@
 // then PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict; roll
 // back and retry the step.
 //
+// # Flows
+//
+// The Backend is a transport.Limiter (migration 006_flow): a keyed group (Outgoing.Flow, or the
+// key its first keyed publish left in transport_flow_groups) is created waiting, its row's
+// locked_by set to the empty string and lease_until to infinity, which no claim takes, and out of
+// the round-robin indexes; admitting it clears both and keeps its place in the round-robin. A key's
+// admission (transport_flow_admit) locks the key's row in transport_flow_keys FOR UPDATE SKIP
+// LOCKED, then counts the key's admitted group rows and refills its rate bucket in later
+// statements, and admits the oldest waiting groups the room allows: admissions of a key are
+// serialised on its row, so a key never has more groups admitted than its Concurrency, however
+// many processes claim. A publish that creates a keyed group or changes a key's limits, an ack of
+// a keyed group (which ends its admission: with messages left it waits again at the back of its
+// key's queue), a claim that settles an empty keyed group and Forget admit for their keys in
+// their own statement; when the key's row is held by another transaction (an admission inside a
+// caller's transaction holds it until that ends), they leave the key in transport_flow_due, as an
+// admission does for the moment its next rate token is due. Every claim, leased or held, starts
+// with one probe of that table's due_at index and admits for the keys that are due, so a group
+// held back by a rate is admitted at the latest at the first claim after its token is due; Wait
+// finds it at its next poll (or sooner, when a claim of its own process admitted it). An ack that
+// admits wakes its own process's waiters only, as any ack; other processes find the group at
+// their next claim or poll.
+//
+// Cost: unkeyed groups pay one probe of an empty index per claim, a primary-key probe of
+// transport_flow_groups per group a publish creates, and nothing in acks but a predicate
+// (flow_key IS NULL). Keyed groups pay the admission's statements on publish and ack. Lock order:
+// group rows (id order), then transport_flow_groups rows, then key rows (key order, SKIP LOCKED:
+// nothing waits for a key row but a publish that changes the key's limits, which takes them first,
+// in key order). Forget waits for the transactions that hold its groups' rows.
+//
 // # Schema
 //
 // Migrations are embedded and run by New (unless WithoutMigrate) under an advisory lock, so many

@@ -21,6 +21,7 @@ type statements struct {
 	claimHeld, ackHeld, nackHeld                   string
 	claimHeldGroups, ackHeldGroups                 string
 	extend                                         string
+	forget, flowState                              string
 }
 
 // byName pairs every statement with its text under the name of the text's constant in sql.go.
@@ -38,6 +39,8 @@ func (s *statements) byName() map[string]statement {
 		"sqlNackHeld":        {&s.nackHeld, sqlNackHeld},
 		"sqlQueueStats":      {&s.queueStats, sqlQueueStats},
 		"sqlExtend":          {&s.extend, sqlExtend},
+		"sqlForget":          {&s.forget, sqlForget},
+		"sqlFlowState":       {&s.flowState, sqlFlowState},
 	}
 }
 
@@ -102,19 +105,33 @@ func (b *Backend) preparePublish(msgs []transport.Outgoing) ([]any, error) {
 	return b.publishArgs(msgs)
 }
 
-// publishArgs returns the arguments of a publish of checked messages.
+// publishArgs returns the arguments of a publish of checked messages. The flow arrays are NULL
+// when no message names a flow, and transport_publish then leaves flows alone.
 func (b *Backend) publishArgs(msgs []transport.Outgoing) ([]any, error) {
 	groups := make([]string, len(msgs))
 	events := make([]string, len(msgs))
 	prios := make([]int32, len(msgs))
+	var (
+		keys        []*string
+		conc, rates []int32
+		pers        []int64
+	)
 	for i := range msgs {
 		e, err := json.Marshal(msgs[i].Event)
 		if err != nil {
 			return nil, fmt.Errorf("%w: message %d: event does not encode: %v", stead.ErrInvalid, i, err)
 		}
 		groups[i], events[i], prios[i] = msgs[i].Group, string(e), int32(msgs[i].Priority)
+		if f := msgs[i].Flow; f.Limited() {
+			if keys == nil {
+				keys = make([]*string, len(msgs))
+				conc, rates, pers = make([]int32, len(msgs)), make([]int32, len(msgs)), make([]int64, len(msgs))
+			}
+			keys[i] = &msgs[i].Flow.Key
+			conc[i], rates[i], pers[i] = int32(f.Concurrency), int32(f.Rate), f.Per.Microseconds()
+		}
 	}
-	return []any{groups, events, prios, b.notifyChannel()}, nil
+	return []any{groups, events, prios, b.notifyChannel(), b.now(), keys, conc, rates, pers}, nil
 }
 
 // published reads the answer of a publish.

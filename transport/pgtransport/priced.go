@@ -2,6 +2,7 @@ package pgtransport
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
@@ -30,10 +31,14 @@ func (b *Backend) PublishPriced(ctx context.Context, group string, ev stead.Even
 	if err != nil || pub == nil {
 		return false, err
 	}
-	sql := `SELECT CASE WHEN s.p IS NULL THEN NULL ELSE ` + pgdb.Qualifier(b.cfg.schema) + `transport_publish($1::text[], $2::text[], ARRAY[s.p], $3::text) END
+	// The clock goes after the caller's placeholders; no flow is named (a remembered key still
+	// applies to a group this creates).
+	now := fmt.Sprintf("$%d::timestamptz", 4+len(args))
+	sql := `SELECT CASE WHEN s.p IS NULL THEN NULL ELSE ` + pgdb.Qualifier(b.cfg.schema) + `transport_publish($1::text[], $2::text[], ARRAY[s.p], $3::text, ` +
+		now + `, NULL::text[], NULL::int[], NULL::int[], NULL::bigint[]) END
 		FROM (SELECT (` + priority + `)::int AS p) s`
 	var created *bool
-	if err := b.pool.QueryRow(ctx, sql, append([]any{pub[0], pub[1], pub[3]}, args...)...).Scan(&created); err != nil {
+	if err := b.pool.QueryRow(ctx, sql, append(append([]any{pub[0], pub[1], pub[3]}, args...), pub[4])...).Scan(&created); err != nil {
 		return false, fail("publish", err)
 	}
 	if created == nil {

@@ -7,7 +7,8 @@ package pgtransport
 // PgBouncer), when the server is not asked for their types.
 const (
 	// sqlPublish is sent by PublishBatch, PublishBatchTx and QueuePublish.
-	sqlPublish = `SELECT {schema}transport_publish($1::text[], $2::text[], $3::int[], $4::text)`
+	sqlPublish = `SELECT {schema}transport_publish($1::text[], $2::text[], $3::int[], $4::text, $5::timestamptz, ` +
+		`$6::text[], $7::int[], $8::int[], $9::bigint[])`
 	// sqlClaim is sent by ClaimBatch.
 	sqlClaim = `SELECT r_group, r_priority, r_seq, r_event, r_key FROM {schema}transport_claim(` +
 		`$1::timestamptz, $2::timestamptz, $3::text, $4::int, $5::int, $6::timestamptz, $7::text, $8::boolean)`
@@ -28,6 +29,8 @@ const (
 		`$1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::timestamptz, $6::text)`
 	// sqlNackHeld is sent by QueueNackHeld.
 	sqlNackHeld = `SELECT {schema}transport_nack_held($1::text, $2::text, $3::timestamptz, $4::text)`
+	// sqlForget is sent by Forget.
+	sqlForget = `SELECT {schema}transport_flow_forget($1::text[], $2::timestamptz, $3::text)`
 	// sqlRelease is sent by release, for claims whose answer was lost.
 	sqlRelease = `SELECT {schema}transport_release($1::text[], $2::text)`
 )
@@ -47,3 +50,10 @@ const sqlQueueStats = `SELECT q.priority, q.depth,
 const sqlExtend = `UPDATE {schema}transport_groups t SET lease_until = $3::timestamptz
 	FROM unnest($1::text[], $2::text[]) AS x(group_id, token)
 	WHERE t.group_id = x.group_id AND t.locked_by = x.token`
+
+// sqlFlowState is sent by FlowState: a key's limits and its admitted and waiting groups, counted
+// in the keyed groups' index.
+const sqlFlowState = `SELECT x.concurrency, x.rate, x.per_us,
+	(SELECT count(*) FROM {schema}transport_groups t WHERE t.flow_key = x.key AND t.flow_wait IS NULL),
+	(SELECT count(*) FROM {schema}transport_groups t WHERE t.flow_key = x.key AND t.flow_wait IS NOT NULL)
+	FROM {schema}transport_flow_keys x WHERE x.key = $1::text`
