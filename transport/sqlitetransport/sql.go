@@ -52,14 +52,23 @@ ORDER BY g.k, g.group_id`
 )
 
 // AckBatch: delete the message while the lease's token holds the group, then free an unlimited
-// group behind the waiting ones, or delete it when it has no message left. A keyed group's
-// admission ends with the ack: its key and whether it has messages left are read, then it is
-// freed (and queued again) or deleted.
+// group behind the waiting ones (or a keyed one that keeps its place), or delete it when it has
+// no message left. Otherwise a keyed group's admission ends with the ack: its key and whether it
+// has messages left are read, then it is freed (and admitted again or queued) or deleted.
 const (
 	sqlAckMessage = `DELETE FROM transport_messages WHERE seq = ?1 AND group_id = ?2
 	AND EXISTS (SELECT 1 FROM transport_groups WHERE group_id = ?2 AND locked_by = ?3)`
+	// A keyed group keeps its place through the ack when nothing of its key waits, its key has
+	// no rate to take a token from, and the key is within its concurrency (a lowered limit is
+	// not): given back and taken again at once, it would end where it is, at the cost of a
+	// queue's writes and reads. The key's count does not change.
 	sqlAckFree = `UPDATE transport_groups SET locked_by = NULL, lock_until = ?1
-	WHERE group_id = ?2 AND flow_key IS NULL AND EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?2)`
+	WHERE group_id = ?2 AND EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?2)
+	AND (flow_key IS NULL OR (
+		NOT EXISTS (SELECT 1 FROM transport_groups w
+			WHERE w.flow_key = transport_groups.flow_key AND w.wait_seq IS NOT NULL)
+		AND EXISTS (SELECT 1 FROM transport_flow_keys x WHERE x.flow_key = transport_groups.flow_key
+			AND x.rate = 0 AND (x.concurrency = 0 OR x.admitted <= x.concurrency))))`
 	sqlAckDeleteGroup = `DELETE FROM transport_groups WHERE group_id = ?1 AND flow_key IS NULL`
 	sqlAckKeyed       = `SELECT flow_key, EXISTS (SELECT 1 FROM transport_messages WHERE group_id = ?1)
 	FROM transport_groups WHERE group_id = ?1`

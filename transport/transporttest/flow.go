@@ -243,6 +243,30 @@ func testFlowLatestLimits(t *testing.T, f Factory) {
 	}
 }
 
+func testFlowLoweredLimits(t *testing.T, f Factory) {
+	e := limiting(t, f)
+	if e == nil {
+		return
+	}
+	wide := transport.Flow{Key: "k", Concurrency: 3}
+	for _, g := range []string{"a", "b", "c"} {
+		e.publishFlow(g, g+"1", wide)
+		e.publishFlow(g, g+"2", wide)
+	}
+	ls := e.claimIDs("w", 10, "a1", "b1", "c1")
+	// Lowered to one while three are admitted: none keeps its place through its ack until the
+	// key is back within one.
+	e.publishFlow("a", "a3", transport.Flow{Key: "k", Concurrency: 1})
+	e.ack(&ls[0])
+	e.ack(&ls[1])
+	e.claimIDs("w", 10)
+	e.ack(&ls[2])
+	e.flowState("k", 1, 2)
+	l := e.claimIDs("w", 10, "a2")
+	e.ack(&l[0])
+	e.claimIDs("w", 10, "b2")
+}
+
 func testFlowInput(t *testing.T, f Factory) {
 	e := newEnv(t, f)
 	long := strings.Repeat("k", 513)

@@ -125,6 +125,7 @@ var groups = []group{
 		{"rate_bounds_admissions", testFlowRate},
 		{"forget_frees_place_and_key", testFlowForget},
 		{"latest_publish_sets_limits", testFlowLatestLimits},
+		{"lowered_limit_binds_as_places_come_back", testFlowLoweredLimits},
 		{"input_is_checked", testFlowInput},
 		{"wait_wakes_on_admission", testFlowWaitWakes},
 		{"racing_claimers_never_over_admit", testFlowRacingClaimers},

@@ -72,7 +72,10 @@ CREATE TABLE {schema}transport_flow_keys (
     rate        int NOT NULL,
     per_us      bigint NOT NULL,           -- Per in microseconds, 0 without a rate
     tokens      float8 NOT NULL,           -- the rate bucket at tokens_at
-    tokens_at   timestamptz NOT NULL
+    tokens_at   timestamptz NOT NULL,
+    -- Set when a publish lowered the concurrency, until an admission finds the key within it:
+    -- meanwhile an ack does not let a group keep its place (transport_ack).
+    lowered     boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE {schema}transport_flow_groups (
@@ -142,13 +145,17 @@ BEGIN
         -- Its due rows are handled now. Deleted before the count, so that the change of whoever
         -- left one is in the count's later snapshot; one committed after this stays.
         DELETE FROM {schema}transport_flow_due d WHERE d.key = k;
-        SELECT x.concurrency, x.rate, x.per_us, x.tokens, x.tokens_at INTO f
+        SELECT x.concurrency, x.rate, x.per_us, x.tokens, x.tokens_at, x.lowered INTO f
         FROM {schema}transport_flow_keys x WHERE x.key = k;
         free := 2147483647;
         IF f.concurrency > 0 THEN
+            -- One past the limit, to see a key over a lowered limit (free < 0).
             SELECT f.concurrency - count(*) INTO free FROM (
                 SELECT 1 FROM {schema}transport_groups t
-                WHERE t.flow_key = k AND t.flow_wait IS NULL LIMIT f.concurrency) a;
+                WHERE t.flow_key = k AND t.flow_wait IS NULL LIMIT f.concurrency + 1) a;
+        END IF;
+        IF f.lowered AND free >= 0 THEN
+            UPDATE {schema}transport_flow_keys x SET lowered = false WHERE x.key = k;
         END IF;
         room := free;
         IF f.rate > 0 THEN
@@ -282,6 +289,7 @@ BEGIN
         END IF;
         IF changed IS NOT NULL THEN
             UPDATE {schema}transport_flow_keys x SET concurrency = l.c, rate = l.r, per_us = l.p,
+                lowered = x.lowered OR (l.c > 0 AND (x.concurrency = 0 OR l.c < x.concurrency)),
                 tokens = least({schema}transport_flow_tokens(x.tokens, x.tokens_at, x.rate, x.per_us, p_now), l.r),
                 tokens_at = greatest(x.tokens_at, p_now)
             FROM (SELECT DISTINCT ON (u.k) u.k, u.c, u.r, u.p
@@ -360,8 +368,15 @@ $$;
 -- keyed group with messages left is not freed but waits again, at the back of the round-robin and
 -- of its key's queue, and a drained one is deleted as any other (or waits, when a publisher is
 -- filling it). Then it admits for the keys of the groups it settled. The unkeyed path is 001's,
--- with flow_key IS NULL added to the update that frees a group with messages left, and the
--- drained path's updates setting the waiting state only on keyed rows.
+-- and the drained path's updates set the waiting state only on keyed rows.
+--
+-- A keyed group with messages left keeps its place instead, freed like an unkeyed one, when
+-- nothing of its key waits, its key has no rate (no token to take) and its concurrency was not
+-- lowered: given back and admitted again at once, it would end where it is, at the cost of a
+-- queue write, the key's lock, a count and an admission. Nothing counts places but the admitted
+-- rows themselves, so a group that keeps its place changes no count; an admission racing the
+-- ack counts it either way. This is what keeps a limit that does not bind cheap
+-- (bench/results/flow.md).
 CREATE OR REPLACE FUNCTION {schema}transport_ack(
     p_groups text[], p_seqs bigint[], p_tokens text[], p_now timestamptz, p_channel text)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
@@ -384,7 +399,11 @@ BEGIN
         DELETE FROM {schema}transport_messages m WHERE m.seq = p_seqs[1] AND m.group_id = p_groups[1];
         acked := p_groups;
         UPDATE {schema}transport_groups t SET locked_by = NULL, lease_until = NULL, served_at = p_now
-        WHERE t.group_id = p_groups[1] AND t.flow_key IS NULL
+        WHERE t.group_id = p_groups[1] AND (t.flow_key IS NULL OR (
+              NOT EXISTS (SELECT 1 FROM {schema}transport_groups w
+                          WHERE w.flow_key = t.flow_key AND w.flow_wait IS NOT NULL)
+              AND EXISTS (SELECT 1 FROM {schema}transport_flow_keys x
+                          WHERE x.key = t.flow_key AND x.rate = 0 AND NOT x.lowered)))
           AND EXISTS (SELECT 1 FROM {schema}transport_messages m
                       WHERE m.group_id = p_groups[1] AND m.seq > p_seqs[1]);
         GET DIAGNOSTICS freed = ROW_COUNT;
@@ -406,7 +425,11 @@ BEGIN
         END IF;
         UPDATE {schema}transport_groups t SET locked_by = NULL, lease_until = NULL, served_at = p_now
         FROM unnest(acked, acked_seqs) AS a(grp, seq)
-        WHERE t.group_id = a.grp AND t.flow_key IS NULL
+        WHERE t.group_id = a.grp AND (t.flow_key IS NULL OR (
+              NOT EXISTS (SELECT 1 FROM {schema}transport_groups w
+                          WHERE w.flow_key = t.flow_key AND w.flow_wait IS NOT NULL)
+              AND EXISTS (SELECT 1 FROM {schema}transport_flow_keys x
+                          WHERE x.key = t.flow_key AND x.rate = 0 AND NOT x.lowered)))
           AND EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp AND m.seq > a.seq);
         GET DIAGNOSTICS freed = ROW_COUNT;
     END IF;
@@ -469,7 +492,11 @@ BEGIN
     IF cardinality(p_groups) = 1 THEN
         DELETE FROM {schema}transport_messages m WHERE m.seq = p_seqs[1] AND m.group_id = p_groups[1];
         UPDATE {schema}transport_groups t SET locked_by = NULL, lease_until = NULL, served_at = p_now
-        WHERE t.group_id = p_groups[1] AND t.flow_key IS NULL
+        WHERE t.group_id = p_groups[1] AND (t.flow_key IS NULL OR (
+              NOT EXISTS (SELECT 1 FROM {schema}transport_groups w
+                          WHERE w.flow_key = t.flow_key AND w.flow_wait IS NOT NULL)
+              AND EXISTS (SELECT 1 FROM {schema}transport_flow_keys x
+                          WHERE x.key = t.flow_key AND x.rate = 0 AND NOT x.lowered)))
           AND EXISTS (SELECT 1 FROM {schema}transport_messages m
                       WHERE m.group_id = p_groups[1] AND m.seq > p_seqs[1]);
         IF FOUND THEN
@@ -483,7 +510,11 @@ BEGIN
         WITH f AS (
             UPDATE {schema}transport_groups t SET locked_by = NULL, lease_until = NULL, served_at = p_now
             FROM unnest(p_groups, p_seqs) AS a(grp, seq)
-            WHERE t.group_id = a.grp AND t.flow_key IS NULL
+            WHERE t.group_id = a.grp AND (t.flow_key IS NULL OR (
+              NOT EXISTS (SELECT 1 FROM {schema}transport_groups w
+                          WHERE w.flow_key = t.flow_key AND w.flow_wait IS NOT NULL)
+              AND EXISTS (SELECT 1 FROM {schema}transport_flow_keys x
+                          WHERE x.key = t.flow_key AND x.rate = 0 AND NOT x.lowered)))
               AND EXISTS (SELECT 1 FROM {schema}transport_messages m WHERE m.group_id = a.grp AND m.seq > a.seq)
             RETURNING t.group_id)
         SELECT array_agg(f.group_id) INTO kept FROM f;
