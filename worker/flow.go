@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
@@ -45,22 +47,45 @@ func limited(ms Machines) bool {
 	return false
 }
 
-// forgetFinished tells the transport to forget the keys of the limited executions among ds that
-// finished for good (done or cancelled: a failed root may still be retried), so that the
-// transport's memory of keys does not grow with every execution ever run. A failure costs only
-// that memory, so it is logged and left.
-func (r *relay) forgetFinished(ctx context.Context, ds []delivery) {
-	var groups []string
+// forgetInterval is how often a worker whose definitions declare limits tells the transport to
+// forget the keys of the executions that finished meanwhile.
+const forgetInterval = time.Second
+
+// forgetter holds the executions that finished for good since the last flush, so that their keys
+// are forgotten off the step path: forgetting only bounds the transport's memory of keys, and a
+// round trip per batch on the loops cost a limit that does not bind a tenth of its rate.
+type forgetter struct {
+	mu     sync.Mutex
+	groups []string
+}
+
+// finished notes the limited executions among ds that finished for good (done or cancelled: a
+// failed root may still be retried).
+func (w *Worker) finished(ds []delivery) {
 	for _, d := range ds {
 		s := d.exe.Status
-		if (s == stead.StatusDone || s == stead.StatusCancelled) && flowOf(r.machines, d.exe).Limited() {
-			groups = append(groups, d.exe.ID)
+		if (s == stead.StatusDone || s == stead.StatusCancelled) && flowOf(w.cfg.Machines, d.exe).Limited() {
+			w.forgets.mu.Lock()
+			w.forgets.groups = append(w.forgets.groups, d.exe.ID)
+			w.forgets.mu.Unlock()
 		}
 	}
+}
+
+// forget tells the transport to forget what finished since the last call. A failure costs only
+// that memory, so it is logged and the groups are kept for the next call.
+func (w *Worker) forget(ctx context.Context) {
+	w.forgets.mu.Lock()
+	groups := w.forgets.groups
+	w.forgets.groups = nil
+	w.forgets.mu.Unlock()
 	for len(groups) > 0 {
 		n := min(len(groups), transport.MaxBatch)
-		if err := r.tr.Forget(ctx, groups[:n]); err != nil {
-			r.log.Warn("forgetting the flow keys of finished executions failed", "count", n, "err", err)
+		if err := w.tr.Forget(ctx, groups[:n]); err != nil {
+			w.log.Warn("forgetting the flow keys of finished executions failed", "count", len(groups), "err", err)
+			w.forgets.mu.Lock()
+			w.forgets.groups = append(w.forgets.groups, groups...)
+			w.forgets.mu.Unlock()
 			return
 		}
 		groups = groups[n:]

@@ -125,7 +125,17 @@ func TestLimitPerKey(t *testing.T) {
 			runCtx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- w.Run(runCtx) }()
-			defer func() { stop(); <-done }()
+			var stopped bool
+			halt := func() {
+				if !stopped {
+					stopped = true
+					stop()
+					if err := <-done; err != nil {
+						t.Errorf("Run: %v", err)
+					}
+				}
+			}
+			defer halt()
 			waitUntil(t, 90*time.Second, "every execution done", func() bool {
 				for _, n := range news {
 					exe, err := b.Store.Load(ctx, n.ID)
@@ -146,7 +156,16 @@ func TestLimitPerKey(t *testing.T) {
 			if peak <= 2 {
 				t.Errorf("at most %d steps ran at once over %d customers: the customers did not run side by side", peak, customers)
 			}
-			// Every execution finished: its key is forgotten and gives its place back.
+			// Every execution finished: its key gives its place back, and the worker tells the
+			// transport to forget it (at the latest as it stops): an event to a finished execution
+			// is not limited any more, so its group is not admitted under the key.
+			halt()
+			if err := b.Transport.Publish(ctx, news[0].ID, stead.Event{ID: "late", Kind: "work"}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := b.Transport.FlowState(ctx, "metered/customer=c0"); err != nil || st.Admitted != 0 || st.Waiting != 0 {
+				t.Errorf("after a late event to a finished execution FlowState = %+v, %v: its key was not forgotten", st, err)
+			}
 			waitUntil(t, 10*time.Second, "nothing admitted", func() bool {
 				for k := range customers {
 					st, err := b.Transport.FlowState(ctx, fmt.Sprintf("metered/customer=c%d", k))

@@ -181,7 +181,7 @@ func (a *apart) finish(work context.Context, leases []transport.Lease, p *batchP
 		w.settle(work, &q.lease, q.v)
 	}
 	if w.limits {
-		w.relay.forgetFinished(work, ds)
+		w.finished(ds)
 	}
 }
 
@@ -296,7 +296,7 @@ func (t *together) finish(ctx context.Context, leases []transport.Lease, p *batc
 	// The committed steps' emits were published in the transaction: what is left to relay is
 	// the children they spawned.
 	if w.limits {
-		w.relay.forgetFinished(t.outer, ds)
+		w.finished(ds)
 	}
 	var spawning []delivery
 	for _, d := range ds {

@@ -29,6 +29,7 @@ type Worker struct {
 	beats   *heartbeat // the leases of running steps; nil when the transport cannot extend
 	relay   *relay     // delivers what steps and commands produce, shared with Client's way
 	limits  bool       // a machine's definition declares a chart.Limit
+	forgets forgetter  // finished limited executions whose keys the transport may forget
 	tails   sync.WaitGroup
 }
 
@@ -134,8 +135,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			})
 		})
 	}
+	if w.limits {
+		wg.Go(func() { w.every(ctx, forgetInterval, func() { w.forget(work) }) })
+	}
 	wg.Wait()
 	w.tails.Wait() // the batches whose slow steps outlived their loop's turn
+	if w.limits {
+		w.forget(work)
+	}
 	w.log.Info("worker stopped")
 	return nil
 }

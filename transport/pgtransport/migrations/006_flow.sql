@@ -131,6 +131,7 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
 DECLARE
     k text;
     f record;
+    cand text[];
     done text[] := '{}';
     free bigint;
     room bigint;
@@ -138,7 +139,19 @@ DECLARE
     got int;
     total int := 0;
 BEGIN
-    FOR k IN SELECT x.key FROM {schema}transport_flow_keys x WHERE x.key = ANY (p_keys)
+    -- A key with nothing waiting has nothing to admit: it is not locked (a shared transaction
+    -- would hold it to its end, and every other admission of the key would turn into a due row
+    -- for the claims), and its due rows go — in one statement, whose snapshot sees a waiting
+    -- group if it sees the due row committed with it.
+    DELETE FROM {schema}transport_flow_due d WHERE d.key = ANY (p_keys)
+      AND NOT EXISTS (SELECT 1 FROM {schema}transport_groups t
+                      WHERE t.flow_key = d.key AND t.flow_wait IS NOT NULL);
+    SELECT array_agg(DISTINCT u.k) INTO cand FROM unnest(p_keys) AS u(k)
+    WHERE EXISTS (SELECT 1 FROM {schema}transport_groups t WHERE t.flow_key = u.k AND t.flow_wait IS NOT NULL);
+    IF cand IS NULL THEN
+        RETURN 0;
+    END IF;
+    FOR k IN SELECT x.key FROM {schema}transport_flow_keys x WHERE x.key = ANY (cand)
              ORDER BY x.key FOR UPDATE SKIP LOCKED
     LOOP
         done := done || k;
@@ -194,9 +207,9 @@ BEGIN
             END IF;
         END IF;
     END LOOP;
-    IF p_nudge AND cardinality(done) < cardinality(p_keys) THEN
+    IF p_nudge AND cardinality(done) < cardinality(cand) THEN
         INSERT INTO {schema}transport_flow_due (key, due_at)
-        SELECT DISTINCT u.k, '-infinity'::timestamptz FROM unnest(p_keys) AS u(k)
+        SELECT DISTINCT u.k, '-infinity'::timestamptz FROM unnest(cand) AS u(k)
         WHERE u.k IS NOT NULL AND u.k <> ALL (done);
     END IF;
     RETURN total;
