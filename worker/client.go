@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/steadhq/stead/schedule"
 	"log/slog"
 	"maps"
 	"time"
@@ -318,3 +319,8 @@ func (c *Client) stamp(ctx context.Context, ev stead.Event) stead.Event {
 	}
 	return ev
 }
+
+// Schedules returns the schedules kept in the client's store (package schedule), to create,
+// update, pause, resume and delete at runtime; schedworker.Runner fires them. A store whose
+// backend keeps no schedules is an error wrapping stead.ErrInvalid.
+func (c *Client) Schedules() (*schedule.Store, error) { return schedule.For(c.Store) }
