@@ -934,3 +934,66 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- transport_claim_held_groups, as 004_held_groups's, but a round that finds its groups shallower
+-- than the depth asks the next for as many groups as messages are still wanted. (Its own walks
+-- are transport_claim_held's, above, which keep waiting groups out.)
+CREATE OR REPLACE FUNCTION {schema}transport_claim_held_groups(
+    p_now timestamptz, p_min int, p_max int, p_depth int,
+    p_after_key timestamptz, p_after_group text, p_skip text[])
+RETURNS TABLE (r_group text, r_priority int, r_seq bigint, r_event text, r_key timestamptz)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    skip text[] := COALESCE(p_skip, '{}');
+    after_key timestamptz := p_after_key;
+    after_group text := p_after_group;
+    ids text[];
+    prios int[];
+    keys timestamptz[];
+    last_key timestamptz;
+    last_group text;
+    want int;
+    n int := 0;
+    got int;
+    shallow boolean := false;
+BEGIN
+    IF p_depth <= 1 THEN
+        RETURN QUERY SELECT c.r_group, c.r_priority, c.r_seq, c.r_event, c.r_key
+            FROM {schema}transport_claim_held(p_now, p_min, p_max, after_key, after_group, skip) c;
+        RETURN;
+    END IF;
+    LOOP
+        want := (p_max - n + p_depth - 1) / p_depth;
+        IF shallow THEN
+            want := p_max - n;
+        END IF;
+        SELECT array_agg(c.r_group), array_agg(c.r_priority), array_agg(c.r_key),
+            (array_agg(c.r_key ORDER BY c.r_key DESC, c.r_group DESC))[1],
+            (array_agg(c.r_group ORDER BY c.r_key DESC, c.r_group DESC))[1]
+        INTO ids, prios, keys, last_key, last_group
+        FROM {schema}transport_claim_held(p_now, p_min, want, after_key, after_group, skip) c;
+        EXIT WHEN ids IS NULL;
+        skip := skip || ids;
+        RETURN QUERY
+            SELECT g.grp, g.prio, x.seq, x.event, g.k
+            FROM unnest(ids, prios, keys) WITH ORDINALITY AS g(grp, prio, k, ord)
+            CROSS JOIN LATERAL (
+                SELECT m.seq, m.event FROM {schema}transport_messages m
+                WHERE m.group_id = g.grp ORDER BY m.seq LIMIT p_depth) x
+            ORDER BY g.ord, x.seq
+            LIMIT p_max - n;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        n := n + got;
+        EXIT WHEN n >= p_max OR cardinality(ids) < want;
+        -- Groups shallower than the depth (one event each, in a queue of independent jobs): the
+        -- next round asks for a group per message still wanted, instead of p_max / p_depth
+        -- groups a round, which took sixteen rounds to fill a batch of one-message groups.
+        IF got < cardinality(ids) * p_depth THEN
+            shallow := true;
+        END IF;
+        after_key := last_key;
+        after_group := last_group;
+    END LOOP;
+END
+$$;
