@@ -444,17 +444,7 @@ func (p *parser) schedules(n *yaml.Node) []*Schedule {
 					sc.Window = d
 				}
 			case "context":
-				var val any
-				if err := vv.Decode(&val); err != nil {
-					p.errf(vv, "context of schedule %q: %v", id, err)
-					return
-				}
-				raw, err := json.Marshal(val)
-				if err != nil {
-					p.errf(vv, "context of schedule %q is not JSON: %v", id, err)
-					return
-				}
-				sc.Context = raw
+				sc.Context = p.json(vv, fmt.Sprintf("context of schedule %q", id))
 			default:
 				p.errf(kk, "unknown key %q in schedule %q (want cron, zone, every, jitter, overlap, catch_up, window, context)", key, id)
 			}
@@ -624,17 +614,7 @@ func (p *parser) contextKeys(n *yaml.Node) []*ContextKey {
 			case "required":
 				ck.Required = p.boolean(vv)
 			case "default":
-				var val any
-				if err := vv.Decode(&val); err != nil {
-					p.errf(vv, "default of context key %q: %v", name, err)
-					return
-				}
-				raw, err := json.Marshal(val)
-				if err != nil {
-					p.errf(vv, "default of context key %q is not JSON: %v", name, err)
-					return
-				}
-				ck.Default = raw
+				ck.Default = p.json(vv, fmt.Sprintf("default of context key %q", name))
 			default:
 				p.errf(kk, "unknown key %q in context key %q (want type, default, required)", key, name)
 			}
@@ -642,4 +622,20 @@ func (p *parser) contextKeys(n *yaml.Node) []*ContextKey {
 		out = append(out, ck)
 	})
 	return out
+}
+
+// json is the YAML value n as JSON, or nil after reporting what (its name in the message) when n
+// holds what JSON cannot.
+func (p *parser) json(n *yaml.Node, what string) json.RawMessage {
+	var val any
+	if err := n.Decode(&val); err != nil {
+		p.errf(n, "%s: %v", what, err)
+		return nil
+	}
+	raw, err := json.Marshal(val)
+	if err != nil {
+		p.errf(n, "%s is not JSON: %v", what, err)
+		return nil
+	}
+	return raw
 }
