@@ -57,7 +57,7 @@ var scheduleStores = []struct {
 	}},
 }
 
-// tickAt is the tick of "tick" the seed fires: its first after seedAt.
+// tickAt is the tick of "tick" that newScheduleFixture fires: its first after seedAt.
 var tickAt = seedAt.Add(time.Minute)
 
 // newScheduleFixture is a console over st with three schedules: "nightly" (a cron expression in
