@@ -116,9 +116,7 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 		case "trace":
 			def.Trace = p.boolean(v)
 		case "version":
-			if v.Kind != yaml.ScalarNode || v.Decode(&def.Version) != nil {
-				p.errf(v, "version: expected a whole number, found %s", kindName(v))
-			}
+			p.whole(v, "version", &def.Version)
 		case "initial":
 			def.Initial = p.str(v)
 		case "states":
@@ -130,9 +128,7 @@ func parse(file, defaultID string, data []byte) (*Definition, error) {
 		case "context":
 			def.Context = p.contextKeys(v)
 		case "ttl":
-			if d, err := time.ParseDuration(p.str(v)); err != nil {
-				p.errf(v, "ttl %q is not a duration like 24h", v.Value)
-			} else {
+			if d, ok := p.duration(v, "ttl", "24h"); ok {
 				def.TTL = d
 			}
 		case "rearm_ttl":
@@ -396,12 +392,9 @@ func (p *parser) timeout(n *yaml.Node) *Timeout {
 			if s == "" {
 				return
 			}
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				p.errf(v, "timeout after %q is not a duration like 30s or 5m", s)
-				return
+			if d, ok := p.duration(v, "timeout after", "30s or 5m"); ok {
+				to.After = d
 			}
-			to.After = d
 		case "target", "guard", "actions", "internal":
 			p.transitionKey(&to.Transition, key, v)
 		default:
@@ -430,9 +423,8 @@ func (p *parser) schedules(n *yaml.Node) []*Schedule {
 			case "catch_up":
 				sc.CatchUp = p.str(vv)
 			case "every", "jitter", "window":
-				d, err := time.ParseDuration(p.str(vv))
-				if err != nil {
-					p.errf(vv, "schedule %s %q is not a duration like 30s or 5m", key, vv.Value)
+				d, ok := p.duration(vv, "schedule "+key, "30s or 5m")
+				if !ok {
 					return
 				}
 				switch key {
@@ -461,24 +453,14 @@ func (p *parser) limit(k, n *yaml.Node) *Limit {
 		switch key {
 		case "key":
 			l.Key = p.str(vv)
-		case "concurrency", "rate":
-			var x int
-			if vv.Kind != yaml.ScalarNode || vv.Decode(&x) != nil {
-				p.errf(vv, "limit %s: expected a whole number, found %s", key, kindName(vv))
-				return
-			}
-			if key == "rate" {
-				l.Rate = x
-			} else {
-				l.Concurrency = x
-			}
+		case "concurrency":
+			p.whole(vv, "limit concurrency", &l.Concurrency)
+		case "rate":
+			p.whole(vv, "limit rate", &l.Rate)
 		case "per":
-			d, err := time.ParseDuration(p.str(vv))
-			if err != nil {
-				p.errf(vv, "limit per %q is not a duration like 1s or 1m", vv.Value)
-				return
+			if d, ok := p.duration(vv, "limit per", "1s or 1m"); ok {
+				l.Per = d
 			}
-			l.Per = d
 		default:
 			p.errf(kk, "unknown key %q in limit (want key, concurrency, rate, per)", key)
 		}
@@ -520,13 +502,10 @@ func (p *parser) retry(k, v *yaml.Node) *Retry {
 	p.mapping(v, func(key string, kk, vv *yaml.Node) {
 		switch key {
 		case "attempts":
-			if vv.Kind != yaml.ScalarNode || vv.Decode(&r.Attempts) != nil {
-				p.errf(vv, "retry attempts: expected a whole number, found %s", kindName(vv))
-			}
+			p.whole(vv, "retry attempts", &r.Attempts)
 		case "backoff", "max":
-			d, err := time.ParseDuration(p.str(vv))
-			if err != nil {
-				p.errf(vv, "retry %s %q is not a duration like 1s or 5m", key, vv.Value)
+			d, ok := p.duration(vv, "retry "+key, "1s or 5m")
+			if !ok {
 				return
 			}
 			if key == "backoff" {
@@ -638,4 +617,22 @@ func (p *parser) json(n *yaml.Node, what string) json.RawMessage {
 		return nil
 	}
 	return raw
+}
+
+// duration reads n as a Go duration, and reports it (what names it, like gives examples) when it
+// is not one.
+func (p *parser) duration(n *yaml.Node, what, like string) (time.Duration, bool) {
+	d, err := time.ParseDuration(p.str(n))
+	if err != nil {
+		p.errf(n, "%s %q is not a duration like %s", what, n.Value, like)
+		return 0, false
+	}
+	return d, true
+}
+
+// whole reads n as a whole number into dst, and reports it (what names it) when it is not one.
+func (p *parser) whole(n *yaml.Node, what string, dst *int) {
+	if n.Kind != yaml.ScalarNode || n.Decode(dst) != nil {
+		p.errf(n, "%s: expected a whole number, found %s", what, kindName(n))
+	}
 }
