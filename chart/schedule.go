@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -57,10 +58,10 @@ func (v *validator) checkSchedules(scs []*Schedule) {
 		if sc.Every < 0 || sc.Jitter < 0 || sc.Window < 0 {
 			v.addf(sc.Pos, "", "schedule %q: durations must be positive", sc.ID)
 		}
-		if !oneOf(sc.Overlap, overlaps) {
+		if !slices.Contains(overlaps, sc.Overlap) {
 			v.addf(sc.Pos, "", "schedule %q: overlap %q is not one of skip, buffer_one, allow_all, cancel_previous", sc.ID, sc.Overlap)
 		}
-		if !oneOf(sc.CatchUp, catchUps) {
+		if !slices.Contains(catchUps, sc.CatchUp) {
 			v.addf(sc.Pos, "", "schedule %q: catch_up %q is not one of latest, all, none", sc.ID, sc.CatchUp)
 		}
 		if len(sc.Context) > 0 {
@@ -70,13 +71,4 @@ func (v *validator) checkSchedules(scs []*Schedule) {
 			}
 		}
 	}
-}
-
-func oneOf(s string, set []string) bool {
-	for _, x := range set {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }

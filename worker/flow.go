@@ -20,14 +20,7 @@ type defined interface {
 // a child's events reach it through its parent's steps, which hold their own places. The
 // transport remembers the key from the start on, so no later publish needs to name it.
 func flowOf(ms Machines, exe *stead.Execution) transport.Flow {
-	if exe.ParentID != "" {
-		return transport.Flow{}
-	}
-	d, ok := ms[exe.DefinitionID].(defined)
-	if !ok {
-		return transport.Flow{}
-	}
-	l := d.Definition().Limit
+	l := limitOf(ms, exe)
 	if l == nil {
 		return transport.Flow{}
 	}
@@ -35,6 +28,17 @@ func flowOf(ms Machines, exe *stead.Execution) transport.Flow {
 		Key:         l.FlowKey(exe.DefinitionID, exe.Context, exe.Attributes),
 		Concurrency: l.Concurrency, Rate: l.Rate, Per: l.Per,
 	}
+}
+
+// limitOf is the limit exe runs under, nil when none: only roots are limited.
+func limitOf(ms Machines, exe *stead.Execution) *chart.Limit {
+	if exe.ParentID != "" {
+		return nil
+	}
+	if d, ok := ms[exe.DefinitionID].(defined); ok {
+		return d.Definition().Limit
+	}
+	return nil
 }
 
 // limited reports whether ms runs any definition with a limit.
@@ -64,7 +68,7 @@ type forgetter struct {
 func (w *Worker) finished(ds []delivery) {
 	for _, d := range ds {
 		s := d.exe.Status
-		if (s == stead.StatusDone || s == stead.StatusCancelled) && flowOf(w.cfg.Machines, d.exe).Limited() {
+		if (s == stead.StatusDone || s == stead.StatusCancelled) && limitOf(w.cfg.Machines, d.exe) != nil {
 			w.forgets.mu.Lock()
 			w.forgets.groups = append(w.forgets.groups, d.exe.ID)
 			w.forgets.mu.Unlock()

@@ -52,7 +52,7 @@ func (fs *flows) remember(group string, f transport.Flow, now time.Time) {
 func (fs *flows) keyOf(group string) *flowKey { return fs.groups[group] }
 
 // due returns the keys that have groups waiting: a claim admits what their limits allow now.
-func (fs *flows) due(time.Time) []*flowKey {
+func (fs *flows) due() []*flowKey {
 	if len(fs.pending) == 0 {
 		return nil
 	}

@@ -131,7 +131,7 @@ func (b *backend) ClaimBatch(_ context.Context, worker string, visibility time.D
 	}
 	defer b.mu.Unlock()
 	now := b.now()
-	b.admit(b.flow.due(now), now)
+	b.admit(b.flow.due(), now)
 	token := transport.NewToken(worker)
 	until := now.Add(visibility)
 	var out []transport.Lease
