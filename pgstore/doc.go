@@ -46,7 +46,7 @@
 //     page 1,000 costs what page 1 does; ClaimOutbox and ClaimSpawns skip rows other claimers
 //     hold (FOR UPDATE SKIP LOCKED) and cost the same however long the backlog.
 //   - Count (stead.Counter) runs List's filter under GROUP BY definition_id, status, which the
-//     (definition_id, status) index of migrations/003_counts.sql answers in group order.
+//     (definition_id, status) index stead_executions_counts answers in group order.
 //
 // The functions plan their statements once per connection (a generic plan) and never scan a
 // table sequentially, and all but stead_commit_batch use neither hash nor merge joins: each

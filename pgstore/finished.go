@@ -19,7 +19,7 @@ import (
 // executions, to tell it apart in pg_stat_activity.
 const finishListenerName = "stead-store-listener"
 
-// finishHub hands the notifications of migration 007 (an execution finished) to the watchers of
+// finishHub hands the notifications of stead_notify_finished (an execution finished) to the watchers of
 // WatchFinished. Its listener starts with the first watch and runs until Close: a store that
 // nobody waits on holds no connection for it.
 type finishHub struct {
@@ -181,7 +181,7 @@ func (b *Backend) listenFinished(ctx context.Context) {
 
 // connectFinishListener connects with the pool's settings, finds the schema the executions table
 // is in (the search_path decides when the store has no schema of its own) and listens on that
-// schema's channel, named as migration 007 names it.
+// schema's channel, named as stead_notify_finished names it.
 func (b *Backend) connectFinishListener(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -211,7 +211,7 @@ func (b *Backend) connectFinishListener(ctx context.Context) (*pgx.Conn, error) 
 	return conn, nil
 }
 
-// finishChannel is the NOTIFY channel of migration 007 for the schema holding the table.
+// finishChannel is the NOTIFY channel of stead_notify_finished for the schema holding the table.
 func finishChannel(schema string) string {
 	name := "stead_finished." + schema
 	if len(name) > 63 {

@@ -25,7 +25,7 @@ const (
 		FROM {schema}stead_load_for_events($1::text[], $2::text[])`
 
 	// sqlLoadForEventsOnce is sqlLoadForEvents for refs that repeat an execution: its record
-	// comes with the ref marked first ($3) only (migration 006).
+	// comes with the ref marked first ($3) only (stead_load_for_events_once).
 	sqlLoadForEventsOnce = `SELECT r_ord, r_data, r_processed
 		FROM {schema}stead_load_for_events_once($1::text[], $2::text[], $3::boolean[])`
 
@@ -101,7 +101,7 @@ const (
 		$21::text[], $22::int[], $23::text[], $24::timestamptz[], $25::int[], $26::text[], $27::bigint)`
 
 	// sqlRequireCommitted aborts the transaction unless the commit queued before it won
-	// (QueueCommitGuarded, migration 004).
+	// (QueueCommitGuarded, stead_require_committed).
 	sqlRequireCommitted = `SELECT {schema}stead_require_committed($1::text, $2::bigint)`
 
 	// sqlCommitAlso finishes the writes that carry further processed events
@@ -110,7 +110,7 @@ const (
 	// one plus one) to its own ($5: one more per further event), and records its events ($3 and
 	// $4, each naming its write by position). A write won if this transaction wrote its row at
 	// that version: the row's xmin is the transaction's own id, the commit functions running no
-	// subtransactions (migration 004). It returns the positions of the writes it found won, which
+	// subtransactions (see stead_require_committed). It returns the positions of the writes it found won, which
 	// the caller checks against the commit's own answer (a savepoint of the caller's would hide a
 	// win).
 	sqlCommitAlso = `WITH w AS (

@@ -31,6 +31,16 @@ CREATE TABLE {schema}stead_executions (
 -- Keyset listing: each filter walks an index in id order and stops after one page.
 CREATE INDEX stead_executions_definition ON {schema}stead_executions (definition_id, id);
 CREATE INDEX stead_executions_status ON {schema}stead_executions (status, id);
+-- Listing by finish time (the retention sweep, an operator's "finished before"): the finished
+-- roots in id order with their finish time, so that a page of finished roots walks this index
+-- from the cursor on and tests the finish time in the index, without visiting the rows it skips.
+-- An execution enters it once, when it finishes; the commits of a running execution change none
+-- of its columns, so they stay HOT updates.
+CREATE INDEX stead_executions_finished_roots ON {schema}stead_executions (id, finished_at)
+    WHERE parent_id IS NULL AND finished_at IS NOT NULL;
+-- Counting a listing by definition and status (Count, the console's totals): one index holding
+-- both columns, so that the GROUP BY can be an index-only scan in group order.
+CREATE INDEX stead_executions_counts ON {schema}stead_executions (definition_id, status);
 
 -- The transactional outbox. lease_until is set by a claim; a row whose lease is NULL or over is
 -- claimable. No index covers lease_until, so claiming (an UPDATE of lease_until only) stays a
@@ -68,7 +78,11 @@ CREATE TABLE {schema}stead_spawns (
     child_id    text NOT NULL,
     root_path   text NOT NULL,
     context     text,
-    lease_until timestamptz
+    lease_until timestamptz,
+    -- The trace context of the spawn intent (stead.Spawn.Trace): the start event of a child
+    -- that a relay creates after a crash carries it, so that the child joins its parent's trace
+    -- as it does when the committing worker creates it. Empty for none, as Event.Trace.
+    trace       text NOT NULL DEFAULT ''
 );
 CREATE INDEX stead_spawns_parent ON {schema}stead_spawns (parent_id, seq);
 
@@ -137,6 +151,7 @@ CREATE FUNCTION {schema}stead_commit_bundle(
     p_finished_at timestamptz, p_data text, p_old bigint, p_event text,
     p_emit_targets text[], p_emit_events text[],
     p_spawn_children text[], p_spawn_root_paths text[], p_spawn_contexts text[],
+    p_spawn_traces text[],
     p_arm_paths text[], p_arm_fire_at timestamptz[], p_disarm_paths text[],
     p_trace text, p_trace_cap bigint)
 RETURNS bigint[] LANGUAGE plpgsql
@@ -182,10 +197,10 @@ BEGIN
         SELECT array_agg(seq ORDER BY seq) INTO v_seqs FROM ins;
     END IF;
     IF cardinality(p_spawn_children) > 0 THEN
-        INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context)
-        SELECT p_id, s.child_id, s.root_path, s.context
-        FROM unnest(p_spawn_children, p_spawn_root_paths, p_spawn_contexts) WITH ORDINALITY
-            AS s(child_id, root_path, context, n)
+        INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context, trace)
+        SELECT p_id, s.child_id, s.root_path, s.context, s.trace
+        FROM unnest(p_spawn_children, p_spawn_root_paths, p_spawn_contexts, p_spawn_traces)
+            WITH ORDINALITY AS s(child_id, root_path, context, trace, n)
         ORDER BY s.n;
     END IF;
     IF cardinality(p_arm_paths) > 0 THEN
@@ -230,7 +245,7 @@ CREATE FUNCTION {schema}stead_commit_batch(
     p_events text[], p_traces text[],
     p_emit_items int[], p_emit_targets text[], p_emit_events text[],
     p_spawn_items int[], p_spawn_children text[], p_spawn_root_paths text[],
-    p_spawn_contexts text[],
+    p_spawn_contexts text[], p_spawn_traces text[],
     p_arm_items int[], p_arm_paths text[], p_arm_fire_at timestamptz[],
     p_disarm_items int[], p_disarm_paths text[],
     p_trace_cap bigint)
@@ -283,10 +298,11 @@ BEGIN
         ORDER BY m.n
         RETURNING seq, source_id
     ), spawns AS (
-        INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context)
-        SELECT w.id, s.child_id, s.root_path, s.context
-        FROM unnest(p_spawn_items, p_spawn_children, p_spawn_root_paths, p_spawn_contexts)
-            WITH ORDINALITY AS s(item, child_id, root_path, context, n)
+        INSERT INTO {schema}stead_spawns (parent_id, child_id, root_path, context, trace)
+        SELECT w.id, s.child_id, s.root_path, s.context, s.trace
+        FROM unnest(p_spawn_items, p_spawn_children, p_spawn_root_paths, p_spawn_contexts,
+            p_spawn_traces)
+            WITH ORDINALITY AS s(item, child_id, root_path, context, trace, n)
         JOIN won w ON w.ord = s.item
         ORDER BY s.n
     ), arm AS (
@@ -349,3 +365,115 @@ BEGIN
     ORDER BY r.ord;
 END
 $$;
+
+-- stead_require_committed raises serialization_failure (SQLSTATE 40001) unless this transaction
+-- wrote version p_version of execution p_id: the commit queued before it won its
+-- compare-and-swap. A caller that pipelines a step's commit, the acknowledgement of its message
+-- and COMMIT in one round trip queues it right after the commit: on a lost compare-and-swap it
+-- aborts the transaction, so that the statements behind it are skipped and the COMMIT rolls
+-- back, instead of acknowledging a message whose step did not land. The row's xmin is the
+-- transaction that wrote this version of it; the store's commit functions run no
+-- subtransactions, so it is the caller's own transaction id when the commit won.
+CREATE FUNCTION {schema}stead_require_committed(p_id text, p_version bigint)
+RETURNS boolean LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+BEGIN
+    PERFORM 1 FROM {schema}stead_executions e
+    WHERE e.id = p_id AND e.version = p_version AND e.xmin = pg_current_xact_id()::xid;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
+            MESSAGE = format('stead: the commit of %s at version %s was lost', p_id, p_version);
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- stead_load_for_events_once is stead_load_for_events for a worker that asks for several events
+-- of one execution (a chain of its queued events): the record is read and sent for the first ref
+-- of each execution only (p_first), and the later refs of it get NULL data and their own
+-- processed answer, which the caller pairs with the first ref's record. The rows come from one
+-- statement, so every ref of an execution sees the same version of it. The marker is joined by
+-- the ref's execution id, so that a later ref needs no read of the execution row; a missing
+-- execution has no markers (a purge deletes them with it), and the caller reports its refs as
+-- not processed in any case.
+CREATE FUNCTION {schema}stead_load_for_events_once(p_ids text[], p_events text[], p_first boolean[])
+RETURNS TABLE (r_ord bigint, r_data text, r_processed boolean)
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+BEGIN
+    RETURN QUERY
+    SELECT r.ord, e.data, p.event_id IS NOT NULL
+    FROM unnest(p_ids, p_events, p_first) WITH ORDINALITY AS r(id, event_id, first, ord)
+    LEFT JOIN {schema}stead_executions e ON r.first AND e.id = r.id
+    LEFT JOIN {schema}stead_processed_events p ON p.execution_id = r.id AND p.event_id = r.event_id
+    ORDER BY r.ord;
+END
+$$;
+
+-- stead_notify_finished tells the waiters of worker.Client.Wait that an execution finished: when
+-- a row is inserted finished, or its status becomes done, failed or cancelled, it notifies the
+-- channel of the table's schema with the execution's id. PostgreSQL sends the notification when
+-- the transaction commits, and never for one that rolls back, so a waiter never hears of a finish
+-- that did not happen. The triggers' WHEN clauses keep every other commit free of the call; one
+-- notification per finished execution is the whole cost.
+CREATE FUNCTION {schema}stead_notify_finished() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    channel text := 'stead_finished.' || TG_TABLE_SCHEMA;
+BEGIN
+    IF octet_length(channel) > 63 THEN -- a channel is an identifier: at most 63 bytes
+        channel := 'stead_finished.' || md5(TG_TABLE_SCHEMA);
+    END IF;
+    PERFORM pg_notify(channel, NEW.id);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER stead_executions_finished_insert AFTER INSERT ON {schema}stead_executions
+FOR EACH ROW WHEN (NEW.status IN ('done', 'failed', 'cancelled'))
+EXECUTE FUNCTION {schema}stead_notify_finished();
+
+CREATE TRIGGER stead_executions_finished_update AFTER UPDATE OF status ON {schema}stead_executions
+FOR EACH ROW WHEN (NEW.status IN ('done', 'failed', 'cancelled') AND OLD.status IS DISTINCT FROM NEW.status)
+EXECUTE FUNCTION {schema}stead_notify_finished();
+
+-- Execution attributes (stead.Execution.Attributes): one narrow row per attribute, written in
+-- the commit's transaction by the statement sent behind the commit function (sqlCommitAttrs).
+-- kind is stead.AttrKind (1 string, 2 int, 3 time, 4 bool); a string is in s, every other kind
+-- in n (an integer, unix microseconds, 0 or 1), so that one index serves the three numeric
+-- kinds. The two partial indexes answer a condition by key and value and hold the execution id,
+-- so a filter or a count reads them alone (an index-only scan); stead_attributes_execution finds
+-- an execution's set, which a commit replaces and a purge deletes. It is no primary key on
+-- (execution_id, key): the commit that replaces a set holds the execution's row lock, so no two
+-- writers interleave, and an index of the id alone is deduplicated by PostgreSQL (an
+-- execution's few rows share one entry), about a third of the size. Strings use the "C"
+-- collation: they compare byte-wise, as Go compares them. No foreign key, like the other tables
+-- of the store.
+CREATE TABLE {schema}stead_attributes (
+    execution_id text COLLATE "C" NOT NULL,
+    key          text COLLATE "C" NOT NULL,
+    kind         smallint NOT NULL,
+    s            text COLLATE "C",
+    n            bigint
+);
+CREATE INDEX stead_attributes_execution ON {schema}stead_attributes (execution_id);
+CREATE INDEX stead_attributes_n ON {schema}stead_attributes (key, kind, n, execution_id) WHERE n IS NOT NULL;
+CREATE INDEX stead_attributes_s ON {schema}stead_attributes (key, s, execution_id) WHERE s IS NOT NULL;
+
+-- Schedules (package schedule): the configuration is one json document, kept as written, that
+-- the store never reads; the columns are what runners query and swap. A runner's claim is a
+-- compare-and-swap on next_tick (UPDATE ... WHERE next_tick = $from), which is what makes a tick
+-- fire once however many processes run. The partial index answers "what is due" for unpaused
+-- schedules only.
+CREATE TABLE {schema}stead_schedules (
+    id                text COLLATE "C" PRIMARY KEY,
+    data              json        NOT NULL,
+    paused            boolean     NOT NULL,
+    next_tick         timestamptz NOT NULL,
+    last_tick         timestamptz,
+    last_execution_id text        NOT NULL,
+    version           bigint      NOT NULL,
+    updated_at        timestamptz NOT NULL
+);
+CREATE INDEX stead_schedules_due ON {schema}stead_schedules (next_tick) WHERE NOT paused;

@@ -20,6 +20,19 @@ CREATE TABLE stead_executions (
 -- Keyset listing: each filter has an index that yields ids in order from the cursor on.
 CREATE INDEX stead_executions_definition ON stead_executions (definition_id, id);
 CREATE INDEX stead_executions_status ON stead_executions (status, id);
+-- Listing by finish time (the retention sweep, an operator's "finished before"): the finished
+-- roots in id order with their finish time, so that a page of finished roots walks this index
+-- from the cursor on and tests the finish time without reading the rows it skips. Only roots
+-- that finished are in it, and an execution enters it once, when it finishes: the commits of a
+-- running execution never touch it (the store writes parent_id and finished_at only when they
+-- change, like definition_id and status).
+CREATE INDEX stead_executions_finished_roots ON stead_executions (id, finished_at)
+    WHERE parent_id = '' AND finished_at IS NOT NULL;
+-- Counting a listing by definition and status (Count, the console's totals): one index holding
+-- both columns, so that the GROUP BY walks it in group order and reads no row. The store writes
+-- definition_id and status only when they change, so a step that keeps its status never
+-- touches it.
+CREATE INDEX stead_executions_counts ON stead_executions (definition_id, status);
 
 -- Rows owned by one execution go with it: ON DELETE CASCADE makes a purge complete even if a
 -- later migration adds a table, and the foreign key refuses rows for an execution that is gone.
@@ -68,9 +81,47 @@ CREATE TABLE stead_spawns (
     child_id    TEXT    NOT NULL,
     root_path   TEXT    NOT NULL,
     context     BLOB,
-    lease_until INTEGER
+    lease_until INTEGER,
+    -- The trace context of the spawn intent (stead.Spawn.Trace): the start event of a child that
+    -- a relay creates after a crash carries it, so that the child joins its parent's trace as it
+    -- does when the committing worker creates it. Empty for none, as Event.Trace.
+    trace       TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX stead_spawns_parent ON stead_spawns (parent_id, seq);
+
+-- Execution attributes (stead.Execution.Attributes): one narrow row per attribute, written in
+-- the commit that sets them. kind is stead.AttrKind (1 string, 2 int, 3 time, 4 bool); a string
+-- is in s, every other kind in n (an integer, unix microseconds, 0 or 1), so that one index
+-- serves the three numeric kinds. The primary key is the execution's set, which a commit
+-- replaces and a purge deletes; the two partial indexes answer conditions by key and value and
+-- yield execution ids. Strings compare byte-wise (BINARY), as Go compares them.
+CREATE TABLE stead_attributes (
+    execution_id TEXT    NOT NULL REFERENCES stead_executions (id) ON DELETE CASCADE,
+    key          TEXT    NOT NULL,
+    kind         INTEGER NOT NULL,
+    s            TEXT,
+    n            INTEGER,
+    PRIMARY KEY (execution_id, key)
+) WITHOUT ROWID;
+CREATE INDEX stead_attributes_n ON stead_attributes (key, kind, n) WHERE n IS NOT NULL;
+CREATE INDEX stead_attributes_s ON stead_attributes (key, s) WHERE s IS NOT NULL;
+
+-- Schedules (package schedule): the configuration is one JSON document the store never reads;
+-- the columns are what runners query and swap. next_tick is unix microseconds; a runner's claim
+-- is a compare-and-swap on it (UPDATE ... WHERE next_tick = ?), which is what makes a tick fire
+-- once however many processes run. The partial index answers "what is due" for unpaused
+-- schedules only.
+CREATE TABLE stead_schedules (
+    id                TEXT    PRIMARY KEY,
+    data              TEXT    NOT NULL,
+    paused            INTEGER NOT NULL,
+    next_tick         INTEGER NOT NULL,
+    last_tick         INTEGER,
+    last_execution_id TEXT    NOT NULL,
+    version           INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX stead_schedules_due ON stead_schedules (next_tick) WHERE paused = 0;
 
 -- Secrets of the store, made once with the schema: 'cursor' signs listing cursors (a keyed MAC),
 -- so that a cursor is refused unless this database produced it.

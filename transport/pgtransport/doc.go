@@ -82,16 +82,16 @@
 // open transaction that is creating or deleting one of its groups, or that locked one it found
 // created meanwhile: a publish creates a group, an ack of a group's last message deletes it, and
 // ClaimBatch deletes an empty group it meets (a held claim frees it instead). A
-// publish creates or locks the groups it did not find in one statement in id order (migration
-// 005_publish_order), so two publishes do not deadlock, and steps that claim, publish to each
-// other's groups and ack in shared transactions do not deadlock in the ordinary order (claim,
-// publish once, ack last). A transaction that publishes twice, or acks before it publishes, can:
+// publish creates or locks the groups it did not find in one statement in id order (the lock
+// protocol in migrations/001_init.sql), so two publishes do not deadlock, and steps that claim,
+// publish to each other's groups and ack in shared transactions do not deadlock in the ordinary
+// order (claim, publish once, ack last). A transaction that publishes twice, or acks before it publishes, can:
 // then PostgreSQL aborts one transaction, which gets an error matching stead.ErrConflict; roll
 // back and retry the step.
 //
 // # Flows
 //
-// The Backend is a transport.Limiter (migration 006_flow): a keyed group (Outgoing.Flow, or the
+// The Backend is a transport.Limiter (Flows in migrations/001_init.sql): a keyed group (Outgoing.Flow, or the
 // key its first keyed publish left in transport_flow_groups) is created waiting, its row's
 // locked_by set to the empty string and lease_until to infinity, which no claim takes, and out of
 // the round-robin indexes; admitting it clears both and keeps its place in the round-robin. A key's

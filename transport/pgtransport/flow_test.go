@@ -2,7 +2,6 @@ package pgtransport_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -563,40 +562,4 @@ func TestFlowCrossKeyStepsDoNotDeadlock(t *testing.T) {
 	}
 	flowState(t, tr, "a", 0, 0)
 	flowState(t, tr, "b", 0, 0)
-}
-
-// TestPublishOfThePreviousVersion checks the publish signature that processes of the previous
-// schema version call during a rolling upgrade: it still publishes, and a group it creates takes
-// its remembered key.
-func TestPublishOfThePreviousVersion(t *testing.T) {
-	t.Parallel()
-	tr := open(t, pgdbtest.Schema(t))
-	defer tr.Close()
-	b := backendOf(tr)
-	ctx := context.Background()
-	one := transport.Flow{Key: "k", Concurrency: 1}
-	publishFlow(t, tr, "G", "g1", one)
-	ev, err := json.Marshal(event("h1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	publish := func(group string) {
-		t.Helper()
-		if _, err := b.Pool().Exec(ctx, "SELECT "+pgx.Identifier{b.Schema(), "transport_publish"}.Sanitize()+
-			"($1::text[], $2::text[], $3::int[], $4::text)", []string{group}, []string{string(ev)}, []int32{0}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	publish("H")
-	ls := claimIDs(t, tr, 10, "g1", "h1") // H names no key: unlimited
-	publishFlow(t, tr, "J", "j0", one)
-	flowState(t, tr, "k", 1, 1) // G holds k's place: J waits
-	ackAll(t, tr, ls)           // G goes, J is admitted
-	ev, err = json.Marshal(event("g2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	publish("G") // G is created again, with its remembered key, behind J
-	flowState(t, tr, "k", 1, 1)
-	claimIDs(t, tr, 10, "j0")
 }

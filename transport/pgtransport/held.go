@@ -34,8 +34,8 @@ import (
 // do without the token fence that the row lock makes redundant; queueFencedAck and queueFencedNack would
 // change nothing, as no token holds the group. Leases neither acked nor nacked stay queued, in
 // order, and their group is free when the transaction ends. A message published into a held
-// group meanwhile never comes back ahead of one published before it (see migration
-// 004_held_groups).
+// group meanwhile never comes back ahead of one published before it (see
+// transport_claim_held_groups).
 func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max, depth int, held []string) ([]transport.Lease, error) {
 	if b.closed.Load() {
 		return nil, errClosed

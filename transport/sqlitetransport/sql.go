@@ -2,7 +2,7 @@ package sqlitetransport
 
 // Every statement the transport sends, named after the method that sends it. stmts.go prepares
 // each under its name; TestStatementsPairedByName checks the pairing. The schema is in
-// migrations/ (001_init.sql, and 002_flows.sql for flows).
+// migrations/001_init.sql.
 
 // tx: every operation is one transaction that takes the write lock first.
 const (

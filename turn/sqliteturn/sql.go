@@ -101,7 +101,7 @@ const interactionColumns = `interaction, status, resolved_at, resolved_option_id
 const sqlLoadInteraction = `
 SELECT ` + interactionColumns + ` FROM turn_interactions WHERE account_id = ?1 AND interaction_id = ?2`
 
-// The cards a turn created or answered: each half walks an index of its own (migration 003; the
+// The cards a turn created or answered: each half walks an index of its own (turn_interactions_by_*_turn; the
 // creating turn lives in the card's document), and the union keeps a card that is both once.
 const sqlInteractionsForTurn = `
 SELECT ` + interactionColumns + ` FROM turn_interactions

@@ -12,6 +12,10 @@ CREATE TABLE IF NOT EXISTS {schema}turn_conversations (
     metadata        jsonb       NOT NULL DEFAULT 'null'::jsonb,
     PRIMARY KEY (account_id, conversation_id)
 );
+-- ListConversations reads an account's newest conversations: this index hands them over in
+-- creation order, so the read costs the page, not the account's whole history.
+CREATE INDEX IF NOT EXISTS turn_conversations_by_created
+    ON {schema}turn_conversations (account_id, created_at, conversation_id);
 
 CREATE TABLE IF NOT EXISTS {schema}turn_turns (
     account_id      text        NOT NULL,
@@ -82,6 +86,13 @@ CREATE INDEX IF NOT EXISTS turn_interactions_by_case
 CREATE INDEX IF NOT EXISTS turn_interactions_due
     ON {schema}turn_interactions (expires_at)
     WHERE status = 'active' AND expires_at IS NOT NULL;
+-- InteractionsForTurn finds the cards a turn created or answered. The creating turn is part of
+-- the card's document, never rewritten, so it is indexed as an expression rather than copied into
+-- a column; the answering turn has a column, set only once a card is answered.
+CREATE INDEX IF NOT EXISTS turn_interactions_by_created_turn
+    ON {schema}turn_interactions (account_id, (interaction->>'created_by_turn'));
+CREATE INDEX IF NOT EXISTS turn_interactions_by_resolving_turn
+    ON {schema}turn_interactions (account_id, resolved_by_turn) WHERE resolved_by_turn IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS {schema}turn_journal (
     account_id        text        NOT NULL,

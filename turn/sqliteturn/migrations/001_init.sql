@@ -15,6 +15,9 @@ CREATE TABLE turn_conversations (
     metadata        TEXT    NOT NULL DEFAULT 'null',
     PRIMARY KEY (account_id, conversation_id)
 ) STRICT, WITHOUT ROWID;
+-- ListConversations reads an account's newest conversations: this index hands them over in
+-- creation order, so the read costs the page, not the account's whole history.
+CREATE INDEX turn_conversations_by_created ON turn_conversations (account_id, created_at, conversation_id);
 
 CREATE TABLE turn_turns (
     account_id      TEXT    NOT NULL,
@@ -82,6 +85,13 @@ CREATE INDEX turn_interactions_by_case
 -- The expiry sweep crosses tenants, so this is the one interaction index not led by account.
 CREATE INDEX turn_interactions_due ON turn_interactions (expires_at)
     WHERE status = 'active' AND expires_at IS NOT NULL;
+-- InteractionsForTurn finds the cards a turn created or answered. The creating turn is part of
+-- the card's document, never rewritten, so it is indexed as an expression rather than copied into
+-- a column; the answering turn has a column, set only once a card is answered.
+CREATE INDEX turn_interactions_by_created_turn
+    ON turn_interactions (account_id, json_extract(interaction, '$.created_by_turn'));
+CREATE INDEX turn_interactions_by_resolving_turn
+    ON turn_interactions (account_id, resolved_by_turn) WHERE resolved_by_turn IS NOT NULL;
 
 CREATE TABLE turn_journal (
     account_id        TEXT    NOT NULL,
