@@ -29,9 +29,6 @@ func (t *Transport) CanExtend() bool {
 // visibility (at most MaxVisibility), fenced by their tokens, and returns how many were still
 // held (see Extender). The caller's leases are left as they were: their Until is not updated.
 func (t *Transport) Extend(ctx context.Context, ls []Lease, visibility time.Duration) (int, error) {
-	if t.closed.Load() {
-		return 0, errClosed
-	}
 	x, ok := t.b.(Extender)
 	if !ok {
 		return 0, fmt.Errorf("transport: extend: %w", errors.ErrUnsupported)
@@ -39,9 +36,10 @@ func (t *Transport) Extend(ctx context.Context, ls []Lease, visibility time.Dura
 	if err := CheckExtend(ls, visibility); err != nil {
 		return 0, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return 0, err
 	}
+	defer t.leave()
 	if len(ls) == 0 {
 		return 0, nil
 	}

@@ -94,15 +94,13 @@ func (t *Transport) CanLimit() bool {
 // backend without flows it checks its input and does nothing, since no group can have a key
 // there.
 func (t *Transport) Forget(ctx context.Context, groups []string) error {
-	if t.closed.Load() {
-		return errClosed
-	}
 	if err := CheckForget(groups); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return err
 	}
+	defer t.leave()
 	l, ok := t.b.(Limiter)
 	if !ok || len(groups) == 0 {
 		return nil
@@ -113,15 +111,13 @@ func (t *Transport) Forget(ctx context.Context, groups []string) error {
 // FlowState reads the limits and counts of a key (a valid id): see Limiter. On a backend without
 // flows it returns an error wrapping errors.ErrUnsupported.
 func (t *Transport) FlowState(ctx context.Context, key string) (FlowState, error) {
-	if t.closed.Load() {
-		return FlowState{}, errClosed
-	}
 	if err := check.ID("flow key", key); err != nil {
 		return FlowState{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return FlowState{}, err
 	}
+	defer t.leave()
 	l, ok := t.b.(Limiter)
 	if !ok {
 		return FlowState{}, fmt.Errorf("transport: flow state: %w", errors.ErrUnsupported)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/steadhq/stead"
@@ -58,17 +58,46 @@ type Outgoing struct {
 // Errors wrap the stead sentinels: bad input is ErrInvalid (nothing written), a closed
 // transport ErrClosed, an unreachable or busy backend ErrUnavailable (nothing written), a lost
 // connection mid-write ErrTimeout (the write may have landed). A call whose context is already
-// done returns the context's error and reaches nothing.
+// done returns the context's error and reaches nothing. Close waits for the calls in flight.
 //
 // Times in what a Transport returns are in UTC at microsecond precision, and empty event data is
 // nil, whatever the backend.
 type Transport struct {
-	b      Backend
-	closed atomic.Bool
+	b Backend
+	// mu is held for reading by every call in flight and for writing by Close, which so closes
+	// the backend only once they are done; closed is written under it.
+	mu     sync.RWMutex
+	closed bool
+	// stop is cancelled when Close begins: it ends the Waits in flight, which would otherwise
+	// hold Close until something became claimable.
+	stop   context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a Transport in front of b, which it owns: Close closes b.
-func New(b Backend) *Transport { return &Transport{b: b} }
+func New(b Backend) *Transport {
+	stop, cancel := context.WithCancel(context.Background())
+	return &Transport{b: b, stop: stop, cancel: cancel}
+}
+
+// enter admits a call: it refuses one on a closed transport or with a context that is already
+// done, so that no backend has to. A nil error holds t.mu for reading: the caller defers
+// t.leave. A method that enters must not call another that does (a waiting Close would
+// deadlock the second RLock).
+func (t *Transport) enter(ctx context.Context) error {
+	t.mu.RLock()
+	if t.closed {
+		t.mu.RUnlock()
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		t.mu.RUnlock()
+		return err
+	}
+	return nil
+}
+
+func (t *Transport) leave() { t.mu.RUnlock() }
 
 // Backend returns the backend behind t, for backend-specific features reached by a type
 // assertion (pgtransport's methods that run inside the caller's transaction). Calls made on it
@@ -88,9 +117,6 @@ func (t *Transport) Publish(ctx context.Context, group string, ev stead.Event, p
 // PublishBatch publishes every message (at most MaxBatch) in one write, all or nothing. Messages
 // of one group keep their order in the slice.
 func (t *Transport) PublishBatch(ctx context.Context, msgs []Outgoing) error {
-	if t.closed.Load() {
-		return errClosed
-	}
 	prepared, err := PreparePublish(msgs)
 	if err != nil {
 		return err
@@ -102,9 +128,10 @@ func (t *Transport) PublishBatch(ctx context.Context, msgs []Outgoing) error {
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return err
 	}
+	defer t.leave()
 	if len(prepared) == 0 {
 		return nil
 	}
@@ -131,15 +158,13 @@ func (t *Transport) Claim(ctx context.Context, worker string, visibility time.Du
 // ClaimBatch is Claim for up to max messages (1..MaxBatch) at once, at most one per group. It
 // returns an empty slice when nothing is claimable.
 func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility time.Duration, minPriority, max int) ([]Lease, error) {
-	if t.closed.Load() {
-		return nil, errClosed
-	}
 	if err := CheckClaim(worker, visibility, minPriority, max); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return nil, err
 	}
+	defer t.leave()
 	ls, err := t.b.ClaimBatch(ctx, worker, visibility, minPriority, max)
 	if err != nil {
 		return nil, err
@@ -157,9 +182,6 @@ func (t *Transport) ClaimBatch(ctx context.Context, worker string, visibility ti
 // waiting. A lease that ended still acks if no one claimed the group since; one whose group was
 // claimed again (stale) changes nothing and is not an error.
 func (t *Transport) Ack(ctx context.Context, l *Lease) error {
-	if t.closed.Load() {
-		return errClosed
-	}
 	if err := checkLease(l); err != nil {
 		return err
 	}
@@ -168,15 +190,13 @@ func (t *Transport) Ack(ctx context.Context, l *Lease) error {
 
 // AckBatch acks many leases (at most MaxBatch) in one write.
 func (t *Transport) AckBatch(ctx context.Context, ls []Lease) error {
-	if t.closed.Load() {
-		return errClosed
-	}
 	if err := CheckAck(ls); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return err
 	}
+	defer t.leave()
 	if len(ls) == 0 {
 		return nil
 	}
@@ -187,15 +207,13 @@ func (t *Transport) AckBatch(ctx context.Context, ls []Lease) error {
 // with a positive delay (at most MaxVisibility) the group is parked (nothing of it is claimable)
 // until the delay has passed. A stale lease changes nothing and is not an error.
 func (t *Transport) Nack(ctx context.Context, l *Lease, delay time.Duration) error {
-	if t.closed.Load() {
-		return errClosed
-	}
 	if err := CheckNack(l, delay); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return err
 	}
+	defer t.leave()
 	return t.b.Nack(ctx, l, delay)
 }
 
@@ -204,20 +222,30 @@ func (t *Transport) Nack(ctx context.Context, l *Lease, delay time.Duration) err
 // return early: callers claim, and wait again when nothing came. Close ends it with an error
 // wrapping ErrClosed.
 func (t *Transport) Wait(ctx context.Context) error {
-	if t.closed.Load() {
-		return errClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := t.enter(ctx); err != nil {
 		return err
 	}
-	return t.b.Wait(ctx)
+	defer t.leave()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(t.stop, cancel)()
+	err := t.b.Wait(ctx)
+	if t.stop.Err() != nil {
+		return errClosed
+	}
+	return err
 }
 
-// Close closes the backend, once. Calls after Close return an error wrapping ErrClosed without
-// reaching the backend; a second Close returns nil.
+// Close ends the Waits in flight, waits for the other calls in flight to return, and closes the
+// backend, once. Calls after Close return an error wrapping ErrClosed without reaching the
+// backend; a second Close returns nil.
 func (t *Transport) Close() error {
-	if t.closed.Swap(true) {
+	t.cancel()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
 		return nil
 	}
+	t.closed = true
 	return t.b.Close()
 }
