@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 // Values cross the boundary in these shapes:
@@ -16,17 +16,11 @@ import (
 //   - documents as jsonb (an empty document as JSON null), returned compacted;
 //   - times as timestamptz, read back in UTC; a zero time.Time means "absent" and is NULL;
 //   - revisions as bigint with a CHECK (>= 0) that catches writers other than this package.
-
-// doc returns the jsonb parameter of a document: JSON null when it is empty. Documents, like
-// every parameter here, are bound in a form that needs no type information from the server
-// (text, with the column or an explicit cast giving the type), so the same statements work with
-// pgx's cached statements and with the unnamed ones PgBouncer mode uses.
-func doc(raw json.RawMessage) string {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "null"
-	}
-	return string(raw)
-}
+//
+// Every parameter is bound in a form that needs no type information from the server (text, with
+// the column or an explicit cast giving the type; documents through codec.Doc), so the same
+// statements work with pgx's cached statements and with the unnamed ones PgBouncer mode uses. The
+// encodings both SQL backends share are in turn/internal/codec.
 
 // idTexts binds ids as text, for a parameter cast to uuid[] in the statement.
 func idTexts(ids []turn.ID) []string {
@@ -50,28 +44,6 @@ func readDoc(b []byte) json.RawMessage {
 	return json.RawMessage(out.Bytes())
 }
 
-// marshal encodes a document this package owns (a record, an outcome, an invalidation).
-func marshal(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", turn.InvalidRecord("cannot encode %T: %v", v, err)
-	}
-	return string(b), nil
-}
-
-// unmarshal decodes a stored document this package wrote; a document that does not decode is
-// corrupt data, not bad input.
-func unmarshal(b []byte, v any, what string) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return corrupt("%s does not decode: %v", what, err)
-	}
-	return nil
-}
-
-func corrupt(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{turn.ErrCorrupt}, args...)...)
-}
-
 // nullTime binds the zero time as NULL.
 func nullTime(t time.Time) any {
 	if t.IsZero() {
@@ -88,14 +60,6 @@ func utc(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// nullText binds "" as NULL.
-func nullText(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func text(s *string) string {
 	if s == nil {
 		return ""
@@ -103,59 +67,12 @@ func text(s *string) string {
 	return *s
 }
 
-// nullID binds the zero id as NULL.
-func nullID(id turn.ID) any {
-	if id.IsZero() {
-		return nil
-	}
-	return id
-}
-
-func readRevision(v int64, field string) (turn.Revision, error) {
-	if v < 0 {
-		return 0, corrupt("stored %s is negative (%d)", field, v)
-	}
-	return turn.Revision(v), nil
-}
-
-func interactionStatus(s string) (turn.InteractionStatus, error) {
-	v := turn.InteractionStatus(s)
-	if !v.Valid() {
-		return "", corrupt("unknown interaction status %q", s)
-	}
-	return v, nil
-}
-
-func phase(s string) (turn.Phase, error) {
-	v := turn.Phase(s)
-	if !v.Valid() {
-		return "", corrupt("unknown turn phase %q", s)
-	}
-	return v, nil
-}
-
-func journalStatus(s string) (turn.JournalStatus, error) {
-	v := turn.JournalStatus(s)
-	if !v.Valid() {
-		return "", corrupt("unknown journal status %q", s)
-	}
-	return v, nil
-}
-
-func outboxStatus(s string) (turn.OutboxStatus, error) {
-	v := turn.OutboxStatus(s)
-	if !v.Valid() {
-		return "", corrupt("unknown outbox status %q", s)
-	}
-	return v, nil
-}
-
 // scanOne scans the single row of a lookup into dest: no row is ErrNotFound for what id, and a
 // driver error is classified.
 func scanOne(row pgx.Row, what string, id any, dest ...any) error {
 	err := row.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound(what, id)
+		return codec.NotFound(what, id)
 	}
 	return classify(err)
 }

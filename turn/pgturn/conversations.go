@@ -2,18 +2,12 @@ package pgturn
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
-
-func notFound(what string, id any) error { return fmt.Errorf("%w: %s %v", turn.ErrNotFound, what, id) }
-
-func conflict(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{turn.ErrConflict}, args...)...)
-}
 
 func (s *Backend) loadConversation(ctx context.Context, q querier, account string, id turn.ID) (turn.Conversation, error) {
 	c := turn.Conversation{ID: id, AccountID: account}
@@ -43,25 +37,25 @@ func (s *Backend) listConversations(ctx context.Context, q querier, account stri
 }
 
 func (s *Backend) createConversationStep(c turn.Conversation) step {
-	return execStep("", s.sql(sqlCreateConversation), []any{c.AccountID, c.ID, c.CreatedAt, doc(c.Metadata)}, nil)
+	return execStep("", s.sql(sqlCreateConversation), []any{c.AccountID, c.ID, c.CreatedAt, codec.Doc(c.Metadata)}, nil)
 }
 
 func (s *Backend) appendUserTurnStep(u turn.UserTurn, at time.Time) (step, error) {
-	input, err := marshal(u.Input)
+	input, err := codec.Marshal(u.Input)
 	if err != nil {
 		return step{}, err
 	}
 	args := []any{u.AccountID(), u.Input.TurnID, u.Input.ConversationID, u.ReceivedAt, input, at}
 	return execStep("", s.sql(sqlAppendUserTurn), args, func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() == 0 {
-			return notFound("conversation", u.Input.ConversationID)
+			return codec.NotFound("conversation", u.Input.ConversationID)
 		}
 		return nil
 	}), nil
 }
 
 func (s *Backend) appendAssistantTurnStep(account string, a turn.AssistantTurn) (step, error) {
-	body, err := marshal(a)
+	body, err := codec.Marshal(a)
 	if err != nil {
 		return step{}, err
 	}
@@ -76,11 +70,11 @@ func (s *Backend) appendAssistantTurnStep(account string, a turn.AssistantTurn) 
 			case answered:
 				return nil
 			case conv == nil:
-				return notFound("turn", a.TurnID)
+				return codec.NotFound("turn", a.TurnID)
 			case *conv != a.ConversationID:
 				return turn.IdentityMismatch("assistant turn %s names conversation %s, the user turn %s", a.TurnID, a.ConversationID, *conv)
 			}
-			return conflict("turn %s already has its assistant turn", a.TurnID)
+			return codec.Conflict("turn %s already has its assistant turn", a.TurnID)
 		}}, nil
 }
 
@@ -96,18 +90,18 @@ func (r *turnRow) dest() []any { return []any{&r.user, &r.received, &r.assistant
 
 func (r *turnRow) turn() (turn.Turn, error) {
 	var t turn.Turn
-	if err := unmarshal(r.user, &t.User.Input, "user turn"); err != nil {
+	if err := codec.Unmarshal(r.user, &t.User.Input, "user turn"); err != nil {
 		return t, err
 	}
 	t.User.ReceivedAt = utc(r.received)
 	if r.assistant != nil {
 		t.Assistant = new(turn.AssistantTurn)
-		if err := unmarshal(r.assistant, t.Assistant, "assistant turn"); err != nil {
+		if err := codec.Unmarshal(r.assistant, t.Assistant, "assistant turn"); err != nil {
 			return t, err
 		}
 	}
 	var err error
-	t.Phase, err = phase(text(r.phase))
+	t.Phase, err = codec.Phase(text(r.phase))
 	return t, err
 }
 
@@ -146,7 +140,7 @@ func (s *Backend) loadRecentTurns(ctx context.Context, q querier, account string
 		return nil, classify(err)
 	}
 	if !seen {
-		return nil, notFound("conversation", conv)
+		return nil, codec.NotFound("conversation", conv)
 	}
 	return out, nil
 }
@@ -159,7 +153,7 @@ func (s *Backend) turnPhase(ctx context.Context, q querier, account string, id t
 	}
 	m.UpdatedAt = m.UpdatedAt.UTC()
 	var err error
-	m.Phase, err = phase(ph)
+	m.Phase, err = codec.Phase(ph)
 	return m, err
 }
 
@@ -173,7 +167,7 @@ func (s *Backend) phaseStep(what, account string, id turn.ID, p turn.Phase, at t
 				return err
 			}
 			if !moved {
-				return conflict("turn %s is in a terminal phase", id)
+				return codec.Conflict("turn %s is in a terminal phase", id)
 			}
 			if out != nil {
 				*out = m
@@ -196,7 +190,7 @@ func (r *markerRow) marker() (turn.PhaseMarker, error) {
 	m := r.m
 	m.UpdatedAt = m.UpdatedAt.UTC()
 	var err error
-	m.Phase, err = phase(r.phase)
+	m.Phase, err = codec.Phase(r.phase)
 	return m, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type eventRow struct {
@@ -26,11 +27,11 @@ func (r *eventRow) dest() []any {
 func (r *eventRow) event() (turn.Event, error) {
 	e := r.e
 	var err error
-	if e.CaseRevision, err = readRevision(r.rev, "case revision"); err != nil {
+	if e.CaseRevision, err = codec.Revision(r.rev, "case revision"); err != nil {
 		return e, err
 	}
 	if e.Sequence <= 0 {
-		return e, corrupt("event %s has sequence %d", e.EventID, e.Sequence)
+		return e, codec.Corrupt("event %s has sequence %d", e.EventID, e.Sequence)
 	}
 	e.Payload, e.OccurredAt = readDoc(r.payload), e.OccurredAt.UTC()
 	if e.Redaction, err = redaction(r.redactedAt, r.authority); err != nil {
@@ -45,7 +46,7 @@ func redaction(at *time.Time, authority *string) (*turn.Redaction, error) {
 	case at == nil && authority == nil:
 		return nil, nil
 	case at == nil || authority == nil:
-		return nil, corrupt("half a redaction record")
+		return nil, codec.Corrupt("half a redaction record")
 	}
 	return &turn.Redaction{RedactedAt: at.UTC(), Authority: *authority}, nil
 }
@@ -67,7 +68,7 @@ func (s *Backend) appendStep(what string, b turn.EventBatch, ids *[]turn.ID) ste
 	payloads := make([]string, len(b.Events))
 	occurred := make([]time.Time, len(b.Events))
 	for i, e := range b.Events {
-		batchIDs[i], texts[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventID.String(), e.EventType, doc(e.Payload), e.OccurredAt
+		batchIDs[i], texts[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventID.String(), e.EventType, codec.Doc(e.Payload), e.OccurredAt
 	}
 	args := []any{b.AccountID, b.CaseKey.Workflow, b.CaseKey.CaseID, int64(b.Revision), b.CommandID, texts, types, payloads, occurred}
 	return execStep(what, s.sql(sqlAppendEvents), args, func(pgconn.CommandTag) error {
@@ -139,7 +140,7 @@ func (s *Backend) redactStep(account string, id turn.ID, authority string, at ti
 			return err
 		}
 		if red == nil {
-			return corrupt("event %s was redacted without a record", id)
+			return codec.Corrupt("event %s was redacted without a record", id)
 		}
 		*out = *red
 		return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type interactionRow struct {
@@ -29,12 +30,12 @@ func (r *interactionRow) dest() []any {
 
 func (r *interactionRow) record() (turn.InteractionRecord, error) {
 	var rec turn.InteractionRecord
-	if err := unmarshal(r.doc, &rec.Interaction, "interaction"); err != nil {
+	if err := codec.Unmarshal(r.doc, &rec.Interaction, "interaction"); err != nil {
 		return rec, err
 	}
 	it := &rec.Interaction
 	var err error
-	if it.Status, err = interactionStatus(r.status); err != nil {
+	if it.Status, err = codec.InteractionStatus(r.status); err != nil {
 		return rec, err
 	}
 	it.ResolvedAt, it.ResolvedOptionID = utc(r.resolvedAt), text(r.optionID)
@@ -51,7 +52,7 @@ func (r *interactionRow) record() (turn.InteractionRecord, error) {
 	rec.FailureCode = text(r.failureCode)
 	if r.invalidation != nil {
 		rec.Invalidation = new(turn.Invalidation)
-		if err := unmarshal(r.invalidation, rec.Invalidation, "invalidation"); err != nil {
+		if err := codec.Unmarshal(r.invalidation, rec.Invalidation, "invalidation"); err != nil {
 			return rec, err
 		}
 		rec.Invalidation.At = rec.Invalidation.At.UTC()
@@ -93,7 +94,7 @@ func (s *Backend) blockingAnsweredAt(ctx context.Context, q querier, account str
 // case is first invalidated as superseded by the new card; the ids it invalidated go to
 // *superseded.
 func (s *Backend) insertStep(what string, it turn.Interaction, replace bool, at time.Time, superseded *[]turn.ID) (step, error) {
-	body, err := marshal(it)
+	body, err := codec.Marshal(it)
 	if err != nil {
 		return step{}, err
 	}
@@ -103,7 +104,7 @@ func (s *Backend) insertStep(what string, it turn.Interaction, replace bool, at 
 	if !replace || !it.Blocking {
 		return execStep(what, s.sql(sqlInsertInteraction), args, nil), nil
 	}
-	inv, err := marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
+	inv, err := codec.Marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
 	if err != nil {
 		return step{}, err
 	}
@@ -123,7 +124,7 @@ func (s *Backend) insertStep(what string, it turn.Interaction, replace bool, at 
 // beginStep accepts an answer into *out: active -> resolving, recording the option, the turn and
 // when. Only an active card can start resolving, so any other expected status is a conflict.
 func (s *Backend) beginStep(account string, id turn.ID, expected turn.InteractionStatus, option string, by turn.ID, at time.Time, out *turn.InteractionRecord) step {
-	args := []any{account, id, nullText(option), at, nullID(by), expected == turn.InteractionActive}
+	args := []any{account, id, codec.NullText(option), at, codec.NullID(by), expected == turn.InteractionActive}
 	return step{sql: s.sql(sqlBeginResolution), args: args, read: func(r results) error {
 		var begun bool
 		var row interactionRow
@@ -135,7 +136,7 @@ func (s *Backend) beginStep(account string, id turn.ID, expected turn.Interactio
 			return err
 		}
 		if !begun {
-			return conflict("interaction %s is %q; expected %q, and only active cards begin resolving", id, rec.Interaction.Status, expected)
+			return codec.Conflict("interaction %s is %q; expected %q, and only active cards begin resolving", id, rec.Interaction.Status, expected)
 		}
 		*out = rec
 		return nil
@@ -170,7 +171,7 @@ func (s *Backend) finishStep(what, account string, id turn.ID, o turn.Resolution
 			return err
 		}
 		if !settled && !o.Matches(rec) {
-			return conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
+			return codec.Conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
 		}
 		if out != nil {
 			*out = rec
@@ -184,7 +185,7 @@ func (s *Backend) finishStep(what, account string, id turn.ID, o turn.Resolution
 // on the row locks and agree on which of them retired a card: the second finds it no longer
 // active.
 func (s *Backend) invalidateStep(what, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time, retired *[]turn.ID) (step, error) {
-	inv, err := marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
+	inv, err := codec.Marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
 	if err != nil {
 		return step{}, err
 	}
@@ -194,7 +195,7 @@ func (s *Backend) invalidateStep(what, account string, key turn.CaseKey, rev tur
 // invalidateCardsStep is the operator's path: every active card of the case, whatever its
 // revision or independence.
 func (s *Backend) invalidateCardsStep(account string, key turn.CaseKey, reason turn.InvalidationReason, at time.Time, retired *[]turn.ID) (step, error) {
-	inv, err := marshal(turn.Invalidation{Reason: reason, At: at})
+	inv, err := codec.Marshal(turn.Invalidation{Reason: reason, At: at})
 	if err != nil {
 		return step{}, err
 	}

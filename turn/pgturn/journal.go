@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type journalRow struct {
@@ -29,16 +30,16 @@ func (r *journalRow) dest() []any {
 func (r *journalRow) entry() (turn.JournalEntry, error) {
 	e := r.e
 	var err error
-	if e.CaseRef.ExpectedRevision, err = readRevision(r.rev, "expected revision"); err != nil {
+	if e.CaseRef.ExpectedRevision, err = codec.Revision(r.rev, "expected revision"); err != nil {
 		return e, err
 	}
-	if e.Status, err = journalStatus(r.status); err != nil {
+	if e.Status, err = codec.JournalStatus(r.status); err != nil {
 		return e, err
 	}
 	e.CommandPayload, e.Origin = readDoc(r.payload), readDoc(r.origin)
 	if r.result != nil {
 		e.Result = new(turn.JournalOutcome)
-		if err := unmarshal(r.result, e.Result, "journal outcome"); err != nil {
+		if err := codec.Unmarshal(r.result, e.Result, "journal outcome"); err != nil {
 			return e, err
 		}
 	}
@@ -71,7 +72,7 @@ func (s *Backend) commandsForTurn(ctx context.Context, q querier, account string
 // either: *raced is set, and the caller re-reads by key once the (empty) transaction is over.
 func (s *Backend) admitStep(e turn.JournalEntry, out *turn.Admission, raced *bool) step {
 	args := []any{e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID, e.CaseRef.Workflow, e.CaseRef.CaseID,
-		int64(e.CaseRef.ExpectedRevision), e.CommandType, doc(e.CommandPayload), doc(e.Origin), string(e.Status), e.CreatedAt}
+		int64(e.CaseRef.ExpectedRevision), e.CommandType, codec.Doc(e.CommandPayload), codec.Doc(e.Origin), string(e.Status), e.CreatedAt}
 	return step{sql: s.sql(sqlBeginCommand), args: args, read: func(r results) error {
 		err := scanAdmission(r.QueryRow(), out)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -106,7 +107,7 @@ func (s *Backend) readAdmission(ctx context.Context, q querier, e turn.JournalEn
 	var a turn.Admission
 	err := scanAdmission(q.QueryRow(ctx, s.sql(sqlBeginCommandReread), e.AccountID, e.IdempotencyKey), &a)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, corrupt("command key of %s was taken and then vanished", e.CommandID)
+		return a, codec.Corrupt("command key of %s was taken and then vanished", e.CommandID)
 	}
 	return a, err
 }
@@ -123,23 +124,23 @@ func (s *Backend) markExecutingStep(account string, id turn.ID) step {
 		case moved:
 			return nil
 		case st == nil:
-			return notFound("command", id)
+			return codec.NotFound("command", id)
 		}
-		status, err := journalStatus(*st)
+		status, err := codec.JournalStatus(*st)
 		if err != nil {
 			return err
 		}
 		if status == turn.JournalExecuting {
 			return nil
 		}
-		return conflict("command %s is %q and cannot start executing", id, status)
+		return codec.Conflict("command %s is %q and cannot start executing", id, status)
 	}}
 }
 
 // completeStep records the outcome. Recording the same outcome again is an accepted repeat.
 func (s *Backend) completeStep(what, account string, id turn.ID, o turn.JournalOutcome, at time.Time) (step, error) {
 	target := o.Status()
-	result, err := marshal(o)
+	result, err := codec.Marshal(o)
 	if err != nil {
 		return step{}, err
 	}
@@ -159,19 +160,19 @@ func (s *Backend) completeStep(what, account string, id turn.ID, o turn.JournalO
 			if moved {
 				return nil
 			}
-			status, err := journalStatus(st)
+			status, err := codec.JournalStatus(st)
 			if err != nil {
 				return err
 			}
 			if status == target && prior != nil {
 				var p turn.JournalOutcome
-				if err := unmarshal(prior, &p, "journal outcome"); err != nil {
+				if err := codec.Unmarshal(prior, &p, "journal outcome"); err != nil {
 					return err
 				}
 				if p.Equal(o) {
 					return nil // the same outcome, recorded again: a retry
 				}
 			}
-			return conflict("command %s is %q and cannot record %q", id, status, o.Kind)
+			return codec.Conflict("command %s is %q and cannot record %q", id, status, o.Kind)
 		}}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type outboxRow struct {
@@ -33,11 +34,11 @@ func (r *outboxRow) record() (turn.OutboxRecord, error) {
 	rec := turn.OutboxRecord{Entry: r.e, LastFailure: text(r.lastFailure), RemoteRef: text(r.remoteRef)}
 	e := &rec.Entry
 	var err error
-	if e.Status, err = outboxStatus(r.status); err != nil {
+	if e.Status, err = codec.OutboxStatus(r.status); err != nil {
 		return rec, err
 	}
 	if r.attempts < 0 {
-		return rec, corrupt("outbox %s has attempt count %d", e.OutboxID, r.attempts)
+		return rec, codec.Corrupt("outbox %s has attempt count %d", e.OutboxID, r.attempts)
 	}
 	e.AttemptCount, e.Payload = int(r.attempts), readDoc(r.payload)
 	e.NextAttemptAt, e.CreatedAt, e.CompletedAt = utc(r.nextAttempt), e.CreatedAt.UTC(), utc(r.completed)
@@ -64,7 +65,7 @@ func (s *Backend) outboxForCommand(ctx context.Context, q querier, cmd turn.ID) 
 }
 
 func (s *Backend) enqueueStep(what string, e turn.OutboxEntry) step {
-	args := []any{e.OutboxID, e.CommandID, e.Destination, doc(e.Payload), e.IdempotencyKey, int32(e.AttemptCount),
+	args := []any{e.OutboxID, e.CommandID, e.Destination, codec.Doc(e.Payload), e.IdempotencyKey, int32(e.AttemptCount),
 		nullTime(e.NextAttemptAt), e.CreatedAt}
 	return execStep(what, s.sql(sqlEnqueue), args, nil)
 }
@@ -103,16 +104,16 @@ func (s *Backend) settleStep(id turn.ID, accepted turn.OutboxStatus, sql string,
 			return nil
 		}
 		if st == nil {
-			return notFound("outbox", id)
+			return codec.NotFound("outbox", id)
 		}
-		status, err := outboxStatus(*st)
+		status, err := codec.OutboxStatus(*st)
 		if err != nil {
 			return err
 		}
 		if accepted != "" && status == accepted {
 			return nil
 		}
-		return conflict("outbox %s is %q", id, status)
+		return codec.Conflict("outbox %s is %q", id, status)
 	}}
 }
 
@@ -132,7 +133,7 @@ func (s *Backend) rescheduleStep(id turn.ID, next time.Time) step {
 }
 
 func (s *Backend) markOutcomeUnknownStep(id turn.ID, remoteRef string) step {
-	return s.settleStep(id, "", sqlMarkOutcomeUnknown, nullText(remoteRef))
+	return s.settleStep(id, "", sqlMarkOutcomeUnknown, codec.NullText(remoteRef))
 }
 
 func (s *Backend) releaseStep(before time.Time, out *[]turn.ID) step {

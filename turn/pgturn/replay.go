@@ -5,10 +5,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 func (s *Backend) replayStep(what string, r turn.ReplayRecord) (step, error) {
-	body, err := marshal(r)
+	body, err := codec.Marshal(r)
 	if err != nil {
 		return step{}, err
 	}
@@ -18,11 +19,11 @@ func (s *Backend) replayStep(what string, r turn.ReplayRecord) (step, error) {
 
 func readReplay(body []byte) (turn.ReplayRecord, error) {
 	var r turn.ReplayRecord
-	if err := unmarshal(body, &r, "replay record"); err != nil {
+	if err := codec.Unmarshal(body, &r, "replay record"); err != nil {
 		return r, err
 	}
 	if !r.Phase.Valid() {
-		return r, corrupt("replay record of turn %s has unknown phase %q", r.TurnID, r.Phase)
+		return r, codec.Corrupt("replay record of turn %s has unknown phase %q", r.TurnID, r.Phase)
 	}
 	r.RecordedAt = r.RecordedAt.UTC()
 	if r.Details != nil {

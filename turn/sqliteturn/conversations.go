@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 // Every method receives arguments the checked front has validated and normalised (see
@@ -55,14 +56,14 @@ func (s *Backend) ListConversations(ctx context.Context, account string, limit i
 // CreateConversation implements turn.ConversationWriter.
 func (s *Backend) CreateConversation(ctx context.Context, c turn.Conversation) error {
 	return s.write(ctx, func(q querier) error {
-		_, err := q.ExecContext(bg, sqlCreateConversation, c.AccountID, c.ID, micros(c.CreatedAt), doc(c.Metadata))
+		_, err := q.ExecContext(bg, sqlCreateConversation, c.AccountID, c.ID, micros(c.CreatedAt), codec.Doc(c.Metadata))
 		return classify(err)
 	})
 }
 
 // AppendUserTurn implements turn.ConversationWriter.
 func (s *Backend) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
-	input, err := marshal(t.Input)
+	input, err := codec.Marshal(t.Input)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (s *Backend) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 			return err
 		}
 		if n == 0 {
-			return notFound("conversation", t.Input.ConversationID)
+			return codec.NotFound("conversation", t.Input.ConversationID)
 		}
 		_, err = q.ExecContext(bg, sqlAppendUserTurnPhase, t.AccountID(), t.Input.TurnID, t.Input.ConversationID, micros(at))
 		return classify(err)
@@ -83,7 +84,7 @@ func (s *Backend) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 
 // AppendAssistantTurn implements turn.ConversationWriter.
 func (s *Backend) AppendAssistantTurn(ctx context.Context, account string, a turn.AssistantTurn) error {
-	body, err := marshal(a)
+	body, err := codec.Marshal(a)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func (s *Backend) AppendAssistantTurn(ctx context.Context, account string, a tur
 		if conv != a.ConversationID {
 			return turn.IdentityMismatch("assistant turn %s names conversation %s, the user turn %s", a.TurnID, a.ConversationID, conv)
 		}
-		return conflict("turn %s already has its assistant turn", a.TurnID)
+		return codec.Conflict("turn %s already has its assistant turn", a.TurnID)
 	})
 }
 
@@ -113,18 +114,18 @@ func (r *turnRow) dest() []any { return []any{&r.user, &r.received, &r.assistant
 
 func (r *turnRow) turn() (turn.Turn, error) {
 	var t turn.Turn
-	if err := unmarshal(r.user.String, &t.User.Input, "user turn"); err != nil {
+	if err := codec.Unmarshal(r.user.String, &t.User.Input, "user turn"); err != nil {
 		return t, err
 	}
 	t.User.ReceivedAt = fromMicros(r.received)
 	if r.assistant.Valid {
 		t.Assistant = new(turn.AssistantTurn)
-		if err := unmarshal(r.assistant.String, t.Assistant, "assistant turn"); err != nil {
+		if err := codec.Unmarshal(r.assistant.String, t.Assistant, "assistant turn"); err != nil {
 			return t, err
 		}
 	}
 	var err error
-	t.Phase, err = phase(r.phase.String)
+	t.Phase, err = codec.Phase(r.phase.String)
 	return t, err
 }
 
@@ -168,7 +169,7 @@ func (s *Backend) LoadRecentTurns(ctx context.Context, account string, conv turn
 			return nil, classify(err)
 		}
 		if !seen {
-			return nil, notFound("conversation", conv)
+			return nil, codec.NotFound("conversation", conv)
 		}
 		return out, nil
 	})
@@ -185,7 +186,7 @@ func (s *Backend) TurnPhase(ctx context.Context, account string, id turn.ID) (tu
 		}
 		m.UpdatedAt = fromMicros(updated)
 		var err error
-		m.Phase, err = phase(ph)
+		m.Phase, err = codec.Phase(ph)
 		return m, err
 	})
 }
@@ -211,9 +212,9 @@ func (s *Backend) setPhase(q querier, account string, id turn.ID, p turn.Phase, 
 		return m, classify(err)
 	}
 	if !exists {
-		return m, notFound("turn", id)
+		return m, codec.NotFound("turn", id)
 	}
-	return m, conflict("turn %s is in a terminal phase", id)
+	return m, codec.Conflict("turn %s is in a terminal phase", id)
 }
 
 // markerRow is a phase marker as listed, its phase still a label.
@@ -231,7 +232,7 @@ func (r *markerRow) marker() (turn.PhaseMarker, error) {
 	m := r.m
 	m.UpdatedAt = fromMicros(r.updated)
 	var err error
-	m.Phase, err = phase(r.phase)
+	m.Phase, err = codec.Phase(r.phase)
 	return m, err
 }
 

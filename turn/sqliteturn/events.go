@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type eventRow struct {
@@ -27,11 +28,11 @@ func (r *eventRow) dest() []any {
 func (r *eventRow) event() (turn.Event, error) {
 	e := r.e
 	var err error
-	if e.CaseRevision, err = readRevision(r.rev, "case revision"); err != nil {
+	if e.CaseRevision, err = codec.Revision(r.rev, "case revision"); err != nil {
 		return e, err
 	}
 	if e.Sequence <= 0 {
-		return e, corrupt("event %s has sequence %d", e.EventID, e.Sequence)
+		return e, codec.Corrupt("event %s has sequence %d", e.EventID, e.Sequence)
 	}
 	e.Payload, e.OccurredAt = readDoc(sql.NullString{String: r.payload, Valid: true}), time.UnixMicro(r.occurred).UTC()
 	if e.Redaction, err = redaction(r.redactedAt, r.authority); err != nil {
@@ -46,7 +47,7 @@ func redaction(at sql.NullInt64, authority sql.NullString) (*turn.Redaction, err
 	case !at.Valid && !authority.Valid:
 		return nil, nil
 	case !at.Valid || !authority.Valid:
-		return nil, corrupt("half a redaction record")
+		return nil, codec.Corrupt("half a redaction record")
 	}
 	return &turn.Redaction{RedactedAt: fromMicros(at), Authority: authority.String}, nil
 }
@@ -68,7 +69,7 @@ func (s *Backend) appendEvents(q querier, b turn.EventBatch) ([]turn.ID, error) 
 	ids := make([]turn.ID, len(b.Events))
 	for i, e := range b.Events {
 		if _, err := q.ExecContext(bg, sqlAppendEvents, b.AccountID, e.EventID, b.CaseKey.Workflow, b.CaseKey.CaseID,
-			int64(b.Revision), b.CommandID, e.EventType, doc(e.Payload), micros(e.OccurredAt)); err != nil {
+			int64(b.Revision), b.CommandID, e.EventType, codec.Doc(e.Payload), micros(e.OccurredAt)); err != nil {
 			return nil, classify(err)
 		}
 		ids[i] = e.EventID
@@ -144,7 +145,7 @@ func (s *Backend) RedactPayload(ctx context.Context, account string, id turn.ID,
 		var by sql.NullString
 		err := q.QueryRowContext(bg, sqlRedactPayload, account, id, authority, micros(at)).Scan(&redactedAt, &by)
 		if errors.Is(err, sql.ErrNoRows) {
-			return turn.Redaction{}, notFound("event", id)
+			return turn.Redaction{}, codec.NotFound("event", id)
 		}
 		if err != nil {
 			return turn.Redaction{}, classify(err)
@@ -154,7 +155,7 @@ func (s *Backend) RedactPayload(ctx context.Context, account string, id turn.ID,
 			return turn.Redaction{}, err
 		}
 		if red == nil {
-			return turn.Redaction{}, corrupt("event %s was redacted without a record", id)
+			return turn.Redaction{}, codec.Corrupt("event %s was redacted without a record", id)
 		}
 		return *red, nil
 	})

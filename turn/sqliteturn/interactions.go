@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type interactionRow struct {
@@ -32,12 +33,12 @@ func (r *interactionRow) dest() []any {
 // record overlays the lifecycle columns on the card as created.
 func (r *interactionRow) record() (turn.InteractionRecord, error) {
 	var rec turn.InteractionRecord
-	if err := unmarshal(r.doc, &rec.Interaction, "interaction"); err != nil {
+	if err := codec.Unmarshal(r.doc, &rec.Interaction, "interaction"); err != nil {
 		return rec, err
 	}
 	it := &rec.Interaction
 	var err error
-	if it.Status, err = interactionStatus(r.status); err != nil {
+	if it.Status, err = codec.InteractionStatus(r.status); err != nil {
 		return rec, err
 	}
 	it.ResolvedAt, it.ResolvedOptionID = fromMicros(r.resolvedAt), r.optionID.String
@@ -47,11 +48,11 @@ func (r *interactionRow) record() (turn.InteractionRecord, error) {
 	}
 	if r.resolvedBy.Valid {
 		if rec.ResolvedByTurn, err = turn.ParseID(r.resolvedBy.String); err != nil {
-			return rec, corrupt("interaction resolved by a malformed turn id")
+			return rec, codec.Corrupt("interaction resolved by a malformed turn id")
 		}
 	}
 	var ids []turn.ID
-	if err := unmarshal(r.eventIDs, &ids, "resolution event ids"); err != nil {
+	if err := codec.Unmarshal(r.eventIDs, &ids, "resolution event ids"); err != nil {
 		return rec, err
 	}
 	if len(ids) > 0 {
@@ -60,7 +61,7 @@ func (r *interactionRow) record() (turn.InteractionRecord, error) {
 	rec.FailureCode = r.failureCode.String
 	if r.invalidation.Valid {
 		rec.Invalidation = new(turn.Invalidation)
-		if err := unmarshal(r.invalidation.String, rec.Invalidation, "invalidation"); err != nil {
+		if err := codec.Unmarshal(r.invalidation.String, rec.Invalidation, "invalidation"); err != nil {
 			return rec, err
 		}
 		rec.Invalidation.At = rec.Invalidation.At.UTC()
@@ -134,13 +135,13 @@ func (s *Backend) InsertReplacingBlocking(ctx context.Context, it turn.Interacti
 // blocking occupant of the same case is first invalidated as superseded by the new card, so it
 // leaves the slot before the new card meets the blocking index.
 func (s *Backend) insert(q querier, it turn.Interaction, replace bool, at time.Time) ([]turn.ID, error) {
-	body, err := marshal(it)
+	body, err := codec.Marshal(it)
 	if err != nil {
 		return nil, err
 	}
 	superseded := []turn.ID{}
 	if replace && it.Blocking {
-		inv, err := marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
+		inv, err := codec.Marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +167,7 @@ func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.I
 	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
 		if expected == turn.InteractionActive {
 			var r interactionRow
-			err := q.QueryRowContext(bg, sqlBeginResolution, account, id, nullText(optionID), micros(at), nullID(resolvedBy)).Scan(r.dest()...)
+			err := q.QueryRowContext(bg, sqlBeginResolution, account, id, codec.NullText(optionID), micros(at), codec.NullID(resolvedBy)).Scan(r.dest()...)
 			if err == nil {
 				return r.record()
 			}
@@ -178,7 +179,7 @@ func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.I
 		if err != nil {
 			return rec, err
 		}
-		return turn.InteractionRecord{}, conflict("interaction %s is %q; expected %q, and only active cards begin resolving",
+		return turn.InteractionRecord{}, codec.Conflict("interaction %s is %q; expected %q, and only active cards begin resolving",
 			id, rec.Interaction.Status, expected)
 	})
 }
@@ -212,7 +213,7 @@ func (s *Backend) finish(q querier, account string, id turn.ID, o turn.Resolutio
 		return rec, err
 	}
 	if n == 0 && !o.Matches(rec) {
-		return turn.InteractionRecord{}, conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
+		return turn.InteractionRecord{}, codec.Conflict("interaction %s is %q and cannot settle as %q", id, rec.Interaction.Status, o.Kind)
 	}
 	return rec, nil
 }
@@ -225,7 +226,7 @@ func (s *Backend) InvalidateForCase(ctx context.Context, account string, key tur
 
 // invalidate retires the case's active cards bound to a revision other than rev.
 func (s *Backend) invalidate(q querier, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
-	inv, err := marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
+	inv, err := codec.Marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +236,7 @@ func (s *Backend) invalidate(q querier, account string, key turn.CaseKey, rev tu
 // InvalidateCaseCards implements turn.InteractionWriter: the operator's path, every active card
 // of the case whatever its revision or independence.
 func (s *Backend) InvalidateCaseCards(ctx context.Context, account string, key turn.CaseKey, reason turn.InvalidationReason) ([]turn.ID, error) {
-	inv, err := marshal(turn.Invalidation{Reason: reason, At: s.now()})
+	inv, err := codec.Marshal(turn.Invalidation{Reason: reason, At: s.now()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type journalRow struct {
@@ -28,16 +29,16 @@ func (r *journalRow) dest() []any {
 func (r *journalRow) entry() (turn.JournalEntry, error) {
 	e := r.e
 	var err error
-	if e.CaseRef.ExpectedRevision, err = readRevision(r.rev, "expected revision"); err != nil {
+	if e.CaseRef.ExpectedRevision, err = codec.Revision(r.rev, "expected revision"); err != nil {
 		return e, err
 	}
-	if e.Status, err = journalStatus(r.status); err != nil {
+	if e.Status, err = codec.JournalStatus(r.status); err != nil {
 		return e, err
 	}
 	e.CommandPayload, e.Origin = readDoc(sql.NullString{String: r.payload, Valid: true}), readDoc(sql.NullString{String: r.origin, Valid: true})
 	if r.result.Valid {
 		e.Result = new(turn.JournalOutcome)
-		if err := unmarshal(r.result.String, e.Result, "journal outcome"); err != nil {
+		if err := codec.Unmarshal(r.result.String, e.Result, "journal outcome"); err != nil {
 			return e, err
 		}
 	}
@@ -90,7 +91,7 @@ func (s *Backend) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.A
 		}
 		_, err = q.ExecContext(bg, sqlBeginCommandInsert, e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
 			e.CaseRef.Workflow, e.CaseRef.CaseID, int64(e.CaseRef.ExpectedRevision), e.CommandType,
-			doc(e.CommandPayload), doc(e.Origin), string(e.Status), micros(e.CreatedAt))
+			codec.Doc(e.CommandPayload), codec.Doc(e.Origin), string(e.Status), micros(e.CreatedAt))
 		if err != nil {
 			return turn.Admission{}, classify(err)
 		}
@@ -109,14 +110,14 @@ func (s *Backend) MarkExecuting(ctx context.Context, account string, id turn.ID)
 		if err := scanOne(q.QueryRowContext(bg, sqlMarkExecutingStatus, account, id), "command", id, &st); err != nil {
 			return err
 		}
-		status, err := journalStatus(st)
+		status, err := codec.JournalStatus(st)
 		if err != nil {
 			return err
 		}
 		if status == turn.JournalExecuting {
 			return nil
 		}
-		return conflict("command %s is %q and cannot start executing", id, status)
+		return codec.Conflict("command %s is %q and cannot start executing", id, status)
 	})
 }
 
@@ -129,11 +130,11 @@ func (s *Backend) CompleteCommand(ctx context.Context, account string, id turn.I
 // complete records the outcome. Recording the same outcome again is an accepted repeat.
 func (s *Backend) complete(q querier, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
 	target := o.Status()
-	result, err := marshal(o)
+	result, err := codec.Marshal(o)
 	if err != nil {
 		return err
 	}
-	sources, err := marshal(target.Sources())
+	sources, err := codec.Marshal(target.Sources())
 	if err != nil {
 		return err
 	}
@@ -146,18 +147,18 @@ func (s *Backend) complete(q querier, account string, id turn.ID, o turn.Journal
 	if err := scanOne(q.QueryRowContext(bg, sqlCompleteCommandStored, account, id), "command", id, &st, &prior); err != nil {
 		return err
 	}
-	status, err := journalStatus(st)
+	status, err := codec.JournalStatus(st)
 	if err != nil {
 		return err
 	}
 	if status == target && prior.Valid {
 		var p turn.JournalOutcome
-		if err := unmarshal(prior.String, &p, "journal outcome"); err != nil {
+		if err := codec.Unmarshal(prior.String, &p, "journal outcome"); err != nil {
 			return err
 		}
 		if p.Equal(o) {
 			return nil // the same outcome, recorded again: a retry
 		}
 	}
-	return conflict("command %s is %q and cannot record %q", id, status, o.Kind)
+	return codec.Conflict("command %s is %q and cannot record %q", id, status, o.Kind)
 }

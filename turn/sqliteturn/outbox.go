@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 type outboxRow struct {
@@ -29,11 +30,11 @@ func (r *outboxRow) record() (turn.OutboxRecord, error) {
 	rec := turn.OutboxRecord{Entry: r.e, LastFailure: r.lastFailure.String, RemoteRef: r.remoteRef.String}
 	e := &rec.Entry
 	var err error
-	if e.Status, err = outboxStatus(r.status); err != nil {
+	if e.Status, err = codec.OutboxStatus(r.status); err != nil {
 		return rec, err
 	}
 	if r.attempts < 0 || r.attempts > turn.MaxAttemptCount {
-		return rec, corrupt("outbox %s has attempt count %d", e.OutboxID, r.attempts)
+		return rec, codec.Corrupt("outbox %s has attempt count %d", e.OutboxID, r.attempts)
 	}
 	e.AttemptCount, e.Payload = int(r.attempts), readDoc(sql.NullString{String: r.payload, Valid: true})
 	e.NextAttemptAt, e.CreatedAt, e.CompletedAt = fromMicros(r.nextAttempt), fromMicros(r.created), fromMicros(r.completed)
@@ -71,7 +72,7 @@ func (s *Backend) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
 }
 
 func (s *Backend) enqueue(q querier, e turn.OutboxEntry) error {
-	_, err := q.ExecContext(bg, sqlEnqueue, e.OutboxID, e.CommandID, e.Destination, doc(e.Payload), e.IdempotencyKey,
+	_, err := q.ExecContext(bg, sqlEnqueue, e.OutboxID, e.CommandID, e.Destination, codec.Doc(e.Payload), e.IdempotencyKey,
 		int64(e.AttemptCount), micros(e.NextAttemptAt), micros(e.CreatedAt))
 	return classify(err)
 }
@@ -116,14 +117,14 @@ func settle(q querier, id turn.ID, accepted turn.OutboxStatus, query string, arg
 	if err := scanOne(q.QueryRowContext(bg, sqlLoadOutboxStatus, id), "outbox", id, &st); err != nil {
 		return err
 	}
-	status, err := outboxStatus(st)
+	status, err := codec.OutboxStatus(st)
 	if err != nil {
 		return err
 	}
 	if accepted != "" && status == accepted {
 		return nil
 	}
-	return conflict("outbox %s is %q", id, status)
+	return codec.Conflict("outbox %s is %q", id, status)
 }
 
 // MarkCompleted implements turn.OutboxWriter.
@@ -148,11 +149,11 @@ func (s *Backend) Reschedule(ctx context.Context, id turn.ID, next time.Time) er
 // a missing remote reference.
 func (s *Backend) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef string) error {
 	return s.write(ctx, func(q querier) error {
-		n, err := affected(q.ExecContext(bg, sqlMarkOutcomeUnknownRepeat, id, nullText(remoteRef)))
+		n, err := affected(q.ExecContext(bg, sqlMarkOutcomeUnknownRepeat, id, codec.NullText(remoteRef)))
 		if err != nil || n == 1 {
 			return err
 		}
-		return settle(q, id, "", sqlMarkOutcomeUnknown, nullText(remoteRef))
+		return settle(q, id, "", sqlMarkOutcomeUnknown, codec.NullText(remoteRef))
 	})
 }
 

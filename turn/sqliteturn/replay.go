@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/steadhq/stead/turn"
+	"github.com/steadhq/stead/turn/internal/codec"
 )
 
 // PutReplay implements turn.ReplayWriter.
@@ -12,7 +13,7 @@ func (s *Backend) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
 }
 
 func (s *Backend) putReplay(q querier, r turn.ReplayRecord) error {
-	body, err := marshal(r)
+	body, err := codec.Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -22,11 +23,11 @@ func (s *Backend) putReplay(q querier, r turn.ReplayRecord) error {
 
 func readReplay(body string) (turn.ReplayRecord, error) {
 	var r turn.ReplayRecord
-	if err := unmarshal(body, &r, "replay record"); err != nil {
+	if err := codec.Unmarshal(body, &r, "replay record"); err != nil {
 		return r, err
 	}
 	if !r.Phase.Valid() {
-		return r, corrupt("replay record of turn %s has unknown phase %q", r.TurnID, r.Phase)
+		return r, codec.Corrupt("replay record of turn %s has unknown phase %q", r.TurnID, r.Phase)
 	}
 	r.RecordedAt = r.RecordedAt.UTC()
 	return r, nil
