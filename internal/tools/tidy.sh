@@ -8,13 +8,14 @@
 # fetch it; so for each such module this script adds a replace of every sibling by its relative
 # path, tidies with GOWORK=off, pins the siblings it kept at v$VERSION and drops the replaces
 # again. The modules that are never released (examples/*, bench/river) keep their own replace of
-# the root and are tidied as they are. go.work (a fresh clone builds every module in place)
-# needs no tidying; go.work.sum is written by the go command when the workspace needs a sum
-# that no module's go.sum holds.
+# the root and are tidied as they are. go.work (a fresh clone builds every module in place) gets
+# its replaces' version set to v$VERSION; go.work.sum is written by the go command when the
+# workspace needs a sum that no module's go.sum holds (go build over every module, as test.sh
+# does, adds any that are missing; commit it).
 #
 # After the root's tag v$VERSION exists on the proxy, the same modules can be tidied against it
 # (GOWORK=off go mod tidy in each, no replace): that is the release step that adds the root's
-# own go.sum line to every released module before its own tag (RELEASING in CHANGELOG.md).
+# own go.sum line to every released module before its own tag (ARCHITECTURE.md, "Modules").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -106,3 +107,7 @@ for dir in "${local_only[@]}"; do
   echo "tidy.sh: $dir" >&2
   (cd "$dir" && go mod tidy)
 done
+# go.work replaces the siblings the released modules require, at v$version, by their directories:
+# workspace mode still reads the go.mod of a required version, which is not published before
+# its tag.
+sed -i -E "s#^([[:space:]]*github.com/steadhq/stead[a-z/]*) v[^ ]+ => #\1 v$version => #" go.work
