@@ -112,18 +112,32 @@ if [[ -n $unformatted ]]; then
   echo "gofmt would change:" $unformatted >&2
   exit 1
 fi
-go vet ./...
-# staticcheck, pinned, run from the module cache so that go.mod does not carry it.
+
+# Every module go.work uses but the examples and bench/river (below): the library, otelstead,
+# console, cli, cmd/stead and bench, all in one go command each. In workspace mode ./... names the
+# library's packages only, so each module is named by its directory.
+modules=()
+while IFS= read -r dir; do
+  case ${dir#"$PWD"/} in examples/* | bench/river) continue ;; esac
+  modules+=("$dir/...")
+done < <(go list -m -f '{{.Dir}}')
+go vet "${modules[@]}"
+# staticcheck, pinned, run from the module cache so that no go.mod carries it.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
-$staticcheck ./...
+$staticcheck "${modules[@]}"
+# The library's exported API against api/stead.api: an incompatible change fails unless
+# CHANGELOG.md names it under Unreleased (README.md, "Stability").
+internal/tools/apicheck.sh
 # Every package but the chaos drills, then their short forms alone (the crash drill and the
 # failover drill): they measure how fast worker processes recover, which a machine busy with
 # every other package at once would blur.
-go test -race -count=1 -timeout 40m $(go list ./... | grep -v /internal/chaos)
+go test -race -count=1 -timeout 40m $(go list "${modules[@]}" | grep -v /internal/chaos)
 go test -race -count=1 -timeout 10m ./internal/chaos
 
-# Modules of their own under examples/ (a third-party backend): built and tested like the rest.
-for mod in examples/*/go.mod; do
+# Modules never released, each with its replace of the library (a third-party backend, the first
+# flow, stead against River): built and tested on their own go.mod and go.sum (GOWORK=off), as
+# a reader who copies one gets it.
+for mod in examples/*/go.mod bench/river/go.mod; do
   dir=$(dirname "$mod")
-  (cd "$dir" && go vet ./... && $staticcheck ./... && go test -race -count=1 ./...)
+  (cd "$dir" && export GOWORK=off && go vet ./... && $staticcheck ./... && go test -race -count=1 ./...)
 done
