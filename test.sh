@@ -125,7 +125,7 @@ go vet "${modules[@]}"
 # staticcheck, pinned, run from the module cache so that no go.mod carries it.
 staticcheck="go run honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 $staticcheck "${modules[@]}"
-# The library's exported API against api/stead.api: an incompatible change fails unless
+# The library's exported API against the revision api/baseline names: an incompatible change fails unless
 # CHANGELOG.md names it under Unreleased (README.md, "Stability").
 internal/tools/apicheck.sh
 # Every package but the chaos drills, then their short forms alone (the crash drill and the
