@@ -11,7 +11,8 @@
 //     connections closed at once. ParseConnConfig gives one connection outside a pool the same.
 //   - Several hosts in one URL: connections go to the read-write one, following a promotion; a
 //     connection on a read-only server is closed at its first refused write (ErrUnavailable).
-//   - CheckSchema, Qualifier and Expand: validated, quoted schema names in SQL text.
+//   - CheckSchema, Qualifier and Expand: validated, quoted schema names in SQL text; ExpandByName,
+//     how a component holds its statements: struct field X filled from constant sqlX, expanded.
 //   - Classify: pgx and PostgreSQL errors mapped to the stead sentinels (ErrUnavailable: nothing
 //     was written; ErrTimeout: the outcome is unknown; ErrConflict; ErrInvalid; ErrClosed).
 //   - Migrate, AppliedVersion and LatestVersion: a component's embedded migration files applied
