@@ -24,7 +24,7 @@ type Backend struct {
 	schema         string
 	acquireTimeout time.Duration
 	clock          func() time.Time
-	stmts          *statements
+	st             statements // every statement, expanded with the schema
 }
 
 var _ turn.Backend = (*Backend)(nil)
@@ -47,8 +47,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (turn.Stores, 
 			return turn.Stores{}, fmt.Errorf("pgturn: %w", err)
 		}
 	}
-	b := &Backend{pool: pool, schema: cfg.schema, acquireTimeout: cfg.acquireTimeout, clock: cfg.clock,
-		stmts: &statements{schema: cfg.schema}}
+	b := &Backend{pool: pool, schema: cfg.schema, acquireTimeout: cfg.acquireTimeout, clock: cfg.clock}
+	if err := pgdb.ExpandByName(&b.st, statementTexts, cfg.schema); err != nil {
+		return turn.Stores{}, fmt.Errorf("pgturn: %w", err)
+	}
 	check := b.migrate
 	if !cfg.migrate {
 		check = b.checkSchema
@@ -58,9 +60,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (turn.Stores, 
 	}
 	return turn.NewStores(b), nil
 }
-
-// sql returns raw with the backend's schema spliced in.
-func (s *Backend) sql(raw string) string { return s.stmts.get(raw) }
 
 // now is the instant the backend stamps: UTC, at PostgreSQL's microsecond resolution
 // (turn.ClockTime), so that what is written compares equal to what is read back.

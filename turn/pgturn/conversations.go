@@ -13,7 +13,7 @@ func (s *Backend) loadConversation(ctx context.Context, q querier, account strin
 	c := turn.Conversation{ID: id, AccountID: account}
 	var created time.Time
 	var meta []byte
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadConversation), account, id), "conversation", id, &created, &meta); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.LoadConversation, account, id), "conversation", id, &created, &meta); err != nil {
 		return c, err
 	}
 	c.CreatedAt, c.Metadata = created.UTC(), readDoc(meta)
@@ -30,14 +30,14 @@ type conversationRow struct {
 func (r *conversationRow) dest() []any { return []any{&r.id, &r.created, &r.meta} }
 
 func (s *Backend) listConversations(ctx context.Context, q querier, account string, limit int) ([]turn.Conversation, error) {
-	rows, err := q.Query(ctx, s.sql(sqlListConversations), account, int64(limit))
+	rows, err := q.Query(ctx, s.st.ListConversations, account, int64(limit))
 	return collect(rows, err, (*conversationRow).dest, func(r *conversationRow) (turn.Conversation, error) {
 		return turn.Conversation{ID: r.id, AccountID: account, CreatedAt: r.created.UTC(), Metadata: readDoc(r.meta)}, nil
 	})
 }
 
 func (s *Backend) createConversationStep(c turn.Conversation) step {
-	return execStep("", s.sql(sqlCreateConversation), []any{c.AccountID, c.ID, c.CreatedAt, codec.Doc(c.Metadata)}, nil)
+	return execStep("", s.st.CreateConversation, []any{c.AccountID, c.ID, c.CreatedAt, codec.Doc(c.Metadata)}, nil)
 }
 
 func (s *Backend) appendUserTurnStep(u turn.UserTurn, at time.Time) (step, error) {
@@ -46,7 +46,7 @@ func (s *Backend) appendUserTurnStep(u turn.UserTurn, at time.Time) (step, error
 		return step{}, err
 	}
 	args := []any{u.AccountID(), u.Input.TurnID, u.Input.ConversationID, u.ReceivedAt, input, at}
-	return execStep("", s.sql(sqlAppendUserTurn), args, func(tag pgconn.CommandTag) error {
+	return execStep("", s.st.AppendUserTurn, args, func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() == 0 {
 			return codec.NotFound("conversation", u.Input.ConversationID)
 		}
@@ -59,7 +59,7 @@ func (s *Backend) appendAssistantTurnStep(account string, a turn.AssistantTurn) 
 	if err != nil {
 		return step{}, err
 	}
-	return step{sql: s.sql(sqlAppendAssistantTurn), args: []any{account, a.TurnID, a.ConversationID, body},
+	return step{sql: s.st.AppendAssistantTurn, args: []any{account, a.TurnID, a.ConversationID, body},
 		read: func(r results) error {
 			var answered bool
 			var conv *turn.ID
@@ -107,14 +107,14 @@ func (r *turnRow) turn() (turn.Turn, error) {
 
 func (s *Backend) loadTurn(ctx context.Context, q querier, account string, id turn.ID) (turn.Turn, error) {
 	var r turnRow
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadTurn), account, id), "turn", id, r.dest()...); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.LoadTurn, account, id), "turn", id, r.dest()...); err != nil {
 		return turn.Turn{}, err
 	}
 	return r.turn()
 }
 
 func (s *Backend) loadRecentTurns(ctx context.Context, q querier, account string, conv turn.ID, limit int) ([]turn.Turn, error) {
-	rows, err := q.Query(ctx, s.sql(sqlLoadRecentTurns), account, conv, int64(limit))
+	rows, err := q.Query(ctx, s.st.LoadRecentTurns, account, conv, int64(limit))
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -148,7 +148,7 @@ func (s *Backend) loadRecentTurns(ctx context.Context, q querier, account string
 func (s *Backend) turnPhase(ctx context.Context, q querier, account string, id turn.ID) (turn.PhaseMarker, error) {
 	m := turn.PhaseMarker{AccountID: account, TurnID: id}
 	var ph string
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlTurnPhase), account, id), "turn", id, &m.ConversationID, &ph, &m.UpdatedAt); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.TurnPhase, account, id), "turn", id, &m.ConversationID, &ph, &m.UpdatedAt); err != nil {
 		return m, err
 	}
 	m.UpdatedAt = m.UpdatedAt.UTC()
@@ -159,7 +159,7 @@ func (s *Backend) turnPhase(ctx context.Context, q querier, account string, id t
 
 // phaseStep moves the turn's marker to p, stamped at, into *out.
 func (s *Backend) phaseStep(what, account string, id turn.ID, p turn.Phase, at time.Time, out *turn.PhaseMarker) step {
-	return step{what: what, sql: s.sql(sqlSetTurnPhase), args: []any{account, id, string(p), at},
+	return step{what: what, sql: s.st.SetTurnPhase, args: []any{account, id, string(p), at},
 		read: func(r results) error {
 			var moved bool
 			m := turn.PhaseMarker{AccountID: account, TurnID: id, Phase: p, UpdatedAt: at}
@@ -195,6 +195,6 @@ func (r *markerRow) marker() (turn.PhaseMarker, error) {
 }
 
 func (s *Backend) listUnfinishedTurns(ctx context.Context, q querier, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
-	rows, err := q.Query(ctx, s.sql(sqlListUnfinishedTurns), scope.AccountID, int64(limit))
+	rows, err := q.Query(ctx, s.st.ListUnfinishedTurns, scope.AccountID, int64(limit))
 	return collect(rows, err, (*markerRow).dest, (*markerRow).marker)
 }

@@ -57,7 +57,7 @@ func collectEvents(rows pgx.Rows, err error) ([]turn.Event, error) {
 
 // appendLockStep serialises the appends of account in this store's schema.
 func (s *Backend) appendLockStep(account string) step {
-	return execStep("", s.sql(sqlAppendEventsLock), []any{s.schema + "/" + account}, nil)
+	return execStep("", s.st.AppendEventsLock, []any{s.schema + "/" + account}, nil)
 }
 
 // appendStep appends the batch; its ids, in batch order, go to *ids.
@@ -71,7 +71,7 @@ func (s *Backend) appendStep(what string, b turn.EventBatch, ids *[]turn.ID) ste
 		batchIDs[i], texts[i], types[i], payloads[i], occurred[i] = e.EventID, e.EventID.String(), e.EventType, codec.Doc(e.Payload), e.OccurredAt
 	}
 	args := []any{b.AccountID, b.CaseKey.Workflow, b.CaseKey.CaseID, int64(b.Revision), b.CommandID, texts, types, payloads, occurred}
-	return execStep(what, s.sql(sqlAppendEvents), args, func(pgconn.CommandTag) error {
+	return execStep(what, s.st.AppendEvents, args, func(pgconn.CommandTag) error {
 		if ids != nil {
 			*ids = batchIDs
 		}
@@ -80,7 +80,7 @@ func (s *Backend) appendStep(what string, b turn.EventBatch, ids *[]turn.ID) ste
 }
 
 func (s *Backend) listSince(ctx context.Context, q querier, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
-	return collectEvents(q.Query(ctx, s.sql(sqlListSince), account, key.Workflow, key.CaseID, int64(since), int64(limit)))
+	return collectEvents(q.Query(ctx, s.st.ListSince, account, key.Workflow, key.CaseID, int64(since), int64(limit)))
 }
 
 func (s *Backend) readFrom(ctx context.Context, q querier, account string, after turn.Cursor, limit int) (turn.EventPage, error) {
@@ -88,7 +88,7 @@ func (s *Backend) readFrom(ctx context.Context, q querier, account string, after
 	if limit == 0 {
 		return page, nil
 	}
-	events, err := collectEvents(q.Query(ctx, s.sql(sqlReadFrom), account, int64(after), int64(limit)))
+	events, err := collectEvents(q.Query(ctx, s.st.ReadFrom, account, int64(after), int64(limit)))
 	if err != nil {
 		return page, err
 	}
@@ -105,7 +105,7 @@ func (s *Backend) loadEvents(ctx context.Context, q querier, account string, ids
 	if len(ids) == 0 {
 		return []turn.Event{}, nil
 	}
-	found, err := collectEvents(q.Query(ctx, s.sql(sqlLoadEvents), account, idTexts(ids)))
+	found, err := collectEvents(q.Query(ctx, s.st.LoadEvents, account, idTexts(ids)))
 	if err != nil {
 		return nil, err
 	}
@@ -124,12 +124,12 @@ func (s *Backend) loadEvents(ctx context.Context, q querier, account string, ids
 
 func (s *Backend) countEvents(ctx context.Context, q querier, account string, key turn.CaseKey) (int64, error) {
 	var n int64
-	err := q.QueryRow(ctx, s.sql(sqlCountEvents), account, key.Workflow, key.CaseID).Scan(&n)
+	err := q.QueryRow(ctx, s.st.CountEvents, account, key.Workflow, key.CaseID).Scan(&n)
 	return n, classify(err)
 }
 
 func (s *Backend) redactStep(account string, id turn.ID, authority string, at time.Time, out *turn.Redaction) step {
-	return step{sql: s.sql(sqlRedactPayload), args: []any{account, id, authority, at}, read: func(r results) error {
+	return step{sql: s.st.RedactPayload, args: []any{account, id, authority, at}, read: func(r results) error {
 		var redactedAt *time.Time
 		var by *string
 		if err := scanOne(r.QueryRow(), "event", id, &redactedAt, &by); err != nil {

@@ -66,27 +66,27 @@ func collectInteractions(rows pgx.Rows, err error) ([]turn.InteractionRecord, er
 
 func (s *Backend) getInteraction(ctx context.Context, q querier, account string, id turn.ID) (turn.InteractionRecord, error) {
 	var r interactionRow
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadInteraction), account, id), "interaction", id, r.dest()...); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.LoadInteraction, account, id), "interaction", id, r.dest()...); err != nil {
 		return turn.InteractionRecord{}, err
 	}
 	return r.record()
 }
 
 func (s *Backend) interactionsForTurn(ctx context.Context, q querier, account string, id turn.ID) ([]turn.InteractionRecord, error) {
-	return collectInteractions(q.Query(ctx, s.sql(sqlInteractionsForTurn), account, id.String(), id))
+	return collectInteractions(q.Query(ctx, s.st.InteractionsForTurn, account, id.String(), id))
 }
 
 func (s *Backend) listOpenForConversation(ctx context.Context, q querier, account string, conv turn.ID) ([]turn.InteractionRecord, error) {
-	return collectInteractions(q.Query(ctx, s.sql(sqlListOpenForConversation), account, conv))
+	return collectInteractions(q.Query(ctx, s.st.ListOpenForConversation, account, conv))
 }
 
 func (s *Backend) listOpenForCase(ctx context.Context, q querier, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
-	return collectInteractions(q.Query(ctx, s.sql(sqlListOpenForCase), account, key.Workflow, key.CaseID))
+	return collectInteractions(q.Query(ctx, s.st.ListOpenForCase, account, key.Workflow, key.CaseID))
 }
 
 func (s *Backend) blockingAnsweredAt(ctx context.Context, q querier, account string, key turn.CaseKey, rev turn.Revision) (bool, error) {
 	var yes bool
-	err := q.QueryRow(ctx, s.sql(sqlBlockingAnsweredAt), account, key.Workflow, key.CaseID, int64(rev)).Scan(&yes)
+	err := q.QueryRow(ctx, s.st.BlockingAnsweredAt, account, key.Workflow, key.CaseID, int64(rev)).Scan(&yes)
 	return yes, classify(err)
 }
 
@@ -102,13 +102,13 @@ func (s *Backend) insertStep(what string, it turn.Interaction, replace bool, at 
 		string(it.Kind), it.Blocking, it.RevisionIndependent, it.PayloadHash, body, it.CreatedAt,
 		nullTime(it.ExpiresAt)}
 	if !replace || !it.Blocking {
-		return execStep(what, s.sql(sqlInsertInteraction), args, nil), nil
+		return execStep(what, s.st.InsertInteraction, args, nil), nil
 	}
 	inv, err := codec.Marshal(turn.Invalidation{Reason: turn.SupersededBy(it.ID), At: at})
 	if err != nil {
 		return step{}, err
 	}
-	return step{what: what, sql: s.sql(sqlInsertReplacingBlocking), args: append(args, inv),
+	return step{what: what, sql: s.st.InsertReplacingBlocking, args: append(args, inv),
 		read: func(r results) error {
 			var ids []turn.ID
 			if err := r.QueryRow().Scan(&ids); err != nil {
@@ -125,7 +125,7 @@ func (s *Backend) insertStep(what string, it turn.Interaction, replace bool, at 
 // when. Only an active card can start resolving, so any other expected status is a conflict.
 func (s *Backend) beginStep(account string, id turn.ID, expected turn.InteractionStatus, option string, by turn.ID, at time.Time, out *turn.InteractionRecord) step {
 	args := []any{account, id, codec.NullText(option), at, codec.NullID(by), expected == turn.InteractionActive}
-	return step{sql: s.sql(sqlBeginResolution), args: args, read: func(r results) error {
+	return step{sql: s.st.BeginResolution, args: args, read: func(r results) error {
 		var begun bool
 		var row interactionRow
 		if err := scanOne(r.QueryRow(), "interaction", id, append([]any{&begun}, row.dest()...)...); err != nil {
@@ -150,17 +150,17 @@ func (s *Backend) finishStep(what, account string, id turn.ID, o turn.Resolution
 	args := []any{account, id}
 	switch o.Kind {
 	case turn.ResolutionResolved:
-		sql = sqlFinishResolutionResolved
+		sql = s.st.FinishResolutionResolved
 		args = append(args, idTexts(o.EventIDs))
 	case turn.ResolutionFailed:
-		sql = sqlFinishResolutionFailed
+		sql = s.st.FinishResolutionFailed
 		args = append(args, o.Code)
 	case turn.ResolutionRestoreActive:
-		sql = sqlFinishResolutionRestoreActive
+		sql = s.st.FinishResolutionRestoreActive
 	default:
 		return step{}, turn.InvalidRecord("unknown resolution outcome %q", o.Kind)
 	}
-	return step{what: what, sql: s.sql(sql), args: args, read: func(r results) error {
+	return step{what: what, sql: sql, args: args, read: func(r results) error {
 		var settled bool
 		var row interactionRow
 		if err := scanOne(r.QueryRow(), "interaction", id, append([]any{&settled}, row.dest()...)...); err != nil {
@@ -189,7 +189,7 @@ func (s *Backend) invalidateStep(what, account string, key turn.CaseKey, rev tur
 	if err != nil {
 		return step{}, err
 	}
-	return retireStep(what, s.sql(sqlInvalidateForCase), []any{account, key.Workflow, key.CaseID, int64(rev), inv}, retired), nil
+	return retireStep(what, s.st.InvalidateForCase, []any{account, key.Workflow, key.CaseID, int64(rev), inv}, retired), nil
 }
 
 // invalidateCardsStep is the operator's path: every active card of the case, whatever its
@@ -199,7 +199,7 @@ func (s *Backend) invalidateCardsStep(account string, key turn.CaseKey, reason t
 	if err != nil {
 		return step{}, err
 	}
-	return retireStep("", s.sql(sqlInvalidateCaseCards), []any{account, key.Workflow, key.CaseID, inv}, retired), nil
+	return retireStep("", s.st.InvalidateCaseCards, []any{account, key.Workflow, key.CaseID, inv}, retired), nil
 }
 
 func retireStep(what, sql string, args []any, retired *[]turn.ID) step {
@@ -241,7 +241,7 @@ func collectRetired(rows pgx.Rows, err error) ([]turn.ID, error) {
 // expireStep expires every active card due at now, across accounts, into *out ordered by
 // (account, id).
 func (s *Backend) expireStep(now time.Time, out *[]expiredCard) step {
-	return step{sql: s.sql(sqlExpireDue), args: []any{now}, read: func(r results) error {
+	return step{sql: s.st.ExpireDue, args: []any{now}, read: func(r results) error {
 		rows, err := r.Query()
 		cards, err := collect(rows, err, (*expiredCard).dest, asIs[expiredCard])
 		if err != nil {

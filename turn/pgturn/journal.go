@@ -53,18 +53,18 @@ func collectJournal(rows pgx.Rows, err error) ([]turn.JournalEntry, error) {
 
 func (s *Backend) loadCommand(ctx context.Context, q querier, account string, id turn.ID) (turn.JournalEntry, error) {
 	var r journalRow
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadCommand), account, id), "command", id, r.dest()...); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.LoadCommand, account, id), "command", id, r.dest()...); err != nil {
 		return turn.JournalEntry{}, err
 	}
 	return r.entry()
 }
 
 func (s *Backend) commandsForTurn(ctx context.Context, q querier, account string, id turn.ID, pendingOnly bool) ([]turn.JournalEntry, error) {
-	sql := sqlCommandsForTurn
+	sql := s.st.CommandsForTurn
 	if pendingOnly {
-		sql = sqlPendingForTurn
+		sql = s.st.PendingForTurn
 	}
-	return collectJournal(q.Query(ctx, s.sql(sql), account, id))
+	return collectJournal(q.Query(ctx, sql, account, id))
 }
 
 // admitStep admits e into *out. When a concurrent admission of the same key committed after this
@@ -73,7 +73,7 @@ func (s *Backend) commandsForTurn(ctx context.Context, q querier, account string
 func (s *Backend) admitStep(e turn.JournalEntry, out *turn.Admission, raced *bool) step {
 	args := []any{e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID, e.CaseRef.Workflow, e.CaseRef.CaseID,
 		int64(e.CaseRef.ExpectedRevision), e.CommandType, codec.Doc(e.CommandPayload), codec.Doc(e.Origin), string(e.Status), e.CreatedAt}
-	return step{sql: s.sql(sqlBeginCommand), args: args, read: func(r results) error {
+	return step{sql: s.st.BeginCommand, args: args, read: func(r results) error {
 		err := scanAdmission(r.QueryRow(), out)
 		if errors.Is(err, pgx.ErrNoRows) {
 			*raced = true
@@ -105,7 +105,7 @@ func scanAdmission(row pgx.Row, out *turn.Admission) error {
 // readAdmission re-reads the entry that holds the key after a raced admission.
 func (s *Backend) readAdmission(ctx context.Context, q querier, e turn.JournalEntry) (turn.Admission, error) {
 	var a turn.Admission
-	err := scanAdmission(q.QueryRow(ctx, s.sql(sqlBeginCommandReread), e.AccountID, e.IdempotencyKey), &a)
+	err := scanAdmission(q.QueryRow(ctx, s.st.BeginCommandReread, e.AccountID, e.IdempotencyKey), &a)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, codec.Corrupt("command key of %s was taken and then vanished", e.CommandID)
 	}
@@ -114,7 +114,7 @@ func (s *Backend) readAdmission(ctx context.Context, q querier, e turn.JournalEn
 
 // markExecutingStep starts the command; on an executing entry it is an accepted repeat.
 func (s *Backend) markExecutingStep(account string, id turn.ID) step {
-	return step{sql: s.sql(sqlMarkExecuting), args: []any{account, id}, read: func(r results) error {
+	return step{sql: s.st.MarkExecuting, args: []any{account, id}, read: func(r results) error {
 		var moved bool
 		var st *string
 		if err := r.QueryRow().Scan(&moved, &st); err != nil {
@@ -149,7 +149,7 @@ func (s *Backend) completeStep(what, account string, id turn.ID, o turn.JournalO
 	for i, st := range sources {
 		labels[i] = string(st)
 	}
-	return step{what: what, sql: s.sql(sqlCompleteCommand), args: []any{account, id, string(target), result, at, labels},
+	return step{what: what, sql: s.st.CompleteCommand, args: []any{account, id, string(target), result, at, labels},
 		read: func(r results) error {
 			var moved bool
 			var st string

@@ -54,24 +54,24 @@ func collectOutbox(rows pgx.Rows, err error) ([]turn.OutboxRecord, error) {
 
 func (s *Backend) loadOutbox(ctx context.Context, q querier, id turn.ID) (turn.OutboxRecord, error) {
 	var r outboxRow
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadOutbox), id), "outbox", id, r.dest()...); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.LoadOutbox, id), "outbox", id, r.dest()...); err != nil {
 		return turn.OutboxRecord{}, err
 	}
 	return r.record()
 }
 
 func (s *Backend) outboxForCommand(ctx context.Context, q querier, cmd turn.ID) ([]turn.OutboxRecord, error) {
-	return collectOutbox(q.Query(ctx, s.sql(sqlOutboxForCommand), cmd))
+	return collectOutbox(q.Query(ctx, s.st.OutboxForCommand, cmd))
 }
 
 func (s *Backend) enqueueStep(what string, e turn.OutboxEntry) step {
 	args := []any{e.OutboxID, e.CommandID, e.Destination, codec.Doc(e.Payload), e.IdempotencyKey, int32(e.AttemptCount),
 		nullTime(e.NextAttemptAt), e.CreatedAt}
-	return execStep(what, s.sql(sqlEnqueue), args, nil)
+	return execStep(what, s.st.Enqueue, args, nil)
 }
 
 func (s *Backend) claimStep(now time.Time, limit int, worker string, out *[]turn.OutboxEntry) step {
-	return step{sql: s.sql(sqlClaimDue), args: []any{now, int64(limit), worker}, read: func(r results) error {
+	return step{sql: s.st.ClaimDue, args: []any{now, int64(limit), worker}, read: func(r results) error {
 		recs, err := collectOutbox(r.Query())
 		if err != nil {
 			return err
@@ -94,7 +94,7 @@ func (s *Backend) claimStep(now time.Time, limit int, worker string, out *[]turn
 // settleStep runs a settlement of row id. accepted is the status in which a repeat is accepted
 // unchanged ("" for none).
 func (s *Backend) settleStep(id turn.ID, accepted turn.OutboxStatus, sql string, args ...any) step {
-	return step{sql: s.sql(sql), args: append([]any{id}, args...), read: func(r results) error {
+	return step{sql: sql, args: append([]any{id}, args...), read: func(r results) error {
 		var moved bool
 		var st *string
 		if err := r.QueryRow().Scan(&moved, &st); err != nil {
@@ -118,26 +118,26 @@ func (s *Backend) settleStep(id turn.ID, accepted turn.OutboxStatus, sql string,
 }
 
 func (s *Backend) markCompletedStep(id turn.ID, at time.Time) step {
-	return s.settleStep(id, turn.OutboxCompleted, sqlMarkCompleted, at)
+	return s.settleStep(id, turn.OutboxCompleted, s.st.MarkCompleted, at)
 }
 
 func (s *Backend) markFailedStep(id turn.ID, reason string, retryAt, at time.Time) step {
 	if !retryAt.IsZero() {
-		return s.settleStep(id, "", sqlReschedule, retryAt, reason)
+		return s.settleStep(id, "", s.st.Reschedule, retryAt, reason)
 	}
-	return s.settleStep(id, turn.OutboxFailed, sqlMarkFailed, reason, at)
+	return s.settleStep(id, turn.OutboxFailed, s.st.MarkFailed, reason, at)
 }
 
 func (s *Backend) rescheduleStep(id turn.ID, next time.Time) step {
-	return s.settleStep(id, "", sqlReschedule, nullTime(next), nil)
+	return s.settleStep(id, "", s.st.Reschedule, nullTime(next), nil)
 }
 
 func (s *Backend) markOutcomeUnknownStep(id turn.ID, remoteRef string) step {
-	return s.settleStep(id, "", sqlMarkOutcomeUnknown, codec.NullText(remoteRef))
+	return s.settleStep(id, "", s.st.MarkOutcomeUnknown, codec.NullText(remoteRef))
 }
 
 func (s *Backend) releaseStep(before time.Time, out *[]turn.ID) step {
-	return step{sql: s.sql(sqlReleaseExpiredClaims), args: []any{before}, read: func(r results) error {
+	return step{sql: s.st.ReleaseExpiredClaims, args: []any{before}, read: func(r results) error {
 		rows, err := r.Query()
 		if err != nil {
 			return classify(err)

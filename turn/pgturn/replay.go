@@ -14,7 +14,7 @@ func (s *Backend) replayStep(what string, r turn.ReplayRecord) (step, error) {
 		return step{}, err
 	}
 	args := []any{r.AccountID, r.TurnID, r.ConversationID, string(r.Phase), r.RecordedAt, body}
-	return execStep(what, s.sql(sqlPutReplay), args, nil), nil
+	return execStep(what, s.st.PutReplay, args, nil), nil
 }
 
 func readReplay(body []byte) (turn.ReplayRecord, error) {
@@ -34,14 +34,14 @@ func readReplay(body []byte) (turn.ReplayRecord, error) {
 
 func (s *Backend) loadReplay(ctx context.Context, q querier, account string, id turn.ID) (turn.ReplayRecord, error) {
 	var body []byte
-	if err := scanOne(q.QueryRow(ctx, s.sql(sqlLoadReplay), account, id), "replay record of turn", id, &body); err != nil {
+	if err := scanOne(q.QueryRow(ctx, s.st.LoadReplay, account, id), "replay record of turn", id, &body); err != nil {
 		return turn.ReplayRecord{}, err
 	}
 	return readReplay(body)
 }
 
 func (s *Backend) replaysForConversation(ctx context.Context, q querier, account string, conv turn.ID, limit int) ([]turn.ReplayRecord, error) {
-	rows, err := q.Query(ctx, s.sql(sqlReplaysForConversation), account, conv, int64(limit))
+	rows, err := q.Query(ctx, s.st.ReplaysForConversation, account, conv, int64(limit))
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -1,17 +1,13 @@
 package pgturn
 
-import (
-	"sync"
-
-	"github.com/steadhq/stead/pgdb"
-)
-
 // Every statement this package sends is a constant below, named sql + the Backend method that
 // sends it (and a suffix when the method sends more than one); a fragment shared by several
-// statements has no sql prefix. Each names its tables with the {schema} placeholder, expanded
-// once per backend (statements), so no session state (search_path) is needed and the backend
-// works behind PgBouncer in transaction mode. sql_test.go pairs every constant with the method
-// it is named after and prepares each one, by name, against a migrated schema.
+// statements has no sql prefix. Each names its tables with the {schema} placeholder. The backend
+// holds its statements in the struct statements, field X filled once in New from constant sqlX
+// expanded with the schema (pgdb.ExpandByName), so no session state (search_path) is needed and the
+// backend works behind PgBouncer in transaction mode. sql_test.go pairs every constant with its
+// field and with the method it is named after, and prepares each statement, by name, against a
+// migrated schema.
 
 // Conversations, turns and their phase markers.
 
@@ -467,17 +463,92 @@ const (
 	sqlCommitInRelease   = `RELEASE SAVEPOINT pgturn_bundle`
 )
 
-// statements expands the {schema} placeholder of each statement once per backend.
+// statements holds every statement of a backend: field X is the text of constant sqlX with the
+// backend's schema spliced in, filled once by name in New (pgdb.ExpandByName), so a field never
+// carries another's text. pgx prepares and caches each text on its connections.
 type statements struct {
-	schema string
-	cache  sync.Map // raw SQL -> expanded SQL
+	// Conversations, turns and their phase markers.
+	LoadConversation, ListConversations, CreateConversation, AppendUserTurn, AppendAssistantTurn,
+	LoadTurn, LoadRecentTurns, TurnPhase, SetTurnPhase, ListUnfinishedTurns string
+
+	// Interactions (cards).
+	LoadInteraction, InteractionsForTurn, ListOpenForConversation, ListOpenForCase,
+	BlockingAnsweredAt, InsertInteraction, InsertReplacingBlocking, BeginResolution,
+	FinishResolutionResolved, FinishResolutionFailed, FinishResolutionRestoreActive,
+	InvalidateForCase, InvalidateCaseCards, ExpireDue string
+
+	// The command journal.
+	LoadCommand, CommandsForTurn, PendingForTurn, BeginCommand, BeginCommandReread, MarkExecuting,
+	CompleteCommand string
+
+	// The event journal.
+	AppendEventsLock, AppendEvents, ListSince, ReadFrom, LoadEvents, CountEvents,
+	RedactPayload string
+
+	// The outbox.
+	LoadOutbox, OutboxForCommand, Enqueue, ClaimDue, MarkCompleted, Reschedule, MarkFailed,
+	MarkOutcomeUnknown, ReleaseExpiredClaims string
+
+	// Replay records.
+	PutReplay, LoadReplay, ReplaysForConversation string
+
+	// CommitIn's savepoint, which names no table.
+	CommitInSavepoint, CommitInRollback, CommitInRelease string
 }
 
-func (st *statements) get(raw string) string {
-	if v, ok := st.cache.Load(raw); ok {
-		return v.(string)
-	}
-	sql := pgdb.Expand(raw, st.schema)
-	st.cache.Store(raw, sql)
-	return sql
+// statementTexts names every statement for pgdb.ExpandByName: the constant sqlX under "sqlX".
+var statementTexts = map[string]string{
+	"sqlLoadConversation":              sqlLoadConversation,
+	"sqlListConversations":             sqlListConversations,
+	"sqlCreateConversation":            sqlCreateConversation,
+	"sqlAppendUserTurn":                sqlAppendUserTurn,
+	"sqlAppendAssistantTurn":           sqlAppendAssistantTurn,
+	"sqlLoadTurn":                      sqlLoadTurn,
+	"sqlLoadRecentTurns":               sqlLoadRecentTurns,
+	"sqlTurnPhase":                     sqlTurnPhase,
+	"sqlSetTurnPhase":                  sqlSetTurnPhase,
+	"sqlListUnfinishedTurns":           sqlListUnfinishedTurns,
+	"sqlLoadInteraction":               sqlLoadInteraction,
+	"sqlInteractionsForTurn":           sqlInteractionsForTurn,
+	"sqlListOpenForConversation":       sqlListOpenForConversation,
+	"sqlListOpenForCase":               sqlListOpenForCase,
+	"sqlBlockingAnsweredAt":            sqlBlockingAnsweredAt,
+	"sqlInsertInteraction":             sqlInsertInteraction,
+	"sqlInsertReplacingBlocking":       sqlInsertReplacingBlocking,
+	"sqlBeginResolution":               sqlBeginResolution,
+	"sqlFinishResolutionResolved":      sqlFinishResolutionResolved,
+	"sqlFinishResolutionFailed":        sqlFinishResolutionFailed,
+	"sqlFinishResolutionRestoreActive": sqlFinishResolutionRestoreActive,
+	"sqlInvalidateForCase":             sqlInvalidateForCase,
+	"sqlInvalidateCaseCards":           sqlInvalidateCaseCards,
+	"sqlExpireDue":                     sqlExpireDue,
+	"sqlLoadCommand":                   sqlLoadCommand,
+	"sqlCommandsForTurn":               sqlCommandsForTurn,
+	"sqlPendingForTurn":                sqlPendingForTurn,
+	"sqlBeginCommand":                  sqlBeginCommand,
+	"sqlBeginCommandReread":            sqlBeginCommandReread,
+	"sqlMarkExecuting":                 sqlMarkExecuting,
+	"sqlCompleteCommand":               sqlCompleteCommand,
+	"sqlAppendEventsLock":              sqlAppendEventsLock,
+	"sqlAppendEvents":                  sqlAppendEvents,
+	"sqlListSince":                     sqlListSince,
+	"sqlReadFrom":                      sqlReadFrom,
+	"sqlLoadEvents":                    sqlLoadEvents,
+	"sqlCountEvents":                   sqlCountEvents,
+	"sqlRedactPayload":                 sqlRedactPayload,
+	"sqlLoadOutbox":                    sqlLoadOutbox,
+	"sqlOutboxForCommand":              sqlOutboxForCommand,
+	"sqlEnqueue":                       sqlEnqueue,
+	"sqlClaimDue":                      sqlClaimDue,
+	"sqlMarkCompleted":                 sqlMarkCompleted,
+	"sqlReschedule":                    sqlReschedule,
+	"sqlMarkFailed":                    sqlMarkFailed,
+	"sqlMarkOutcomeUnknown":            sqlMarkOutcomeUnknown,
+	"sqlReleaseExpiredClaims":          sqlReleaseExpiredClaims,
+	"sqlPutReplay":                     sqlPutReplay,
+	"sqlLoadReplay":                    sqlLoadReplay,
+	"sqlReplaysForConversation":        sqlReplaysForConversation,
+	"sqlCommitInSavepoint":             sqlCommitInSavepoint,
+	"sqlCommitInRollback":              sqlCommitInRollback,
+	"sqlCommitInRelease":               sqlCommitInRelease,
 }

@@ -96,16 +96,16 @@ func (s *Backend) runSteps(ctx context.Context, steps []step) error {
 // so none of the steps remains in tx and tx stays usable.
 func (s *Backend) runStepsIn(ctx context.Context, tx pgx.Tx, steps []step) error {
 	var b pgx.Batch
-	b.Queue(sqlCommitInSavepoint)
+	b.Queue(s.st.CommitInSavepoint)
 	current := -1
 	queue(&b, steps, &current)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
-		_, _ = tx.Exec(rctx, sqlCommitInRollback)
+		_, _ = tx.Exec(rctx, s.st.CommitInRollback)
 		return stepErr(steps, current, err)
 	}
-	if _, err := tx.Exec(ctx, sqlCommitInRelease); err != nil {
+	if _, err := tx.Exec(ctx, s.st.CommitInRelease); err != nil {
 		return classify(err)
 	}
 	return nil
