@@ -39,7 +39,7 @@ func TestClaimUpdatesInPlace(t *testing.T) {
 			defer tx.Rollback(ctx) //nolint:errcheck // the test only reads counters
 			now := b.now()
 			until, token := now.Add(time.Minute), transport.NewToken("w")
-			rows, err := tx.Query(ctx, b.sql.claim, now, until, token, 0, form.max, nil, nil, true)
+			rows, err := tx.Query(ctx, b.st.Claim, now, until, token, 0, form.max, nil, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +47,7 @@ func TestClaimUpdatesInPlace(t *testing.T) {
 			if err != nil || len(ls) != form.max {
 				t.Fatalf("claim = %d leases, %v; want %d", len(ls), err, form.max)
 			}
-			if err := b.nacked(tx.QueryRow(ctx, b.sql.nack, b.nackArgs(&ls[0], time.Hour)...)); err != nil { // a park
+			if err := b.nacked(tx.QueryRow(ctx, b.st.Nack, b.nackArgs(&ls[0], time.Hour)...)); err != nil { // a park
 				t.Fatal(err)
 			}
 			var upd, hot int64

@@ -16,7 +16,7 @@ func (b *Backend) Extend(ctx context.Context, ls []transport.Lease, visibility t
 	for i := range ls {
 		groups[i], tokens[i] = ls[i].Group, ls[i].Token
 	}
-	tag, err := b.pool.Exec(ctx, b.sql.extend, groups, tokens, b.now().Add(visibility))
+	tag, err := b.pool.Exec(ctx, b.st.Extend, groups, tokens, b.now().Add(visibility))
 	if err != nil {
 		return 0, fail("extend", err)
 	}

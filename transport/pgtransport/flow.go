@@ -16,7 +16,7 @@ var _ transport.Limiter = (*Backend)(nil)
 // until that transaction ends.
 func (b *Backend) Forget(ctx context.Context, groups []string) error {
 	var freed int
-	if err := b.pool.QueryRow(ctx, b.sql.forget, groups, b.now(), b.notifyChannel()).Scan(&freed); err != nil {
+	if err := b.pool.QueryRow(ctx, b.st.Forget, groups, b.now(), b.notifyChannel()).Scan(&freed); err != nil {
 		return fail("forget", err)
 	}
 	if freed > 0 {
@@ -32,7 +32,7 @@ func (b *Backend) FlowState(ctx context.Context, key string) (transport.FlowStat
 		per               int64
 		admitted, waiting int64
 	)
-	err := b.pool.QueryRow(ctx, b.sql.flowState, key).Scan(&conc, &rate, &per, &admitted, &waiting)
+	err := b.pool.QueryRow(ctx, b.st.FlowState, key).Scan(&conc, &rate, &per, &admitted, &waiting)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return transport.FlowState{Flow: transport.Flow{Key: key}}, nil
 	}

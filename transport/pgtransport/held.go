@@ -68,9 +68,9 @@ func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker strin
 		err  error
 	)
 	if deep {
-		rows, err = tx.Query(ctx, b.sql.claimHeldGroups, now, minPriority, max, depth, after.key, after.group, held)
+		rows, err = tx.Query(ctx, b.st.ClaimHeldGroups, now, minPriority, max, depth, after.key, after.group, held)
 	} else {
-		rows, err = tx.Query(ctx, b.sql.claimHeld, now, minPriority, max, after.key, after.group, held)
+		rows, err = tx.Query(ctx, b.st.ClaimHeld, now, minPriority, max, after.key, after.group, held)
 	}
 	if err != nil {
 		return nil, fail("claim", err)
@@ -144,7 +144,7 @@ func (b *Backend) ackHeldStatement(ls []transport.Lease) (string, []any) {
 		for i := range ls {
 			groups[i], seqs[i] = ls[i].Group, ls[i].Seq
 		}
-		return b.sql.ackHeld, []any{groups, seqs, b.now(), ""}
+		return b.st.AckHeld, []any{groups, seqs, b.now(), ""}
 	}
 	last := make(map[string]int, len(ls)) // group -> index in ls of its lease with the highest seq
 	var order []string                    // the groups, each once, in the order of ls
@@ -169,7 +169,7 @@ func (b *Backend) ackHeldStatement(ls []transport.Lease) (string, []any) {
 	for i, g := range order {
 		lastSeqs[i] = ls[last[g]].Seq
 	}
-	return b.sql.ackHeldGroups, []any{groups, seqs, order, lastSeqs, b.now(), ""}
+	return b.st.AckHeldGroups, []any{groups, seqs, order, lastSeqs, b.now(), ""}
 }
 
 // repeatsGroup reports whether two leases are of one group, without allocating for the small

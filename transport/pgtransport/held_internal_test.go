@@ -62,7 +62,7 @@ func TestAckHeldGroupsFreesEachGroupOnce(t *testing.T) {
 				acked = append(acked, ls[i])
 			}
 			sql, args := b.ackHeldStatement(acked)
-			if grouped := sql == b.sql.ackHeldGroups; grouped != c.grouped || !grouped && sql != b.sql.ackHeld {
+			if grouped := sql == b.st.AckHeldGroups; grouped != c.grouped || !grouped && sql != b.st.AckHeld {
 				t.Fatalf("ack sent %s", sql)
 			}
 			var freed int

@@ -15,47 +15,40 @@ import (
 	"github.com/steadhq/stead/transport"
 )
 
-// statements are the SQL texts of sql.go for one schema, expanded once.
+// statements holds every statement of sql.go for one schema: field X is constant sqlX expanded
+// with the schema, filled once by name (pgdb.ExpandByName), so no field carries another's text.
 type statements struct {
-	publish, claim, ack, nack, release, queueStats string
-	claimHeld, ackHeld, nackHeld                   string
-	claimHeldGroups, ackHeldGroups                 string
-	extend                                         string
-	forget, flowState                              string
+	Publish, Claim, Ack, Nack, Release, QueueStats string
+	ClaimHeld, AckHeld, NackHeld                   string
+	ClaimHeldGroups, AckHeldGroups                 string
+	Extend                                         string
+	Forget, FlowState                              string
 }
 
-// byName pairs every statement with its text under the name of the text's constant in sql.go.
-func (s *statements) byName() map[string]statement {
-	return map[string]statement{
-		"sqlPublish":         {&s.publish, sqlPublish},
-		"sqlClaim":           {&s.claim, sqlClaim},
-		"sqlAck":             {&s.ack, sqlAck},
-		"sqlNack":            {&s.nack, sqlNack},
-		"sqlRelease":         {&s.release, sqlRelease},
-		"sqlClaimHeld":       {&s.claimHeld, sqlClaimHeld},
-		"sqlAckHeld":         {&s.ackHeld, sqlAckHeld},
-		"sqlClaimHeldGroups": {&s.claimHeldGroups, sqlClaimHeldGroups},
-		"sqlAckHeldGroups":   {&s.ackHeldGroups, sqlAckHeldGroups},
-		"sqlNackHeld":        {&s.nackHeld, sqlNackHeld},
-		"sqlQueueStats":      {&s.queueStats, sqlQueueStats},
-		"sqlExtend":          {&s.extend, sqlExtend},
-		"sqlForget":          {&s.forget, sqlForget},
-		"sqlFlowState":       {&s.flowState, sqlFlowState},
-	}
+// statementTexts names every statement of sql.go for pgdb.ExpandByName: constant sqlX under "sqlX".
+var statementTexts = map[string]string{
+	"sqlPublish":         sqlPublish,
+	"sqlClaim":           sqlClaim,
+	"sqlAck":             sqlAck,
+	"sqlNack":            sqlNack,
+	"sqlRelease":         sqlRelease,
+	"sqlClaimHeld":       sqlClaimHeld,
+	"sqlAckHeld":         sqlAckHeld,
+	"sqlClaimHeldGroups": sqlClaimHeldGroups,
+	"sqlAckHeldGroups":   sqlAckHeldGroups,
+	"sqlNackHeld":        sqlNackHeld,
+	"sqlQueueStats":      sqlQueueStats,
+	"sqlExtend":          sqlExtend,
+	"sqlForget":          sqlForget,
+	"sqlFlowState":       sqlFlowState,
 }
 
-// statement is where one statement's expanded text goes and its text.
-type statement struct {
-	dst  *string
-	text string
-}
-
-func newStatements(schema string) statements {
+func newStatements(schema string) (statements, error) {
 	var s statements
-	for _, st := range s.byName() {
-		*st.dst = pgdb.Expand(st.text, schema)
+	if err := pgdb.ExpandByName(&s, statementTexts, schema); err != nil {
+		return statements{}, fmt.Errorf("pgtransport: %w", err)
 	}
-	return s
+	return s, nil
 }
 
 // now reads the clock in UTC at the precision PostgreSQL keeps, so that what a lease reports is
@@ -75,7 +68,7 @@ func (b *Backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) e
 	if err != nil {
 		return err
 	}
-	return b.published(b.pool.QueryRow(ctx, b.sql.publish, args...))
+	return b.published(b.pool.QueryRow(ctx, b.st.Publish, args...))
 }
 
 // PublishBatchTx is the transport's PublishBatch inside the caller's transaction, with the same
@@ -92,7 +85,7 @@ func (b *Backend) PublishBatchTx(ctx context.Context, tx pgx.Tx, msgs []transpor
 	if err := ctx.Err(); err != nil || args == nil {
 		return err
 	}
-	return b.published(tx.QueryRow(ctx, b.sql.publish, args...))
+	return b.published(tx.QueryRow(ctx, b.st.Publish, args...))
 }
 
 // preparePublish checks msgs as the Transport does and returns the publish's arguments, nil for
@@ -160,7 +153,7 @@ func (b *Backend) claim(ctx context.Context, worker string, visibility time.Dura
 	until := now.Add(visibility)
 	token := transport.NewToken(worker)
 	after := b.cursor.from()
-	rows, err := b.pool.Query(ctx, b.sql.claim, now, until, token, minPriority, max, after.key, after.group, true)
+	rows, err := b.pool.Query(ctx, b.st.Claim, now, until, token, minPriority, max, after.key, after.group, true)
 	if err != nil {
 		return nil, b.claimFailed(token, until, err)
 	}
@@ -211,7 +204,7 @@ func (b *Backend) leases(rows pgx.Rows, gen uint64, token string, until time.Tim
 
 // AckBatch implements transport.Backend in one round trip.
 func (b *Backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
-	return b.acked(b.pool.QueryRow(ctx, b.sql.ack, b.ackArgs(ls)...))
+	return b.acked(b.pool.QueryRow(ctx, b.st.Ack, b.ackArgs(ls)...))
 }
 
 // ackStatement is the statement and arguments of an ack of checked leases, fenced or held.
@@ -219,7 +212,7 @@ func (b *Backend) ackStatement(ls []transport.Lease, held bool) (string, []any) 
 	if held {
 		return b.ackHeldStatement(ls)
 	}
-	return b.sql.ack, b.ackArgs(ls)
+	return b.st.Ack, b.ackArgs(ls)
 }
 
 // ackArgs returns the arguments of an ack of checked leases.
@@ -252,15 +245,15 @@ func (b *Backend) acked(r pgx.Row) error {
 
 // Nack implements transport.Backend in one round trip.
 func (b *Backend) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
-	return b.nacked(b.pool.QueryRow(ctx, b.sql.nack, b.nackArgs(l, delay)...))
+	return b.nacked(b.pool.QueryRow(ctx, b.st.Nack, b.nackArgs(l, delay)...))
 }
 
 // nackStatement is the statement of a nack, fenced or held; both take nackArgs.
 func (b *Backend) nackStatement(held bool) string {
 	if held {
-		return b.sql.nackHeld
+		return b.st.NackHeld
 	}
-	return b.sql.nack
+	return b.st.Nack
 }
 
 // nackArgs returns the arguments of a checked nack.
@@ -299,7 +292,7 @@ func (b *Backend) QueuePublish(q *pgx.Batch, msgs []transport.Outgoing) error {
 	if err != nil || args == nil {
 		return err
 	}
-	q.Queue(b.sql.publish, args...).QueryRow(b.published)
+	q.Queue(b.st.Publish, args...).QueryRow(b.published)
 	return nil
 }
 

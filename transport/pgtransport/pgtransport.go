@@ -32,7 +32,7 @@ import (
 type Backend struct {
 	pool    *pgxpool.Pool
 	cfg     config
-	sql     statements
+	st      statements
 	channel string // the NOTIFY channel of this schema
 	sig     *wake.Signal
 	cursor  cursor     // where claims resume the round-robin
@@ -67,6 +67,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Tr
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
+	st, err := newStatements(cfg.schema)
+	if err != nil {
+		return nil, err
+	}
 	listenConn, err := listenerConfig(pool, &cfg)
 	if err != nil {
 		return nil, err
@@ -80,7 +84,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*transport.Tr
 		return nil, err
 	}
 	b := &Backend{
-		pool: pool, cfg: cfg, sql: newStatements(cfg.schema), listenConn: listenConn,
+		pool: pool, cfg: cfg, st: st, listenConn: listenConn,
 		channel: channelName(cfg.schema), sig: wake.New(),
 		listenReady: make(chan struct{}), listenDone: make(chan struct{}),
 	}

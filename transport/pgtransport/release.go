@@ -102,7 +102,7 @@ func (b *Backend) release(ctx context.Context, tokens []string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var freed int
-	if err := b.pool.QueryRow(ctx, b.sql.release, tokens, b.notifyChannel()).Scan(&freed); err != nil {
+	if err := b.pool.QueryRow(ctx, b.st.Release, tokens, b.notifyChannel()).Scan(&freed); err != nil {
 		return 0, fail("release", err)
 	}
 	if freed > 0 {

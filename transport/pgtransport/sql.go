@@ -2,8 +2,8 @@ package pgtransport
 
 // Every statement the transport sends, named after the method that sends it: each calls one of
 // the functions of the migrations. {schema} stands for the schema's qualifier
-// (pgdb.Expand); newStatements expands each under its name, and TestStatementsPairedByName
-// checks the pairing. Every parameter is cast, so the statements also work unprepared (behind
+// (pgdb.Expand); newStatements fills field X of statements from constant sqlX, by name
+// (pgdb.ExpandByName), and TestStatementsPairedByName checks the pairing. Every parameter is cast, so the statements also work unprepared (behind
 // PgBouncer), when the server is not asked for their types.
 const (
 	// sqlPublish is sent by PublishBatch, PublishBatchTx and QueuePublish.

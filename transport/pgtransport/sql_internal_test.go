@@ -35,37 +35,43 @@ func sqlConstants(t *testing.T) map[string]string {
 	return out
 }
 
-// TestStatementsPairedByName checks that every statement of sql.go is expanded under its own name
-// with its own text, that nothing else is, and that each fills a field of its own.
+// TestStatementsPairedByName checks that every statement of sql.go, constant sqlX, has a field X
+// of statements and every field a constant, that statementTexts holds each constant under its own
+// name and nothing else, and that newStatements fills each field with its own statement expanded.
 func TestStatementsPairedByName(t *testing.T) {
 	consts := sqlConstants(t)
-	var s statements
-	named := s.byName()
-	seen := map[*string]string{}
-	for name, st := range named {
-		text, ok := consts[name]
-		switch {
-		case !ok:
-			t.Errorf("%s is sent but is no constant of sql.go", name)
-		case st.text != text:
-			t.Errorf("%s is sent with another constant's text", name)
-		}
-		if other, dup := seen[st.dst]; dup {
-			t.Errorf("%s and %s fill one field", name, other)
-		}
-		seen[st.dst] = name
+	typ := reflect.TypeFor[statements]()
+	fields := map[string]bool{}
+	for i := range typ.NumField() {
+		fields["sql"+typ.Field(i).Name] = true
 	}
 	for name := range consts {
-		if _, ok := named[name]; !ok {
-			t.Errorf("%s of sql.go is never sent", name)
+		if !fields[name] {
+			t.Errorf("%s of sql.go has no field %s in statements", name, name[3:])
+		}
+		if _, ok := statementTexts[name]; !ok {
+			t.Errorf("%s of sql.go is not in statementTexts", name)
 		}
 	}
-	s = newStatements("app")
+	for name := range fields {
+		if _, ok := consts[name]; !ok {
+			t.Errorf("field %s of statements has no constant %s in sql.go", name[3:], name)
+		}
+	}
+	for name, text := range statementTexts {
+		if want, ok := consts[name]; !ok || text != want {
+			t.Errorf("statementTexts holds under %s a text that is not that constant's", name)
+		}
+	}
+	s, err := newStatements("app")
+	if err != nil {
+		t.Fatal(err)
+	}
 	v := reflect.ValueOf(s)
 	for i := range v.NumField() {
-		text := v.Field(i).String()
-		if text == "" || strings.Contains(text, "{schema}") || !strings.Contains(text, pgdb.Qualifier("app")) {
-			t.Errorf("field %s is %q, want a statement expanded for schema app", v.Type().Field(i).Name, text)
+		name := typ.Field(i).Name
+		if got, want := v.Field(i).String(), pgdb.Expand(consts["sql"+name], "app"); got != want || !strings.Contains(got, pgdb.Qualifier("app")) {
+			t.Errorf("field %s is %q, want sql%s expanded for schema app", name, got, name)
 		}
 	}
 }

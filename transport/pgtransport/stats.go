@@ -19,7 +19,7 @@ func (b *Backend) DBSystemName() string { return "postgresql" }
 // QueueStats implements transport.StatsBackend. It reads the whole queue, so it is for gauges
 // sampled every few seconds at most.
 func (b *Backend) QueueStats(ctx context.Context) ([]transport.QueueStat, error) {
-	rows, err := b.pool.Query(ctx, b.sql.queueStats)
+	rows, err := b.pool.Query(ctx, b.st.QueueStats)
 	if err != nil {
 		return nil, fmt.Errorf("pgtransport: queue stats: %w", pgdb.Classify(err))
 	}
