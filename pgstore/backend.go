@@ -28,7 +28,7 @@ type Backend struct {
 	pool     *pgxpool.Pool
 	schema   string
 	traceCap int64
-	sql      statements
+	st       statements
 	closed   atomic.Bool
 	finish   *finishHub
 }
@@ -53,9 +53,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*stead.Store,
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 	}
-	b := &Backend{pool: pool, schema: cfg.schema, traceCap: int64(cfg.traceCap), sql: newStatements(cfg.schema),
-		finish: newFinishHub()}
-	var err error
+	st, err := newStatements(cfg.schema)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	b := &Backend{pool: pool, schema: cfg.schema, traceCap: int64(cfg.traceCap), st: st, finish: newFinishHub()}
 	if cfg.migrate {
 		err = pgdb.Migrate(ctx, pool, cfg.schema, migrationTable, migrations())
 	} else {

@@ -40,7 +40,7 @@ func (b *Backend) commitStatement(w *stead.Write) (string, []any, error) {
 		timestamptz(e.CreatedAt), timestamptz(e.UpdatedAt), timestamptz(e.FinishedAt),
 		string(w.Record), w.Expected, bd.ProcessedEventID}
 	if bd.StateOnly() {
-		return b.sql.commitState, args, nil
+		return b.st.CommitState, args, nil
 	}
 	var se sideEffects
 	if err := se.add(bd); err != nil {
@@ -50,7 +50,7 @@ func (b *Backend) commitStatement(w *stead.Write) (string, []any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return b.sql.commitBundle, append(args, se.emitTargets, se.emitEvents,
+	return b.st.CommitBundle, append(args, se.emitTargets, se.emitEvents,
 		se.spawnChildren, se.spawnRootPaths, se.spawnContexts, se.spawnTraces,
 		se.armPaths, se.armFireAt, se.disarmPaths, trace, b.traceCap), nil
 }
@@ -128,7 +128,7 @@ func (b *Backend) queueCommit(batch *pgx.Batch, exe *stead.Execution, bundle ste
 	var also alsoArgs
 	also.add(0, w)
 	found := make([]bool, 1)
-	also.queue(batch, b.sql.commitAlso, found, func() error {
+	also.queue(batch, b.st.CommitAlso, found, func() error {
 		missed, err := also.check(found, func(int) bool { return won })
 		if err == nil && len(missed) > 0 {
 			err = fmt.Errorf("the commit won in a savepoint of the caller's, where its further processed events cannot be recorded in the same round trip: roll back")
@@ -154,7 +154,7 @@ func (b *Backend) QueueCommitGuarded(batch *pgx.Batch, exe *stead.Execution, bun
 	if err != nil {
 		return err
 	}
-	batch.Queue(b.sql.requireCommitted, w.Execution.ID, w.Execution.Version)
+	batch.Queue(b.st.RequireCommitted, w.Execution.ID, w.Execution.Version)
 	return nil
 }
 
@@ -250,7 +250,7 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 		return err
 	}
 	if also.empty() && attrs.empty() {
-		rows, err := q.Query(ctx, b.sql.commitBatch, args.values(b.traceCap)...)
+		rows, err := q.Query(ctx, b.st.CommitBatch, args.values(b.traceCap)...)
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +259,7 @@ func (b *Backend) commitBatch(ctx context.Context, q querier, ws []*stead.Write,
 		}
 	} else {
 		batch := &pgx.Batch{}
-		batch.Queue(b.sql.commitBatch, args.values(b.traceCap)...).Query(read)
+		batch.Queue(b.st.CommitBatch, args.values(b.traceCap)...).Query(read)
 		if err := b.sendAlso(ctx, q, batch, &also, &attrs, func(i int) bool { return won[i] }); err != nil {
 			return nil, err
 		}
@@ -332,7 +332,7 @@ func (b *Backend) conflicts(ctx context.Context, q querier, lost []*stead.Write)
 		ids[i] = w.Execution.ID
 	}
 	found := make(map[string]int64, len(lost))
-	rows, err := q.Query(ctx, b.sql.conflicts, ids)
+	rows, err := q.Query(ctx, b.st.Conflicts, ids)
 	if err == nil {
 		var id string
 		var v int64
@@ -361,11 +361,11 @@ func (b *Backend) conflicts(ctx context.Context, q querier, lost []*stead.Write)
 func (b *Backend) sendAlso(ctx context.Context, q querier, batch *pgx.Batch, also *alsoArgs, attrs *attrArgs, won func(int) bool) error {
 	found := make([]bool, len(also.ids))
 	if !also.empty() {
-		also.queue(batch, b.sql.commitAlso, found, nil)
+		also.queue(batch, b.st.CommitAlso, found, nil)
 	}
 	attrFound := make([]bool, len(attrs.ids))
 	if !attrs.empty() {
-		attrs.queue(batch, b.sql.commitAttrs, attrFound, nil)
+		attrs.queue(batch, b.st.CommitAttrs, attrFound, nil)
 	}
 	if err := q.SendBatch(ctx, batch).Close(); err != nil {
 		return err
@@ -382,7 +382,7 @@ func (b *Backend) sendAlso(ctx context.Context, q querier, batch *pgx.Batch, als
 	for _, j := range missed {
 		again.addFrom(attrs, j)
 	}
-	_, err = q.Exec(ctx, b.sql.commitAttrs, again.values()...)
+	_, err = q.Exec(ctx, b.st.CommitAttrs, again.values()...)
 	return err
 }
 
@@ -402,7 +402,7 @@ func (b *Backend) alsoMissed(ctx context.Context, q querier, also *alsoArgs, fou
 		writes = append(writes, also.ids[j])
 		written, final = append(written, also.written[j]), append(final, also.versions[j])
 	}
-	_, err = q.Exec(ctx, b.sql.commitAlsoWon, ids, events, writes, written, final)
+	_, err = q.Exec(ctx, b.st.CommitAlsoWon, ids, events, writes, written, final)
 	return err
 }
 
@@ -626,7 +626,7 @@ func (b *Backend) queueAttrs(batch *pgx.Batch, w *stead.Write, won *bool) {
 	var attrs attrArgs
 	attrs.add(0, w)
 	found := make([]bool, 1)
-	attrs.queue(batch, b.sql.commitAttrs, found, func() error {
+	attrs.queue(batch, b.st.CommitAttrs, found, func() error {
 		missed, err := attrs.check(found, func(int) bool { return *won })
 		if err == nil && len(missed) > 0 {
 			err = fmt.Errorf("the commit won in a savepoint of the caller's, where its attributes cannot be written in the same round trip: roll back")

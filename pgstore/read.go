@@ -16,7 +16,7 @@ import (
 func (b *Backend) Load(ctx context.Context, id string) (*stead.Execution, error) {
 	var data []byte
 	err := b.with(ctx, "load", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.load, id).Scan(&data)
+		return q.QueryRow(ctx, b.st.Load, id).Scan(&data)
 	})
 	if err != nil {
 		return nil, notFound(err, id)
@@ -29,7 +29,7 @@ func (b *Backend) LoadForEvent(ctx context.Context, ref stead.EventRef) (*stead.
 	var data []byte
 	var processed bool
 	err := b.with(ctx, "load for event", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.loadForEvent, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
+		return q.QueryRow(ctx, b.st.LoadForEvent, ref.ExecutionID, ref.EventID).Scan(&data, &processed)
 	})
 	if err != nil {
 		return nil, false, notFound(err, ref.ExecutionID)
@@ -90,13 +90,13 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	// fraction of decoding the JSON), so that each result stays the caller's own. The rows come
 	// from one statement, so one snapshot, and in ref order, the first ref of an id first.
 	firstOf := firstRefs(refs)
-	sql, args := b.sql.loadForEvents, []any{ids, events}
+	sql, args := b.st.LoadForEvents, []any{ids, events}
 	if firstOf != nil {
 		first := make([]bool, len(refs))
 		for i, f := range firstOf {
 			first[i] = f == i
 		}
-		sql, args = b.sql.loadForEventsOnce, []any{ids, events, first}
+		sql, args = b.st.LoadForEventsOnce, []any{ids, events, first}
 	}
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
@@ -161,7 +161,7 @@ func firstRefs(refs []stead.EventRef) []int {
 func (b *Backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, error) {
 	var ok bool
 	err := b.with(ctx, "is processed", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.isProcessed, ref.ExecutionID, ref.EventID).Scan(&ok)
+		return q.QueryRow(ctx, b.st.IsProcessed, ref.ExecutionID, ref.EventID).Scan(&ok)
 	})
 	return ok, err
 }
@@ -170,7 +170,7 @@ func (b *Backend) IsProcessed(ctx context.Context, ref stead.EventRef) (bool, er
 func (b *Backend) CursorKey(ctx context.Context) ([]byte, error) {
 	var key []byte
 	err := b.with(ctx, "cursor key", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.cursorKey).Scan(&key)
+		return q.QueryRow(ctx, b.st.CursorKey).Scan(&key)
 	})
 	return key, err
 }
@@ -179,11 +179,11 @@ func (b *Backend) CursorKey(ctx context.Context) ([]byte, error) {
 // query (id > the cursor's id) on an index that matches the filter, so a deep page costs what
 // the first one does.
 func (b *Backend) List(ctx context.Context, lq stead.ListQuery) ([]stead.Summary, error) {
-	list := b.sql.list
+	list := b.st.List
 	if lq.WithAttributes {
-		list = b.sql.listWithAttrs
+		list = b.st.ListWithAttrs
 	}
-	sql, args := listSQL(list, &b.sql, lq)
+	sql, args := listSQL(list, &b.st, lq)
 	items := make([]stead.Summary, 0, min(lq.Limit, 64))
 	err := b.with(ctx, "list", func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
@@ -238,7 +238,7 @@ func (b *Backend) FiltersAttributes() bool { return true }
 
 // Count implements stead.Counter: List's filter under a GROUP BY.
 func (b *Backend) Count(ctx context.Context, lq stead.ListQuery) ([]stead.CountRow, error) {
-	sql, args := listSQL(b.sql.count, &b.sql, lq)
+	sql, args := listSQL(b.st.Count, &b.st, lq)
 	var out []stead.CountRow
 	err := b.with(ctx, "count", func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
@@ -265,7 +265,7 @@ func (b *Backend) Count(ctx context.Context, lq stead.ListQuery) ([]stead.CountR
 func (b *Backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, error) {
 	var steps []stead.TraceStep
 	err := b.with(ctx, "read trace", func(q querier) error {
-		rows, err := q.Query(ctx, b.sql.readTrace, id)
+		rows, err := q.Query(ctx, b.st.ReadTrace, id)
 		if err != nil {
 			return err
 		}
@@ -290,23 +290,23 @@ func (b *Backend) ReadTrace(ctx context.Context, id string) ([]stead.TraceStep, 
 
 // Timers implements stead.Backend.
 func (b *Backend) Timers(ctx context.Context, id string) ([]stead.Timer, error) {
-	return b.queryTimers(ctx, "timers", b.sql.timers, id)
+	return b.queryTimers(ctx, "timers", b.st.Timers, id)
 }
 
 // PendingOutbox implements stead.Backend.
 func (b *Backend) PendingOutbox(ctx context.Context, source string, limit int) ([]stead.OutboxEntry, error) {
 	if source == "" {
-		return b.queryOutbox(ctx, "pending outbox", withLimit(b.sql.pendingOutbox, limit))
+		return b.queryOutbox(ctx, "pending outbox", withLimit(b.st.PendingOutbox, limit))
 	}
-	return b.queryOutbox(ctx, "pending outbox", withLimit(b.sql.pendingOutboxOfSource, limit), source)
+	return b.queryOutbox(ctx, "pending outbox", withLimit(b.st.PendingOutboxOfSource, limit), source)
 }
 
 // PendingSpawns implements stead.Backend.
 func (b *Backend) PendingSpawns(ctx context.Context, parentID string, limit int) ([]stead.SpawnEntry, error) {
 	if parentID == "" {
-		return b.querySpawns(ctx, "pending spawns", withLimit(b.sql.pendingSpawns, limit))
+		return b.querySpawns(ctx, "pending spawns", withLimit(b.st.PendingSpawns, limit))
 	}
-	return b.querySpawns(ctx, "pending spawns", withLimit(b.sql.pendingSpawnsOfParent, limit), parentID)
+	return b.querySpawns(ctx, "pending spawns", withLimit(b.st.PendingSpawnsOfParent, limit), parentID)
 }
 
 // notFound turns "no rows" into stead.ErrNotFound.

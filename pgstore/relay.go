@@ -18,7 +18,7 @@ import (
 // many hosts skip each other's rows instead of waiting, and the cost does not grow with the
 // backlog (only with the rows under a live lease ahead of the first free one).
 func (b *Backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit int) ([]stead.OutboxEntry, error) {
-	out, err := b.queryOutbox(ctx, "claim outbox", withLimit(b.sql.claimOutbox, limit), now, until)
+	out, err := b.queryOutbox(ctx, "claim outbox", withLimit(b.st.ClaimOutbox, limit), now, until)
 	if err != nil {
 		return nil, err
 	}
@@ -29,12 +29,12 @@ func (b *Backend) ClaimOutbox(ctx context.Context, now, until time.Time, limit i
 
 // AckOutbox implements stead.Backend.
 func (b *Backend) AckOutbox(ctx context.Context, seqs []int64) error {
-	return b.exec(ctx, "ack outbox", b.sql.ackOutbox, seqs)
+	return b.exec(ctx, "ack outbox", b.st.AckOutbox, seqs)
 }
 
 // ClaimSpawns implements stead.Backend, like ClaimOutbox.
 func (b *Backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit int) ([]stead.SpawnEntry, error) {
-	out, err := b.querySpawns(ctx, "claim spawns", withLimit(b.sql.claimSpawns, limit), now, until)
+	out, err := b.querySpawns(ctx, "claim spawns", withLimit(b.st.ClaimSpawns, limit), now, until)
 	if err != nil {
 		return nil, err
 	}
@@ -44,19 +44,19 @@ func (b *Backend) ClaimSpawns(ctx context.Context, now, until time.Time, limit i
 
 // AckSpawns implements stead.Backend.
 func (b *Backend) AckSpawns(ctx context.Context, seqs []int64) error {
-	return b.exec(ctx, "ack spawns", b.sql.ackSpawns, seqs)
+	return b.exec(ctx, "ack spawns", b.st.AckSpawns, seqs)
 }
 
 // DueTimers implements stead.Backend, from the (fire_at, execution_id, path) index.
 func (b *Backend) DueTimers(ctx context.Context, now time.Time, limit int) ([]stead.Timer, error) {
-	return b.queryTimers(ctx, "due timers", withLimit(b.sql.dueTimers, limit), now)
+	return b.queryTimers(ctx, "due timers", withLimit(b.st.DueTimers, limit), now)
 }
 
 // DeleteTimer implements stead.Backend.
 func (b *Backend) DeleteTimer(ctx context.Context, t stead.Timer) (bool, error) {
 	var deleted bool
 	err := b.with(ctx, "delete timer", func(q querier) error {
-		tag, err := q.Exec(ctx, b.sql.deleteTimer, t.ExecutionID, t.Path, t.FireAt)
+		tag, err := q.Exec(ctx, b.st.DeleteTimer, t.ExecutionID, t.Path, t.FireAt)
 		deleted = tag.RowsAffected() > 0
 		return err
 	})
@@ -73,7 +73,7 @@ func (b *Backend) AppendTrace(ctx context.Context, id string, step stead.TraceSt
 	var idx int64
 	err = b.with(ctx, "append trace", func(q querier) error {
 		// A string, not []byte: sent with unnamed statements (QueryExecModeExec), []byte is bytea.
-		return q.QueryRow(ctx, b.sql.appendTrace, id, string(entry), b.traceCap).Scan(&idx)
+		return q.QueryRow(ctx, b.st.AppendTrace, id, string(entry), b.traceCap).Scan(&idx)
 	})
 	if err != nil {
 		return 0, notFound(err, id)
@@ -85,7 +85,7 @@ func (b *Backend) AppendTrace(ctx context.Context, id string, step stead.TraceSt
 func (b *Backend) Purge(ctx context.Context, id string, expectedVersion int64) (bool, error) {
 	var deleted bool
 	err := b.with(ctx, "purge", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.purge, id, expectedVersion).Scan(&deleted)
+		return q.QueryRow(ctx, b.st.Purge, id, expectedVersion).Scan(&deleted)
 	})
 	return deleted, err
 }

@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"maps"
 	"strconv"
 	"strings"
 
@@ -12,7 +11,7 @@ import (
 // Every statement the store sends, named after the method that sends it. {schema} is expanded
 // once, by New; {limit} and {where} per call (withLimit, listSQL). The functions they call are
 // in migrations/001_init.sql. TestStatementsPairedByName holds these constants, the statements
-// struct and Statements to the same names.
+// struct (field X from constant sqlX, by pgdb.ExpandByName) and Statements to the same names.
 
 // Reads.
 const (
@@ -239,95 +238,65 @@ const (
 const sqlStoreStatsBacklog = `SELECT (SELECT count(*) FROM {schema}stead_outbox),
 	(SELECT count(*) FROM {schema}stead_spawns)`
 
-// statements are the texts of one store, {schema} expanded.
+// statements holds every statement of one store: field X is constant sqlX with {schema} expanded,
+// filled once by name from sqlByName (pgdb.ExpandByName), so no field carries another's text.
 type statements struct {
-	load, loadForEvent, loadForEvents, loadForEventsOnce, isProcessed, list, count string
-	listWithAttrs                                                                  string
-	readTrace, timers                                                              string
-	pendingOutbox, pendingOutboxOfSource, pendingSpawns, pendingSpawnsOfParent     string
-	commitState, commitBundle, commitBatch, conflicts, requireCommitted            string
-	commitAlso, commitAlsoWon, commitAttrs, listAttrStr, listAttrNum               string
-	appendTrace, purge, claimOutbox, ackOutbox, claimSpawns, ackSpawns             string
-	dueTimers, deleteTimer, cursorKey                                              string
-	storeStatsBacklog                                                              string
+	Load, LoadForEvent, LoadForEvents, LoadForEventsOnce, IsProcessed, List, Count string
+	ListWithAttrs                                                                  string
+	ReadTrace, Timers                                                              string
+	PendingOutbox, PendingOutboxOfSource, PendingSpawns, PendingSpawnsOfParent     string
+	CommitState, CommitBundle, CommitBatch, Conflicts, RequireCommitted            string
+	CommitAlso, CommitAlsoWon, CommitAttrs, ListAttrStr, ListAttrNum               string
+	AppendTrace, Purge, ClaimOutbox, AckOutbox, ClaimSpawns, AckSpawns             string
+	DueTimers, DeleteTimer, CursorKey                                              string
+	StoreStatsBacklog                                                              string
 }
 
-func newStatements(schema string) statements {
-	x := func(sql string) string { return pgdb.Expand(sql, schema) }
-	return statements{
-		load:                  x(sqlLoad),
-		loadForEvent:          x(sqlLoadForEvent),
-		loadForEvents:         x(sqlLoadForEvents),
-		loadForEventsOnce:     x(sqlLoadForEventsOnce),
-		isProcessed:           x(sqlIsProcessed),
-		list:                  x(sqlList),
-		listWithAttrs:         x(sqlListWithAttrs),
-		count:                 x(sqlCount),
-		readTrace:             x(sqlReadTrace),
-		timers:                x(sqlTimers),
-		pendingOutbox:         x(sqlPendingOutbox),
-		pendingOutboxOfSource: x(sqlPendingOutboxOfSource),
-		pendingSpawns:         x(sqlPendingSpawns),
-		pendingSpawnsOfParent: x(sqlPendingSpawnsOfParent),
-		commitState:           x(sqlCommitState),
-		commitBundle:          x(sqlCommitBundle),
-		commitBatch:           x(sqlCommitBatch),
-		conflicts:             x(sqlConflicts),
-		requireCommitted:      x(sqlRequireCommitted),
-		commitAlso:            x(sqlCommitAlso),
-		commitAlsoWon:         x(sqlCommitAlsoWon),
-		commitAttrs:           x(sqlCommitAttrs),
-		listAttrStr:           x(sqlListAttrStr),
-		listAttrNum:           x(sqlListAttrNum),
-		appendTrace:           x(sqlAppendTrace),
-		purge:                 x(sqlPurge),
-		claimOutbox:           x(sqlClaimOutbox),
-		ackOutbox:             x(sqlAckOutbox),
-		claimSpawns:           x(sqlClaimSpawns),
-		ackSpawns:             x(sqlAckSpawns),
-		dueTimers:             x(sqlDueTimers),
-		deleteTimer:           x(sqlDeleteTimer),
-		cursorKey:             x(sqlCursorKey),
-		storeStatsBacklog:     x(sqlStoreStatsBacklog),
+func newStatements(schema string) (statements, error) {
+	var s statements
+	if err := pgdb.ExpandByName(&s, sqlByName, schema); err != nil {
+		return statements{}, err
 	}
+	return s, nil
 }
 
-// sqlByName names each statement for Statements.
+// sqlByName names every statement, constant sqlX under "sqlX": newStatements fills field X
+// from it, and Statements reports it as "X".
 var sqlByName = map[string]string{
-	"Load":                  sqlLoad,
-	"LoadForEvent":          sqlLoadForEvent,
-	"LoadForEventsOnce":     sqlLoadForEventsOnce,
-	"LoadForEvents":         sqlLoadForEvents,
-	"IsProcessed":           sqlIsProcessed,
-	"List":                  sqlList,
-	"ListWithAttrs":         sqlListWithAttrs,
-	"Count":                 sqlCount,
-	"ReadTrace":             sqlReadTrace,
-	"Timers":                sqlTimers,
-	"PendingOutbox":         sqlPendingOutbox,
-	"PendingOutboxOfSource": sqlPendingOutboxOfSource,
-	"PendingSpawns":         sqlPendingSpawns,
-	"PendingSpawnsOfParent": sqlPendingSpawnsOfParent,
-	"CommitState":           sqlCommitState,
-	"CommitBundle":          sqlCommitBundle,
-	"CommitBatch":           sqlCommitBatch,
-	"Conflicts":             sqlConflicts,
-	"RequireCommitted":      sqlRequireCommitted,
-	"CommitAlso":            sqlCommitAlso,
-	"CommitAlsoWon":         sqlCommitAlsoWon,
-	"CommitAttrs":           sqlCommitAttrs,
-	"ListAttrStr":           sqlListAttrStr,
-	"ListAttrNum":           sqlListAttrNum,
-	"AppendTrace":           sqlAppendTrace,
-	"Purge":                 sqlPurge,
-	"ClaimOutbox":           sqlClaimOutbox,
-	"AckOutbox":             sqlAckOutbox,
-	"ClaimSpawns":           sqlClaimSpawns,
-	"AckSpawns":             sqlAckSpawns,
-	"DueTimers":             sqlDueTimers,
-	"DeleteTimer":           sqlDeleteTimer,
-	"CursorKey":             sqlCursorKey,
-	"StoreStatsBacklog":     sqlStoreStatsBacklog,
+	"sqlLoad":                  sqlLoad,
+	"sqlLoadForEvent":          sqlLoadForEvent,
+	"sqlLoadForEventsOnce":     sqlLoadForEventsOnce,
+	"sqlLoadForEvents":         sqlLoadForEvents,
+	"sqlIsProcessed":           sqlIsProcessed,
+	"sqlList":                  sqlList,
+	"sqlListWithAttrs":         sqlListWithAttrs,
+	"sqlCount":                 sqlCount,
+	"sqlReadTrace":             sqlReadTrace,
+	"sqlTimers":                sqlTimers,
+	"sqlPendingOutbox":         sqlPendingOutbox,
+	"sqlPendingOutboxOfSource": sqlPendingOutboxOfSource,
+	"sqlPendingSpawns":         sqlPendingSpawns,
+	"sqlPendingSpawnsOfParent": sqlPendingSpawnsOfParent,
+	"sqlCommitState":           sqlCommitState,
+	"sqlCommitBundle":          sqlCommitBundle,
+	"sqlCommitBatch":           sqlCommitBatch,
+	"sqlConflicts":             sqlConflicts,
+	"sqlRequireCommitted":      sqlRequireCommitted,
+	"sqlCommitAlso":            sqlCommitAlso,
+	"sqlCommitAlsoWon":         sqlCommitAlsoWon,
+	"sqlCommitAttrs":           sqlCommitAttrs,
+	"sqlListAttrStr":           sqlListAttrStr,
+	"sqlListAttrNum":           sqlListAttrNum,
+	"sqlAppendTrace":           sqlAppendTrace,
+	"sqlPurge":                 sqlPurge,
+	"sqlClaimOutbox":           sqlClaimOutbox,
+	"sqlAckOutbox":             sqlAckOutbox,
+	"sqlClaimSpawns":           sqlClaimSpawns,
+	"sqlAckSpawns":             sqlAckSpawns,
+	"sqlDueTimers":             sqlDueTimers,
+	"sqlDeleteTimer":           sqlDeleteTimer,
+	"sqlCursorKey":             sqlCursorKey,
+	"sqlStoreStatsBacklog":     sqlStoreStatsBacklog,
 }
 
 // Statements returns the SQL each method of a store on schema ("" for the search_path) sends, by
@@ -345,9 +314,9 @@ var sqlByName = map[string]string{
 // attributes, with their own placeholders: $K, $T and $V (the parameters of the key, the kind
 // and the value) and {op} (the comparison).
 func Statements(schema string) map[string]string {
-	m := maps.Clone(sqlByName)
-	for name, sql := range m {
-		m[name] = pgdb.Expand(sql, schema)
+	m := make(map[string]string, len(sqlByName))
+	for name, sql := range sqlByName {
+		m[strings.TrimPrefix(name, "sql")] = pgdb.Expand(sql, schema)
 	}
 	return m
 }
@@ -415,9 +384,9 @@ func listSQL(list string, sq *statements, q stead.ListQuery) (string, []any) {
 	}
 	for _, f := range q.Attributes {
 		kind := f.Values[0].Kind()
-		text := sq.listAttrNum
+		text := sq.ListAttrNum
 		if kind == stead.AttrKindString {
-			text = sq.listAttrStr
+			text = sq.ListAttrStr
 		}
 		args = append(args, f.Key)
 		text = strings.Replace(text, "$K", "$"+strconv.Itoa(len(args)), 1)

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/steadhq/stead/pgdb"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
@@ -52,44 +50,48 @@ func sqlConstants(t *testing.T) map[string]string {
 	return texts
 }
 
-func lowerFirst(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToLower(r)) + s[n:]
-}
-
 // TestStatementsPairedByName holds the constants of sql.go, the statements a store holds and
-// what Statements reports to the same names: the statement field x and Statements()["X"] are the
-// text of the constant sqlX, with the schema expanded, and nothing is left unpaired.
+// what Statements reports to the same names: the statement field X, sqlByName["sqlX"] and
+// Statements()["X"] are the text of the constant sqlX (the schema expanded in the field and in
+// Statements), and nothing is left unpaired.
 func TestStatementsPairedByName(t *testing.T) {
 	const schema = "s"
 	texts := sqlConstants(t)
 	if len(texts) == 0 {
 		t.Fatal("no sql constants in sql.go")
 	}
-	held := newStatements(schema)
+	held, err := newStatements(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v := reflect.ValueOf(held)
 	fields := map[string]bool{}
 	for i := range v.NumField() {
-		f := v.Type().Field(i).Name
-		fields[f] = true
-		name := strings.ToUpper(f[:1]) + f[1:]
+		name := v.Type().Field(i).Name
+		fields[name] = true
 		text, ok := texts[name]
 		if !ok {
-			t.Errorf("statements.%s has no constant sql%s", f, name)
+			t.Errorf("statements.%s has no constant sql%s", name, name)
 			continue
 		}
 		if got, want := v.Field(i).String(), pgdb.Expand(text, schema); got != want {
-			t.Errorf("statements.%s is not the text of sql%s", f, name)
+			t.Errorf("statements.%s is not the text of sql%s", name, name)
 		}
 	}
 	reported := Statements(schema)
 	for name, text := range texts {
-		if !fields[lowerFirst(name)] {
+		if !fields[name] {
 			t.Errorf("sql%s is held by no field of statements", name)
+		}
+		if got, ok := sqlByName["sql"+name]; !ok || got != text {
+			t.Errorf("sqlByName[%q] is not the text of sql%s", "sql"+name, name)
 		}
 		if got, ok := reported[name]; !ok || got != pgdb.Expand(text, schema) {
 			t.Errorf("Statements()[%q] is not the text of sql%s", name, name)
 		}
+	}
+	if len(sqlByName) != len(texts) {
+		t.Errorf("sqlByName names %d statements, sql.go has %d: %v", len(sqlByName), len(texts), slices.Sorted(maps.Keys(sqlByName)))
 	}
 	if len(reported) != len(texts) {
 		names := slices.Sorted(maps.Keys(reported))

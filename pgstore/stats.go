@@ -17,7 +17,7 @@ func (b *Backend) DBSystemName() string { return "postgresql" }
 func (b *Backend) StoreStats(ctx context.Context) (stead.StoreStats, error) {
 	var st stead.StoreStats
 	err := b.with(ctx, "store stats", func(q querier) error {
-		return q.QueryRow(ctx, b.sql.storeStatsBacklog).Scan(&st.Outbox, &st.Spawns)
+		return q.QueryRow(ctx, b.st.StoreStatsBacklog).Scan(&st.Outbox, &st.Spawns)
 	})
 	return st, err
 }
