@@ -53,12 +53,15 @@ const DefaultBusyTimeout = 5 * time.Second
 // the file: open it once and hand it to sqlitestore.New, sqlitetransport.New and sqliteturn.New.
 // The application owns it and closes it after them.
 //
-// W is the pool writers take their connection from (each component pins one for its life). Its
-// transactions begin with BEGIN IMMEDIATE (through _txlock, or explicitly), so a writer never has
-// to upgrade a read lock (the lock-upgrade deadlock that SQLITE_BUSY_SNAPSHOT reports in WAL
-// mode), and it does not wait for locks inside SQLite: run its transactions under Lock and Retry,
-// with BusyTimeout as Retry's budget. R is a pool of read-only connections that run beside the
-// writer, which WAL allows.
+// Components write through d's one writer connection, taken out of the pool W for d's life: they
+// prepare their write statements on it (PrepareWrites) and run them in d's write transactions
+// (Write, Begin), which begin with BEGIN IMMEDIATE, so a writer never has to upgrade a read lock
+// (the lock-upgrade deadlock that SQLITE_BUSY_SNAPSHOT reports in WAL mode), and do not wait
+// for locks inside SQLite but in Retry, with BusyTimeout as its budget. Because every component
+// writes on that one connection, one transaction can hold the writes of several (a store's
+// commit and a transport's publish and acks: see Begin). W's other connections serve Migrate
+// (through _txlock=immediate and Lock). R is a pool of read-only connections that run beside
+// the writer, which WAL allows.
 //
 // SQLite has one writer at a time per file. Lock is the write gate of the process: the writes of
 // every component on d queue on it in request order, instead of meeting in SQLite's busy
@@ -75,6 +78,7 @@ type DB struct {
 	Readers     int // the size of R
 
 	gate chan struct{}
+	w    writer    // the one write connection, used under gate (writer.go)
 	keep *sql.Conn // Memory: holds the database open between uses
 }
 
@@ -176,8 +180,9 @@ func (d *DB) Lock(ctx context.Context) error {
 // Unlock releases the write gate taken by Lock.
 func (d *DB) Unlock() { <-d.gate }
 
-// Close closes both pools. Close the components on d first.
+// Close closes the writer connection and both pools. Close the components on d first.
 func (d *DB) Close() error {
+	d.closeWriter()
 	if d.keep != nil {
 		d.keep.Close()
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkCeilingStateOnly is the ceiling of BenchmarkCommitStateOnly/NORMAL: the statements of
-// a state-only commit run on the store's own writer connection with its own prepared statements,
+// a state-only commit run on the database's writer connection with the store's prepared statements,
 // the record encoded ahead, no validation, no error mapping. The store's rate divided by this one
 // is what the store's own work costs.
 func BenchmarkCeilingStateOnly(b *testing.B) {
@@ -43,16 +43,13 @@ func BenchmarkCeilingStateOnly(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := db.Lock(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer db.Unlock()
-	st := &s.Backend().(*backend).wr.st
+	st := &s.Backend().(*backend).w
 	created, updated := exe.CreatedAt.UnixMicro(), exe.UpdatedAt.UnixMicro()
 	b.ReportAllocs()
 	cpu := StartCPU()
 	for v := int64(1); b.Loop(); v++ {
-		if _, err := st.TxBegin.ExecContext(bg); err != nil {
+		tx, err := db.Begin(ctx)
+		if err != nil {
 			b.Fatal(err)
 		}
 		r, err := st.CommitUpdate.ExecContext(bg, "", exe.ActivePath, v+1, created, updated, data, "e", v)
@@ -65,7 +62,7 @@ func BenchmarkCeilingStateOnly(b *testing.B) {
 		if _, err := st.CommitIndexed.ExecContext(bg, "e", "order", "running", "", nil); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := st.TxCommit.ExecContext(bg); err != nil {
+		if err := tx.Commit(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

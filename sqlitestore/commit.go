@@ -58,6 +58,20 @@ func (b *backend) Commit(ctx context.Context, w *stead.Write) ([]int64, error) {
 // CommitBatch runs every write in one transaction. Each write's compare-and-swap is its first
 // statement, so one that loses has written nothing and needs no savepoint, and the others go on.
 func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.WriteResult, error) {
+	encs, err := encodeAll(ws)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]stead.WriteResult, len(ws))
+	err = b.write(ctx, func(st *writeStmts) error { return b.applyAll(ctx, st, ws, encs, res) })
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// encodeAll encodes what the writes of a batch write besides their records (see encoded).
+func encodeAll(ws []*stead.Write) ([]encoded, error) {
 	encs := make([]encoded, len(ws))
 	for i, w := range ws {
 		var err error
@@ -65,29 +79,28 @@ func (b *backend) CommitBatch(ctx context.Context, ws []*stead.Write) ([]stead.W
 			return nil, err
 		}
 	}
-	res := make([]stead.WriteResult, len(ws))
-	err := b.write(ctx, func(st *writeStmts) error {
-		for i, w := range ws {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			seqs, err := b.apply(st, w, &encs[i])
-			var ce *stead.ConflictError
-			switch {
-			case errors.As(err, &ce):
-				res[i] = stead.WriteResult{Err: err}
-			case err != nil:
-				return err
-			default:
-				res[i] = stead.WriteResult{Seqs: seqs}
-			}
+	return encs, nil
+}
+
+// applyAll applies the writes of a batch in the transaction, filling res: a lost
+// compare-and-swap is its write's result, and the others go on; any other error ends it.
+func (b *backend) applyAll(ctx context.Context, st *writeStmts, ws []*stead.Write, encs []encoded, res []stead.WriteResult) error {
+	for i, w := range ws {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		seqs, err := b.apply(st, w, &encs[i])
+		var ce *stead.ConflictError
+		switch {
+		case errors.As(err, &ce):
+			res[i] = stead.WriteResult{Err: err}
+		case err != nil:
+			return err
+		default:
+			res[i] = stead.WriteResult{Seqs: seqs}
+		}
 	}
-	return res, nil
+	return nil
 }
 
 // apply runs the statements of one commit inside the transaction: the compare-and-swap first,

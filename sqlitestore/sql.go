@@ -9,13 +9,8 @@ import (
 // microseconds, NULL when unset (migrations/001_init.sql). Each field of writeStmts and readStmts
 // is prepared from the constant named sql and the field's name (see stmts.go).
 
-// The transaction of writer.tx. BEGIN IMMEDIATE takes the write lock first, so a writer never
-// upgrades a read lock (the upgrade deadlock SQLite reports as SQLITE_BUSY_SNAPSHOT).
-const (
-	sqlTxBegin    = `BEGIN IMMEDIATE`
-	sqlTxCommit   = `COMMIT`
-	sqlTxRollback = `ROLLBACK`
-)
+// Write transactions begin (BEGIN IMMEDIATE) and commit in sqlitedb, on the database's writer
+// connection, which every component on the file shares.
 
 // execColumns are the columns beside the record, which List reads instead of it.
 const execColumns = `id, definition_id, status, outcome, active_path, parent_id, version,
@@ -247,10 +242,6 @@ func listSQL(sh listShape) string {
 
 // statements is every statement above but List's, by the name of its constant.
 var statements = map[string]string{
-	"sqlTxBegin":    sqlTxBegin,
-	"sqlTxCommit":   sqlTxCommit,
-	"sqlTxRollback": sqlTxRollback,
-
 	"sqlCommitInsert":     sqlCommitInsert,
 	"sqlCommitUpdate":     sqlCommitUpdate,
 	"sqlCommitIndexed":    sqlCommitIndexed,

@@ -33,7 +33,7 @@ type backend struct {
 	traceCap int
 	closed   atomic.Bool
 
-	wr   writer
+	w    writeStmts    // prepared on the database's writer connection, used in its write transactions
 	r    readStmts     // prepared on the reader pool
 	rsem chan struct{} // one slot per reader connection
 
@@ -79,7 +79,6 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*stead.Store, er
 	if err := sqlitedb.Migrate(ctx, db, migrationsTable, migrations()); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	b.wr = writer{db: db, closed: &b.closed}
 	b.rsem = make(chan struct{}, db.Readers)
 	if err := b.open(ctx); err != nil {
 		b.Close()
@@ -88,22 +87,17 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*stead.Store, er
 	return stead.NewStore(b), nil
 }
 
-// open opens the writer connection now, so that New reports its errors, and prepares the
-// read statements.
+// open prepares the write statements on the database's writer connection and the read
+// statements on its reader pool, so that New reports their errors.
 func (b *backend) open(ctx context.Context) error {
-	if err := b.db.Lock(ctx); err != nil {
+	if err := b.db.PrepareWrites(ctx, &b.w, statements); err != nil {
 		return err
 	}
-	err := b.wr.open(ctx)
-	b.db.Unlock()
-	if err != nil {
-		return err
-	}
-	return prepareByName(ctx, b.db.R, &b.r)
+	return sqlitedb.PrepareByName(ctx, b.db.R, &b.r, statements)
 }
 
-// Close releases the store's statements and its writer connection, after the write in progress
-// on the database (the store's or another component's). It leaves the database open.
+// Close releases the store's statements, after the write in progress on the database (the
+// store's or another component's). It leaves the database open.
 func (b *backend) Close() error {
 	b.closed.Store(true)
 	b.listMu.Lock()
@@ -112,11 +106,8 @@ func (b *backend) Close() error {
 	}
 	b.lists = nil
 	b.listMu.Unlock()
-	// Lock cannot fail without a deadline; the gate is what the write in progress holds.
-	_ = b.db.Lock(context.Background())
-	b.wr.close()
-	b.db.Unlock()
-	closeByName(&b.r)
+	b.db.ReleaseWrites(&b.w) // after the write in progress, which holds the gate
+	sqlitedb.CloseByName(&b.r)
 	return nil
 }
 
@@ -147,22 +138,29 @@ func (b *backend) read(ctx context.Context, fn func(*readStmts) error) error {
 	return b.classify(err)
 }
 
-// write runs fn in one write transaction and commits it. fn must have no effect outside the
-// transaction: a transaction that found the database locked by another process is rolled back
-// and run again, within the busy timeout. The transaction runs under the database's write gate,
-// so the writes of every component of this process on db queue instead of meeting in SQLite's
-// busy handler.
+// write runs fn in one write transaction of the database (sqlitedb.DB.Write) and commits it. fn
+// must have no effect outside the transaction: a transaction that found the database locked by
+// another process is rolled back and run again, within the busy timeout. The transaction runs
+// under the database's write gate, so the writes of every component of this process on db queue
+// instead of meeting in SQLite's busy handler.
 //
 // Errors: what fn returns (conflicts, invalid input) comes back as it is. Every other error
 // means nothing was written: a lock held elsewhere past the busy timeout, or a deadline that
 // passed while waiting for the gate or the lock, wraps ErrUnavailable; a cancelled ctx is in
 // the chain of what is returned.
 func (b *backend) write(ctx context.Context, fn func(*writeStmts) error) error {
-	if err := b.db.Lock(ctx); err != nil {
-		return fmt.Errorf("sqlitestore: nothing written: %w", err)
-	}
-	defer b.db.Unlock()
-	err := sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error { return b.wr.tx(ctx, fn) })
+	err := b.db.Write(ctx, func(*sqlitedb.Tx) error {
+		// Checked under the gate: Close releases the statements under it.
+		if b.closed.Load() {
+			return fmt.Errorf("sqlitestore: %w", stead.ErrClosed)
+		}
+		return fn(&b.w)
+	})
+	return b.written(ctx, err)
+}
+
+// written maps the error of a write transaction (see write).
+func (b *backend) written(ctx context.Context, err error) error {
 	if err == nil || errs.Classified(err) {
 		return err
 	}
@@ -205,6 +203,11 @@ func micros(t time.Time) any {
 	}
 	return t.UnixMicro()
 }
+
+// bg is the context of statements inside a write transaction and of point reads: the writer
+// connection does not wait for locks (busy_timeout 0), Retry does, and binding ctx would cost the
+// driver a watcher goroutine per statement. See backend.read.
+var bg = context.Background()
 
 func fromMicros(n sql.NullInt64) time.Time {
 	if !n.Valid {

@@ -37,8 +37,15 @@ import (
 	"github.com/steadhq/stead/sqlitestore"
 )
 
+// txStatements are the transaction's own statements, which sqlitedb's writer sends for every
+// component.
+var txStatements = map[string]string{"sqlTxBegin": "BEGIN IMMEDIATE", "sqlTxCommit": "COMMIT"}
+
 // stmt returns the text the store sends under name (see sqlitestore.Statements).
 func stmt(name string) string {
+	if q, ok := txStatements[name]; ok {
+		return q
+	}
 	q, ok := sqlitestore.Statements()[name]
 	if !ok {
 		log.Fatalf("sqlitestore sends no statement %s", name)
