@@ -35,4 +35,3 @@ type readStmts struct {
 
 	StoreStatsBacklog *sql.Stmt
 }
-
