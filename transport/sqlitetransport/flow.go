@@ -49,7 +49,7 @@ func (f *flows) key(ctx context.Context, name string) (*flowKey, error) {
 	}
 	k := &flowKey{flow: transport.Flow{Key: name}, at: f.now}
 	var perUS, at int64
-	err := f.b.st.flowKey.QueryRowContext(ctx, name).Scan(
+	err := f.b.st.FlowKey.QueryRowContext(ctx, name).Scan(
 		&k.flow.Concurrency, &k.flow.Rate, &perUS, &k.admitted, &k.tokens, &at, &k.due, &k.queue)
 	k.queueKnown = err == nil
 	switch {
@@ -94,13 +94,13 @@ func (f *flows) remember(ctx context.Context, group string, fl transport.Flow) e
 	}
 	k.flow, k.known, k.dirty = fl, true, true
 	f.touched(fl.Key)
-	_, err = f.b.st.flowRemember.ExecContext(ctx, group, fl.Key)
+	_, err = f.b.st.FlowRemember.ExecContext(ctx, group, fl.Key)
 	return err
 }
 
 // enqueue puts a group of key at the back of the key's queue.
 func (f *flows) enqueue(ctx context.Context, group, key string) error {
-	if _, err := f.b.st.flowEnqueue.ExecContext(ctx, group, key); err != nil {
+	if _, err := f.b.st.FlowEnqueue.ExecContext(ctx, group, key); err != nil {
 		return err
 	}
 	if k := f.keys[key]; k != nil {
@@ -117,7 +117,7 @@ func (f *flows) enqueueNew(ctx context.Context, group string) (bool, error) {
 		key     string
 		waiting bool
 	)
-	if err := f.b.st.flowGroup.QueryRowContext(ctx, group).Scan(&key, &waiting); err != nil {
+	if err := f.b.st.FlowGroup.QueryRowContext(ctx, group).Scan(&key, &waiting); err != nil {
 		return false, err
 	}
 	admitted, err := f.admitNow(ctx, key)
@@ -145,7 +145,7 @@ func (f *flows) admitNow(ctx context.Context, key string) (bool, error) {
 		}
 	}
 	if !k.queueKnown {
-		if err := f.b.st.flowAnyWaiting.QueryRowContext(ctx, key).Scan(&k.queue); err != nil {
+		if err := f.b.st.FlowAnyWaiting.QueryRowContext(ctx, key).Scan(&k.queue); err != nil {
 			return false, err
 		}
 		k.queueKnown = true
@@ -170,16 +170,16 @@ func (f *flows) ackKeyed(ctx context.Context, group string) (bool, error) {
 		key  string
 		more bool
 	)
-	if err := f.b.st.ackKeyed.QueryRowContext(ctx, group).Scan(&key, &more); err != nil {
+	if err := f.b.st.AckKeyed.QueryRowContext(ctx, group).Scan(&key, &more); err != nil {
 		return false, err
 	}
 	if !more {
-		if _, err := f.b.st.ackKeyedDelete.ExecContext(ctx, group); err != nil {
+		if _, err := f.b.st.AckKeyedDelete.ExecContext(ctx, group); err != nil {
 			return false, err
 		}
 		return false, f.release(ctx, key)
 	}
-	if _, err := f.b.st.ackKeyedFree.ExecContext(ctx, micros(f.now), group); err != nil {
+	if _, err := f.b.st.AckKeyedFree.ExecContext(ctx, micros(f.now), group); err != nil {
 		return false, err
 	}
 	k, err := f.key(ctx, key)
@@ -234,7 +234,7 @@ func (f *flows) settle(ctx context.Context) (bool, error) {
 		if !k.dirty {
 			continue
 		}
-		_, err := f.b.st.flowPutKey.ExecContext(ctx, name, k.flow.Concurrency, k.flow.Rate,
+		_, err := f.b.st.FlowPutKey.ExecContext(ctx, name, k.flow.Concurrency, k.flow.Rate,
 			k.flow.Per.Microseconds(), k.admitted, k.tokens, micros(k.at), k.due)
 		if err != nil {
 			return false, err
@@ -276,7 +276,7 @@ func (f *flows) admit(ctx context.Context, name string, k *flowKey) (int, error)
 		}
 	}
 	for _, g := range groups {
-		if _, err := f.b.st.flowAdmit.ExecContext(ctx, g); err != nil {
+		if _, err := f.b.st.FlowAdmit.ExecContext(ctx, g); err != nil {
 			return 0, err
 		}
 	}
@@ -315,7 +315,7 @@ func (b *backend) wakeAt(due int64) {
 
 // waiting returns the oldest waiting groups of a key, up to limit (< 0: all).
 func (f *flows) waiting(ctx context.Context, key string, limit int) ([]string, error) {
-	rows, err := f.b.st.flowWaiting.QueryContext(ctx, key, limit)
+	rows, err := f.b.st.FlowWaiting.QueryContext(ctx, key, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func (f *flows) waiting(ctx context.Context, key string, limit int) ([]string, e
 func (f *flows) due(ctx context.Context) (bool, error) {
 	// TokenDue rounds up by a microsecond, so that the bucket surely holds the token then; a key
 	// due within that microsecond is taken too, and admit reads its bucket as it is now.
-	rows, err := f.b.st.flowDue.QueryContext(ctx, micros(f.now)+1)
+	rows, err := f.b.st.FlowDue.QueryContext(ctx, micros(f.now)+1)
 	if err != nil {
 		return false, err
 	}
@@ -365,21 +365,21 @@ func (b *backend) Forget(ctx context.Context, groups []string) error {
 		freed = false
 		f := flows{b: b, now: b.now()}
 		for _, g := range groups {
-			if _, err := b.st.flowForget.ExecContext(ctx, g); err != nil {
+			if _, err := b.st.FlowForget.ExecContext(ctx, g); err != nil {
 				return err
 			}
 			var (
 				key     string
 				waiting bool
 			)
-			err := b.st.flowGroup.QueryRowContext(ctx, g).Scan(&key, &waiting)
+			err := b.st.FlowGroup.QueryRowContext(ctx, g).Scan(&key, &waiting)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // no such group, or an unlimited one
 			}
 			if err != nil {
 				return err
 			}
-			if _, err := b.st.flowUnlimit.ExecContext(ctx, g); err != nil {
+			if _, err := b.st.FlowUnlimit.ExecContext(ctx, g); err != nil {
 				return err
 			}
 			if waiting {
@@ -412,7 +412,7 @@ func (b *backend) FlowState(ctx context.Context, key string) (transport.FlowStat
 			return err
 		}
 		st = transport.FlowState{Flow: k.flow, Admitted: k.admitted}
-		return b.st.flowCountWaiting.QueryRowContext(ctx, key).Scan(&st.Waiting)
+		return b.st.FlowCountWaiting.QueryRowContext(ctx, key).Scan(&st.Waiting)
 	})
 	return st, err
 }

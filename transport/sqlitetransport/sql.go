@@ -2,14 +2,8 @@ package sqlitetransport
 
 // Every statement the transport sends, named after the method that sends it. stmts.go prepares
 // each under its name; TestStatementsPairedByName checks the pairing. The schema is in
-// migrations/001_init.sql.
-
-// tx: every operation is one transaction that takes the write lock first.
-const (
-	sqlTxBegin    = `BEGIN IMMEDIATE`
-	sqlTxCommit   = `COMMIT`
-	sqlTxRollback = `ROLLBACK`
-)
+// migrations/001_init.sql. Every operation is one transaction of the database's writer, which
+// begins (BEGIN IMMEDIATE, taking the write lock first) and commits it.
 
 // PublishBatch: create the group if it is missing (an existing group keeps its priority); give a
 // group it created the group's remembered key, if there is one (UPDATE FROM matches no row

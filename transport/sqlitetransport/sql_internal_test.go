@@ -2,7 +2,6 @@ package sqlitetransport
 
 import (
 	"context"
-	"database/sql"
 	"go/ast"
 	"go/constant"
 	"go/parser"
@@ -37,29 +36,30 @@ func sqlConstants(t *testing.T) map[string]string {
 	return out
 }
 
-// TestStatementsPairedByName checks that every statement of sql.go is prepared under its own name
-// with its own text, that nothing else is, and that each fills a field of its own.
+// TestStatementsPairedByName checks that every statement of sql.go is in statements under its
+// own name with its own text, that nothing else is, and that each fills a field of its own (the
+// field named after it, which sqlitedb.PrepareByName fills) and prepares on the schema.
 func TestStatementsPairedByName(t *testing.T) {
 	consts := sqlConstants(t)
-	var s stmts
-	named := s.byName()
-	seen := map[**sql.Stmt]string{}
-	for name, st := range named {
-		text, ok := consts[name]
-		switch {
-		case !ok:
+	for name, text := range statements {
+		if c, ok := consts[name]; !ok {
 			t.Errorf("%s is prepared but is no constant of sql.go", name)
-		case st.text != text:
+		} else if c != text {
 			t.Errorf("%s is prepared with another constant's text", name)
 		}
-		if other, dup := seen[st.dst]; dup {
-			t.Errorf("%s and %s fill one field", name, other)
-		}
-		seen[st.dst] = name
 	}
 	for name := range consts {
-		if _, ok := named[name]; !ok {
+		if _, ok := statements[name]; !ok {
 			t.Errorf("%s of sql.go is never prepared", name)
+		}
+	}
+	fields := map[string]bool{}
+	for f := range reflect.TypeFor[stmts]().Fields() {
+		fields["sql"+f.Name] = true
+	}
+	for name := range statements {
+		if !fields[name] {
+			t.Errorf("no field is prepared from %s", name)
 		}
 	}
 
@@ -71,18 +71,14 @@ func TestStatementsPairedByName(t *testing.T) {
 	if err := sqlitedb.Migrate(context.Background(), db, migrationsTable, migrations); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := db.W.Conn(context.Background())
-	if err != nil {
+	var s stmts
+	if err := db.PrepareWrites(context.Background(), &s, statements); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	if err := s.prepare(context.Background(), conn); err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	defer db.ReleaseWrites(&s)
 	v := reflect.ValueOf(s)
 	for i := range v.NumField() {
-		if f := v.Field(i); f.Type() == reflect.TypeFor[*sql.Stmt]() && f.IsNil() {
+		if f := v.Field(i); f.IsNil() {
 			t.Errorf("field %s has no statement", v.Type().Field(i).Name)
 		}
 	}

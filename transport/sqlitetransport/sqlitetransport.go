@@ -42,8 +42,7 @@ func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll 
 type backend struct {
 	cfg    config
 	db     *sqlitedb.DB
-	conn   *sql.Conn // a writer connection of db, pinned for the backend's life; used under db's gate
-	st     stmts
+	st     stmts // on db's writer connection, used in its write transactions (under its gate)
 	sig    *wake.Signal
 	closed atomic.Bool
 	// due is the earliest time (unix microseconds; 0: none) at which this process knows a rate
@@ -70,9 +69,9 @@ var migrations = func() fs.FS {
 }()
 
 // New returns a transport on db, which the application opened (sqlitedb.Open) and still owns:
-// closing the transport leaves db open. It creates or migrates the transport's tables, then pins
-// one of db's writer connections for its writes, which queue on db's write gate with those of
-// every other component on db.
+// closing the transport leaves db open. It creates or migrates the transport's tables, then
+// prepares its statements on db's writer connection: its writes queue on db's write gate with
+// those of every other component on db, and can share a transaction with them (PublishBatchTx).
 func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*transport.Transport, error) {
 	c := config{now: time.Now, poll: DefaultPollInterval}
 	for _, o := range opts {
@@ -86,85 +85,52 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (*transport.Trans
 	case c.poll <= 0:
 		return nil, check.Invalidf("sqlitetransport: poll interval %v is not positive", c.poll)
 	}
-	// Migrate runs its own transaction on the writer pool, so it comes before a connection is
-	// taken out of that pool for good.
 	if err := sqlitedb.Migrate(ctx, db, migrationsTable, migrations); err != nil {
 		return nil, fmt.Errorf("sqlitetransport: %w", sqlitedb.Classify(err))
 	}
-	conn, err := db.W.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitetransport: %w", classify(err))
-	}
-	b := &backend{cfg: c, db: db, conn: conn, sig: wake.New()}
-	if err := b.st.prepare(ctx, conn); err != nil {
-		b.st.close()
-		conn.Close()
+	b := &backend{cfg: c, db: db, sig: wake.New()}
+	if err := db.PrepareWrites(ctx, &b.st, statements); err != nil {
 		return nil, fmt.Errorf("sqlitetransport: prepare: %w", classify(err))
 	}
 	return transport.New(b), nil
 }
 
-// Close waits for the write in flight, then returns the pinned connection to db. Waiters return
+// Close waits for the write in flight, then releases the transport's statements. Waiters return
 // at once with stead.ErrClosed.
 func (b *backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil
 	}
 	b.sig.Close()
-	// The gate is free once the write in flight is done; no ctx can end this wait early, and
-	// none is needed: writes are short.
-	if err := b.db.Lock(context.Background()); err != nil {
-		return fmt.Errorf("sqlitetransport: close: %w", err)
-	}
-	defer b.db.Unlock()
-	b.st.close()
-	if err := b.conn.Close(); err != nil {
-		return fmt.Errorf("sqlitetransport: close: %w", err)
-	}
+	// Once the write in flight is done, which holds the gate; no ctx can end this wait early,
+	// and none is needed: writes are short.
+	b.db.ReleaseWrites(&b.st)
 	return nil
 }
 
 var errClosed = fmt.Errorf("sqlitetransport: %w", stead.ErrClosed)
 
-// tx runs fn in one BEGIN IMMEDIATE transaction on the pinned connection and commits it, under
-// db's write gate. A transaction that found the file locked by another process is rolled back and
-// run again, within db's busy timeout (sqlitedb.Retry): fn must have no effect outside the
-// transaction.
+// tx runs fn in one write transaction of db (sqlitedb.DB.Write): under db's write gate, BEGIN
+// IMMEDIATE on db's writer connection, fn, COMMIT. A transaction that found the file locked by
+// another process is rolled back and run again, within db's busy timeout (sqlitedb.Retry): fn
+// must have no effect outside the transaction. COMMIT runs without ctx: it is local and short,
+// and interrupting it would leave the outcome unknown for no gain; a ctx done by then rolls back.
 func (b *backend) tx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := b.db.Lock(ctx); err != nil {
-		return err
-	}
-	defer b.db.Unlock()
-	if b.closed.Load() {
-		return errClosed
-	}
-	return classify(sqlitedb.Retry(ctx, b.db.BusyTimeout, func() error { return b.attempt(ctx, fn) }))
-}
-
-// attempt is one try of tx; any error rolls the transaction back. The connection does not wait
-// for locks itself (busy timeout 0): a lock held elsewhere fails BEGIN IMMEDIATE at once and
-// Retry waits, honouring ctx. COMMIT runs without ctx: it is local and short, and interrupting
-// it would leave the outcome unknown for no gain.
-func (b *backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, err := b.st.txBegin.ExecContext(ctx); err != nil {
-		return interrupted(ctx, err)
-	}
-	if err := fn(ctx); err != nil {
-		if _, rerr := b.st.txRollback.ExecContext(context.Background()); rerr != nil {
-			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+	err := b.db.Write(ctx, func(*sqlitedb.Tx) error {
+		if b.closed.Load() { // under the gate: Close releases the statements under it
+			return errClosed
 		}
-		return interrupted(ctx, err)
-	}
-	if _, err := b.st.txCommit.ExecContext(context.Background()); err != nil {
-		_, _ = b.st.txRollback.ExecContext(context.Background())
-		return err
-	}
-	return nil
+		return fn(ctx)
+	})
+	return classify(interrupted(ctx, err))
 }
 
 // interrupted reports ctx's error along with err when ctx ended: SQLite then stopped the
 // statement (SQLITE_INTERRUPT) and the transaction was rolled back, so nothing was written.
 func interrupted(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
@@ -202,54 +168,71 @@ func (b *backend) now() time.Time { return b.cfg.now().UTC().Truncate(time.Micro
 
 // PublishBatch implements transport.Backend in one transaction.
 func (b *backend) PublishBatch(ctx context.Context, msgs []transport.Outgoing) error {
-	events := make([]string, len(msgs))
-	for i := range msgs {
-		b, err := json.Marshal(msgs[i].Event)
-		if err != nil {
-			return check.Invalidf("message %d: event does not encode: %v", i, err)
-		}
-		events[i] = string(b)
+	events, err := encodeEvents(msgs)
+	if err != nil {
+		return err
 	}
 	created := false
-	err := b.write(ctx, "publish", func(ctx context.Context) error {
-		created = false
-		f := flows{b: b, now: b.now()}
-		for i, m := range msgs {
-			if m.Flow.Limited() {
-				if err := f.remember(ctx, m.Group, m.Flow); err != nil {
-					return err
-				}
-			}
-			res, err := b.st.publishGroup.ExecContext(ctx, m.Group, m.Priority)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				// A group created with a remembered key waits for admission; one created
-				// without is claimable at once.
-				if res, err = b.st.publishLimit.ExecContext(ctx, m.Group); err != nil {
-					return err
-				}
-				if n, _ := res.RowsAffected(); n == 0 {
-					created = true
-				} else if admitted, err := f.enqueueNew(ctx, m.Group); err != nil {
-					return err
-				} else if admitted {
-					created = true
-				}
-			}
-			if _, err := b.st.publishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
-				return err
-			}
-		}
-		admitted, err := f.settle(ctx)
-		created = created || admitted
+	err = b.write(ctx, "publish", func(ctx context.Context) error {
+		var err error
+		created, err = b.publish(ctx, msgs, events)
 		return err
 	})
 	if err == nil && created {
 		b.sig.Notify()
 	}
 	return err
+}
+
+// encodeEvents encodes the events of msgs, before a transaction, so that the write lock is held
+// for the statements only.
+func encodeEvents(msgs []transport.Outgoing) ([]string, error) {
+	events := make([]string, len(msgs))
+	for i := range msgs {
+		b, err := json.Marshal(msgs[i].Event)
+		if err != nil {
+			return nil, check.Invalidf("message %d: event does not encode: %v", i, err)
+		}
+		events[i] = string(b)
+	}
+	return events, nil
+}
+
+// publish appends msgs (their events encoded in events) inside a write transaction. It reports
+// whether a group became claimable, for a wake-up once the transaction commits.
+func (b *backend) publish(ctx context.Context, msgs []transport.Outgoing, events []string) (bool, error) {
+	created := false
+	f := flows{b: b, now: b.now()}
+	for i, m := range msgs {
+		if m.Flow.Limited() {
+			if err := f.remember(ctx, m.Group, m.Flow); err != nil {
+				return false, err
+			}
+		}
+		res, err := b.st.PublishGroup.ExecContext(ctx, m.Group, m.Priority)
+		if err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			// A group created with a remembered key waits for admission; one created without is
+			// claimable at once.
+			if res, err = b.st.PublishLimit.ExecContext(ctx, m.Group); err != nil {
+				return false, err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				created = true
+			} else if admitted, err := f.enqueueNew(ctx, m.Group); err != nil {
+				return false, err
+			} else if admitted {
+				created = true
+			}
+		}
+		if _, err := b.st.PublishMessage.ExecContext(ctx, m.Group, events[i]); err != nil {
+			return false, err
+		}
+	}
+	admitted, err := f.settle(ctx)
+	return created || admitted, err
 }
 
 // ClaimBatch implements transport.Backend in one transaction.
@@ -268,9 +251,9 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 		}
 		until := now.Add(visibility)
 		token := transport.NewToken(worker)
-		pick := b.st.claimPick
+		pick := b.st.ClaimPick
 		if minPriority > 0 {
-			pick = b.st.claimPickPrioritised
+			pick = b.st.ClaimPickPrioritised
 		}
 		for len(out) < max {
 			heads, empty, err := b.heads(ctx, &f, pick, micros(now), minPriority, max-len(out))
@@ -278,7 +261,7 @@ func (b *backend) ClaimBatch(ctx context.Context, worker string, visibility time
 				return err
 			}
 			for _, h := range heads {
-				if _, err := b.st.claimLease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
+				if _, err := b.st.ClaimLease.ExecContext(ctx, token, micros(until), h.Group); err != nil {
 					return err
 				}
 				out = append(out, transport.Lease{Message: h, Token: token, Until: until})
@@ -339,7 +322,7 @@ func (b *backend) heads(ctx context.Context, f *flows, pick *sql.Stmt, now int64
 	}
 	for _, g := range empties {
 		var key sql.NullString
-		if err := b.st.claimDeleteEmpty.QueryRowContext(ctx, g).Scan(&key); err != nil {
+		if err := b.st.ClaimDeleteEmpty.QueryRowContext(ctx, g).Scan(&key); err != nil {
 			return nil, 0, err
 		}
 		if key.Valid {
@@ -358,44 +341,8 @@ func (b *backend) heads(ctx context.Context, f *flows, pick *sql.Stmt, now int64
 func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	freed := false
 	err := b.write(ctx, "ack", func(ctx context.Context) error {
-		freed = false
-		f := flows{b: b, now: b.now()}
-		now := micros(f.now)
-		for _, l := range ls {
-			// Deletes the message only while the lease's token holds the group: a stale lease
-			// deletes nothing and changes nothing else.
-			res, err := b.st.ackMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
-			}
-			// Free the group behind the waiting ones, or delete it if it is drained: the next
-			// publish creates it afresh with its own priority.
-			res, err = b.st.ackFree.ExecContext(ctx, now, l.Group)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				freed = true
-				continue
-			}
-			if res, err = b.st.ackDeleteGroup.ExecContext(ctx, l.Group); err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				continue
-			}
-			// Neither: the group is keyed.
-			again, err := f.ackKeyed(ctx, l.Group)
-			if err != nil {
-				return err
-			}
-			freed = freed || again
-		}
-		admitted, err := f.settle(ctx)
-		freed = freed || admitted
+		var err error
+		freed, err = b.ack(ctx, ls)
 		return err
 	})
 	if err == nil && freed {
@@ -404,26 +351,76 @@ func (b *backend) AckBatch(ctx context.Context, ls []transport.Lease) error {
 	return err
 }
 
+// ack acknowledges ls inside a write transaction. It reports whether a group with messages
+// became claimable, for a wake-up once the transaction commits.
+func (b *backend) ack(ctx context.Context, ls []transport.Lease) (bool, error) {
+	freed := false
+	f := flows{b: b, now: b.now()}
+	now := micros(f.now)
+	for _, l := range ls {
+		// Deletes the message only while the lease's token holds the group: a stale lease
+		// deletes nothing and changes nothing else.
+		res, err := b.st.AckMessage.ExecContext(ctx, l.Seq, l.Group, l.Token)
+		if err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		// Free the group behind the waiting ones, or delete it if it is drained: the next
+		// publish creates it afresh with its own priority.
+		res, err = b.st.AckFree.ExecContext(ctx, now, l.Group)
+		if err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			freed = true
+			continue
+		}
+		if res, err = b.st.AckDeleteGroup.ExecContext(ctx, l.Group); err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			continue
+		}
+		// Neither: the group is keyed.
+		again, err := f.ackKeyed(ctx, l.Group)
+		if err != nil {
+			return false, err
+		}
+		freed = freed || again
+	}
+	admitted, err := f.settle(ctx)
+	return freed || admitted, err
+}
+
 // Nack implements transport.Backend in one transaction.
 func (b *backend) Nack(ctx context.Context, l *transport.Lease, delay time.Duration) error {
 	freed := false
 	err := b.write(ctx, "nack", func(ctx context.Context) error {
-		if delay > 0 {
-			_, err := b.st.nackPark.ExecContext(ctx, micros(b.now().Add(delay)), l.Group, l.Token)
-			return err
-		}
-		res, err := b.st.nackRelease.ExecContext(ctx, l.Group, l.Token)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		freed = n > 0
-		return nil
+		var err error
+		freed, err = b.nack(ctx, l, delay)
+		return err
 	})
 	if err == nil && freed {
 		b.sig.Notify()
 	}
 	return err
+}
+
+// nack hands l back inside a write transaction. It reports whether its group became claimable,
+// for a wake-up once the transaction commits.
+func (b *backend) nack(ctx context.Context, l *transport.Lease, delay time.Duration) (bool, error) {
+	if delay > 0 {
+		_, err := b.st.NackPark.ExecContext(ctx, micros(b.now().Add(delay)), l.Group, l.Token)
+		return false, err
+	}
+	res, err := b.st.NackRelease.ExecContext(ctx, l.Group, l.Token)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
 }
 
 // Extend implements transport.Extender in one write transaction.
@@ -433,7 +430,7 @@ func (b *backend) Extend(ctx context.Context, ls []transport.Lease, visibility t
 		n = 0
 		until := micros(b.now().Add(visibility))
 		for _, l := range ls {
-			res, err := b.st.extend.ExecContext(ctx, until, l.Group, l.Token)
+			res, err := b.st.Extend.ExecContext(ctx, until, l.Group, l.Token)
 			if err != nil {
 				return err
 			}

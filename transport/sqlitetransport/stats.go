@@ -22,7 +22,7 @@ func (b *backend) QueueStats(ctx context.Context) ([]transport.QueueStat, error)
 	var out []transport.QueueStat
 	err := b.write(ctx, "queue stats", func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := b.st.queueStats.QueryContext(ctx)
+		rows, err := b.st.QueueStats.QueryContext(ctx)
 		if err != nil {
 			return err
 		}
