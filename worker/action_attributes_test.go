@@ -73,7 +73,7 @@ states:
 				}
 			}
 			w, err := worker.New(worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				BatchSize: c.batch, SharedTx: b.shared(t, c.shared), IdleWait: 10 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+				BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), IdleWait: 10 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,7 +115,7 @@ func runTally(t *testing.T, b *testBackend, c backendCase) {
 	t.Helper()
 	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport, Machines: worker.Machines{"tally": tally{}},
-		Name: "w", Concurrency: 2, BatchSize: max(c.batch, 1), SharedTx: b.shared(t, c.shared),
+		Name: "w", Concurrency: 2, BatchSize: max(c.batch, 1), SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared),
 		TimerInterval: -1, RelayInterval: time.Hour, IdleWait: 20 * time.Millisecond,
 		RetryDelay: 20 * time.Millisecond,
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/steadhq/stead/transport/sqlitetransport"
 	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/worker/pgtx"
+	"github.com/steadhq/stead/worker/sqlitetx"
 )
 
 // testBackend is a store and a transport on one database, as a deployment opens them: one
@@ -25,6 +26,7 @@ import (
 type testBackend struct {
 	Store     *stead.Store
 	Transport *transport.Transport
+	db        *sqlitedb.DB // SQLite's, nil on PostgreSQL
 	closers   []func() error
 }
 
@@ -68,6 +70,7 @@ func (b *testBackend) open(ctx context.Context, spec, schema string) error {
 		return err
 	}
 	b.closers = append(b.closers, db.Close)
+	b.db = db
 	if b.Store, err = sqlitestore.New(ctx, db); err != nil {
 		return err
 	}
@@ -90,10 +93,10 @@ func (b *testBackend) Close() error {
 }
 
 // shared returns the backend's shared database for the shared-transaction mode, or nil when on
-// is false.
-func (b *testBackend) shared(t *testing.T, on bool) worker.SharedDB {
+// is false or the backend is SQLite, whose one-transaction mode is finisher's.
+func (b *testBackend) shared(t testing.TB, on bool) worker.SharedDB {
 	t.Helper()
-	if !on {
+	if !on || b.db != nil {
 		return nil
 	}
 	db, err := pgtx.New(b.Store, b.Transport)
@@ -101,4 +104,19 @@ func (b *testBackend) shared(t *testing.T, on bool) worker.SharedDB {
 		t.Fatalf("pgtx.New: %v", err)
 	}
 	return db
+}
+
+// finisher returns the backend's finisher for SQLite's one-transaction mode (the round's commit,
+// publish and acks in one transaction), or nil when on is false or the backend is PostgreSQL,
+// whose one-transaction mode is shared's.
+func (b *testBackend) finisher(t testing.TB, on bool) worker.Finisher {
+	t.Helper()
+	if !on || b.db == nil {
+		return nil
+	}
+	f, err := sqlitetx.New(b.db, b.Store, b.Transport)
+	if err != nil {
+		t.Fatalf("sqlitetx.New: %v", err)
+	}
+	return f
 }

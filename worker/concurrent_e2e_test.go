@@ -118,7 +118,7 @@ func TestSlowActionsRunSideBySide(t *testing.T) {
 			const loops, executions, events = 2, 12, 3
 			w, err := worker.New(worker.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: "w",
-				Concurrency: loops, BatchSize: c.batch, SharedTx: b.shared(t, c.shared),
+				Concurrency: loops, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared),
 				MaxWorkers: c.maxWorkers, TimerInterval: -1, RelayInterval: 200 * time.Millisecond,
 				IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond,
 			})
@@ -250,7 +250,7 @@ func seedSlow(t *testing.T, b *testBackend, machines worker.Machines, gated stri
 // bounds its batch.
 func TestStragglerDoesNotHoldItsBatch(t *testing.T) {
 	for _, c := range admissionCases() {
-		if c.shared || c.batch == 1 {
+		if c.sharedTx() || c.batch == 1 {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {

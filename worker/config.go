@@ -136,6 +136,15 @@ type Config struct {
 	// SharedDB.Begin), so a hung worker holds its executions for at most Visibility here too; the
 	// steps of a batch must finish well within Visibility/3.
 	SharedTx SharedDB
+	// Finisher, when set and SharedTx is not, ends each round of a batch in one transaction of
+	// the database that holds the store and the transport (sqlitetx.New, for sqlitestore and
+	// sqlitetransport on one SQLite file): the commit of the steps that ended, the publish of
+	// what they emitted (no outbox row, no relay hop) and the acknowledgement of their messages,
+	// one commit instead of three or more. A message is acknowledged if and only if its step
+	// commits, and one whose step lost its compare-and-swap is handed back in the same
+	// transaction. The claim and the load stay calls of their own, so the transaction never
+	// spans the steps' actions (see Finisher).
+	Finisher Finisher
 	// Clock returns the current time (default time.Now). Tests inject one to fire timers.
 	Clock func() time.Time
 	// Logger receives structured logs (default: slog.Default()). A failed execution is a WARN

@@ -144,7 +144,7 @@ func newOpsRig(t *testing.T, c backendCase) *opsRig {
 	clock := &testClock{base: time.Now()}
 	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: "ops",
-		Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Clock: clock.Now,
+		Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), Clock: clock.Now,
 		TimerInterval: 20 * time.Millisecond, IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond,
 		SuspendRecheck: 50 * time.Millisecond,
 		// No periodic relay: what a command leaves undelivered must be delivered by the command

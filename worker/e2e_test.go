@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +27,7 @@ import (
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/worker/pgtx"
+	"github.com/steadhq/stead/worker/sqlitetx"
 	_ "modernc.org/sqlite" // the effects ledger of the process tests
 )
 
@@ -35,7 +37,7 @@ const (
 	envHelperSchema  = "STEAD_TEST_HELPER_SCHEMA"
 	envHelperEffects = "STEAD_TEST_HELPER_EFFECTS"
 	envHelperName    = "STEAD_TEST_HELPER_NAME"
-	envHelperShared  = "STEAD_TEST_HELPER_SHARED" // "1": run in the shared-transaction mode
+	envHelperShared  = "STEAD_TEST_HELPER_SHARED" // "1": the one-transaction mode (SharedTx, or Finisher on SQLite)
 	// envHelperPause is how long each "record" action takes (a Go duration; default 1 ms), and
 	// envHelperMaxWorkers the worker's MaxWorkers (default: the worker's default).
 	envHelperPause      = "STEAD_TEST_HELPER_PAUSE"
@@ -157,7 +159,15 @@ func helperWorker() int {
 	}
 	maps.Copy(machines, constructs)
 	var shared worker.SharedDB
-	if os.Getenv(envHelperShared) == "1" {
+	var fin worker.Finisher
+	switch {
+	case os.Getenv(envHelperShared) != "1":
+	case b.db != nil:
+		if fin, err = sqlitetx.New(b.db, b.Store, b.Transport); err != nil {
+			log.Error("finisher", slog.Any("err", err))
+			return 3
+		}
+	default:
 		if shared, err = pgtx.New(b.Store, b.Transport); err != nil {
 			log.Error("shared", slog.Any("err", err))
 			return 3
@@ -167,7 +177,7 @@ func helperWorker() int {
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
 		Concurrency: 4, BatchSize: 8, Visibility: 2 * time.Second, RelayLease: 2 * time.Second,
 		RelayInterval: 200 * time.Millisecond, IdleWait: 50 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
-		SharedTx: shared, Logger: log, MaxWorkers: maxWorkers,
+		SharedTx: shared, Finisher: fin, Logger: log, MaxWorkers: maxWorkers,
 	})
 	if err != nil {
 		log.Error("worker", slog.Any("err", err))
@@ -182,11 +192,25 @@ func helperWorker() int {
 
 // backendCase is a store and transport the end-to-end tests run on.
 type backendCase struct {
-	name   string
-	spec   func(t *testing.T) (spec, schema string)
+	name string
+	spec func(t *testing.T) (spec, schema string)
+	// shared is the one-transaction mode: PostgreSQL's shared transaction (SharedTx) or SQLite's
+	// finisher (Finisher), each round's commit, publish and acks in one transaction.
 	shared bool
 	batch  int
 }
+
+// helperEnv is what a worker process of c needs in its environment.
+func (c backendCase) helperEnv() []string {
+	if c.shared {
+		return []string{envHelperShared + "=1"}
+	}
+	return nil
+}
+
+// sharedTx reports whether c runs in PostgreSQL's shared transaction, which holds a batch from
+// its claim to its commit.
+func (c backendCase) sharedTx() bool { return c.shared && !strings.HasPrefix(c.name, "sqlite") }
 
 func sqliteSpec(t *testing.T) (string, string) { return filepath.Join(t.TempDir(), "stead.db"), "" }
 
@@ -204,7 +228,13 @@ var backendCases = []backendCase{
 	{"postgres shared-tx batched", pgSpec, true, 32},
 	{"pgbouncer batched", bouncerSpec, false, 32},
 	{"pgbouncer shared-tx batched", bouncerSpec, true, 32},
+	// shared on SQLite: each round's commit, publish and acks in one transaction (Finisher).
+	{"sqlite one-tx unbatched", sqliteSpec, true, 1},
+	{"sqlite one-tx batched", sqliteSpec, true, 32},
 }
+
+// sqliteOneTx is the backend case of SQLite's one-transaction mode, batched.
+var sqliteOneTx = backendCases[len(backendCases)-1]
 
 // runFleet starts n workers of case c on b, with the end-to-end tests' short intervals, and
 // stops them when the test ends.
@@ -216,7 +246,7 @@ func runFleet(t *testing.T, b *testBackend, c backendCase, machines worker.Machi
 	for i := range n {
 		w, err := worker.New(worker.Config{
 			Store: b.Store, Transport: b.Transport, Machines: machines, Name: fmt.Sprintf("w%d", i),
-			Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Clock: clock.Now,
+			Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), Clock: clock.Now,
 			TimerInterval: 20 * time.Millisecond, IdleWait: 50 * time.Millisecond,
 			RelayInterval: 500 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
 		})
@@ -571,14 +601,14 @@ func runUntilAllDone(t *testing.T, b *testBackend, exes []string, cfg worker.Con
 // stopped with SIGTERM and must exit cleanly (graceful shutdown of a real process).
 func TestWorkerProcessKilled(t *testing.T) {
 	t.Parallel()
-	for _, c := range []backendCase{{"sqlite", sqliteSpec, false, 8}, {"postgres", pgSpec, false, 8}} {
+	for _, c := range []backendCase{{"sqlite", sqliteSpec, false, 8}, {"sqlite one-tx", sqliteSpec, true, 8}, {"postgres", pgSpec, false, 8}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b, spec, schema := openCase(t, c)
 			ledger := filepath.Join(t.TempDir(), "effects.db")
 			const executions, work = 20, 30
 			exes := seedEffects(t, b, executions, work)
-			first := startWorkerProcess(t, spec, schema, ledger, "first")
+			first := startWorkerProcess(t, spec, schema, ledger, "first", c.helperEnv()...)
 			waitUntil(t, 60*time.Second, "the first worker applied some events", func() bool { return ledgerCount(t, ledger) >= 100 })
 			if err := first.stop(t, syscall.SIGKILL); err == nil {
 				t.Fatal("SIGKILLed worker exited cleanly: it was not killed mid-run")
@@ -586,7 +616,7 @@ func TestWorkerProcessKilled(t *testing.T) {
 			if allDone(b, exes) {
 				t.Fatal("everything was done before the kill; the test proves nothing")
 			}
-			second := startWorkerProcess(t, spec, schema, ledger, "second")
+			second := startWorkerProcess(t, spec, schema, ledger, "second", c.helperEnv()...)
 			waitUntil(t, 90*time.Second, "the second worker finished the run", func() bool { return allDone(b, exes) })
 			if err := second.stop(t, syscall.SIGTERM); err != nil {
 				t.Fatalf("worker did not exit cleanly on SIGTERM: %v", err)
@@ -732,7 +762,7 @@ func TestTwoWorkerProcessesOneSQLiteFile(t *testing.T) {
 // It does not call t.Parallel: the count must be this test's alone.
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
-	for _, c := range []backendCase{backendCases[1], backendCases[3], backendCases[5]} {
+	for _, c := range []backendCase{backendCases[1], backendCases[3], backendCases[5], sqliteOneTx} {
 		t.Run(c.name, func(t *testing.T) {
 			b, _, _ := openCase(t, c)
 			machines, err := effectsMachine(nil, "", 0)
@@ -741,7 +771,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			}
 			exes := seedEffects(t, b, 5, 5)
 			runUntilAllDone(t, b, exes, worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				Concurrency: 3, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), IdleWait: 20 * time.Millisecond})
+				Concurrency: 3, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), IdleWait: 20 * time.Millisecond})
 		})
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -792,7 +822,7 @@ func TestParkAndRetry(t *testing.T) {
 				}
 			}
 			w, err := worker.New(worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), IdleWait: 20 * time.Millisecond,
+				Concurrency: 2, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), IdleWait: 20 * time.Millisecond,
 				RetryDelay: 30 * time.Millisecond, SuspendRecheck: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -885,7 +915,7 @@ func TestLostCASRedeliversOnEveryBackend(t *testing.T) {
 			exes := seedEffects(t, b, 6, work)
 			runUntilAllDone(t, b, exes, worker.Config{Store: b.Store, Transport: b.Transport,
 				Machines: worker.Machines{"effects": m}, Concurrency: 2, BatchSize: c.batch,
-				SharedTx: b.shared(t, c.shared), IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
+				SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
 			for _, id := range exes {
 				exe, err := b.Store.Load(context.Background(), id)
 				if err != nil {

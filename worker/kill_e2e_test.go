@@ -18,7 +18,7 @@ import (
 // again under the same keys (the ledger's replays), which is what Key is for.
 func TestKilledWorkerHoldsOnlyWhatItStarted(t *testing.T) {
 	t.Parallel()
-	for _, c := range []backendCase{{"sqlite", sqliteSpec, false, 8}, {"postgres", pgSpec, false, 8}} {
+	for _, c := range []backendCase{{"sqlite", sqliteSpec, false, 8}, {"sqlite one-tx", sqliteSpec, true, 8}, {"postgres", pgSpec, false, 8}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			const (
@@ -31,12 +31,12 @@ func TestKilledWorkerHoldsOnlyWhatItStarted(t *testing.T) {
 			ledgerPath := filepath.Join(t.TempDir(), "effects.db")
 			exes := seedEffects(t, b, executions, 1)
 			first := startWorkerProcess(t, spec, schema, ledgerPath, "first",
-				envHelperPause+"=10m", envHelperMaxWorkers+"="+strconv.Itoa(places))
+				append(c.helperEnv(), envHelperPause+"=10m", envHelperMaxWorkers+"="+strconv.Itoa(places))...)
 			waitUntil(t, 60*time.Second, "the first worker's places all running an action", func() bool {
 				return ledgerCount(t, ledgerPath) >= places
 			})
 			started := time.Now()
-			second := startWorkerProcess(t, spec, schema, ledgerPath, "second")
+			second := startWorkerProcess(t, spec, schema, ledgerPath, "second", c.helperEnv()...)
 			held := map[string]bool{}
 			waitUntil(t, 60*time.Second, "the second worker finishing what the first did not start", func() bool {
 				for _, id := range exes {

@@ -92,7 +92,7 @@ func TestLimitPerKey(t *testing.T) {
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: "w",
 				// Four loops: unbatched, each runs one step at a time, and three customers of
 				// two places each need more than two to show they run side by side.
-				Concurrency: 4, BatchSize: c.batch, SharedTx: b.shared(t, c.shared),
+				Concurrency: 4, BatchSize: c.batch, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared),
 				TimerInterval: -1, RelayInterval: 200 * time.Millisecond,
 				IdleWait: 20 * time.Millisecond, RetryDelay: 20 * time.Millisecond,
 			})

@@ -19,8 +19,11 @@ import (
 // What differs between backends is only how a batch reaches its databases, its ends: apart,
 // each call a transaction of the store or of the transport (every backend), or together, the
 // whole batch one transaction of the database that holds both (Config.SharedTx, which pgtx
-// offers for pgstore and pgtransport on one pool), where what the steps emit is published in
-// that transaction instead of passing through the outbox.
+// offers for pgstore and pgtransport on one pool). Apart with a Finisher (Config.Finisher,
+// which sqlitetx offers for sqlitestore and sqlitetransport on one file) claims and loads a
+// call each and ends each round in one transaction. Where the commit's transaction can publish
+// (together, the Finisher's), what the steps emit is published in it instead of passing through
+// the outbox; route decides that for every emit, at every end.
 
 // ends is how one batch reaches the store and the transport.
 type ends interface {
@@ -109,7 +112,9 @@ func (w *Worker) open(stop, work context.Context) (ends, context.Context, contex
 // apart reaches the store and the transport with a call each: claim, load, commit (what the
 // steps emit goes to the outbox with it), publish, acknowledge. Every call is its own
 // transaction; the leases and the outbox make the sequence safe (a crash between the commit and
-// the ack redelivers a message whose event the store knows it applied).
+// the ack redelivers a message whose event the store knows it applied). With a Finisher
+// (Config.Finisher) the claim and the load are calls of their own and each round ends in one
+// transaction: commit, publish, acknowledge (finishInTx).
 type apart struct {
 	w    *Worker
 	work context.Context
@@ -150,9 +155,13 @@ func (a *apart) abandon(ctx context.Context, leases []transport.Lease) {
 }
 
 // finish commits the steps of p, reports them, relays what they produced, acknowledges what p
-// acks and settles the rest.
+// acks and settles the rest: with a Finisher in one transaction (finishInTx), else a call each.
 func (a *apart) finish(work context.Context, leases []transport.Lease, p *batchPlan) {
 	w := a.w
+	if w.cfg.Finisher != nil {
+		a.finishInTx(work, leases, p)
+		return
+	}
 	var ds []delivery
 	if len(p.items) > 0 {
 		results, err := a.commit(work, p.items)
@@ -321,10 +330,10 @@ func (t *together) many(leases []transport.Lease, p *batchPlan) ([]delivery, err
 	w, tx := t.w, t.tx
 	var ds []delivery
 	if len(p.items) > 0 {
-		emits := make([][]stead.Emit, len(p.items))
+		pubs := make([][]transport.Outgoing, len(p.items))
 		for k := range p.items {
-			emits[k] = p.items[k].Bundle.Emits
-			p.items[k].Bundle.Emits = nil
+			it := &p.items[k]
+			pubs[k], it.Bundle.Emits = inCommit(w.cfg.Machines, nil, it.Execution, it.Bundle.Emits)
 		}
 		cctx, end := w.obs.store(t.work, "CommitBatch", "stead_executions", len(p.items))
 		results, err := tx.CommitBatch(cctx, p.items)
@@ -334,8 +343,8 @@ func (t *together) many(leases []transport.Lease, p *batchPlan) ([]delivery, err
 		}
 		var out []transport.Outgoing
 		for k, r := range results {
-			if r.Err == nil && k < len(p.items) {
-				out = addressed(out, emits[k], p.items[k].Execution.Priority)
+			if r.Err == nil && k < len(pubs) {
+				out = append(out, pubs[k]...)
 			}
 		}
 		ds = w.sortResults(leases, p, results)
@@ -367,8 +376,8 @@ func (t *together) one(lease transport.Lease, p *batchPlan) ([]delivery, error) 
 	switch {
 	case len(p.items) == 1:
 		it := &p.items[0]
-		out := addressed(nil, it.Bundle.Emits, it.Execution.Priority)
-		it.Bundle.Emits = nil
+		var out []transport.Outgoing
+		out, it.Bundle.Emits = inCommit(w.cfg.Machines, nil, it.Execution, it.Bundle.Emits)
 		sctx, end := w.obs.store(t.work, "Step", "stead_executions", 1)
 		res, err := tx.Step(sctx, *it, out, &lease)
 		done(end, err)

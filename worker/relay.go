@@ -107,16 +107,12 @@ func (r *relay) deliver(ctx context.Context, ds []delivery) error {
 			if i < len(d.seqs) {
 				seq = d.seqs[i]
 			}
-			if e.Target != "" && chart.IsControl(e.Event.Kind) {
+			switch o, rt := route(r.machines, d.exe, e); rt {
+			case routeRelay:
 				// A command cascading to a child is applied to it, not queued behind its backlog.
 				controls = append(controls, controlEmit{source: d.exe.ID, target: e.Target, ev: e.Event, seq: seq})
 				continue
-			}
-			if e.Target != "" {
-				o := transport.Outgoing{Group: e.Target, Event: e.Event, Priority: d.exe.Priority}
-				if e.Target == d.exe.ID && e.Event.Kind == chart.KindStart {
-					o.Flow = flowOf(r.machines, d.exe) // a start left in the outbox by its creator
-				}
+			case routePublish:
 				out = append(out, o)
 			}
 			if seq > 0 {
@@ -154,20 +150,6 @@ func (r *relay) deliver(ctx context.Context, ds []delivery) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// addressed appends to out the emits of a step that address an execution, at the emitter's
-// priority: children inherit their parent's priority, so the emitter's is the target's in every
-// tree the engine builds (the relay looks the target's up for leftovers). The shared transaction
-// publishes a step's emits with it; a worker's step never emits a control event (only commands
-// do, and they commit through the store's outbox), so none is queued here.
-func addressed(out []transport.Outgoing, emits []stead.Emit, priority int) []transport.Outgoing {
-	for _, e := range emits {
-		if e.Target != "" {
-			out = append(out, transport.Outgoing{Group: e.Target, Event: e.Event, Priority: priority})
-		}
-	}
-	return out
 }
 
 // spawnChildren creates the children the parents' steps asked for, acknowledges the intents, and

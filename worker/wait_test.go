@@ -152,7 +152,7 @@ func TestWait(t *testing.T) {
 			var wg sync.WaitGroup
 			t.Cleanup(func() { stop(); wg.Wait() })
 			w, err := worker.New(worker.Config{Store: b.Store, Transport: b.Transport, Machines: machines,
-				Concurrency: 2, BatchSize: 16, SharedTx: b.shared(t, c.shared), IdleWait: 50 * time.Millisecond,
+				Concurrency: 2, BatchSize: 16, SharedTx: b.shared(t, c.shared), Finisher: b.finisher(t, c.shared), IdleWait: 50 * time.Millisecond,
 				Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 				OnFinish: fin.record})
 			if err != nil {
