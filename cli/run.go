@@ -97,10 +97,15 @@ share of trace ids. Metrics count every step whatever the sample.`,
 			}
 			defer b.Close()
 			bulk.Register(machines, b.Store, b.Transport, bulk.Options{}) // every worker carries out bulk jobs
-			// The shared transaction is the default on PostgreSQL (it is the faster mode there, and
-			// acks a message if and only if its step lands); elsewhere only an explicit
-			// --shared-tx asks for it, and is refused.
-			shared, err := b.SharedTx(sharedTx && (b.Kind == "postgres" || cmd.Flags().Changed("shared-tx")))
+			// One transaction is the default: on PostgreSQL the shared transaction, from the claim
+			// to the acks; on SQLite the finisher, each round's commit, publish and acks (a
+			// transaction from the claim would hold the file's one write lock while actions run).
+			// Either acks a message if and only if its step lands, and is the faster mode.
+			shared, err := b.SharedTx(sharedTx && b.Kind == "postgres")
+			if err != nil {
+				return err
+			}
+			fin, err := b.Finisher(sharedTx)
 			if err != nil {
 				return err
 			}
@@ -129,7 +134,7 @@ share of trace ids. Metrics count every step whatever the sample.`,
 			}
 			wcfg := worker.Config{
 				Store: b.Store, Transport: b.Transport, Machines: machines, Name: name,
-				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, GroupDepth: depth, SharedTx: shared,
+				Concurrency: workers, BatchSize: batch, BatchWait: batchWait, GroupDepth: depth, SharedTx: shared, Finisher: fin,
 				PriorityShare: prioShare, PriorityThreshold: prioMin,
 				Logger: log,
 			}
@@ -164,7 +169,7 @@ share of trace ids. Metrics count every step whatever the sample.`,
 	cmd.Flags().IntVar(&batch, "batch", worker.DefaultBatchSize, "messages per claim/commit/ack batch (1 turns batching off)")
 	cmd.Flags().DurationVar(&batchWait, "batch-wait", worker.DefaultBatchWait, "how long a partial batch may wait for more messages")
 	cmd.Flags().IntVar(&depth, "group-depth", worker.DefaultGroupDepth, "PostgreSQL with --shared-tx: queued events of one execution a batch applies in one commit (1: one)")
-	cmd.Flags().BoolVar(&sharedTx, "shared-tx", true, "PostgreSQL only: claim, commit and ack in one transaction (--shared-tx=false: three)")
+	cmd.Flags().BoolVar(&sharedTx, "shared-tx", true, "one transaction per batch: on PostgreSQL claim, commit, publish and ack; on SQLite commit, publish and ack (--shared-tx=false: one each)")
 	cmd.Flags().BoolVar(&noNotify, "no-notify", false, "PostgreSQL only: publish and ack without NOTIFY (idle workers then poll once a second)")
 	cmd.Flags().Float64Var(&prioShare, "priority-share", 0, "share of claims (0 to 1) that first look for executions at --priority-threshold or above")
 	cmd.Flags().IntVar(&prioMin, "priority-threshold", 1, "lowest priority --priority-share favours")

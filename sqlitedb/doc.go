@@ -7,6 +7,11 @@
 //     close it.
 //   - DB.Lock, the write gate that serialises the writes of every component on one DB in this
 //     process, so that a store and a transport on one file queue instead of contending.
+//   - The writer: one connection per DB on which every component prepares its write statements
+//     (PrepareWrites; PrepareByName pairs each field with the constant of its name, the one way
+//     the components hold their statements) and writes (Write: a transaction under the gate,
+//     retried while another process holds the file). Because they share it, one transaction can
+//     hold the writes of several (Begin): a store's commit with a transport's publish and acks.
 //   - Retry, which re-runs a transaction that found the file locked by another process, within
 //     the busy timeout.
 //   - Classify: SQLite errors mapped to the stead sentinels.

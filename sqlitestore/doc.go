@@ -20,13 +20,18 @@
 //
 // # Connections
 //
-// The store pins one connection of the DB's writer pool for its writes and reads on the DB's
-// reader pool, beside the writer, as WAL allows: a read sees every commit that finished before it
-// began. Every write method is one transaction that begins with BEGIN IMMEDIATE: it takes the
-// file's write lock first, so two writers never deadlock upgrading a read lock, and the version
-// compare-and-swap inside it needs no lock of the application's. Each write holds the DB's write
-// gate (sqlitedb.DB.Lock) for its transaction, so the writes of this store and of every other
-// component on db queue in request order instead of meeting in SQLite's busy handler.
+// The store writes on the DB's one writer connection, which every component on the file shares
+// (sqlitedb.DB.PrepareWrites, Write), and reads on the DB's reader pool, beside the writer, as WAL
+// allows: a read sees every commit that finished before it began. Every write method is one
+// transaction that begins with BEGIN IMMEDIATE: it takes the file's write lock first, so two
+// writers never deadlock upgrading a read lock, and the version compare-and-swap inside it needs
+// no lock of the application's. Each write holds the DB's write gate (sqlitedb.DB.Lock) for its
+// transaction, so the writes of this store and of every other component on db queue in request
+// order instead of meeting in SQLite's busy handler.
+//
+// CommitBatchTx commits inside a transaction the caller holds (sqlitedb.DB.Begin), so that other
+// writes join it: worker/sqlitetx commits a worker's steps, publishes what they emitted
+// (sqlitetransport.PublishBatchTx) and acknowledges their messages in one transaction.
 //
 // ctx is honoured while a write waits for the gate and for a write lock held by another process.
 // Once the lock is held, the statements run to the end (ctx is checked between them) and COMMIT is

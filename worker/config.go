@@ -163,7 +163,8 @@ type Config struct {
 	// OnFinish, when set, is called once for each execution that a step this worker committed
 	// finished: done, cancelled or failed (see Client.Wait for why failed counts). Only the
 	// worker that committed the finishing step calls it, after the commit and before what the
-	// step emitted is delivered, from the worker's goroutines: it must be fast and safe for
+	// step emitted is delivered (unless the commit's transaction published it: SharedTx,
+	// Finisher), from the worker's goroutines: it must be fast and safe for
 	// concurrent use. exe is its own copy. A crash between the commit and the call loses the
 	// call, so OnFinish suits notifications and metrics; what must not be lost reads the store
 	// (Client.Wait, or a listing of finished executions).

@@ -66,7 +66,10 @@
 // changes is only how the batch reaches its databases. With Config.SharedTx (pgtx.New, for
 // pgstore and pgtransport on one pool) a batch's claim, load, commit, publish and acknowledgement
 // run in one database transaction, and what its steps emit is published in it rather than
-// through the outbox; ARCHITECTURE.md ("One event's path") follows one event file by file.
+// through the outbox. With Config.Finisher (sqlitetx.New, for sqlitestore and sqlitetransport on
+// one SQLite file) the claim and the load are transactions of their own, and each round's commit,
+// publish and acknowledgement one more, which is never held while actions run. ARCHITECTURE.md
+// ("One event's path") follows one event file by file.
 //
 // Config.Observer watches the worker at work (its batches, steps, calls and timers); nil watches
 // nothing, at the cost of a nil check a hook. Package otelstead is the OpenTelemetry Observer:

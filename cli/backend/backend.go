@@ -23,6 +23,7 @@ import (
 	"github.com/steadhq/stead/turn/sqliteturn"
 	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/worker/pgtx"
+	"github.com/steadhq/stead/worker/sqlitetx"
 )
 
 // Backend is a store and a transport on one database, the pool or file handle they share, and
@@ -201,6 +202,20 @@ func (b *Backend) SharedTx(on bool) (worker.SharedDB, error) {
 		return nil, fmt.Errorf("%w: the shared transaction needs PostgreSQL, not %s", stead.ErrInvalid, b.Kind)
 	}
 	return pgtx.New(b.Store, b.Transport)
+}
+
+// Finisher returns the finisher of the store and the transport for a worker's one-transaction
+// mode on SQLite (sqlitetx: each round's commit, publish and acks in one transaction), or nil
+// when on is false or the backend is PostgreSQL, whose one-transaction mode is SharedTx.
+func (b *Backend) Finisher(on bool) (worker.Finisher, error) {
+	if !on || b.Kind != "sqlite" {
+		return nil, nil
+	}
+	f, err := sqlitetx.New(b.DB, b.Store, b.Transport)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Client returns a client of the store and the transport that knows the machines of known

@@ -86,13 +86,18 @@ func runDemo(ctx context.Context, out io.Writer, path string, orders, workers in
 	if err != nil {
 		return err
 	}
+	// Each round's commit, publish and acks in one SQLite transaction.
+	fin, err := b.Finisher(true)
+	if err != nil {
+		return err
+	}
 	deliveries := max(1, orders/10)
 	clock := &demoClock{}
 	var events, finished atomic.Int64
 	var done sync.Map // root ids seen finished: a finished order can still commit late events
 	w, err := worker.New(worker.Config{
 		Store: b.Store, Transport: b.Transport, Machines: machines, Name: "demo",
-		Concurrency: workers, Clock: clock.Now, IdleWait: 50 * time.Millisecond,
+		Concurrency: workers, Finisher: fin, Clock: clock.Now, IdleWait: 50 * time.Millisecond,
 		TimerInterval: 20 * time.Millisecond,
 		OnCommit: func(exe *stead.Execution, _ stead.Event, _ time.Time) {
 			events.Add(1)

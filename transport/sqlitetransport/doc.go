@@ -8,9 +8,12 @@
 //
 // New returns the checked *transport.Transport in front of the SQLite backend.
 //
-// The transport pins one of the DB's writer connections, and every operation is one transaction
-// on it that begins with BEGIN IMMEDIATE, taking the write lock first so that two processes
-// never deadlock upgrading a read lock. The writes of one process queue on the DB's write gate
+// The transport writes on the DB's one writer connection, which every component on the file
+// shares (sqlitedb.DB.PrepareWrites, Write), and every operation is one transaction on it that
+// begins with BEGIN IMMEDIATE, taking the write lock first so that two processes never deadlock
+// upgrading a read lock. PublishBatchTx, AckBatchTx and NackTx run inside a transaction the
+// caller holds (sqlitedb.DB.Begin) instead, beside the store's commit (worker/sqlitetx), and wake
+// this process's waiters only once it commits. The writes of one process queue on the DB's write gate
 // (sqlitedb.DB.Lock), with those of every other component on the DB (an execution store), in
 // request order and honouring ctx. When another process holds the file's lock the transaction is
 // retried for up to the DB's busy timeout (sqlitedb.Config.BusyTimeout), after which the call

@@ -158,7 +158,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer b.Close()
-	shared, err := b.SharedTx(cfg.SharedTx)
+	// The one-transaction mode: PostgreSQL's shared transaction, SQLite's finisher.
+	shared, err := b.SharedTx(cfg.SharedTx && b.Kind == "postgres")
+	if err != nil {
+		return Result{}, err
+	}
+	fin, err := b.Finisher(cfg.SharedTx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -181,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Store: b.Store, Transport: b.Transport,
 		Machines:    worker.Machines{definitionID: counter{last: cfg.EventsPer - 1, trace: cfg.Trace}},
 		Name:        "bench",
-		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, SharedTx: shared,
+		Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, SharedTx: shared, Finisher: fin,
 		IdleWait: 50 * time.Millisecond, TimerInterval: -1, RelayInterval: -1,
 		Logger: cfg.Logger,
 		OnCommit: func(_ *stead.Execution, ev stead.Event, at time.Time) {

@@ -25,6 +25,7 @@ func TestRunDrainsTheBacklog(t *testing.T) {
 	}{
 		{"sqlite unbatched", false, false, 1},
 		{"sqlite batched", false, false, 16},
+		{"sqlite one-tx batched", false, true, 16},
 		{"postgres batched", true, false, 16},
 		{"postgres shared-tx", true, true, 16},
 	} {
