@@ -85,15 +85,18 @@ func (d *DB) PrepareWrites(ctx context.Context, set any, texts map[string]string
 	}
 	defer d.Unlock()
 	d.w.sets = append(d.w.sets, stmtSet{set: set, texts: texts})
+	var err error
 	if d.w.conn == nil {
-		return d.open(ctx) // prepares every set, this one included
+		err = d.open(ctx) // prepares every set, this one included
+	} else {
+		err = PrepareByName(ctx, d.w.conn, set, texts)
 	}
-	if err := PrepareByName(ctx, d.w.conn, set, texts); err != nil {
+	if err != nil {
+		// Refused: the set is not the writer's, and a later connection does not prepare it.
 		d.w.sets = d.w.sets[:len(d.w.sets)-1]
 		CloseByName(set)
-		return err
 	}
-	return nil
+	return err
 }
 
 // ReleaseWrites closes the statements of set and stops preparing them, after the write in
