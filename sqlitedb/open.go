@@ -78,7 +78,7 @@ type DB struct {
 	Readers     int // the size of R
 
 	gate chan struct{}
-	w    writer    // the one write connection, used under gate (writer.go)
+	w    *writer   // the one write connection, used under gate (writer.go)
 	keep *sql.Conn // Memory: holds the database open between uses
 }
 
@@ -107,7 +107,7 @@ func Open(ctx context.Context, c Config) (*DB, error) {
 	if c.Readers <= 0 {
 		c.Readers = max(2, runtime.GOMAXPROCS(0))
 	}
-	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory, Readers: c.Readers, gate: make(chan struct{}, 1)}
+	d := &DB{BusyTimeout: c.BusyTimeout, Memory: c.Path == Memory, Readers: c.Readers, gate: make(chan struct{}, 1), w: &writer{}}
 	path := c.Path
 	if d.Memory {
 		// A plain ":memory:" database exists on one connection only; the memdb VFS shares a
