@@ -283,8 +283,9 @@ func (t *Tx) Rollback() {
 	t.d.Unlock()
 }
 
-// Write runs fn in one write transaction (Begin, fn, Commit) and commits it. fn must have no
-// effect outside the transaction but through AfterCommit: a transaction that met a lock held by
+// Write runs fn in one write transaction (Begin, fn, Commit) and commits it; fn does not end
+// the transaction itself. fn must have no effect outside the transaction but through
+// AfterCommit: a transaction that met a lock held by
 // another connection (IsBusy) is rolled back and run again, within BusyTimeout. An error of fn
 // rolls the transaction back and is returned as it is; so is a busy error that outlasted the
 // budget (wrapping errs.Unavailable) and ctx's error once ctx is done, with nothing written.
@@ -297,7 +298,7 @@ func (d *DB) Write(ctx context.Context, fn func(*Tx) error) error {
 		if err := d.begin(ctx); err != nil {
 			return err
 		}
-		t = &Tx{d: d}
+		t = &Tx{d: d, ended: true} // Write ends it: Commit and Rollback from fn do nothing
 		if err := fn(t); err != nil {
 			d.abort()
 			return err

@@ -87,7 +87,9 @@ func route(m Machines, exe *stead.Execution, e stead.Emit) (transport.Outgoing, 
 
 // inCommit splits what a step of exe emitted for ends whose commit's transaction publishes:
 // the messages to publish in it if the step commits (appended to out), and the emits to leave in
-// the step's bundle, for the store's outbox and the relay (route).
+// the step's bundle, for the store's outbox and the relay (route). A worker's step never emits a
+// command (only commands do, and they commit through the store's outbox), so for a step the
+// rest is empty; it is kept rather than dropped so that no end can lose one.
 func inCommit(m Machines, out []transport.Outgoing, exe *stead.Execution, emits []stead.Emit) ([]transport.Outgoing, []stead.Emit) {
 	var keep []stead.Emit
 	for _, e := range emits {
