@@ -31,7 +31,8 @@ func newBench() *cobra.Command {
 		Short: "Run the end-to-end benchmark scenario",
 		Long: `bench publishes a backlog (by default 10,000 executions × 10 events = 100,000 events) and measures
 how fast one worker drains it: claim → load → step → commit → relay → ack. It runs SQLite (a
-fresh temporary file) and, with --postgres, PostgreSQL in the separate and the
+fresh temporary file each) in the separate and the one-transaction mode (each round's commit,
+publish and acks in one transaction) and, with --postgres, PostgreSQL in the separate and the
 shared-transaction mode (a fresh schema each, dropped afterwards), each unbatched and batched,
 at every concurrency, with pgbench's single-row UPDATE rate at the same concurrency beside it.
 It prints one line per row as it goes and a Markdown table at the end. With --telemetry every

@@ -86,22 +86,24 @@ func RunMatrix(ctx context.Context, m Matrix) ([]Row, error) {
 	}
 	for _, c := range m.Concurrency {
 		if m.SQLite {
-			for _, batch := range []int{1, m.Batch} {
-				for _, on := range settings() {
-					dir, err := os.MkdirTemp("", "stead-bench")
-					if err != nil {
-						return rows, err
-					}
-					res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
-						EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, Logger: m.Logger, Timeout: m.RunTimeout,
-						Telemetry: on, Trace: m.Trace})
-					os.RemoveAll(dir)
-					if res.Backend == "" {
-						res.Backend = "sqlite"
-					}
-					progress(Row{Result: res, Err: err})
-					if ctx.Err() != nil {
-						return rows, ctx.Err()
+			for _, shared := range []bool{false, true} { // shared: the finisher's one transaction
+				for _, batch := range []int{1, m.Batch} {
+					for _, on := range settings() {
+						dir, err := os.MkdirTemp("", "stead-bench")
+						if err != nil {
+							return rows, err
+						}
+						res, err := Run(ctx, Config{Store: filepath.Join(dir, "bench.db"), Executions: m.Executions,
+							EventsPer: m.EventsPer, Concurrency: c, BatchSize: batch, SharedTx: shared, Logger: m.Logger,
+							Timeout: m.RunTimeout, Telemetry: on, Trace: m.Trace})
+						os.RemoveAll(dir)
+						if res.Backend == "" {
+							res.Backend = "sqlite"
+						}
+						progress(Row{Result: res, Err: err})
+						if ctx.Err() != nil {
+							return rows, ctx.Err()
+						}
 					}
 				}
 			}

@@ -221,6 +221,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Events: total, BaseHeap: ms.HeapInuse, Telemetry: cfg.Telemetry}
 	if cfg.SharedTx {
 		res.Mode = "shared-tx"
+		if b.Kind == "sqlite" {
+			res.Mode = "one-tx" // the finisher's: the claim and the load apart
+		}
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

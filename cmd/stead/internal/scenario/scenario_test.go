@@ -75,7 +75,8 @@ func TestRunDrainsTheBacklog(t *testing.T) {
 	}
 }
 
-// TestMatrixWithTelemetry runs the SQLite rows with telemetry off and on: every row comes twice,
+// TestMatrixWithTelemetry runs the SQLite rows (separate and one-transaction, unbatched and
+// batched) with telemetry off and on: every row comes twice,
 // the on run exported spans through the SDK (and the off run none), and the report ends with the
 // on ÷ off ratios of each row.
 func TestMatrixWithTelemetry(t *testing.T) {
@@ -85,8 +86,8 @@ func TestMatrixWithTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 {
-		t.Fatalf("%d rows, want unbatched and batched, each off and on: %+v", len(rows), rows)
+	if len(rows) != 8 {
+		t.Fatalf("%d rows, want both modes unbatched and batched, each off and on: %+v", len(rows), rows)
 	}
 	ons := 0
 	for _, r := range rows {
@@ -102,11 +103,12 @@ func TestMatrixWithTelemetry(t *testing.T) {
 			ons++
 		}
 	}
-	if ons != 2 {
-		t.Fatalf("%d rows with telemetry on, want 2", ons)
+	if ons != 4 {
+		t.Fatalf("%d rows with telemetry on, want 4", ons)
 	}
 	md := Markdown(rows)
-	if !strings.Contains(md, "telemetry on ÷ off") || strings.Count(md, "| sqlite | separate, ") != 6 {
+	if !strings.Contains(md, "telemetry on ÷ off") || strings.Count(md, "| sqlite | separate, ") != 6 ||
+		strings.Count(md, "| sqlite | one-tx, ") != 6 {
 		t.Fatalf("markdown:\n%s", md)
 	}
 }
