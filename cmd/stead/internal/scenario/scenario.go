@@ -57,7 +57,7 @@ type Config struct {
 // Result is what one run measured.
 type Result struct {
 	Backend     string
-	Mode        string // "separate" or "shared-tx"
+	Mode        string // "separate", "shared-tx" (PostgreSQL) or "one-tx" (SQLite's finisher)
 	Concurrency int
 	BatchSize   int
 	Events      int
