@@ -26,8 +26,14 @@ type backend struct {
 
 func open(t *testing.T) *backend {
 	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "stead.db"))
+}
+
+// openAt opens the backend on path (a file, or sqlitedb.Memory).
+func openAt(t *testing.T, path string) *backend {
+	t.Helper()
 	ctx := context.Background()
-	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: filepath.Join(t.TempDir(), "stead.db")})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

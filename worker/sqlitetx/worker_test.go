@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/chart"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/transport"
 	"github.com/steadhq/stead/worker"
 )
@@ -174,6 +176,7 @@ func TestWorkerFinishesInOneTransaction(t *testing.T) {
 		batch       int
 		failPublish int64
 		interfere   bool
+		memory      bool // on sqlitedb.Memory, whose rollback journal makes COMMIT wait for readers
 		// want are the transactions of the pinger's step, in order, as the recorder writes
 		// them: the pong is routed out of the commit (emits=0) and published in it.
 		want []string
@@ -181,6 +184,8 @@ func TestWorkerFinishesInOneTransaction(t *testing.T) {
 		{name: "one transaction", batch: 1, want: []string{
 			"commit:p:won:emits=0 publish:c:pong ack:p COMMIT"}},
 		{name: "one transaction batched", batch: 16, want: []string{
+			"commit:p:won:emits=0 publish:c:pong ack:p COMMIT"}},
+		{name: "one transaction in memory", batch: 16, memory: true, want: []string{
 			"commit:p:won:emits=0 publish:c:pong ack:p COMMIT"}},
 		{name: "publish fails", batch: 16, failPublish: 1, want: []string{
 			"commit:p:won:emits=0 publish:c:pong FAILED ROLLBACK",
@@ -191,7 +196,11 @@ func TestWorkerFinishesInOneTransaction(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := open(t)
+			path := filepath.Join(t.TempDir(), "stead.db")
+			if c.memory {
+				path = sqlitedb.Memory
+			}
+			b := openAt(t, path)
 			ctx := context.Background()
 			rec := &recorder{Finisher: b.fin, store: b.store}
 			rec.failPublish.Store(c.failPublish)
