@@ -11,13 +11,13 @@ import (
 	"github.com/steadhq/stead/chart"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
 	"github.com/steadhq/stead/worker"
-	"github.com/steadhq/stead/worker/pgtx"
 )
 
 // BenchmarkSlowActions is the workload of a new user's approval flow: executions whose one action
 // waits 30 ms on an external API, with the default worker settings but 4 claim loops, on SQLite
-// and on PostgreSQL (with and without the shared transaction). One op is 100 executions started
-// and past that action, from the worker's start; ms/100-executions is the last op's figure.
+// (with and without the finisher's one transaction a round) and on PostgreSQL (with and without
+// the shared transaction). One op is 100 executions started and past that action, from the
+// worker's start; ms/100-executions is the last op's figure.
 func BenchmarkSlowActions(b *testing.B) {
 	for _, c := range []struct {
 		name   string
@@ -25,6 +25,7 @@ func BenchmarkSlowActions(b *testing.B) {
 		shared bool
 	}{
 		{"sqlite", func(b *testing.B) (string, string) { return filepath.Join(b.TempDir(), "stead.db"), "" }, false},
+		{"sqlite one-tx", func(b *testing.B) (string, string) { return filepath.Join(b.TempDir(), "stead.db"), "" }, true},
 		{"postgres", func(b *testing.B) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(b) }, false},
 		{"postgres shared-tx", func(b *testing.B) (string, string) { return pgdbtest.URL(), pgdbtest.Schema(b) }, true},
 	} {
@@ -40,12 +41,6 @@ func benchSlowActions(b *testing.B, spec func(b *testing.B) (string, string), sh
 		tb, err := openBackend(context.Background(), url, schema)
 		if err != nil {
 			b.Fatal(err)
-		}
-		var sharedDB worker.SharedDB
-		if shared {
-			if sharedDB, err = pgtx.New(tb.Store, tb.Transport); err != nil {
-				b.Fatal(err)
-			}
 		}
 		def := chart.New("approval")
 		def.Initial("waiting")
@@ -86,7 +81,7 @@ func benchSlowActions(b *testing.B, spec func(b *testing.B) (string, string), sh
 		}
 		finished := make(chan struct{}, executions)
 		w, err := worker.New(worker.Config{Store: tb.Store, Transport: tb.Transport, Machines: machines,
-			Concurrency: 4, SharedTx: sharedDB, OnCommit: func(exe *stead.Execution, _ stead.Event, _ time.Time) {
+			Concurrency: 4, SharedTx: tb.shared(b, shared), Finisher: tb.finisher(b, shared), OnCommit: func(exe *stead.Execution, _ stead.Event, _ time.Time) {
 				if exe.Status == stead.StatusDone {
 					finished <- struct{}{}
 				}
