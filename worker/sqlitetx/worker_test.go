@@ -50,19 +50,6 @@ func (r *recorder) log(i int, format string, args ...any) {
 	r.mu.Unlock()
 }
 
-// ops returns the transactions that did something, each as one line.
-func (r *recorder) ops() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, tx := range r.txs {
-		if len(tx) > 0 {
-			out = append(out, strings.Join(tx, " "))
-		}
-	}
-	return out
-}
-
 type recTx struct {
 	worker.FinishTx
 	r     *recorder
