@@ -402,12 +402,13 @@ func (r *relay) relayEntries(ctx context.Context, entries []stead.OutboxEntry, p
 	seqs := make([]int64, 0, len(entries))
 	var controls []controlEmit
 	for _, e := range entries {
-		if e.Target != "" && chart.IsControl(e.Event.Kind) {
+		rt := routeOf(stead.Emit{Target: e.Target, Event: e.Event})
+		if rt == routeRelay {
 			controls = append(controls, controlEmit{source: e.Source, target: e.Target, ev: e.Event, seq: e.Seq})
 			continue
 		}
 		seqs = append(seqs, e.Seq)
-		if e.Target == "" {
+		if rt == routeNowhere {
 			continue
 		}
 		p, err := r.priorityOf(ctx, priority, e.Target)

@@ -72,17 +72,26 @@ const (
 // target's in every tree the engine builds; the relay looks the target's up for leftovers), and
 // with exe's flow when it is exe's own start, one that its creator left in the outbox.
 func route(m Machines, exe *stead.Execution, e stead.Emit) (transport.Outgoing, emitRoute) {
-	switch {
-	case e.Target == "":
-		return transport.Outgoing{}, routeNowhere
-	case chart.IsControl(e.Event.Kind):
-		return transport.Outgoing{}, routeRelay
+	if r := routeOf(e); r != routePublish {
+		return transport.Outgoing{}, r
 	}
 	o := transport.Outgoing{Group: e.Target, Event: e.Event, Priority: exe.Priority}
 	if e.Target == exe.ID && e.Event.Kind == chart.KindStart {
 		o.Flow = flowOf(m, exe)
 	}
 	return o, routePublish
+}
+
+// routeOf is where e goes whoever emitted it: route's decision, which the relay of outbox
+// leftovers (relayEntries), knowing no emitter, takes alone.
+func routeOf(e stead.Emit) emitRoute {
+	switch {
+	case e.Target == "":
+		return routeNowhere
+	case chart.IsControl(e.Event.Kind):
+		return routeRelay
+	}
+	return routePublish
 }
 
 // inCommit splits what a step of exe emitted for ends whose commit's transaction publishes:
