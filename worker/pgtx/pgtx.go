@@ -13,9 +13,10 @@
 // the transport must share one pool (so one database); the transaction runs at READ COMMITTED,
 // PostgreSQL's default, which pgtransport's claims need.
 //
-// Round trips: BEGIN travels with the transaction's first statement (the claim), and COMMIT with
-// its last ones (the acknowledgements, or a single step's commit and ack): a batch costs BEGIN+
-// claim, load, commit, ack+COMMIT; a single message BEGIN+claim, load, step+ack+COMMIT. A step
+// Round trips: BEGIN travels with the transaction's first statements (the claim and the load of
+// what it claims), and COMMIT with its last ones (the acknowledgements, or a single step's commit
+// and ack): a batch costs BEGIN+claim+load, commit, ack+COMMIT; a single message
+// BEGIN+claim+load, step+ack+COMMIT. A step
 // whose compare-and-swap is lost aborts the transaction before its ack (pgstore's guarded
 // commit), so the pipelined COMMIT rolls back.
 //
