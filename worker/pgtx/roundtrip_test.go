@@ -58,9 +58,15 @@ func (c *countedConn) Read(p []byte) (int, error) {
 // hides on another.
 func countedSetup(t *testing.T, mode pgx.QueryExecMode, conns int32, n int) (*pgtx.DB, *stead.Store, *transport.Transport, *roundTrips) {
 	t.Helper()
+	return countedSetupAt(t, pgdbtest.URL(), mode, conns, n)
+}
+
+// countedSetupAt is countedSetup on the server at url.
+func countedSetupAt(t *testing.T, url string, mode pgx.QueryExecMode, conns int32, n int) (*pgtx.DB, *stead.Store, *transport.Transport, *roundTrips) {
+	t.Helper()
 	ctx := context.Background()
 	schema := pgdbtest.Schema(t)
-	cfg, err := pgxpool.ParseConfig(pgdbtest.URL())
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +206,23 @@ func TestBatchRoundTrips(t *testing.T) {
 // TestClaimLoads checks what a claim loads with its leases: each lease's execution as the store
 // has it, read once for several messages of one execution but each lease's its own copy, whether
 // the event was processed, and nothing for a group that names no execution; in the order of the
-// leases, whose groups come in the order of their heads, each group's messages together.
+// leases, whose groups come in the order of their heads, each group's messages together. Behind
+// PgBouncer in transaction mode too, where the settings that carry the claim's refs to the load
+// must hold within the transaction and nothing may be left for the session.
 func TestClaimLoads(t *testing.T) {
+	type at struct {
+		name string
+		url  func(testing.TB) string
+		mode pgx.QueryExecMode
+	}
+	cases := []at{{"pgbouncer", pgdbtest.BouncerURL, pgx.QueryExecModeExec}}
 	for _, m := range modes {
+		cases = append(cases, at{m.name, func(testing.TB) string { return pgdbtest.URL() }, m.mode})
+	}
+	for _, m := range cases {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, s, tr, _ := countedSetup(t, m.mode, 2, 2)
+			db, s, tr, _ := countedSetupAt(t, m.url(t), m.mode, 2, 2)
 			if _, err := s.Commit(ctx, &stead.Execution{ID: "e2", Version: 1, DefinitionID: "d", Status: stead.StatusRunning, ActivePath: "b",
 				CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}, stead.Bundle{ProcessedEventID: "done"}); err != nil {
 				t.Fatal(err)
