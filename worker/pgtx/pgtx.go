@@ -242,7 +242,7 @@ func claimAndKeep(claim string) string {
 }
 
 // kept reads a setting claimAndKeep wrote as an array of typ: NULL when no claim of the
-// session wrote it (unset, or ” once a transaction that set it has ended).
+// session wrote it (unset, or empty once a transaction that set it has ended).
 func kept(name, typ string) string {
 	return `nullif(current_setting('` + name + `', true), '')::` + typ + `[]`
 }

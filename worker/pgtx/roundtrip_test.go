@@ -3,6 +3,7 @@ package pgtx_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -278,3 +279,71 @@ func TestClaimLoads(t *testing.T) {
 }
 
 var _ worker.SharedDB = (*pgtx.DB)(nil)
+
+// ticker steps every event into the state named after it.
+type ticker struct{}
+
+func (ticker) Step(exe *stead.Execution, ev stead.Event, _ time.Time) (*stead.Execution, stead.Bundle, error) {
+	next := exe.Clone()
+	next.ActivePath = ev.ID
+	return next, stead.Bundle{ProcessedEventID: ev.ID}, nil
+}
+
+// TestWorkerStepRoundTrips counts what an unbatched worker on the shared transaction sends a
+// step, its background included (the relay, the timers, the idle polls): at most two round trips
+// and a little more, where a load of its own made three.
+func TestWorkerStepRoundTrips(t *testing.T) {
+	const executions, warm, measured = 10, 20, 200
+	ctx := context.Background()
+	db, s, tr, rt := countedSetup(t, pgx.QueryExecModeCacheStatement, 4, 0)
+	now := time.Now().UTC()
+	for i := range executions {
+		exe := &stead.Execution{ID: fmt.Sprint("x", i), DefinitionID: "d", Status: stead.StatusRunning, CreatedAt: now, UpdatedAt: now}
+		if _, err := s.Commit(ctx, exe, stead.Bundle{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range warm + measured {
+		if err := tr.Publish(ctx, fmt.Sprint("x", k%executions), stead.Event{ID: fmt.Sprint("ev", k), Kind: "tick"}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		commits   atomic.Int64
+		from, to  atomic.Int64
+		allCommit = make(chan struct{})
+	)
+	w, err := worker.New(worker.Config{
+		Store: s, Transport: tr, Machines: worker.Machines{"d": ticker{}}, Name: "rt",
+		Concurrency: 1, BatchSize: 1, SharedTx: db, Logger: slog.New(slog.DiscardHandler),
+		OnCommit: func(*stead.Execution, stead.Event, time.Time) {
+			switch commits.Add(1) {
+			case warm: // the statements are prepared by now
+				from.Store(rt.n.Load())
+			case warm + measured:
+				to.Store(rt.n.Load())
+				close(allCommit)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	select {
+	case <-allCommit:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d of %d steps committed in 30 s", commits.Load(), warm+measured)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	per := float64(to.Load()-from.Load()) / measured
+	t.Logf("%.2f round trips a step", per)
+	if per < 2 || per > 2.25 {
+		t.Fatalf("%.2f round trips a step, want 2 (and a little for the worker's background)", per)
+	}
+}
