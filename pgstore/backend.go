@@ -18,8 +18,9 @@ import (
 
 // Backend is the PostgreSQL stead.Backend behind the Store that New returns. Reach it with
 // store.Backend().(*pgstore.Backend) for what only PostgreSQL offers: loading and committing
-// inside a transaction shared with pgtransport (LoadForEventsTx, CommitBatchTx) and queueing a
-// commit on its pgx.Batch (QueueCommitGuarded), which exist for worker/pgtx. Those check their
+// inside a transaction shared with pgtransport (LoadForEventsTx, LoadForEventsQuery and
+// ScanLoaded, CommitBatchTx) and queueing a commit on its pgx.Batch (QueueCommitGuarded), which
+// exist for worker/pgtx. Those check their
 // arguments exactly as the Store does and never change them.
 //
 // Its stead.Backend methods (Load, Commit, …) are the Store's to call: they assume arguments the

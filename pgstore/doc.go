@@ -92,7 +92,8 @@
 //
 // The backend, store.Backend().(*pgstore.Backend), runs on the application's transaction too, so
 // that worker/pgtx can claim work, load, commit the steps it produced and acknowledge the work in
-// one transaction: LoadForEventsTx and CommitBatchTx take a pgx.Tx, and QueueCommitGuarded puts a
+// one transaction: LoadForEventsTx and CommitBatchTx take a pgx.Tx, LoadForEventsQuery and
+// ScanLoaded let it send the load behind its claim in one round trip, and QueueCommitGuarded puts a
 // commit and its guard on a pgx.Batch, so that it travels in one round trip with the
 // transaction's other statements (pgtransport's QueueAckHeld, for one). They check their arguments as the Store does and never
 // change them: the new versions are in the results, so a rollback leaves nothing to undo.

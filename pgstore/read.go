@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/internal/check"
+	"github.com/steadhq/stead/pgdb"
 )
 
 // Load implements stead.Backend.
@@ -86,9 +87,7 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 		ids[i], events[i] = r.ExecutionID, r.EventID
 	}
 	// A worker asks for several events of one execution (a chain): its record is read, sent and
-	// decoded once, with its first ref, and every later ref of it gets a deep copy (Clone costs a
-	// fraction of decoding the JSON), so that each result stays the caller's own. The rows come
-	// from one statement, so one snapshot, and in ref order, the first ref of an id first.
+	// decoded once, with its first ref (scanLoaded).
 	firstOf := firstRefs(refs)
 	sql, args := b.st.LoadForEvents, []any{ids, events}
 	if firstOf != nil {
@@ -102,11 +101,51 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	if err != nil {
 		return nil, err
 	}
-	out := make([]stead.Loaded, len(refs))
+	return scanLoaded(rows, len(refs), firstOf)
+}
+
+// LoadForEventsQuery returns the statement LoadForEventsTx sends, with SQL expressions in place
+// of its parameters: ids and events (text[]) are the refs' executions and events, and first
+// (boolean[]) marks the first ref of each execution in their order, the only one whose
+// execution's record the statement reads. It exists for worker/pgtx, which loads what a claim
+// took in the statement after the claim, in the same round trip, from values the claim's
+// statement left in the transaction; ScanLoaded reads its rows.
+func (b *Backend) LoadForEventsQuery(ids, events, first string) string {
+	return `SELECT r_ord, r_data, r_processed FROM ` + pgdb.Qualifier(b.schema) +
+		`stead_load_for_events_once(` + ids + `, ` + events + `, ` + first + `)`
+}
+
+// ScanLoaded reads and closes the rows of a LoadForEventsQuery statement whose arrays held refs,
+// in that order: it returns what LoadForEventsTx returns for refs. refs are checked as the
+// Store checks them; a statement that did not answer for every ref is an error.
+func (b *Backend) ScanLoaded(rows pgx.Rows, refs []stead.EventRef) ([]stead.Loaded, error) {
+	const op = "load for events"
+	if err := stead.CheckRefs(refs); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	if err := b.enter(op); err != nil {
+		rows.Close()
+		return nil, err
+	}
+	out, err := scanLoaded(rows, len(refs), firstRefs(refs))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %s: %w", op, pgdb.Classify(err))
+	}
+	return out, nil
+}
+
+// scanLoaded reads the rows of a load of n refs, one per ref, in ref order, the first ref of an
+// id first. firstOf (firstRefs) says which refs repeat an execution: its record came with its
+// first ref only, and every later ref of it gets a deep copy (Clone costs a fraction of decoding
+// the JSON), so that each result stays the caller's own. The rows come from one statement, so
+// every ref of an execution sees one version of it.
+func scanLoaded(rows pgx.Rows, n int, firstOf []int) ([]stead.Loaded, error) {
+	out := make([]stead.Loaded, n)
 	var ord int64
 	var data []byte
 	var processed bool
-	_, err = pgx.ForEachRow(rows, []any{&ord, &data, &processed}, func() error {
+	seen, err := pgx.ForEachRow(rows, []any{&ord, &data, &processed}, func() error {
 		if ord < 1 || int(ord) > len(out) {
 			return fmt.Errorf("load for events returned position %d of %d", ord, len(out))
 		}
@@ -131,6 +170,10 @@ func (b *Backend) loadForEvents(ctx context.Context, q querier, refs []stead.Eve
 	})
 	if err != nil {
 		return nil, err
+	}
+	if int(seen.RowsAffected()) != n {
+		// A ref without its row would read as an execution that does not exist.
+		return nil, fmt.Errorf("load for events returned %d rows for %d refs", seen.RowsAffected(), n)
 	}
 	return out, nil
 }

@@ -1000,3 +1000,38 @@ func TestSerializationFailureIsConflict(t *testing.T) {
 		})
 	}
 }
+
+// LoadForEventsQuery with its arrays as SQL expressions loads what LoadForEventsTx loads, each
+// execution's record once and every ref its own copy; ScanLoaded refuses bad refs, and a
+// statement that leaves a ref without its row (which would read as a missing execution).
+func TestLoadForEventsQuery(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := backend(t, s)
+	ctx := context.Background()
+	mustCommit(t, s, newExe("a"), stead.Bundle{ProcessedEventID: "a1"})
+	refs := []stead.EventRef{{ExecutionID: "a", EventID: "a1"}, {ExecutionID: "a", EventID: "a2"}, {ExecutionID: "none", EventID: "n1"}}
+	query := func(ids, events, first string) pgx.Rows {
+		t.Helper()
+		rows, err := b.Pool().Query(ctx, b.LoadForEventsQuery(ids, events, first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	got, err := b.ScanLoaded(query(`ARRAY['a','a','none']`, `ARRAY['a1','a2','n1']`, `ARRAY[true,false,true]`), refs)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("scan: %+v %v", got, err)
+	}
+	if got[0].Execution == nil || got[1].Execution == nil || got[0].Execution == got[1].Execution ||
+		got[1].Execution.Version != got[0].Execution.Version || !got[0].Processed || got[1].Processed ||
+		got[2].Execution != nil || got[2].Processed {
+		t.Fatalf("loaded %+v, %+v, %+v", got[0], got[1], got[2])
+	}
+	if _, err := b.ScanLoaded(query(`ARRAY['a']`, `ARRAY['a1']`, `ARRAY[true]`), refs); err == nil {
+		t.Fatal("a load that answered for one ref of three succeeded")
+	}
+	if _, err := b.ScanLoaded(query(`ARRAY['a']`, `ARRAY['']`, `ARRAY[true]`), []stead.EventRef{{ExecutionID: "a"}}); !errors.Is(err, stead.ErrInvalid) {
+		t.Fatalf("scan of a ref without an event: %v, want ErrInvalid", err)
+	}
+}

@@ -236,6 +236,9 @@ type together struct {
 	outer context.Context // the worker's work context, which outlives the transaction's
 	work  context.Context // the transaction's, with its deadline
 	tx    Tx
+	// What the claim loaded with its leases (Tx.Claim), or why that load failed.
+	loaded  []stead.Loaded
+	loadErr error
 }
 
 func (t *together) whole() bool { return true }
@@ -246,6 +249,8 @@ func (t *together) close() {
 	}
 }
 
+// claim claims and loads in one call of the transaction (Tx.Claim), so that load has nothing
+// left to send.
 func (t *together) claim(_ context.Context, max int) ([]transport.Lease, error) {
 	w := t.w
 	tx, err := w.cfg.SharedTx.Begin(t.work)
@@ -254,17 +259,26 @@ func (t *together) claim(_ context.Context, max int) ([]transport.Lease, error) 
 	}
 	t.tx = tx
 	return w.prioritised(func(minPriority int) ([]transport.Lease, error) {
-		return tx.Claim(t.work, w.cfg.Name, w.cfg.Visibility, minPriority, max, w.cfg.GroupDepth)
+		ls, loaded, err := tx.Claim(t.work, w.cfg.Name, w.cfg.Visibility, minPriority, max, w.cfg.GroupDepth)
+		if err != nil && len(ls) > 0 {
+			// Claimed, not loaded: the batch fails as a failed load does (load, abandon).
+			t.loaded, t.loadErr = nil, err
+			return ls, nil
+		}
+		t.loaded, t.loadErr = loaded, nil
+		return ls, err
 	})
 }
 
-func (t *together) load(ctx context.Context, leases []transport.Lease) ([]stead.Loaded, error) {
-	w := t.w
-	refs := refsOf(leases)
-	lctx, end := w.obs.store(ctx, "LoadForEvents", "stead_executions", len(refs))
-	loaded, err := t.tx.Load(lctx, refs)
-	done(end, err)
-	return loaded, err
+// load returns what the claim loaded.
+func (t *together) load(_ context.Context, leases []transport.Lease) ([]stead.Loaded, error) {
+	if t.loadErr != nil {
+		return nil, fmt.Errorf("load: %w", t.loadErr)
+	}
+	if len(t.loaded) != len(leases) {
+		return nil, fmt.Errorf("load: %d executions for %d leases", len(t.loaded), len(leases))
+	}
+	return t.loaded, nil
 }
 
 // abandon rolls back: the claims end with the transaction, and the messages are claimable again

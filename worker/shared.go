@@ -25,15 +25,17 @@ type SharedDB interface {
 // claimed in it are claimable again at once. After a method fails the transaction is aborted:
 // only Rollback remains. Arguments are checked as the Store and the Transport check them.
 type Tx interface {
-	// Claim is transport.Transport.ClaimBatch in the transaction: the groups stay held by it
-	// until it ends, whatever the lease says. It returns at most max messages, and up to depth
-	// consecutive messages of each group it takes (from its head, in order, adjacent in the
-	// result) where ClaimBatch returns one. The worker acknowledges a prefix of a group's leases
-	// and nacks at most the one after it; the leases behind are neither, and the group must be
-	// free for them once the transaction ends, in order.
-	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) ([]transport.Lease, error)
-	// Load is stead.Store.LoadForEvents in the transaction.
-	Load(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error)
+	// Claim is transport.Transport.ClaimBatch in the transaction, and stead.Store.LoadForEvents
+	// of what it claimed: loaded[i] is the execution of leases[i] and whether its event was
+	// processed, read after the claim took the group (pgtx sends both in one round trip). The
+	// groups stay held by the transaction until it ends, whatever the lease says. It returns at
+	// most max messages, and up to depth consecutive messages of each group it takes (from its
+	// head, in order, adjacent in the result) where ClaimBatch returns one. The worker
+	// acknowledges a prefix of a group's leases and nacks at most the one after it; the leases
+	// behind are neither, and the group must be free for them once the transaction ends, in
+	// order. When the claim took messages and their load failed, Claim returns the leases with
+	// the error.
+	Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) (leases []transport.Lease, loaded []stead.Loaded, err error)
 	// CommitBatch is stead.Store.CommitBatch in the transaction. The emits of the items must be
 	// empty: in a shared transaction the transport's queue is the outbox, so the caller
 	// publishes them with Publish.

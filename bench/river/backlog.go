@@ -22,7 +22,7 @@ import (
 type costs struct {
 	events      int // the backlog, in events
 	executions  int
-	claim, load time.Duration // a shared transaction's claim of a batch of 64, and its load
+	claim, load time.Duration // a shared transaction's claim of a batch of 64 with its load, and the load alone
 	// The same probes again from a fresh transport, whose claims start from the head of the
 	// round-robin and so take the groups the first pass took: their pages are in the server's
 	// cache now, which isolates what the backlog's size costs from what a first touch of a page
@@ -91,8 +91,8 @@ func probeCosts(ctx context.Context, h *harness, executions, eventsPer, n int, k
 		list: median(lists), listStatus: median(listsStatus), bytes: size, sharedBuffers: buffers}, schema, nil
 }
 
-// probe runs n probes on s: a shared transaction's claim of 64 and load of their executions,
-// rolled back, and (with lists) the two listing pages; it returns each probe's times.
+// probe runs n probes on s: a shared transaction's claim of 64 (which loads their executions in
+// its round trip), rolled back, the load of those executions alone, and (with lists) the two listing pages; it returns each probe's times.
 func probe(ctx context.Context, s *steadSetup, n int, lists bool) (claims, loads, pages, pagesStatus []time.Duration, err error) {
 	db, err := pgtx.New(s.store, s.tr)
 	if err != nil {
@@ -106,10 +106,11 @@ func probe(ctx context.Context, s *steadSetup, n int, lists bool) (claims, loads
 			return nil, nil, nil, nil, err
 		}
 		t0 := time.Now()
-		ls, err := tx.Claim(tctx, "probe", 30*time.Second, 0, 64, 1)
+		ls, _, err := tx.Claim(tctx, "probe", 30*time.Second, 0, 64, 1) // loads what it claims, in its round trip
 		t1 := time.Now()
 		if err == nil && len(ls) > 0 {
-			_, err = tx.Load(tctx, refsOf(ls))
+			// The load alone, as the claim's statement sends it, on another connection.
+			_, err = s.store.LoadForEvents(tctx, refsOf(ls))
 		}
 		t2 := time.Now()
 		_ = tx.Rollback(context.WithoutCancel(ctx))

@@ -15,7 +15,8 @@ import (
 // is Go code, so the state must be read before it is written, in one transaction (two round
 // trips at least); and a durable step also takes its message off the queue and marks the event
 // processed in that transaction. Both are sent as compound statements (BEGIN with the read, the
-// writes with COMMIT), so pgbench pays two round trips where stead pays three.
+// writes with COMMIT), so pgbench pays two round trips, as stead does (BEGIN with its claim and
+// load, its writes with COMMIT).
 type ceiling struct {
 	name   string
 	trips  int // round trips a transaction

@@ -179,12 +179,13 @@ func (r *report) markdown() string {
 		bl := r.backlog
 		fmt.Fprintf(&b, "\n## Flat costs and memory at a large backlog\n\n"+
 			"Medians of 200 probes on each backlog (after VACUUM ANALYZE): a shared transaction's claim of 64 messages "+
-			"and its load of their executions (then rolled back), and a listing page of 100. Each claim resumes the "+
+			"with the load of their executions in its round trip (then rolled back), the load alone on another "+
+			"connection, and a listing page of 100. Each claim resumes the "+
 			"round-robin after the previous one, so on the large backlog every probe touches groups no earlier probe "+
 			"touched: pages read for the first time, from outside shared_buffers once the tables outgrow it. The warm "+
 			"columns repeat the 200 claims and loads from a fresh transport, which takes the same groups again, their "+
 			"pages now cached: what is left is what the backlog's size costs the statements themselves.\n\n")
-		b.WriteString("| backlog | executions | tables and indexes | claim of 64 | load of 64 | claim of 64, warm | load of 64, warm | list page | list page, status filter |\n" +
+		b.WriteString("| backlog | executions | tables and indexes | claim of 64 with load | load of 64 alone | claim of 64 with load, warm | load of 64 alone, warm | list page | list page, status filter |\n" +
 			"|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range []costs{bl.small, bl.big} {
 			us := func(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }

@@ -62,8 +62,9 @@
 //
 // worker/pgtx runs a step's claim, load, commit, emits and acks in one transaction on the pool
 // that the transport and pgstore share, with the Backend's methods that take the caller's
-// transaction or pgx.Batch (ClaimHeldGroupsTx, PublishBatchTx, QueuePublish, QueueAckHeld,
-// QueueNackHeld, QueueAck, QueueNack; reached with tr.Backend().(*pgtransport.Backend)). They
+// transaction or pgx.Batch (ClaimHeldGroupsTx, HeldClaim, PublishBatchTx, QueuePublish,
+// QueueAckHeld, QueueNackHeld, QueueAck, QueueNack; reached with
+// tr.Backend().(*pgtransport.Backend)). They
 // exist for it, and refuse what the Transport's methods refuse. The held claim writes no lease:
 // inside the transaction the row lock already keeps every other claimer away (SKIP LOCKED) and the
 // ack overwrites the lease anyway, so it saves a row version per message. A held group that was

@@ -37,6 +37,43 @@ import (
 // group meanwhile never comes back ahead of one published before it (see
 // transport_claim_held_groups).
 func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker string, visibility time.Duration, minPriority, max, depth int, held []string) ([]transport.Lease, error) {
+	c, err := b.HeldClaim(worker, visibility, minPriority, max, depth, held)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, c.SQL, c.Args...)
+	if err != nil {
+		return nil, fail("claim", err)
+	}
+	return c.Leases(rows)
+}
+
+// HeldClaim is the claim of ClaimHeldGroupsTx as a statement the caller sends itself, inside its
+// transaction; it exists for worker/pgtx, which sends the claim inside a statement of its own
+// followed by the load of what it claims, in one round trip. Everything ClaimHeldGroupsTx says of
+// the claim and its leases holds.
+type HeldClaim struct {
+	// SQL selects the claimed messages, one row each: r_group (text), r_priority (int), r_seq
+	// (bigint), r_event (text: the event's JSON) and r_key (timestamptz), in no useful order. A
+	// statement around it (a WITH of it) that returns those columns in that order may be sent
+	// instead, as long as it returns every row.
+	SQL  string
+	Args []any
+
+	b           *Backend
+	gen         uint64
+	token       string
+	until       time.Time
+	minPriority int
+	deep        bool
+}
+
+// HeldClaim checks a held claim's arguments as ClaimHeldGroupsTx does and returns its statement;
+// nothing is sent.
+func (b *Backend) HeldClaim(worker string, visibility time.Duration, minPriority, max, depth int, held []string) (*HeldClaim, error) {
 	if b.closed.Load() {
 		return nil, errClosed
 	}
@@ -49,37 +86,35 @@ func (b *Backend) ClaimHeldGroupsTx(ctx context.Context, tx pgx.Tx, worker strin
 	if err := checkGroups(held); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	gen := b.sig.Gen()
 	now := b.now()
-	token := transport.NewToken(worker)
+	c := &HeldClaim{
+		b: b, gen: b.sig.Gen(), token: transport.NewToken(worker), until: now.Add(visibility),
+		minPriority: minPriority,
+		// A claim of one message per group, or of one message in all, takes the shallow
+		// statement: the deeper claim's second read would cost a statement for nothing (about
+		// 110 µs of server CPU a claim, measured unbatched).
+		deep: depth > 1 && max > 1,
+	}
 	after := b.cursor.from()
 	if held == nil {
 		held = []string{}
 	}
-	// A claim of one message per group, or of one message in all, takes the shallow statement: the deeper
-	// claim's second read would cost a statement for nothing (about 110 µs of server CPU a claim,
-	// measured unbatched).
-	deep := depth > 1 && max > 1
-	var (
-		rows pgx.Rows
-		err  error
-	)
-	if deep {
-		rows, err = tx.Query(ctx, b.st.ClaimHeldGroups, now, minPriority, max, depth, after.key, after.group, held)
+	if c.deep {
+		c.SQL, c.Args = b.st.ClaimHeldGroups, []any{now, minPriority, max, depth, after.key, after.group, held}
 	} else {
-		rows, err = tx.Query(ctx, b.st.ClaimHeld, now, minPriority, max, after.key, after.group, held)
+		c.SQL, c.Args = b.st.ClaimHeld, []any{now, minPriority, max, after.key, after.group, held}
 	}
+	return c, nil
+}
+
+// Leases reads the rows of the claim's statement and closes them: the leases, each group's
+// consecutive and oldest first, the groups in the order of their heads.
+func (c *HeldClaim) Leases(rows pgx.Rows) ([]transport.Lease, error) {
+	out, err := c.b.leases(rows, c.gen, c.token, c.until, c.minPriority)
 	if err != nil {
 		return nil, fail("claim", err)
 	}
-	out, err := b.leases(rows, gen, token, now.Add(visibility), minPriority)
-	if err != nil {
-		return nil, fail("claim", err)
-	}
-	if deep {
+	if c.deep {
 		groupLeases(out)
 	}
 	return out, nil

@@ -13,9 +13,10 @@
 // the transport must share one pool (so one database); the transaction runs at READ COMMITTED,
 // PostgreSQL's default, which pgtransport's claims need.
 //
-// Round trips: BEGIN travels with the transaction's first statement (the claim), and COMMIT with
-// its last ones (the acknowledgements, or a single step's commit and ack): a batch costs BEGIN+
-// claim, load, commit, ack+COMMIT; a single message BEGIN+claim, load, step+ack+COMMIT. A step
+// Round trips: BEGIN travels with the transaction's first statements (the claim and the load of
+// what it claims), and COMMIT with its last ones (the acknowledgements, or a single step's commit
+// and ack): a batch costs BEGIN+claim+load, commit, ack+COMMIT; a single message
+// BEGIN+claim+load, step+ack+COMMIT. A step
 // whose compare-and-swap is lost aborts the transaction before its ack (pgstore's guarded
 // commit), so the pipelined COMMIT rolls back.
 //
@@ -28,9 +29,11 @@
 package pgtx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +52,8 @@ type DB struct {
 	pool  *pgxpool.Pool
 	store *pgstore.Backend
 	tr    *pgtransport.Backend
+	// loadClaimed loads what the claim before it in the same batch kept (claimAndKeep).
+	loadClaimed string
 }
 
 var (
@@ -74,7 +79,8 @@ func New(store *stead.Store, tr *transport.Transport) (*DB, error) {
 	if sb.Pool() != tb.Pool() {
 		return nil, fmt.Errorf("%w: pgtx: the store and the transport must share one pool", stead.ErrInvalid)
 	}
-	return &DB{pool: sb.Pool(), store: sb, tr: tb}, nil
+	load := sb.LoadForEventsQuery(kept(keptIDs, "text"), kept(keptEvents, "text"), kept(keptFirst, "boolean"))
+	return &DB{pool: sb.Pool(), store: sb, tr: tb, loadClaimed: load}, nil
 }
 
 // Begin starts a transaction on the shared pool. When ctx has a deadline, the server ends the
@@ -130,19 +136,115 @@ func (t *Tx) flush(ctx context.Context) error {
 }
 
 // Claim implements worker.Tx: a held claim of up to depth messages of each group
-// (pgtransport's ClaimHeldGroupsTx).
-func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) ([]transport.Lease, error) {
+// (pgtransport's HeldClaim) and the load of what it claims (pgstore's LoadForEventsQuery), in
+// one round trip, BEGIN included when it opens the transaction.
+//
+// The load cannot be a join inside the claim's statement: a statement reads with the snapshot
+// taken when it starts, before the claim locks its groups, so it could miss an execution or a
+// processed marker that a transaction which held the group committed in between, and step an
+// event twice or drop a new execution's first. So the claim's statement leaves the refs it
+// claimed in the transaction's settings (set_config, local to the transaction, which holds
+// behind PgBouncer in transaction mode), and the load is the next statement of the same batch,
+// whose snapshot is taken after the claim, as a separate load's was.
+func (t *Tx) Claim(ctx context.Context, worker string, visibility time.Duration, minPriority, max, depth int) ([]transport.Lease, []stead.Loaded, error) {
 	if err := t.flush(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ls, err := t.db.tr.ClaimHeldGroupsTx(ctx, t.c, worker, visibility, minPriority, max, depth, t.held)
+	c, err := t.db.tr.HeldClaim(worker, visibility, minPriority, max, depth, t.held)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(claimAndKeep(c.SQL), c.Args...)
+	b.Queue(t.db.loadClaimed)
+	br := t.c.SendBatch(ctx, b)
+	ls, loaded, err := t.claimed(br, c)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("pgtx: claim: %w", pgdb.Classify(cerr))
+	}
 	for i, l := range ls {
 		if i == 0 || ls[i-1].Group != l.Group { // a group's leases are adjacent
 			t.held = append(t.held, l.Group)
 		}
 		t.tokens[l.Token] = true
 	}
-	return ls, err
+	return ls, loaded, err
+}
+
+// claimed reads the claim's leases and the load's rows from br. When the claim took messages and
+// the load failed, it returns the leases with the error: the messages are claimed, and only
+// the transaction's end frees them.
+func (t *Tx) claimed(br pgx.BatchResults, c *pgtransport.HeldClaim) ([]transport.Lease, []stead.Loaded, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgtx: claim: %w", pgdb.Classify(err))
+	}
+	ls, err := c.Leases(rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return ls, nil, fmt.Errorf("pgtx: load: %w", pgdb.Classify(err))
+	}
+	if len(ls) == 0 {
+		// Nothing claimed: the settings may still hold an earlier claim of this transaction
+		// (the claim's statement need not set them when it takes nothing), so what the load
+		// read is nothing of this claim's.
+		rows.Close()
+		return ls, nil, nil
+	}
+	// The claim's statement kept its refs in the order of their seqs; the leases come grouped.
+	bySeq := make([]int, len(ls))
+	for i := range bySeq {
+		bySeq[i] = i
+	}
+	slices.SortFunc(bySeq, func(x, y int) int { return cmp.Compare(ls[x].Seq, ls[y].Seq) })
+	refs := make([]stead.EventRef, len(ls))
+	for k, i := range bySeq {
+		refs[k] = stead.EventRef{ExecutionID: ls[i].Group, EventID: ls[i].Event.ID}
+	}
+	got, err := t.db.store.ScanLoaded(rows, refs)
+	if err != nil {
+		return ls, nil, err
+	}
+	loaded := make([]stead.Loaded, len(ls))
+	for k, i := range bySeq {
+		loaded[i] = got[k]
+	}
+	return ls, loaded, nil
+}
+
+// The transaction-local settings through which a claim hands its refs to the load behind it:
+// the executions, the events, and which ref is the first (oldest) of its execution, each an
+// array in the order of the messages' seqs.
+const (
+	keptIDs    = "stead.claimed_ids"
+	keptEvents = "stead.claimed_events"
+	keptFirst  = "stead.claimed_first"
+)
+
+// claimAndKeep wraps a held claim's statement so that it also keeps its refs in the
+// transaction's settings, once, and still returns the claim's columns. The WHERE on s makes
+// every row wait for the settings; a claim that takes nothing may skip them.
+func claimAndKeep(claim string) string {
+	return `WITH c AS MATERIALIZED (` + claim + `),
+	s AS MATERIALIZED (SELECT
+		set_config('` + keptIDs + `', coalesce(array_agg(r_group ORDER BY r_seq), '{}')::text, true) AS ids,
+		set_config('` + keptEvents + `', coalesce(array_agg(r_event::json->>'id' ORDER BY r_seq), '{}')::text, true) AS events,
+		set_config('` + keptFirst + `', coalesce(array_agg(first ORDER BY r_seq), '{}')::text, true) AS first
+		FROM (SELECT r_group, r_seq, r_event, r_seq = min(r_seq) OVER (PARTITION BY r_group) AS first FROM c) k)
+	SELECT c.r_group, c.r_priority, c.r_seq, c.r_event, c.r_key FROM c CROSS JOIN s
+	WHERE s.ids IS NOT NULL AND s.events IS NOT NULL AND s.first IS NOT NULL`
+}
+
+// kept reads a setting claimAndKeep wrote as an array of typ: NULL when no claim of the
+// session wrote it (unset, or empty once a transaction that set it has ended).
+func kept(name, typ string) string {
+	return `nullif(current_setting('` + name + `', true), '')::` + typ + `[]`
 }
 
 // queueAck queues the ack of ls, which must be leases of this transaction's claims: held claims
@@ -155,14 +257,6 @@ func (t *Tx) queueAck(b *pgx.Batch, ls []transport.Lease) error {
 		}
 	}
 	return t.db.tr.QueueAckHeld(b, ls)
-}
-
-// Load implements worker.Tx.
-func (t *Tx) Load(ctx context.Context, refs []stead.EventRef) ([]stead.Loaded, error) {
-	if err := t.flush(ctx); err != nil {
-		return nil, err
-	}
-	return t.db.store.LoadForEventsTx(ctx, t.c, refs)
 }
 
 // CommitBatch implements worker.Tx.

@@ -111,7 +111,7 @@ func claimOne(t *testing.T, db *pgtx.DB) (worker.Tx, transport.Lease) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	ls, err := tx.Claim(ctx, "w", 30*time.Second, 0, 8, 1)
+	ls, _, err := tx.Claim(ctx, "w", 30*time.Second, 0, 8, 1)
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("claim: %v %v", ls, err)
 	}
@@ -229,7 +229,7 @@ func TestHungTransactionEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if ls, err := tx.Claim(ctx, "w", time.Hour, 0, 8, 1); err != nil || len(ls) != 1 {
+	if ls, _, err := tx.Claim(ctx, "w", time.Hour, 0, 8, 1); err != nil || len(ls) != 1 {
 		t.Fatalf("claim: %v %v", ls, err)
 	}
 	// The client hangs: it sends nothing, and its context is not what ends the transaction.
@@ -272,7 +272,7 @@ func TestSettlesOnlyItsOwnClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	own, err := tx.Claim(ctx, "w", time.Minute, 0, 8, 1)
+	own, _, err := tx.Claim(ctx, "w", time.Minute, 0, 8, 1)
 	if err != nil || len(own) != 2 || own[0].Group != "e2" || own[1].Group != "e3" {
 		t.Fatalf("claim in the transaction: %v %v; want e2 and e3 (e1 is leased)", own, err)
 	}
