@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadhq/stead/sqlitedb"
@@ -24,9 +24,13 @@ import (
 type Backend struct {
 	db    *sqlitedb.DB
 	clock func() time.Time
-	// Statements prepared once per connection and reused: parsing costs more than running most
-	// of them.
-	writes, reads *statements
+	// The statements, prepared once and reused: parsing costs more than running most of them.
+	// w is on the DB's writer connection, used only inside its write transactions; r is on the
+	// reader pool (see statements).
+	w, r statements
+	// closed is set by Close, so that a call through the Backend itself (Stores.Backend, which
+	// skips the front's checks) after it is ErrClosed instead of a use of a released statement.
+	closed atomic.Bool
 
 	// inTx, when set (by tests only), runs inside every write transaction once its statements
 	// ran, before it commits or rolls back: what another connection sees then is what it would
@@ -90,125 +94,34 @@ func New(ctx context.Context, db *sqlitedb.DB, opts ...Option) (turn.Stores, err
 		return turn.Stores{}, fmt.Errorf("sqliteturn: %w", err)
 	}
 	b := &Backend{db: db, clock: c.clock}
-	var err error
-	if b.writes, err = prepareStatements(ctx, db.W); err != nil {
-		return turn.Stores{}, fmt.Errorf("sqliteturn: prepare: %w", classify(err))
-	}
-	if b.reads, err = prepareStatements(ctx, db.R); err != nil {
-		b.writes.close()
+	if err := b.prepare(ctx); err != nil {
+		b.Close()
 		return turn.Stores{}, fmt.Errorf("sqliteturn: prepare: %w", classify(err))
 	}
 	return turn.NewStores(b), nil
 }
 
-// Close releases the prepared statements (the checked front calls it once, from Stores.Close).
-// It leaves the database open: it is the application's.
+// prepare fills both statement sets, so that New reports their errors: the writes' on the DB's
+// writer connection, under its write gate, the reads' on its reader pool.
+func (s *Backend) prepare(ctx context.Context) error {
+	if err := s.db.PrepareWrites(ctx, &s.w, statementTexts); err != nil {
+		return err
+	}
+	return sqlitedb.PrepareByName(ctx, s.db.R, &s.r, statementTexts)
+}
+
+// Close releases the prepared statements (the checked front calls it once, from Stores.Close),
+// the writer's after the write in progress on the DB, which holds the write gate. It leaves the
+// database open: it is the application's.
 func (s *Backend) Close() error {
-	s.writes.close()
-	s.reads.close()
+	s.closed.Store(true)
+	s.db.ReleaseWrites(&s.w)
+	sqlitedb.CloseByName(&s.r)
 	return nil
 }
 
 // now is the instant the backend stamps: UTC at microsecond precision (turn.ClockTime).
 func (s *Backend) now() time.Time { return turn.ClockTime(s.clock()) }
-
-// querier is what the statements need: a write transaction (inTx), or the reader pool
-// (statements on DB.R). Both run each query as a statement prepared once per connection.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// statements holds every statement prepared on a pool; database/sql prepares each again on
-// every other connection of the pool the first time it runs there, and reuses it after.
-type statements struct {
-	pool *sql.DB
-	mu   sync.Mutex
-	m    map[string]*sql.Stmt
-}
-
-// prepareStatements prepares every statement of statementTexts on pool.
-func prepareStatements(ctx context.Context, pool *sql.DB) (*statements, error) {
-	p := &statements{pool: pool, m: make(map[string]*sql.Stmt, len(statementTexts))}
-	for _, q := range statementTexts {
-		st, err := pool.PrepareContext(ctx, q)
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		p.m[q] = st
-	}
-	return p, nil
-}
-
-// get returns the prepared statement of query; false when it has none (the set is closed, or
-// the query is not one of statementTexts), and the caller runs the query unprepared.
-func (p *statements) get(query string) (*sql.Stmt, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.m[query]
-	return st, ok
-}
-
-func (p *statements) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, st := range p.m {
-		st.Close()
-	}
-	p.m = nil
-}
-
-func (p *statements) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st, ok := p.get(query); ok {
-		return st.ExecContext(ctx, args...)
-	}
-	return p.pool.ExecContext(ctx, query, args...)
-}
-
-func (p *statements) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st, ok := p.get(query); ok {
-		return st.QueryContext(ctx, args...)
-	}
-	return p.pool.QueryContext(ctx, query, args...)
-}
-
-func (p *statements) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st, ok := p.get(query); ok {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return p.pool.QueryRowContext(ctx, query, args...)
-}
-
-// inTx runs the prepared statements of st inside tx, on tx's connection.
-type inTx struct {
-	tx *sql.Tx
-	st *statements
-}
-
-// The statement, bound to tx: database/sql reuses the statement prepared on tx's connection, or
-// prepares it there (on that connection only) the first time.
-func (q inTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st, ok := q.st.get(query); ok {
-		return q.tx.StmtContext(bg, st).ExecContext(ctx, args...)
-	}
-	return q.tx.ExecContext(ctx, query, args...)
-}
-
-func (q inTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st, ok := q.st.get(query); ok {
-		return q.tx.StmtContext(bg, st).QueryContext(ctx, args...)
-	}
-	return q.tx.QueryContext(ctx, query, args...)
-}
-
-func (q inTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st, ok := q.st.get(query); ok {
-		return q.tx.StmtContext(bg, st).QueryRowContext(ctx, args...)
-	}
-	return q.tx.QueryRowContext(ctx, query, args...)
-}
 
 // bg is the context of the statements inside a write transaction. The writer connection never
 // waits inside SQLite (busy timeout 0: Retry waits, honouring ctx), so a statement there takes
@@ -216,60 +129,41 @@ func (q inTx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // ctx is checked between the statements instead, and before COMMIT.
 var bg = context.Background()
 
-// write runs fn in one write transaction on db's writer pool and commits it, holding db's write
-// gate throughout, so the writes of every component of this process on db queue in request order
-// instead of meeting in SQLite's busy handler. The transaction begins with BEGIN IMMEDIATE (the
-// DB's writer pool is opened so): it takes the file's write lock first, so a writer never has to
-// upgrade a read lock, and no other writer of any process moves a row while fn runs. A
-// transaction that finds the file locked by another process is rolled back and run again, within
-// the busy timeout; fn must therefore have no effect outside the transaction.
+// write runs fn with the writer's statements in one write transaction of db (sqlitedb.DB.Write)
+// and commits it, holding db's write gate throughout, so the writes of every component of this
+// process on db queue in request order instead of meeting in SQLite's busy handler. The
+// transaction begins with BEGIN IMMEDIATE: it takes the file's write lock first, so a writer
+// never has to upgrade a read lock, and no other writer of any process moves a row while fn runs.
+// A transaction that finds the file locked by another process is rolled back and run again,
+// within the busy timeout; fn must therefore have no effect outside the transaction.
 //
 // Errors: what fn returns (a refusal of a rule, corrupt data) comes back classified. Every other
 // failure wrote nothing, and says so: the gate or the lock not had before ctx ended, the lock held
 // elsewhere past the busy timeout, ctx ending between two statements (checked last just before
 // COMMIT, which is never interrupted) are ErrUnavailable, the context's error in the chain. A
 // failing COMMIT rolls back in SQLite, so it too is definite. A write is never ErrTimeout.
-func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
-	if err := s.db.Lock(ctx); err != nil {
-		return fmt.Errorf("sqliteturn: nothing written: %w", err)
-	}
-	defer s.db.Unlock()
-	err := sqlitedb.Retry(ctx, s.db.BusyTimeout, func() error {
-		conn, err := s.db.W.Conn(bg)
-		if err != nil {
-			return err
+func (s *Backend) write(ctx context.Context, fn func(st *statements) error) error {
+	err := s.db.Write(ctx, func(*sqlitedb.Tx) error {
+		// Checked under the write gate: Close releases the writer's statements under it.
+		if s.closed.Load() {
+			return fmt.Errorf("sqliteturn: %w", turn.ErrClosed)
 		}
-		defer conn.Close()
-		tx, err := conn.BeginTx(bg, nil)
-		if err != nil {
-			return err
-		}
-		err = fn(inTx{tx: tx, st: s.writes})
+		err := fn(&s.w)
 		if s.inTx != nil {
 			s.inTx()
 		}
-		if err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		if err := ctx.Err(); err != nil { // the last moment to give up with nothing written
-			_ = tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			// A COMMIT SQLite refuses with SQLITE_BUSY (readers of an in-memory database, which
-			// has no WAL, still hold it) leaves the transaction open on the connection, though
-			// database/sql counts it done: end it before the connection goes back to the pool.
-			_, _ = conn.ExecContext(bg, sqlCommitRollback)
-			return err
-		}
-		return nil
+		return err
 	})
 	if err == nil {
 		return nil
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil && !classified(err) {
-		return fmt.Errorf("%w: sqliteturn: nothing written: %w", turn.ErrUnavailable, ctxErr)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if !classified(err) {
+			return fmt.Errorf("%w: sqliteturn: nothing written: %w", turn.ErrUnavailable, ctxErr)
+		}
+		if errors.Is(err, turn.ErrUnavailable) { // the gate or the lock not had before ctx ended
+			return fmt.Errorf("sqliteturn: nothing written: %w", err)
+		}
 	}
 	return classify(err)
 }
@@ -277,27 +171,30 @@ func (s *Backend) write(ctx context.Context, fn func(q querier) error) error {
 // read runs fn on the DB's reader pool, beside the writer (WAL): each statement sees every
 // commit that finished before it began. It is retried while another process holds a lock the
 // read needs (rare in WAL mode: a recovery, a checkpoint restart).
-func (s *Backend) read(ctx context.Context, fn func(q querier) error) error {
-	err := sqlitedb.Retry(ctx, s.db.BusyTimeout, func() error { return fn(s.reads) })
+func (s *Backend) read(ctx context.Context, fn func(st *statements) error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("sqliteturn: %w", turn.ErrClosed)
+	}
+	err := sqlitedb.Retry(ctx, s.db.BusyTimeout, func() error { return fn(&s.r) })
 	return classify(err)
 }
 
-func readOne[T any](ctx context.Context, s *Backend, fn func(q querier) (T, error)) (T, error) {
+func readOne[T any](ctx context.Context, s *Backend, fn func(st *statements) (T, error)) (T, error) {
 	var out T
-	err := s.read(ctx, func(q querier) error {
+	err := s.read(ctx, func(st *statements) error {
 		var err error
-		out, err = fn(q)
+		out, err = fn(st)
 		return err
 	})
 	return out, err
 }
 
 // writeOne runs fn as a write of its own and returns what it produced.
-func writeOne[T any](ctx context.Context, s *Backend, fn func(q querier) (T, error)) (T, error) {
+func writeOne[T any](ctx context.Context, s *Backend, fn func(st *statements) (T, error)) (T, error) {
 	var out T
-	err := s.write(ctx, func(q querier) error {
+	err := s.write(ctx, func(st *statements) error {
 		var err error
-		out, err = fn(q)
+		out, err = fn(st)
 		return err
 	})
 	if err != nil {

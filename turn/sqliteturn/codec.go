@@ -61,7 +61,7 @@ func scanOne(row *sql.Row, what string, id any, dest ...any) error {
 
 // collect scans every row of a query into a fresh Row (through dest) and converts it to its
 // record with conv. An error from the query itself is taken as err so that a call reads
-// collect(q.QueryContext(...)).
+// collect(st.X.QueryContext(...)).
 func collect[Row, Rec any](rows *sql.Rows, err error, dest func(*Row) []any, conv func(*Row) (Rec, error)) ([]Rec, error) {
 	if err != nil {
 		return nil, classify(err)

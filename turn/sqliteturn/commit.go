@@ -19,10 +19,10 @@ func (s *Backend) Commit(ctx context.Context, account string, b turn.Bundle) (tu
 	if b.IsEmpty() {
 		return r, nil
 	}
-	err := s.write(ctx, func(q querier) error {
+	err := s.write(ctx, func(st *statements) error {
 		// A retried transaction (the file was locked by another process) starts from scratch.
 		r.EventIDs, r.InsertedInteractions, r.InvalidatedInteractions = r.EventIDs[:0], r.InsertedInteractions[:0], r.InvalidatedInteractions[:0]
-		return s.apply(q, account, &b, at, &r)
+		return s.apply(st, account, &b, at, &r)
 	})
 	if err != nil {
 		return turn.Receipt{}, err
@@ -31,27 +31,27 @@ func (s *Backend) Commit(ctx context.Context, account string, b turn.Bundle) (tu
 }
 
 // apply runs the bundle's items in the contract's order; an error names the item that failed.
-func (s *Backend) apply(q querier, account string, b *turn.Bundle, at time.Time, r *turn.Receipt) error {
+func (s *Backend) apply(st *statements, account string, b *turn.Bundle, at time.Time, r *turn.Receipt) error {
 	return bundle.Walk(b, bundle.Steps{
 		Complete: func(it bundle.Item, c turn.JournalCompletion) error {
-			return it.Wrap(s.complete(q, account, c.CommandID, c.Outcome, at))
+			return it.Wrap(s.complete(st, account, c.CommandID, c.Outcome, at))
 		},
 		Append: func(it bundle.Item, batch turn.EventBatch) error {
-			ids, err := s.appendEvents(q, batch)
+			ids, err := s.appendEvents(st, batch)
 			r.EventIDs = append(r.EventIDs, ids...)
 			return it.Wrap(err)
 		},
 		Finish: func(it bundle.Item, f turn.InteractionFinish) error {
-			_, err := s.finish(q, account, f.InteractionID, f.Outcome)
+			_, err := s.finish(st, account, f.InteractionID, f.Outcome)
 			return it.Wrap(err)
 		},
 		Invalidate: func(it bundle.Item, inv turn.CaseInvalidation) error {
-			ids, err := s.invalidate(q, account, inv.CaseKey, inv.NewRevision, inv.Reason, at)
+			ids, err := s.invalidate(st, account, inv.CaseKey, inv.NewRevision, inv.Reason, at)
 			r.InvalidatedInteractions = append(r.InvalidatedInteractions, ids...)
 			return it.Wrap(err)
 		},
 		Insert: func(it bundle.Item, ins turn.InteractionInsert) error {
-			ids, err := s.insert(q, ins.Interaction, ins.ReplaceBlocking, at)
+			ids, err := s.insert(st, ins.Interaction, ins.ReplaceBlocking, at)
 			if err != nil {
 				return it.Wrap(err)
 			}
@@ -59,10 +59,10 @@ func (s *Backend) apply(q querier, account string, b *turn.Bundle, at time.Time,
 			r.InsertedInteractions = append(r.InsertedInteractions, ins.Interaction.ID)
 			return nil
 		},
-		Enqueue: func(it bundle.Item, e turn.OutboxEntry) error { return it.Wrap(s.enqueue(q, e)) },
-		Replay:  func(it bundle.Item, rec turn.ReplayRecord) error { return it.Wrap(s.putReplay(q, rec)) },
+		Enqueue: func(it bundle.Item, e turn.OutboxEntry) error { return it.Wrap(s.enqueue(st, e)) },
+		Replay:  func(it bundle.Item, rec turn.ReplayRecord) error { return it.Wrap(s.putReplay(st, rec)) },
 		Phase: func(it bundle.Item, p turn.PhaseUpdate) error {
-			_, err := s.setPhase(q, account, p.TurnID, p.Phase, at)
+			_, err := s.setPhase(st, account, p.TurnID, p.Phase, at)
 			return it.Wrap(err)
 		},
 	})

@@ -11,17 +11,17 @@ import (
 )
 
 // Every method receives arguments the checked front has validated and normalised (see
-// turn.Backend). A write a bundle can carry is a function of a querier, run by the standalone
+// turn.Backend). A write a bundle can carry is a function of the write statements, run by the standalone
 // method in a transaction of its own and by Commit inside the bundle's: a bundle item obeys
 // exactly the rule of its standalone method.
 
 // LoadConversation implements turn.ConversationReader.
 func (s *Backend) LoadConversation(ctx context.Context, account string, id turn.ID) (turn.Conversation, error) {
-	return readOne(ctx, s, func(q querier) (turn.Conversation, error) {
+	return readOne(ctx, s, func(st *statements) (turn.Conversation, error) {
 		c := turn.Conversation{ID: id, AccountID: account}
 		var created int64
 		var meta sql.NullString
-		if err := scanOne(q.QueryRowContext(ctx, sqlLoadConversation, account, id), "conversation", id, &created, &meta); err != nil {
+		if err := scanOne(st.LoadConversation.QueryRowContext(ctx, account, id), "conversation", id, &created, &meta); err != nil {
 			return c, err
 		}
 		c.CreatedAt, c.Metadata = time.UnixMicro(created).UTC(), readDoc(meta)
@@ -45,8 +45,8 @@ func (r *conversationRow) conversation(account string) turn.Conversation {
 
 // ListConversations implements turn.ConversationReader.
 func (s *Backend) ListConversations(ctx context.Context, account string, limit int) ([]turn.Conversation, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.Conversation, error) {
-		rows, err := q.QueryContext(ctx, sqlListConversations, account, int64(limit))
+	return readOne(ctx, s, func(st *statements) ([]turn.Conversation, error) {
+		rows, err := st.ListConversations.QueryContext(ctx, account, int64(limit))
 		return collect(rows, err, (*conversationRow).dest, func(r *conversationRow) (turn.Conversation, error) {
 			return r.conversation(account), nil
 		})
@@ -55,8 +55,8 @@ func (s *Backend) ListConversations(ctx context.Context, account string, limit i
 
 // CreateConversation implements turn.ConversationWriter.
 func (s *Backend) CreateConversation(ctx context.Context, c turn.Conversation) error {
-	return s.write(ctx, func(q querier) error {
-		_, err := q.ExecContext(bg, sqlCreateConversation, c.AccountID, c.ID, micros(c.CreatedAt), codec.Doc(c.Metadata))
+	return s.write(ctx, func(st *statements) error {
+		_, err := st.CreateConversation.ExecContext(bg, c.AccountID, c.ID, micros(c.CreatedAt), codec.Doc(c.Metadata))
 		return classify(err)
 	})
 }
@@ -68,8 +68,8 @@ func (s *Backend) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 		return err
 	}
 	at := s.now()
-	return s.write(ctx, func(q querier) error {
-		n, err := affected(q.ExecContext(bg, sqlAppendUserTurn, t.AccountID(), t.Input.TurnID, t.Input.ConversationID,
+	return s.write(ctx, func(st *statements) error {
+		n, err := affected(st.AppendUserTurn.ExecContext(bg, t.AccountID(), t.Input.TurnID, t.Input.ConversationID,
 			micros(t.ReceivedAt), input))
 		if err != nil {
 			return err
@@ -77,7 +77,7 @@ func (s *Backend) AppendUserTurn(ctx context.Context, t turn.UserTurn) error {
 		if n == 0 {
 			return codec.NotFound("conversation", t.Input.ConversationID)
 		}
-		_, err = q.ExecContext(bg, sqlAppendUserTurnPhase, t.AccountID(), t.Input.TurnID, t.Input.ConversationID, micros(at))
+		_, err = st.AppendUserTurnPhase.ExecContext(bg, t.AccountID(), t.Input.TurnID, t.Input.ConversationID, micros(at))
 		return classify(err)
 	})
 }
@@ -88,13 +88,13 @@ func (s *Backend) AppendAssistantTurn(ctx context.Context, account string, a tur
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(q querier) error {
-		n, err := affected(q.ExecContext(bg, sqlAppendAssistantTurn, account, a.TurnID, a.ConversationID, body))
+	return s.write(ctx, func(st *statements) error {
+		n, err := affected(st.AppendAssistantTurn.ExecContext(bg, account, a.TurnID, a.ConversationID, body))
 		if err != nil || n == 1 {
 			return err
 		}
 		var conv turn.ID
-		if err := scanOne(q.QueryRowContext(bg, sqlAppendAssistantTurnStored, account, a.TurnID), "turn", a.TurnID, &conv); err != nil {
+		if err := scanOne(st.AppendAssistantTurnStored.QueryRowContext(bg, account, a.TurnID), "turn", a.TurnID, &conv); err != nil {
 			return err
 		}
 		if conv != a.ConversationID {
@@ -131,9 +131,9 @@ func (r *turnRow) turn() (turn.Turn, error) {
 
 // LoadTurn implements turn.ConversationReader.
 func (s *Backend) LoadTurn(ctx context.Context, account string, id turn.ID) (turn.Turn, error) {
-	return readOne(ctx, s, func(q querier) (turn.Turn, error) {
+	return readOne(ctx, s, func(st *statements) (turn.Turn, error) {
 		var r turnRow
-		if err := scanOne(q.QueryRowContext(ctx, sqlLoadTurn, account, id), "turn", id, r.dest()...); err != nil {
+		if err := scanOne(st.LoadTurn.QueryRowContext(ctx, account, id), "turn", id, r.dest()...); err != nil {
 			return turn.Turn{}, err
 		}
 		return r.turn()
@@ -142,8 +142,8 @@ func (s *Backend) LoadTurn(ctx context.Context, account string, id turn.ID) (tur
 
 // LoadRecentTurns implements turn.ConversationReader.
 func (s *Backend) LoadRecentTurns(ctx context.Context, account string, conv turn.ID, limit int) ([]turn.Turn, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.Turn, error) {
-		rows, err := q.QueryContext(ctx, sqlLoadRecentTurns, account, conv, int64(limit))
+	return readOne(ctx, s, func(st *statements) ([]turn.Turn, error) {
+		rows, err := st.LoadRecentTurns.QueryContext(ctx, account, conv, int64(limit))
 		if err != nil {
 			return nil, classify(err)
 		}
@@ -177,11 +177,11 @@ func (s *Backend) LoadRecentTurns(ctx context.Context, account string, conv turn
 
 // TurnPhase implements turn.ConversationReader.
 func (s *Backend) TurnPhase(ctx context.Context, account string, id turn.ID) (turn.PhaseMarker, error) {
-	return readOne(ctx, s, func(q querier) (turn.PhaseMarker, error) {
+	return readOne(ctx, s, func(st *statements) (turn.PhaseMarker, error) {
 		m := turn.PhaseMarker{AccountID: account, TurnID: id}
 		var ph string
 		var updated sql.NullInt64
-		if err := scanOne(q.QueryRowContext(ctx, sqlTurnPhase, account, id), "turn", id, &m.ConversationID, &ph, &updated); err != nil {
+		if err := scanOne(st.TurnPhase.QueryRowContext(ctx, account, id), "turn", id, &m.ConversationID, &ph, &updated); err != nil {
 			return m, err
 		}
 		m.UpdatedAt = fromMicros(updated)
@@ -194,13 +194,13 @@ func (s *Backend) TurnPhase(ctx context.Context, account string, id turn.ID) (tu
 // SetTurnPhase implements turn.ConversationWriter.
 func (s *Backend) SetTurnPhase(ctx context.Context, account string, id turn.ID, p turn.Phase) (turn.PhaseMarker, error) {
 	at := s.now()
-	return writeOne(ctx, s, func(q querier) (turn.PhaseMarker, error) { return s.setPhase(q, account, id, p, at) })
+	return writeOne(ctx, s, func(st *statements) (turn.PhaseMarker, error) { return s.setPhase(st, account, id, p, at) })
 }
 
 // setPhase moves the turn's marker to p, stamped at. A terminal phase is left only for itself.
-func (s *Backend) setPhase(q querier, account string, id turn.ID, p turn.Phase, at time.Time) (turn.PhaseMarker, error) {
+func (s *Backend) setPhase(st *statements, account string, id turn.ID, p turn.Phase, at time.Time) (turn.PhaseMarker, error) {
 	m := turn.PhaseMarker{AccountID: account, TurnID: id, Phase: p, UpdatedAt: at}
-	err := q.QueryRowContext(bg, sqlSetTurnPhase, account, id, string(p), micros(at)).Scan(&m.ConversationID)
+	err := st.SetTurnPhase.QueryRowContext(bg, account, id, string(p), micros(at)).Scan(&m.ConversationID)
 	if err == nil {
 		return m, nil
 	}
@@ -208,7 +208,7 @@ func (s *Backend) setPhase(q querier, account string, id turn.ID, p turn.Phase, 
 		return m, classify(err)
 	}
 	var exists bool
-	if err := q.QueryRowContext(bg, sqlSetTurnPhaseExists, account, id).Scan(&exists); err != nil {
+	if err := st.SetTurnPhaseExists.QueryRowContext(bg, account, id).Scan(&exists); err != nil {
 		return m, classify(err)
 	}
 	if !exists {
@@ -238,8 +238,8 @@ func (r *markerRow) marker() (turn.PhaseMarker, error) {
 
 // ListUnfinishedTurns implements turn.ConversationReader.
 func (s *Backend) ListUnfinishedTurns(ctx context.Context, scope turn.RecoveryScope, limit int) ([]turn.PhaseMarker, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.PhaseMarker, error) {
-		rows, err := q.QueryContext(ctx, sqlListUnfinishedTurns, scope.AccountID, int64(limit))
+	return readOne(ctx, s, func(st *statements) ([]turn.PhaseMarker, error) {
+		rows, err := st.ListUnfinishedTurns.QueryContext(ctx, scope.AccountID, int64(limit))
 		return collect(rows, err, (*markerRow).dest, (*markerRow).marker)
 	})
 }

@@ -58,17 +58,17 @@ func collectEvents(rows *sql.Rows, err error) ([]turn.Event, error) {
 
 // AppendEvents implements turn.EventWriter.
 func (s *Backend) AppendEvents(ctx context.Context, b turn.EventBatch) ([]turn.ID, error) {
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.appendEvents(q, b) })
+	return writeOne(ctx, s, func(st *statements) ([]turn.ID, error) { return s.appendEvents(st, b) })
 }
 
 // appendEvents inserts the batch in order and returns its ids in that order. The file has one
 // writer at a time, so the sequences this transaction draws become visible together, after every
 // sequence drawn before them: a ReadFrom cursor never passes over an event that commits late, and
 // no per-account lock is needed (PostgreSQL's backend takes one).
-func (s *Backend) appendEvents(q querier, b turn.EventBatch) ([]turn.ID, error) {
+func (s *Backend) appendEvents(st *statements, b turn.EventBatch) ([]turn.ID, error) {
 	ids := make([]turn.ID, len(b.Events))
 	for i, e := range b.Events {
-		if _, err := q.ExecContext(bg, sqlAppendEvents, b.AccountID, e.EventID, b.CaseKey.Workflow, b.CaseKey.CaseID,
+		if _, err := st.AppendEvents.ExecContext(bg, b.AccountID, e.EventID, b.CaseKey.Workflow, b.CaseKey.CaseID,
 			int64(b.Revision), b.CommandID, e.EventType, codec.Doc(e.Payload), micros(e.OccurredAt)); err != nil {
 			return nil, classify(err)
 		}
@@ -79,8 +79,8 @@ func (s *Backend) appendEvents(q querier, b turn.EventBatch) ([]turn.ID, error) 
 
 // ListSince implements turn.EventReader.
 func (s *Backend) ListSince(ctx context.Context, account string, key turn.CaseKey, since turn.Revision, limit int) ([]turn.Event, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.Event, error) {
-		return collectEvents(q.QueryContext(ctx, sqlListSince, account, key.Workflow, key.CaseID, int64(since), int64(limit)))
+	return readOne(ctx, s, func(st *statements) ([]turn.Event, error) {
+		return collectEvents(st.ListSince.QueryContext(ctx, account, key.Workflow, key.CaseID, int64(since), int64(limit)))
 	})
 }
 
@@ -90,8 +90,8 @@ func (s *Backend) ReadFrom(ctx context.Context, account string, after turn.Curso
 	if limit == 0 {
 		return page, nil
 	}
-	events, err := readOne(ctx, s, func(q querier) ([]turn.Event, error) {
-		return collectEvents(q.QueryContext(ctx, sqlReadFrom, account, int64(after), int64(limit)))
+	events, err := readOne(ctx, s, func(st *statements) ([]turn.Event, error) {
+		return collectEvents(st.ReadFrom.QueryContext(ctx, account, int64(after), int64(limit)))
 	})
 	if err != nil {
 		return page, err
@@ -109,8 +109,8 @@ func (s *Backend) LoadEvents(ctx context.Context, account string, ids []turn.ID)
 	if len(ids) == 0 {
 		return []turn.Event{}, nil
 	}
-	found, err := readOne(ctx, s, func(q querier) ([]turn.Event, error) {
-		return collectEvents(q.QueryContext(ctx, sqlLoadEvents, account, idList(ids)))
+	found, err := readOne(ctx, s, func(st *statements) ([]turn.Event, error) {
+		return collectEvents(st.LoadEvents.QueryContext(ctx, account, idList(ids)))
 	})
 	if err != nil {
 		return nil, err
@@ -130,9 +130,9 @@ func (s *Backend) LoadEvents(ctx context.Context, account string, ids []turn.ID)
 
 // CountEvents implements turn.EventReader.
 func (s *Backend) CountEvents(ctx context.Context, account string, key turn.CaseKey) (int64, error) {
-	return readOne(ctx, s, func(q querier) (int64, error) {
+	return readOne(ctx, s, func(st *statements) (int64, error) {
 		var n int64
-		err := q.QueryRowContext(ctx, sqlCountEvents, account, key.Workflow, key.CaseID).Scan(&n)
+		err := st.CountEvents.QueryRowContext(ctx, account, key.Workflow, key.CaseID).Scan(&n)
 		return n, classify(err)
 	})
 }
@@ -140,10 +140,10 @@ func (s *Backend) CountEvents(ctx context.Context, account string, key turn.Case
 // RedactPayload implements turn.EventWriter.
 func (s *Backend) RedactPayload(ctx context.Context, account string, id turn.ID, authority string) (turn.Redaction, error) {
 	at := s.now()
-	return writeOne(ctx, s, func(q querier) (turn.Redaction, error) {
+	return writeOne(ctx, s, func(st *statements) (turn.Redaction, error) {
 		var redactedAt sql.NullInt64
 		var by sql.NullString
-		err := q.QueryRowContext(bg, sqlRedactPayload, account, id, authority, micros(at)).Scan(&redactedAt, &by)
+		err := st.RedactPayload.QueryRowContext(bg, account, id, authority, micros(at)).Scan(&redactedAt, &by)
 		if errors.Is(err, sql.ErrNoRows) {
 			return turn.Redaction{}, codec.NotFound("event", id)
 		}

@@ -73,10 +73,11 @@ func collectInteractions(rows *sql.Rows, err error) ([]turn.InteractionRecord, e
 	return collect(rows, err, (*interactionRow).dest, (*interactionRow).record)
 }
 
-// loadInteraction reads the card on q (the reader pool, or a write transaction).
-func loadInteraction(ctx context.Context, q querier, account string, id turn.ID) (turn.InteractionRecord, error) {
+// loadInteraction reads the card with st (the reader pool's, or the writer's in a write
+// transaction).
+func loadInteraction(ctx context.Context, st *statements, account string, id turn.ID) (turn.InteractionRecord, error) {
 	var r interactionRow
-	if err := scanOne(q.QueryRowContext(ctx, sqlLoadInteraction, account, id), "interaction", id, r.dest()...); err != nil {
+	if err := scanOne(st.LoadInteraction.QueryRowContext(ctx, account, id), "interaction", id, r.dest()...); err != nil {
 		return turn.InteractionRecord{}, err
 	}
 	return r.record()
@@ -84,43 +85,43 @@ func loadInteraction(ctx context.Context, q querier, account string, id turn.ID)
 
 // LoadInteraction implements turn.InteractionReader.
 func (s *Backend) LoadInteraction(ctx context.Context, account string, id turn.ID) (turn.InteractionRecord, error) {
-	return readOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return loadInteraction(ctx, q, account, id) })
+	return readOne(ctx, s, func(st *statements) (turn.InteractionRecord, error) { return loadInteraction(ctx, st, account, id) })
 }
 
 // InteractionsForTurn implements turn.InteractionReader.
 func (s *Backend) InteractionsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.InteractionRecord, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
-		return collectInteractions(q.QueryContext(ctx, sqlInteractionsForTurn, account, id))
+	return readOne(ctx, s, func(st *statements) ([]turn.InteractionRecord, error) {
+		return collectInteractions(st.InteractionsForTurn.QueryContext(ctx, account, id))
 	})
 }
 
 // ListOpenForConversation implements turn.InteractionReader.
 func (s *Backend) ListOpenForConversation(ctx context.Context, account string, conv turn.ID) ([]turn.InteractionRecord, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
-		return collectInteractions(q.QueryContext(ctx, sqlListOpenForConversation, account, conv))
+	return readOne(ctx, s, func(st *statements) ([]turn.InteractionRecord, error) {
+		return collectInteractions(st.ListOpenForConversation.QueryContext(ctx, account, conv))
 	})
 }
 
 // ListOpenForCase implements turn.InteractionReader.
 func (s *Backend) ListOpenForCase(ctx context.Context, account string, key turn.CaseKey) ([]turn.InteractionRecord, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.InteractionRecord, error) {
-		return collectInteractions(q.QueryContext(ctx, sqlListOpenForCase, account, key.Workflow, key.CaseID))
+	return readOne(ctx, s, func(st *statements) ([]turn.InteractionRecord, error) {
+		return collectInteractions(st.ListOpenForCase.QueryContext(ctx, account, key.Workflow, key.CaseID))
 	})
 }
 
 // BlockingAnsweredAt implements turn.InteractionReader.
 func (s *Backend) BlockingAnsweredAt(ctx context.Context, account string, key turn.CaseKey, rev turn.Revision) (bool, error) {
-	return readOne(ctx, s, func(q querier) (bool, error) {
+	return readOne(ctx, s, func(st *statements) (bool, error) {
 		var yes bool
-		err := q.QueryRowContext(ctx, sqlBlockingAnsweredAt, account, key.Workflow, key.CaseID, int64(rev)).Scan(&yes)
+		err := st.BlockingAnsweredAt.QueryRowContext(ctx, account, key.Workflow, key.CaseID, int64(rev)).Scan(&yes)
 		return yes, classify(err)
 	})
 }
 
 // InsertInteraction implements turn.InteractionWriter.
 func (s *Backend) InsertInteraction(ctx context.Context, it turn.Interaction) error {
-	return s.write(ctx, func(q querier) error {
-		_, err := s.insert(q, it, false, s.now())
+	return s.write(ctx, func(st *statements) error {
+		_, err := s.insert(st, it, false, s.now())
 		return err
 	})
 }
@@ -128,13 +129,13 @@ func (s *Backend) InsertInteraction(ctx context.Context, it turn.Interaction) er
 // InsertReplacingBlocking implements turn.InteractionWriter.
 func (s *Backend) InsertReplacingBlocking(ctx context.Context, it turn.Interaction) ([]turn.ID, error) {
 	at := s.now()
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.insert(q, it, true, at) })
+	return writeOne(ctx, s, func(st *statements) ([]turn.ID, error) { return s.insert(st, it, true, at) })
 }
 
 // insert inserts a new active card and returns the ids it superseded. With replace, an active
 // blocking occupant of the same case is first invalidated as superseded by the new card, so it
 // leaves the slot before the new card meets the blocking index.
-func (s *Backend) insert(q querier, it turn.Interaction, replace bool, at time.Time) ([]turn.ID, error) {
+func (s *Backend) insert(st *statements, it turn.Interaction, replace bool, at time.Time) ([]turn.ID, error) {
 	body, err := codec.Marshal(it)
 	if err != nil {
 		return nil, err
@@ -145,12 +146,12 @@ func (s *Backend) insert(q querier, it turn.Interaction, replace bool, at time.T
 		if err != nil {
 			return nil, err
 		}
-		rows, err := q.QueryContext(bg, sqlInsertReplacingBlocking, it.AccountID, it.CaseRef.Workflow, it.CaseRef.CaseID, inv)
+		rows, err := st.InsertReplacingBlocking.QueryContext(bg, it.AccountID, it.CaseRef.Workflow, it.CaseRef.CaseID, inv)
 		if superseded, err = collect(rows, err, func(id *turn.ID) []any { return []any{id} }, asIs[turn.ID]); err != nil {
 			return nil, err
 		}
 	}
-	_, err = q.ExecContext(bg, sqlInsertInteraction, it.AccountID, it.ID, it.ConversationID, it.CaseRef.Workflow,
+	_, err = st.InsertInteraction.ExecContext(bg, it.AccountID, it.ID, it.ConversationID, it.CaseRef.Workflow,
 		it.CaseRef.CaseID, int64(it.CaseRef.ExpectedRevision), string(it.Kind), it.Blocking, it.RevisionIndependent,
 		it.PayloadHash, body, micros(it.CreatedAt), micros(it.ExpiresAt))
 	if err != nil {
@@ -164,10 +165,10 @@ func (s *Backend) insert(q querier, it turn.Interaction, replace bool, at time.T
 // conflict.
 func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.ID, expected turn.InteractionStatus, optionID string, resolvedBy turn.ID) (turn.InteractionRecord, error) {
 	at := s.now()
-	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) {
+	return writeOne(ctx, s, func(st *statements) (turn.InteractionRecord, error) {
 		if expected == turn.InteractionActive {
 			var r interactionRow
-			err := q.QueryRowContext(bg, sqlBeginResolution, account, id, codec.NullText(optionID), micros(at), codec.NullID(resolvedBy)).Scan(r.dest()...)
+			err := st.BeginResolution.QueryRowContext(bg, account, id, codec.NullText(optionID), micros(at), codec.NullID(resolvedBy)).Scan(r.dest()...)
 			if err == nil {
 				return r.record()
 			}
@@ -175,7 +176,7 @@ func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.I
 				return turn.InteractionRecord{}, classify(err)
 			}
 		}
-		rec, err := loadInteraction(bg, q, account, id)
+		rec, err := loadInteraction(bg, st, account, id)
 		if err != nil {
 			return rec, err
 		}
@@ -186,21 +187,21 @@ func (s *Backend) BeginResolution(ctx context.Context, account string, id turn.I
 
 // FinishResolution implements turn.InteractionWriter.
 func (s *Backend) FinishResolution(ctx context.Context, account string, id turn.ID, outcome turn.ResolutionOutcome) (turn.InteractionRecord, error) {
-	return writeOne(ctx, s, func(q querier) (turn.InteractionRecord, error) { return s.finish(q, account, id, outcome) })
+	return writeOne(ctx, s, func(st *statements) (turn.InteractionRecord, error) { return s.finish(st, account, id, outcome) })
 }
 
 // finish settles a resolving card. A repeat of a finish that already landed (same status, same
 // data) is accepted and gives the record unchanged; anything else is a conflict.
-func (s *Backend) finish(q querier, account string, id turn.ID, o turn.ResolutionOutcome) (turn.InteractionRecord, error) {
+func (s *Backend) finish(st *statements, account string, id turn.ID, o turn.ResolutionOutcome) (turn.InteractionRecord, error) {
 	var res sql.Result
 	var err error
 	switch o.Kind {
 	case turn.ResolutionResolved:
-		res, err = q.ExecContext(bg, sqlFinishResolutionResolved, account, id, idList(o.EventIDs))
+		res, err = st.FinishResolutionResolved.ExecContext(bg, account, id, idList(o.EventIDs))
 	case turn.ResolutionFailed:
-		res, err = q.ExecContext(bg, sqlFinishResolutionFailed, account, id, o.Code)
+		res, err = st.FinishResolutionFailed.ExecContext(bg, account, id, o.Code)
 	case turn.ResolutionRestoreActive:
-		res, err = q.ExecContext(bg, sqlFinishResolutionRestoreActive, account, id)
+		res, err = st.FinishResolutionRestoreActive.ExecContext(bg, account, id)
 	default:
 		return turn.InteractionRecord{}, turn.InvalidRecord("unknown resolution outcome %q", o.Kind)
 	}
@@ -208,7 +209,7 @@ func (s *Backend) finish(q querier, account string, id turn.ID, o turn.Resolutio
 	if err != nil {
 		return turn.InteractionRecord{}, err
 	}
-	rec, err := loadInteraction(bg, q, account, id)
+	rec, err := loadInteraction(bg, st, account, id)
 	if err != nil {
 		return rec, err
 	}
@@ -221,16 +222,16 @@ func (s *Backend) finish(q querier, account string, id turn.ID, o turn.Resolutio
 // InvalidateForCase implements turn.InteractionWriter.
 func (s *Backend) InvalidateForCase(ctx context.Context, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason) ([]turn.ID, error) {
 	at := s.now()
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) { return s.invalidate(q, account, key, rev, reason, at) })
+	return writeOne(ctx, s, func(st *statements) ([]turn.ID, error) { return s.invalidate(st, account, key, rev, reason, at) })
 }
 
 // invalidate retires the case's active cards bound to a revision other than rev.
-func (s *Backend) invalidate(q querier, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
+func (s *Backend) invalidate(st *statements, account string, key turn.CaseKey, rev turn.Revision, reason turn.InvalidationReason, at time.Time) ([]turn.ID, error) {
 	inv, err := codec.Marshal(turn.Invalidation{Reason: reason, NewRevision: &rev, At: at})
 	if err != nil {
 		return nil, err
 	}
-	return collectRetired(q.QueryContext(bg, sqlInvalidateForCase, account, key.Workflow, key.CaseID, int64(rev), inv))
+	return collectRetired(st.InvalidateForCase.QueryContext(bg, account, key.Workflow, key.CaseID, int64(rev), inv))
 }
 
 // InvalidateCaseCards implements turn.InteractionWriter: the operator's path, every active card
@@ -240,8 +241,8 @@ func (s *Backend) InvalidateCaseCards(ctx context.Context, account string, key t
 	if err != nil {
 		return nil, err
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
-		return collectRetired(q.QueryContext(bg, sqlInvalidateCaseCards, account, key.Workflow, key.CaseID, inv))
+	return writeOne(ctx, s, func(st *statements) ([]turn.ID, error) {
+		return collectRetired(st.InvalidateCaseCards.QueryContext(bg, account, key.Workflow, key.CaseID, inv))
 	})
 }
 
@@ -281,8 +282,8 @@ func (e *expiredCard) dest() []any { return []any{&e.account, &e.id} }
 // ExpireDue implements turn.InteractionWriter: every active card due at now, across accounts,
 // ordered by (account, id).
 func (s *Backend) ExpireDue(ctx context.Context, now time.Time) ([]turn.ID, error) {
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
-		rows, err := q.QueryContext(bg, sqlExpireDue, micros(now))
+	return writeOne(ctx, s, func(st *statements) ([]turn.ID, error) {
+		rows, err := st.ExpireDue.QueryContext(bg, micros(now))
 		cards, err := collect(rows, err, (*expiredCard).dest, asIs[expiredCard])
 		if err != nil {
 			return nil, err

@@ -52,9 +52,9 @@ func collectJournal(rows *sql.Rows, err error) ([]turn.JournalEntry, error) {
 
 // LoadCommand implements turn.JournalReader.
 func (s *Backend) LoadCommand(ctx context.Context, account string, id turn.ID) (turn.JournalEntry, error) {
-	return readOne(ctx, s, func(q querier) (turn.JournalEntry, error) {
+	return readOne(ctx, s, func(st *statements) (turn.JournalEntry, error) {
 		var r journalRow
-		if err := scanOne(q.QueryRowContext(ctx, sqlLoadCommand, account, id), "command", id, r.dest()...); err != nil {
+		if err := scanOne(st.LoadCommand.QueryRowContext(ctx, account, id), "command", id, r.dest()...); err != nil {
 			return turn.JournalEntry{}, err
 		}
 		return r.entry()
@@ -63,15 +63,15 @@ func (s *Backend) LoadCommand(ctx context.Context, account string, id turn.ID) (
 
 // CommandsForTurn implements turn.JournalReader.
 func (s *Backend) CommandsForTurn(ctx context.Context, account string, id turn.ID) ([]turn.JournalEntry, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.JournalEntry, error) {
-		return collectJournal(q.QueryContext(ctx, sqlCommandsForTurn, account, id))
+	return readOne(ctx, s, func(st *statements) ([]turn.JournalEntry, error) {
+		return collectJournal(st.CommandsForTurn.QueryContext(ctx, account, id))
 	})
 }
 
 // PendingForTurn implements turn.JournalReader.
 func (s *Backend) PendingForTurn(ctx context.Context, account string, id turn.ID) ([]turn.JournalEntry, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.JournalEntry, error) {
-		return collectJournal(q.QueryContext(ctx, sqlPendingForTurn, account, id))
+	return readOne(ctx, s, func(st *statements) ([]turn.JournalEntry, error) {
+		return collectJournal(st.PendingForTurn.QueryContext(ctx, account, id))
 	})
 }
 
@@ -79,9 +79,9 @@ func (s *Backend) PendingForTurn(ctx context.Context, account string, id turn.ID
 // transaction, which holds the file's write lock: no admission of any process can take the key
 // in between, so there is exactly one Fresh per key.
 func (s *Backend) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.Admission, error) {
-	return writeOne(ctx, s, func(q querier) (turn.Admission, error) {
+	return writeOne(ctx, s, func(st *statements) (turn.Admission, error) {
 		var r journalRow
-		err := q.QueryRowContext(bg, sqlBeginCommand, e.AccountID, e.IdempotencyKey).Scan(r.dest()...)
+		err := st.BeginCommand.QueryRowContext(bg, e.AccountID, e.IdempotencyKey).Scan(r.dest()...)
 		if err == nil {
 			stored, err := r.entry()
 			return turn.Admission{Entry: stored}, err
@@ -89,7 +89,7 @@ func (s *Backend) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.A
 		if !errors.Is(err, sql.ErrNoRows) {
 			return turn.Admission{}, classify(err)
 		}
-		_, err = q.ExecContext(bg, sqlBeginCommandInsert, e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
+		_, err = st.BeginCommandInsert.ExecContext(bg, e.AccountID, e.CommandID, e.IdempotencyKey, e.TurnID,
 			e.CaseRef.Workflow, e.CaseRef.CaseID, int64(e.CaseRef.ExpectedRevision), e.CommandType,
 			codec.Doc(e.CommandPayload), codec.Doc(e.Origin), string(e.Status), micros(e.CreatedAt))
 		if err != nil {
@@ -101,16 +101,16 @@ func (s *Backend) BeginCommand(ctx context.Context, e turn.JournalEntry) (turn.A
 
 // MarkExecuting implements turn.JournalWriter; on an executing entry it is an accepted repeat.
 func (s *Backend) MarkExecuting(ctx context.Context, account string, id turn.ID) error {
-	return s.write(ctx, func(q querier) error {
-		n, err := affected(q.ExecContext(bg, sqlMarkExecuting, account, id))
+	return s.write(ctx, func(st *statements) error {
+		n, err := affected(st.MarkExecuting.ExecContext(bg, account, id))
 		if err != nil || n == 1 {
 			return err
 		}
-		var st string
-		if err := scanOne(q.QueryRowContext(bg, sqlMarkExecutingStatus, account, id), "command", id, &st); err != nil {
+		var stored string
+		if err := scanOne(st.MarkExecutingStatus.QueryRowContext(bg, account, id), "command", id, &stored); err != nil {
 			return err
 		}
-		status, err := codec.JournalStatus(st)
+		status, err := codec.JournalStatus(stored)
 		if err != nil {
 			return err
 		}
@@ -124,11 +124,11 @@ func (s *Backend) MarkExecuting(ctx context.Context, account string, id turn.ID)
 // CompleteCommand implements turn.JournalWriter.
 func (s *Backend) CompleteCommand(ctx context.Context, account string, id turn.ID, outcome turn.JournalOutcome) error {
 	at := s.now()
-	return s.write(ctx, func(q querier) error { return s.complete(q, account, id, outcome, at) })
+	return s.write(ctx, func(st *statements) error { return s.complete(st, account, id, outcome, at) })
 }
 
 // complete records the outcome. Recording the same outcome again is an accepted repeat.
-func (s *Backend) complete(q querier, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
+func (s *Backend) complete(st *statements, account string, id turn.ID, o turn.JournalOutcome, at time.Time) error {
 	target := o.Status()
 	result, err := codec.Marshal(o)
 	if err != nil {
@@ -138,16 +138,16 @@ func (s *Backend) complete(q querier, account string, id turn.ID, o turn.Journal
 	if err != nil {
 		return err
 	}
-	n, err := affected(q.ExecContext(bg, sqlCompleteCommand, account, id, string(target), result, micros(at), sources))
+	n, err := affected(st.CompleteCommand.ExecContext(bg, account, id, string(target), result, micros(at), sources))
 	if err != nil || n == 1 {
 		return err
 	}
-	var st string
+	var stored string
 	var prior sql.NullString
-	if err := scanOne(q.QueryRowContext(bg, sqlCompleteCommandStored, account, id), "command", id, &st, &prior); err != nil {
+	if err := scanOne(st.CompleteCommandStored.QueryRowContext(bg, account, id), "command", id, &stored, &prior); err != nil {
 		return err
 	}
-	status, err := codec.JournalStatus(st)
+	status, err := codec.JournalStatus(stored)
 	if err != nil {
 		return err
 	}

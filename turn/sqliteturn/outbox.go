@@ -50,9 +50,9 @@ func collectOutbox(rows *sql.Rows, err error) ([]turn.OutboxRecord, error) {
 
 // LoadOutbox implements turn.OutboxReader.
 func (s *Backend) LoadOutbox(ctx context.Context, id turn.ID) (turn.OutboxRecord, error) {
-	return readOne(ctx, s, func(q querier) (turn.OutboxRecord, error) {
+	return readOne(ctx, s, func(st *statements) (turn.OutboxRecord, error) {
 		var r outboxRow
-		if err := scanOne(q.QueryRowContext(ctx, sqlLoadOutbox, id), "outbox", id, r.dest()...); err != nil {
+		if err := scanOne(st.LoadOutbox.QueryRowContext(ctx, id), "outbox", id, r.dest()...); err != nil {
 			return turn.OutboxRecord{}, err
 		}
 		return r.record()
@@ -61,18 +61,18 @@ func (s *Backend) LoadOutbox(ctx context.Context, id turn.ID) (turn.OutboxRecord
 
 // OutboxForCommand implements turn.OutboxReader.
 func (s *Backend) OutboxForCommand(ctx context.Context, cmd turn.ID) ([]turn.OutboxRecord, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.OutboxRecord, error) {
-		return collectOutbox(q.QueryContext(ctx, sqlOutboxForCommand, cmd))
+	return readOne(ctx, s, func(st *statements) ([]turn.OutboxRecord, error) {
+		return collectOutbox(st.OutboxForCommand.QueryContext(ctx, cmd))
 	})
 }
 
 // Enqueue implements turn.OutboxWriter.
 func (s *Backend) Enqueue(ctx context.Context, e turn.OutboxEntry) error {
-	return s.write(ctx, func(q querier) error { return s.enqueue(q, e) })
+	return s.write(ctx, func(st *statements) error { return s.enqueue(st, e) })
 }
 
-func (s *Backend) enqueue(q querier, e turn.OutboxEntry) error {
-	_, err := q.ExecContext(bg, sqlEnqueue, e.OutboxID, e.CommandID, e.Destination, codec.Doc(e.Payload), e.IdempotencyKey,
+func (s *Backend) enqueue(st *statements, e turn.OutboxEntry) error {
+	_, err := st.Enqueue.ExecContext(bg, e.OutboxID, e.CommandID, e.Destination, codec.Doc(e.Payload), e.IdempotencyKey,
 		int64(e.AttemptCount), micros(e.NextAttemptAt), micros(e.CreatedAt))
 	return classify(err)
 }
@@ -82,8 +82,8 @@ func (s *Backend) ClaimDue(ctx context.Context, now time.Time, limit int, worker
 	if limit == 0 {
 		return []turn.OutboxEntry{}, nil
 	}
-	return writeOne(ctx, s, func(q querier) ([]turn.OutboxEntry, error) {
-		recs, err := collectOutbox(q.QueryContext(bg, sqlClaimDue, micros(now), int64(limit), workerID))
+	return writeOne(ctx, s, func(st *statements) ([]turn.OutboxEntry, error) {
+		recs, err := collectOutbox(st.ClaimDue.QueryContext(bg, micros(now), int64(limit), workerID))
 		if err != nil {
 			return nil, err
 		}
@@ -104,20 +104,20 @@ func (s *Backend) ClaimDue(ctx context.Context, now time.Time, limit int, worker
 // settle runs one settlement of row id: the UPDATE carries the statuses it may leave; when it
 // matches nothing, the row's status decides. accepted is the status in which a repeat is
 // accepted unchanged ("" for none).
-func (s *Backend) settle(ctx context.Context, id turn.ID, accepted turn.OutboxStatus, query string, args ...any) error {
-	return s.write(ctx, func(q querier) error { return settle(q, id, accepted, query, args...) })
+func (s *Backend) settle(ctx context.Context, id turn.ID, accepted turn.OutboxStatus, update func(*statements) *sql.Stmt, args ...any) error {
+	return s.write(ctx, func(st *statements) error { return settle(st, id, accepted, update(st), args...) })
 }
 
-func settle(q querier, id turn.ID, accepted turn.OutboxStatus, query string, args ...any) error {
-	n, err := affected(q.ExecContext(bg, query, append([]any{id}, args...)...))
+func settle(st *statements, id turn.ID, accepted turn.OutboxStatus, update *sql.Stmt, args ...any) error {
+	n, err := affected(update.ExecContext(bg, append([]any{id}, args...)...))
 	if err != nil || n == 1 {
 		return err
 	}
-	var st string
-	if err := scanOne(q.QueryRowContext(bg, sqlLoadOutboxStatus, id), "outbox", id, &st); err != nil {
+	var stored string
+	if err := scanOne(st.LoadOutboxStatus.QueryRowContext(bg, id), "outbox", id, &stored); err != nil {
 		return err
 	}
-	status, err := codec.OutboxStatus(st)
+	status, err := codec.OutboxStatus(stored)
 	if err != nil {
 		return err
 	}
@@ -129,38 +129,38 @@ func settle(q querier, id turn.ID, accepted turn.OutboxStatus, query string, arg
 
 // MarkCompleted implements turn.OutboxWriter.
 func (s *Backend) MarkCompleted(ctx context.Context, id turn.ID) error {
-	return s.settle(ctx, id, turn.OutboxCompleted, sqlMarkCompleted, micros(s.now()))
+	return s.settle(ctx, id, turn.OutboxCompleted, func(st *statements) *sql.Stmt { return st.MarkCompleted }, micros(s.now()))
 }
 
 // MarkFailed implements turn.OutboxWriter.
 func (s *Backend) MarkFailed(ctx context.Context, id turn.ID, reason string, retryAt time.Time) error {
 	if !retryAt.IsZero() {
-		return s.settle(ctx, id, "", sqlReschedule, micros(retryAt), reason)
+		return s.settle(ctx, id, "", func(st *statements) *sql.Stmt { return st.Reschedule }, micros(retryAt), reason)
 	}
-	return s.settle(ctx, id, turn.OutboxFailed, sqlMarkFailed, reason, micros(s.now()))
+	return s.settle(ctx, id, turn.OutboxFailed, func(st *statements) *sql.Stmt { return st.MarkFailed }, reason, micros(s.now()))
 }
 
 // Reschedule implements turn.OutboxWriter.
 func (s *Backend) Reschedule(ctx context.Context, id turn.ID, next time.Time) error {
-	return s.settle(ctx, id, "", sqlReschedule, micros(next), nil)
+	return s.settle(ctx, id, "", func(st *statements) *sql.Stmt { return st.Reschedule }, micros(next), nil)
 }
 
 // MarkOutcomeUnknown implements turn.OutboxWriter. A repeat on an outcome_unknown row only fills
 // a missing remote reference.
 func (s *Backend) MarkOutcomeUnknown(ctx context.Context, id turn.ID, remoteRef string) error {
-	return s.write(ctx, func(q querier) error {
-		n, err := affected(q.ExecContext(bg, sqlMarkOutcomeUnknownRepeat, id, codec.NullText(remoteRef)))
+	return s.write(ctx, func(st *statements) error {
+		n, err := affected(st.MarkOutcomeUnknownRepeat.ExecContext(bg, id, codec.NullText(remoteRef)))
 		if err != nil || n == 1 {
 			return err
 		}
-		return settle(q, id, "", sqlMarkOutcomeUnknown, codec.NullText(remoteRef))
+		return settle(st, id, "", st.MarkOutcomeUnknown, codec.NullText(remoteRef))
 	})
 }
 
 // ReleaseExpiredClaims implements turn.OutboxWriter.
 func (s *Backend) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turn.ID, error) {
-	return writeOne(ctx, s, func(q querier) ([]turn.ID, error) {
-		rows, err := q.QueryContext(bg, sqlReleaseExpiredClaims, micros(claimedBefore))
+	return writeOne(ctx, s, func(st *statements) ([]turn.ID, error) {
+		rows, err := st.ReleaseExpiredClaims.QueryContext(bg, micros(claimedBefore))
 		ids, err := collect(rows, err, func(id *turn.ID) []any { return []any{id} }, asIs[turn.ID])
 		if err != nil {
 			return nil, err

@@ -9,15 +9,15 @@ import (
 
 // PutReplay implements turn.ReplayWriter.
 func (s *Backend) PutReplay(ctx context.Context, r turn.ReplayRecord) error {
-	return s.write(ctx, func(q querier) error { return s.putReplay(q, r) })
+	return s.write(ctx, func(st *statements) error { return s.putReplay(st, r) })
 }
 
-func (s *Backend) putReplay(q querier, r turn.ReplayRecord) error {
+func (s *Backend) putReplay(st *statements, r turn.ReplayRecord) error {
 	body, err := codec.Marshal(r)
 	if err != nil {
 		return err
 	}
-	_, err = q.ExecContext(bg, sqlPutReplay, r.AccountID, r.TurnID, r.ConversationID, string(r.Phase), micros(r.RecordedAt), body)
+	_, err = st.PutReplay.ExecContext(bg, r.AccountID, r.TurnID, r.ConversationID, string(r.Phase), micros(r.RecordedAt), body)
 	return classify(err)
 }
 
@@ -35,9 +35,9 @@ func readReplay(body string) (turn.ReplayRecord, error) {
 
 // LoadReplay implements turn.ReplayReader.
 func (s *Backend) LoadReplay(ctx context.Context, account string, id turn.ID) (turn.ReplayRecord, error) {
-	return readOne(ctx, s, func(q querier) (turn.ReplayRecord, error) {
+	return readOne(ctx, s, func(st *statements) (turn.ReplayRecord, error) {
 		var body string
-		if err := scanOne(q.QueryRowContext(ctx, sqlLoadReplay, account, id), "replay record of turn", id, &body); err != nil {
+		if err := scanOne(st.LoadReplay.QueryRowContext(ctx, account, id), "replay record of turn", id, &body); err != nil {
 			return turn.ReplayRecord{}, err
 		}
 		return readReplay(body)
@@ -46,8 +46,8 @@ func (s *Backend) LoadReplay(ctx context.Context, account string, id turn.ID) (t
 
 // ReplaysForConversation implements turn.ReplayReader.
 func (s *Backend) ReplaysForConversation(ctx context.Context, account string, conv turn.ID, limit int) ([]turn.ReplayRecord, error) {
-	return readOne(ctx, s, func(q querier) ([]turn.ReplayRecord, error) {
-		rows, err := q.QueryContext(ctx, sqlReplaysForConversation, account, conv, int64(limit))
+	return readOne(ctx, s, func(st *statements) ([]turn.ReplayRecord, error) {
+		rows, err := st.ReplaysForConversation.QueryContext(ctx, account, conv, int64(limit))
 		return collect(rows, err, func(b *string) []any { return []any{b} }, func(b *string) (turn.ReplayRecord, error) {
 			return readReplay(*b)
 		})

@@ -1,9 +1,12 @@
 package sqliteturn
 
+import "database/sql"
+
 // Every statement this package sends is a constant below, named sql + the Backend method that
 // sends it (and a suffix when the method sends more than one); a fragment shared by several
-// statements has no sql prefix. sql_test.go pairs every constant with the method it is named
-// after and prepares each one, by name, against a migrated file.
+// statements has no sql prefix. The Backend sends each through its field of statements (below),
+// prepared once. sql_test.go pairs every constant with its field and with the method it is named
+// after, and prepares each one, by name, against a migrated file.
 //
 // Every write runs in a BEGIN IMMEDIATE transaction: it holds the file's write lock from its
 // first statement, so no other writer, in this process or another, moves a row between a
@@ -359,71 +362,99 @@ SELECT record FROM (
     LIMIT ?3)
 ORDER BY recorded_at, turn_id`
 
-// After a COMMIT that failed (of any write, a bundle's or not): whatever SQLite left open is
-// rolled back, so no connection returns to the pool inside a transaction. "No transaction" is
-// the usual answer, and harmless.
-const sqlCommitRollback = `ROLLBACK`
+// statements holds every statement above, prepared: the field X is sqlX, filled once by name
+// (sqlitedb.PrepareByName), so no field can run another's text. The Backend holds two sets: its
+// writes' on the DB's writer connection (sqlitedb.DB.PrepareWrites), run only inside the DB's
+// write transactions (sqlitedb.DB.Write), and its reads' on the reader pool, where database/sql
+// prepares each again on every other connection the first time it runs there. Both sets hold
+// every statement: a write transaction reads too (the status a refused UPDATE found), and
+// preparing a write on the read-only pool costs nothing until it runs, which it never does.
+// sql_test.go pairs every constant with its field.
+type statements struct {
+	// Conversations, turns and their phase markers.
+	LoadConversation, ListConversations, CreateConversation                             *sql.Stmt
+	AppendUserTurn, AppendUserTurnPhase, AppendAssistantTurn, AppendAssistantTurnStored *sql.Stmt
+	LoadTurn, LoadRecentTurns, TurnPhase, SetTurnPhase, SetTurnPhaseExists              *sql.Stmt
+	ListUnfinishedTurns                                                                 *sql.Stmt
 
-// statementTexts lists every statement above: New prepares each once on the DB's writer and reader
-// pools, before any transaction (preparing on another connection of a pool while a write
-// transaction holds the file would wait on its lock). TestStatementTextsListEveryStatement keeps
-// the list whole.
-var statementTexts = []string{
-	sqlLoadConversation,
-	sqlListConversations,
-	sqlCreateConversation,
-	sqlAppendUserTurn,
-	sqlAppendUserTurnPhase,
-	sqlAppendAssistantTurn,
-	sqlAppendAssistantTurnStored,
-	sqlLoadTurn,
-	sqlLoadRecentTurns,
-	sqlTurnPhase,
-	sqlSetTurnPhase,
-	sqlSetTurnPhaseExists,
-	sqlListUnfinishedTurns,
-	sqlLoadInteraction,
-	sqlInteractionsForTurn,
-	sqlListOpenForConversation,
-	sqlListOpenForCase,
-	sqlBlockingAnsweredAt,
-	sqlInsertInteraction,
-	sqlInsertReplacingBlocking,
-	sqlBeginResolution,
-	sqlFinishResolutionResolved,
-	sqlFinishResolutionFailed,
-	sqlFinishResolutionRestoreActive,
-	sqlInvalidateForCase,
-	sqlInvalidateCaseCards,
-	sqlExpireDue,
-	sqlLoadCommand,
-	sqlCommandsForTurn,
-	sqlPendingForTurn,
-	sqlBeginCommand,
-	sqlBeginCommandInsert,
-	sqlMarkExecuting,
-	sqlMarkExecutingStatus,
-	sqlCompleteCommand,
-	sqlCompleteCommandStored,
-	sqlAppendEvents,
-	sqlListSince,
-	sqlReadFrom,
-	sqlLoadEvents,
-	sqlCountEvents,
-	sqlRedactPayload,
-	sqlLoadOutbox,
-	sqlOutboxForCommand,
-	sqlEnqueue,
-	sqlClaimDue,
-	sqlMarkCompleted,
-	sqlLoadOutboxStatus,
-	sqlReschedule,
-	sqlMarkFailed,
-	sqlMarkOutcomeUnknown,
-	sqlMarkOutcomeUnknownRepeat,
-	sqlReleaseExpiredClaims,
-	sqlPutReplay,
-	sqlLoadReplay,
-	sqlReplaysForConversation,
-	sqlCommitRollback,
+	// Interaction cards.
+	LoadInteraction, InteractionsForTurn, ListOpenForConversation, ListOpenForCase  *sql.Stmt
+	BlockingAnsweredAt, InsertInteraction, InsertReplacingBlocking, BeginResolution *sql.Stmt
+	FinishResolutionResolved, FinishResolutionFailed, FinishResolutionRestoreActive *sql.Stmt
+	InvalidateForCase, InvalidateCaseCards, ExpireDue                               *sql.Stmt
+
+	// The command journal.
+	LoadCommand, CommandsForTurn, PendingForTurn, BeginCommand, BeginCommandInsert *sql.Stmt
+	MarkExecuting, MarkExecutingStatus, CompleteCommand, CompleteCommandStored     *sql.Stmt
+
+	// The event journal.
+	AppendEvents, ListSince, ReadFrom, LoadEvents, CountEvents, RedactPayload *sql.Stmt
+
+	// The outbox.
+	LoadOutbox, OutboxForCommand, Enqueue, ClaimDue, MarkCompleted, LoadOutboxStatus *sql.Stmt
+	Reschedule, MarkFailed, MarkOutcomeUnknown, MarkOutcomeUnknownRepeat             *sql.Stmt
+	ReleaseExpiredClaims                                                             *sql.Stmt
+
+	// Replay records.
+	PutReplay, LoadReplay, ReplaysForConversation *sql.Stmt
+}
+
+// statementTexts names every statement for sqlitedb.PrepareByName: the constant sqlX under "sqlX".
+var statementTexts = map[string]string{
+	"sqlLoadConversation":              sqlLoadConversation,
+	"sqlListConversations":             sqlListConversations,
+	"sqlCreateConversation":            sqlCreateConversation,
+	"sqlAppendUserTurn":                sqlAppendUserTurn,
+	"sqlAppendUserTurnPhase":           sqlAppendUserTurnPhase,
+	"sqlAppendAssistantTurn":           sqlAppendAssistantTurn,
+	"sqlAppendAssistantTurnStored":     sqlAppendAssistantTurnStored,
+	"sqlLoadTurn":                      sqlLoadTurn,
+	"sqlLoadRecentTurns":               sqlLoadRecentTurns,
+	"sqlTurnPhase":                     sqlTurnPhase,
+	"sqlSetTurnPhase":                  sqlSetTurnPhase,
+	"sqlSetTurnPhaseExists":            sqlSetTurnPhaseExists,
+	"sqlListUnfinishedTurns":           sqlListUnfinishedTurns,
+	"sqlLoadInteraction":               sqlLoadInteraction,
+	"sqlInteractionsForTurn":           sqlInteractionsForTurn,
+	"sqlListOpenForConversation":       sqlListOpenForConversation,
+	"sqlListOpenForCase":               sqlListOpenForCase,
+	"sqlBlockingAnsweredAt":            sqlBlockingAnsweredAt,
+	"sqlInsertInteraction":             sqlInsertInteraction,
+	"sqlInsertReplacingBlocking":       sqlInsertReplacingBlocking,
+	"sqlBeginResolution":               sqlBeginResolution,
+	"sqlFinishResolutionResolved":      sqlFinishResolutionResolved,
+	"sqlFinishResolutionFailed":        sqlFinishResolutionFailed,
+	"sqlFinishResolutionRestoreActive": sqlFinishResolutionRestoreActive,
+	"sqlInvalidateForCase":             sqlInvalidateForCase,
+	"sqlInvalidateCaseCards":           sqlInvalidateCaseCards,
+	"sqlExpireDue":                     sqlExpireDue,
+	"sqlLoadCommand":                   sqlLoadCommand,
+	"sqlCommandsForTurn":               sqlCommandsForTurn,
+	"sqlPendingForTurn":                sqlPendingForTurn,
+	"sqlBeginCommand":                  sqlBeginCommand,
+	"sqlBeginCommandInsert":            sqlBeginCommandInsert,
+	"sqlMarkExecuting":                 sqlMarkExecuting,
+	"sqlMarkExecutingStatus":           sqlMarkExecutingStatus,
+	"sqlCompleteCommand":               sqlCompleteCommand,
+	"sqlCompleteCommandStored":         sqlCompleteCommandStored,
+	"sqlAppendEvents":                  sqlAppendEvents,
+	"sqlListSince":                     sqlListSince,
+	"sqlReadFrom":                      sqlReadFrom,
+	"sqlLoadEvents":                    sqlLoadEvents,
+	"sqlCountEvents":                   sqlCountEvents,
+	"sqlRedactPayload":                 sqlRedactPayload,
+	"sqlLoadOutbox":                    sqlLoadOutbox,
+	"sqlOutboxForCommand":              sqlOutboxForCommand,
+	"sqlEnqueue":                       sqlEnqueue,
+	"sqlClaimDue":                      sqlClaimDue,
+	"sqlMarkCompleted":                 sqlMarkCompleted,
+	"sqlLoadOutboxStatus":              sqlLoadOutboxStatus,
+	"sqlReschedule":                    sqlReschedule,
+	"sqlMarkFailed":                    sqlMarkFailed,
+	"sqlMarkOutcomeUnknown":            sqlMarkOutcomeUnknown,
+	"sqlMarkOutcomeUnknownRepeat":      sqlMarkOutcomeUnknownRepeat,
+	"sqlReleaseExpiredClaims":          sqlReleaseExpiredClaims,
+	"sqlPutReplay":                     sqlPutReplay,
+	"sqlLoadReplay":                    sqlLoadReplay,
+	"sqlReplaysForConversation":        sqlReplaysForConversation,
 }

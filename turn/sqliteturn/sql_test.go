@@ -1,12 +1,14 @@
 package sqliteturn
 
 import (
+	"database/sql"
 	"go/ast"
 	"go/constant"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -70,8 +72,8 @@ func TestStatementsAreNamedAfterTheirMethod(t *testing.T) {
 	}
 }
 
-// Every statement of sql.go is sent somewhere, every sql... name the code uses is one of them, and
-// no SQL text is written outside sql.go.
+// Every statement of sql.go is sent somewhere, through its field (st.X) and never as the
+// constant itself, and no SQL text is written outside sql.go.
 func TestStatementsLiveInSQLGo(t *testing.T) {
 	t.Parallel()
 	consts := sqlConstants(t)
@@ -80,7 +82,7 @@ func TestStatementsLiveInSQLGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := map[string]bool{}
-	keywords := []string{"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "BEGIN", "COMMIT", "PRAGMA"}
+	keywords := []string{"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "BEGIN", "COMMIT", "ROLLBACK", "PRAGMA"}
 	for _, path := range files {
 		if path == "sql.go" || strings.HasSuffix(path, "_test.go") {
 			continue
@@ -95,15 +97,20 @@ func TestStatementsLiveInSQLGo(t *testing.T) {
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
 			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "st" {
+					used["sql"+n.Sel.Name] = true
+				}
 			case *ast.Ident:
 				if strings.HasPrefix(n.Name, "sql") && len(n.Name) > 3 && unicode.IsUpper(rune(n.Name[3])) {
-					used[n.Name] = true
+					t.Errorf("%s: %s is read outside sql.go: send its field, st.%s", path, n.Name, n.Name[3:])
 				}
 			case *ast.BasicLit:
 				if n.Kind == token.STRING {
 					s, _ := strconv.Unquote(n.Value)
+					s = strings.TrimSpace(s)
 					for _, k := range keywords {
-						if strings.HasPrefix(strings.TrimSpace(s), k+" ") {
+						if s == k || strings.HasPrefix(s, k+" ") || strings.HasPrefix(s, k+"\n") {
 							t.Errorf("%s: SQL text outside sql.go: %.40q", path, s)
 						}
 					}
@@ -114,12 +121,12 @@ func TestStatementsLiveInSQLGo(t *testing.T) {
 	}
 	for name := range used {
 		if _, ok := consts[name]; !ok {
-			t.Errorf("%s is used but is no constant of sql.go", name)
+			t.Errorf("st.%s is used but sql%s is no constant of sql.go", name[3:], name[3:])
 		}
 	}
 	for _, name := range statementNames(consts) {
 		if !used[name] {
-			t.Errorf("%s is never sent", name)
+			t.Errorf("%s is never sent: no st.%s outside the tests", name, name[3:])
 		}
 	}
 }
@@ -148,27 +155,31 @@ func TestEveryStatementPrepares(t *testing.T) {
 	}
 }
 
-// statementTexts, what New prepares, is every statement of sql.go, each once.
-func TestStatementTextsListEveryStatement(t *testing.T) {
+// Every statement constant sqlX has a field X in statements and every field a constant, and
+// statementTexts holds each constant under its own name: so sqlitedb.PrepareByName fills every
+// field with its own statement and no other.
+func TestStatementsPairedByName(t *testing.T) {
 	t.Parallel()
 	consts := sqlConstants(t)
-	want := map[string]bool{}
-	for _, name := range statementNames(consts) {
-		want[consts[name]] = true
-	}
-	got := map[string]bool{}
-	for _, q := range statementTexts {
-		if got[q] {
-			t.Errorf("statementTexts lists %.40q twice", q)
+	want := statementNames(consts)
+	var fields []string
+	typ := reflect.TypeFor[statements]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Type != reflect.TypeFor[*sql.Stmt]() {
+			t.Errorf("field %s of statements is a %v, not a *sql.Stmt", f.Name, f.Type)
 		}
-		if !want[q] {
-			t.Errorf("statementTexts lists %.40q, no statement of sql.go", q)
-		}
-		got[q] = true
+		fields = append(fields, "sql"+typ.Field(i).Name)
 	}
-	for q := range want {
-		if !got[q] {
-			t.Errorf("statementTexts misses %.40q", q)
+	slices.Sort(fields)
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields of statements, as sqlX:\n%v\nwant the statements of sql.go:\n%v", fields, want)
+	}
+	if keys := slices.Sorted(maps.Keys(statementTexts)); !slices.Equal(keys, want) {
+		t.Errorf("statementTexts names:\n%v\nwant the statements of sql.go:\n%v", keys, want)
+	}
+	for name, text := range statementTexts {
+		if consts[name] != text {
+			t.Errorf("statementTexts[%q] is not the text of the constant %s", name, name)
 		}
 	}
 }
