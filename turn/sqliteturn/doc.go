@@ -19,9 +19,10 @@
 //
 // # Writes
 //
-// Every write method, and every bundle, is one transaction that begins with BEGIN IMMEDIATE and
-// runs under the DB's write gate (sqlitedb.DB.Lock), so the writes of this store and of every
-// other component on the DB queue in request order instead of meeting in SQLite's busy handler.
+// Every write method, and every bundle, is one transaction of the DB (sqlitedb.DB.Write) on its
+// writer connection: it begins with BEGIN IMMEDIATE and runs under the DB's write gate, so the
+// writes of this store and of every other component on the DB queue in request order instead of
+// meeting in SQLite's busy handler.
 // BEGIN IMMEDIATE takes the file's write lock first: no writer of any process moves a row between
 // two statements of the transaction, so each rule of the contract is a statement carrying the
 // state it expects in its WHERE clause plus, when that matches nothing, a read in the same
@@ -69,5 +70,8 @@
 // # SQL
 //
 // Every statement is a constant of sql.go named after the method that sends it (sqlClaimDue,
-// sqlRedactPayload …); a test pairs each with its method and prepares it against a migrated file.
+// sqlRedactPayload …), prepared once by name into the field of the same name (ClaimDue): on the
+// DB's writer connection for the writes (sqlitedb.DB.PrepareWrites), on its reader pool for the
+// reads. A test pairs each constant with its field and its method and prepares it against a
+// migrated file.
 package sqliteturn
