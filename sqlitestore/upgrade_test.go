@@ -2,11 +2,9 @@ package sqlitestore_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/steadhq/stead/internal/migration"
 	"github.com/steadhq/stead/internal/upgradetest"
 	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/sqlitestore"
@@ -24,21 +22,7 @@ func TestUpgradeFromRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			old, err := migration.AsOf(os.DirFS("."), "migrations", release)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The version table's name is the store's ("stead_migrations"), released with it.
-			if err := sqlitedb.Migrate(ctx, db, "stead_migrations", old); err != nil {
-				t.Fatal(err)
-			}
-			rows, err := os.ReadFile("testdata/upgrade/" + release + ".sql")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.W.ExecContext(ctx, string(rows)); err != nil {
-				t.Fatalf("loading %s's rows: %v", release, err)
-			}
+			upgradetest.SQLite(t, db, "stead_migrations", release)
 			s, err := sqlitestore.New(ctx, db)
 			if err != nil {
 				t.Fatal(err)

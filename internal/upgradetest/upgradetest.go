@@ -8,10 +8,17 @@ package upgradetest
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
+	"github.com/steadhq/stead/internal/migration"
+	"github.com/steadhq/stead/pgdb"
+	"github.com/steadhq/stead/sqlitedb"
 	"github.com/steadhq/stead/transport"
 )
 
@@ -85,4 +92,48 @@ func Transport(t *testing.T, tr *transport.Transport) {
 	if err := tr.Ack(ctx, &ls[0]); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Postgres makes schema a database of release: the release's migrations of the component in the
+// current directory (migrations/, recorded in its version table) and the rows it wrote
+// (testdata/upgrade/<release>.sql). The caller then opens the component on schema, which
+// migrates the rest.
+func Postgres(t *testing.T, pool *pgxpool.Pool, schema, versionTable, release string) {
+	t.Helper()
+	ctx := context.Background()
+	old, rows := released(t, release)
+	if err := pgdb.Migrate(ctx, pool, schema, versionTable, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, pgdb.Expand(rows, schema)); err != nil {
+		t.Fatalf("loading %s's rows: %v", release, err)
+	}
+}
+
+// SQLite is Postgres for a file: db becomes a database of release.
+func SQLite(t *testing.T, db *sqlitedb.DB, versionTable, release string) {
+	t.Helper()
+	ctx := context.Background()
+	old, rows := released(t, release)
+	if err := sqlitedb.Migrate(ctx, db, versionTable, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.W.ExecContext(ctx, rows); err != nil {
+		t.Fatalf("loading %s's rows: %v", release, err)
+	}
+}
+
+// released returns the migrations release shipped and the rows it wrote, of the component whose
+// tests run in the current directory.
+func released(t *testing.T, release string) (fs.FS, string) {
+	t.Helper()
+	old, err := migration.AsOf(os.DirFS("."), "migrations", release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := os.ReadFile(filepath.Join("testdata", "upgrade", release+".sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, string(rows)
 }
