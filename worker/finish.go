@@ -112,6 +112,36 @@ func inCommit(m Machines, out []transport.Outgoing, exe *stead.Execution, emits 
 	return out, keep
 }
 
+// commitRouted commits p's items with commit, a CommitBatch inside a transaction that also
+// publishes (Tx, FinishTx), having first taken out of their bundles what route publishes in that
+// transaction. It returns the committed steps and what their steps emitted to publish, for the
+// caller to publish before the transaction commits; a lost compare-and-swap joins p.later
+// (sortResults), and its emits are dropped with it.
+func (w *Worker) commitRouted(ctx context.Context, commit func(context.Context, []stead.CommitItem) ([]stead.CommitResult, error),
+	leases []transport.Lease, p *batchPlan) ([]delivery, []transport.Outgoing, error) {
+	if len(p.items) == 0 {
+		return nil, nil, nil
+	}
+	pubs := make([][]transport.Outgoing, len(p.items))
+	for k := range p.items {
+		it := &p.items[k]
+		pubs[k], it.Bundle.Emits = inCommit(w.cfg.Machines, nil, it.Execution, it.Bundle.Emits)
+	}
+	cctx, end := w.obs.store(ctx, "CommitBatch", "stead_executions", len(p.items))
+	results, err := commit(cctx, p.items)
+	done(end, err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	var out []transport.Outgoing
+	for k, r := range results {
+		if r.Err == nil && k < len(pubs) {
+			out = append(out, pubs[k]...)
+		}
+	}
+	return w.sortResults(leases, p, results), out, nil
+}
+
 // finishInTx ends a round of an apart batch in one transaction of the Finisher: the commit of
 // its steps, the publish of what they emitted (route: no outbox row, no relay hop), the acks of
 // the messages whose steps committed or that needed none, and the nacks of the rest, among them
@@ -172,36 +202,19 @@ func (a *apart) inTx(ctx context.Context, leases []transport.Lease, p *batchPlan
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit it does nothing
-	var ds []delivery
-	if len(p.items) > 0 {
-		pubs := make([][]transport.Outgoing, len(p.items))
-		for k := range p.items {
-			it := &p.items[k]
-			pubs[k], it.Bundle.Emits = inCommit(w.cfg.Machines, nil, it.Execution, it.Bundle.Emits)
-		}
-		cctx, end := w.obs.store(ctx, "CommitBatch", "stead_executions", len(p.items))
-		results, err := tx.CommitBatch(cctx, p.items)
+	ds, out, err := w.commitRouted(ctx, tx.CommitBatch, leases, p)
+	if err != nil {
+		return nil, err
+	}
+	for len(out) > 0 {
+		n := min(len(out), transport.MaxBatch)
+		pctx, end := w.obs.transport(ctx, "PublishBatch", n)
+		err := tx.Publish(pctx, out[:n])
 		done(end, err)
 		if err != nil {
-			return nil, fmt.Errorf("commit: %w", err)
+			return nil, fmt.Errorf("publish: %w", err)
 		}
-		var out []transport.Outgoing
-		for k, r := range results {
-			if r.Err == nil && k < len(pubs) {
-				out = append(out, pubs[k]...)
-			}
-		}
-		ds = w.sortResults(leases, p, results) // a lost compare-and-swap joins p.later here
-		for len(out) > 0 {
-			n := min(len(out), transport.MaxBatch)
-			pctx, end := w.obs.transport(ctx, "PublishBatch", n)
-			err := tx.Publish(pctx, out[:n])
-			done(end, err)
-			if err != nil {
-				return nil, fmt.Errorf("publish: %w", err)
-			}
-			out = out[n:]
-		}
+		out = out[n:]
 	}
 	acks := p.acks
 	for _, q := range p.later {

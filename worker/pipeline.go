@@ -342,30 +342,13 @@ var errRolledBack = errors.New("worker: rolled back")
 // many commits the items of a batch, publishes their emits and queues the acks and nacks.
 func (t *together) many(leases []transport.Lease, p *batchPlan) ([]delivery, error) {
 	w, tx := t.w, t.tx
-	var ds []delivery
-	if len(p.items) > 0 {
-		pubs := make([][]transport.Outgoing, len(p.items))
-		for k := range p.items {
-			it := &p.items[k]
-			pubs[k], it.Bundle.Emits = inCommit(w.cfg.Machines, nil, it.Execution, it.Bundle.Emits)
-		}
-		cctx, end := w.obs.store(t.work, "CommitBatch", "stead_executions", len(p.items))
-		results, err := tx.CommitBatch(cctx, p.items)
-		done(end, err)
-		if err != nil {
-			return nil, fmt.Errorf("commit: %w", err)
-		}
-		var out []transport.Outgoing
-		for k, r := range results {
-			if r.Err == nil && k < len(pubs) {
-				out = append(out, pubs[k]...)
-			}
-		}
-		ds = w.sortResults(leases, p, results)
-		if len(out) > 0 {
-			if err := tx.Publish(t.work, out); err != nil {
-				return nil, fmt.Errorf("publish: %w", err)
-			}
+	ds, out, err := w.commitRouted(t.work, tx.CommitBatch, leases, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > 0 {
+		if err := tx.Publish(t.work, out); err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
 		}
 	}
 	if len(p.acks) > 0 {
