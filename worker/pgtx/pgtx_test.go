@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/memstore"
 	"github.com/steadhq/stead/pgdb"
@@ -63,17 +64,11 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// setup opens a store and a transport on one pool in a fresh schema, with one execution at
-// version 1 and one message for it.
-func setup(t testing.TB) (*pgtx.DB, *stead.Store, *transport.Transport, *stead.Execution) {
+// openShared opens a store and a transport on pool in schema, closed when the test ends, and the
+// shared transaction over them.
+func openShared(t testing.TB, pool *pgxpool.Pool, schema string) (*pgtx.DB, *stead.Store, *transport.Transport) {
 	t.Helper()
 	ctx := context.Background()
-	schema := pgdbtest.Schema(t)
-	pool, err := pgdb.Open(ctx, pgdbtest.URL(), pgdb.Config{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +83,21 @@ func setup(t testing.TB) (*pgtx.DB, *stead.Store, *transport.Transport, *stead.E
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, s, tr
+}
+
+// setup opens a store and a transport on one pool in a fresh schema, with one execution at
+// version 1 and one message for it.
+func setup(t testing.TB) (*pgtx.DB, *stead.Store, *transport.Transport, *stead.Execution) {
+	t.Helper()
+	ctx := context.Background()
+	schema := pgdbtest.Schema(t)
+	pool, err := pgdb.Open(ctx, pgdbtest.URL(), pgdb.Config{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db, s, tr := openShared(t, pool, schema)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	exe := &stead.Execution{ID: "e1", DefinitionID: "d", Status: stead.StatusRunning, CreatedAt: now, UpdatedAt: now}
 	c, err := s.Commit(ctx, exe, stead.Bundle{})

@@ -13,9 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/steadhq/stead"
 	"github.com/steadhq/stead/pgdb/pgdbtest"
-	"github.com/steadhq/stead/pgstore"
 	"github.com/steadhq/stead/transport"
-	"github.com/steadhq/stead/transport/pgtransport"
 	"github.com/steadhq/stead/worker"
 	"github.com/steadhq/stead/worker/pgtx"
 )
@@ -80,20 +78,7 @@ func countedSetupAt(t *testing.T, url string, mode pgx.QueryExecMode, conns int3
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	tr, err := pgtransport.New(ctx, pool, pgtransport.WithSchema(schema), pgtransport.WithoutListen())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	db, err := pgtx.New(s, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s, tr := openShared(t, pool, schema)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := range n {
 		exe := &stead.Execution{ID: "e" + string(rune('1'+i)), DefinitionID: "d", Status: stead.StatusRunning, CreatedAt: now, UpdatedAt: now}
